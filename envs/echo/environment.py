@@ -1,0 +1,75 @@
+"""`EchoEnvironment`: send a message, get it back with its length; the reward is 0.1 per character.
+
+Wire-compatible with OpenEnv's echo env of the message / echoed_message form::
+
+    -> {"type":"step","data":{"message":"hi"}}
+    <- {"type":"observation","data":{"observation":{"echoed_message":"hi","message_length":2},
+        "reward":0.2,"done":false,"truncated":false,"info":{}}}
+"""
+
+from __future__ import annotations
+
+import string
+import uuid
+from typing import Any
+
+from pydantic import Field
+
+from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
+
+__all__ = ["MAX_MESSAGE_LENGTH", "EchoAction", "EchoEnvironment", "EchoObservation"]
+
+MAX_MESSAGE_LENGTH = 1024
+REWARD_PER_CHARACTER = 0.1
+
+
+class EchoAction(Action):
+    """The message to echo."""
+
+    message: str = Field(max_length=MAX_MESSAGE_LENGTH)
+
+
+class EchoObservation(Observation):
+    """The message as the environment heard it, and its length in characters."""
+
+    echoed_message: str = ""
+    message_length: int = 0
+
+
+class EchoEnvironment(Environment[EchoAction, EchoObservation, State]):
+    """Echoes each message back. Episodes never end on their own."""
+
+    action_type = EchoAction
+    observation_type = EchoObservation
+    SUPPORTS_CONCURRENT_SESSIONS = True
+    blocking = False  # a step is a few microseconds: run it on the event loop
+
+    def __init__(self) -> None:
+        from gymnasium import spaces
+
+        text = spaces.Text(MAX_MESSAGE_LENGTH, min_length=0, charset=string.printable)
+        self.action_space = spaces.Dict({"message": text})
+        self.observation_space = spaces.Dict(
+            {"echoed_message": text, "message_length": spaces.Discrete(MAX_MESSAGE_LENGTH + 1)}
+        )
+        self._state = State()
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> EchoObservation:
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        return EchoObservation(reward=0.0)
+
+    def step(self, action: EchoAction) -> EchoObservation:
+        self._state.step_count += 1
+        message = action.message
+        return EchoObservation(
+            echoed_message=message, message_length=len(message), reward=len(message) * REWARD_PER_CHARACTER
+        )
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return EnvironmentMetadata(
+            name="echo_env", description="Echoes each message back; reward is 0.1 per character", version="0.1.0"
+        )

@@ -1,0 +1,285 @@
+"""One session with an environment server over a WebSocket: `AsyncEnvClient` and its sync facade `EnvClient`.
+
+Both speak OpenEnv's ``/ws`` protocol, so they work with our servers and with OpenEnv's. Every
+wait is bounded: connecting by ``open_timeout``, each call by ``call_timeout``. A call that times
+out leaves the session unusable (a late reply could be taken for the next one's), so the
+connection is closed and later calls raise :class:`~openenv_gym.errors.ConnectionLostError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+
+from .errors import (
+    CapacityReachedError,
+    ConnectionLostError,
+    RemoteError,
+    RequestTimeoutError,
+    ServerConnectError,
+)
+from .loop_thread import LoopThread
+from .protocol import ClientSession, ErrorCode, ErrorFrame, ObservationFrame, StateFrame
+
+__all__ = ["AsyncEnvClient", "EnvClient", "http_get_json", "http_url", "ws_url"]
+
+DEFAULT_OPEN_TIMEOUT = 10.0
+DEFAULT_CALL_TIMEOUT = 60.0
+DEFAULT_MAX_FRAME_BYTES = 100 * 2**20  # OpenEnv's servers send frames up to 100 MB
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def ws_url(base_url: str) -> str:
+    """The session endpoint of a server: ``http://h:p`` or ``ws://h:p`` becomes ``ws://h:p/ws``."""
+    parts = urllib.parse.urlsplit(base_url)
+    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
+    if scheme is None or not parts.netloc:
+        raise ValueError(f"expected a URL like 'http://127.0.0.1:8000' or 'ws://host:port', got {base_url!r}")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/ws"):
+        path += "/ws"
+    return urllib.parse.urlunsplit((scheme, parts.netloc, path, parts.query, ""))
+
+
+def http_url(base_url: str, path: str) -> str:
+    """The HTTP URL of ``path`` (``"/schema"``) on the server behind ``base_url``."""
+    parts = urllib.parse.urlsplit(base_url)
+    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
+    root = parts.path.rstrip("/")
+    if root.endswith("/ws"):
+        root = root[: -len("/ws")]
+    return urllib.parse.urlunsplit((scheme, parts.netloc, root + path, "", ""))
+
+
+def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOUT) -> Any:
+    """``GET`` a JSON endpoint of the server (``/health``, ``/schema``, ``/metadata``).
+
+    Raises:
+        ServerConnectError: the server is unreachable, answered an error status, or not JSON.
+    """
+    url = http_url(base_url, path)
+    handlers = []
+    if urllib.parse.urlsplit(url).hostname in _LOOPBACK:
+        handlers.append(urllib.request.ProxyHandler({}))
+    opener = urllib.request.build_opener(*handlers)
+    try:
+        with opener.open(url, timeout=timeout) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        raise ServerConnectError(url, f"HTTP {exc.code}: {exc.read()[:500].decode(errors='replace')}") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ServerConnectError(url, str(reason)) from exc
+    except ValueError as exc:
+        raise ServerConnectError(url, f"answer is not JSON: {exc}") from exc
+
+
+def _remote_error(frame: ErrorFrame, env_id: str | None) -> RemoteError:
+    cls = CapacityReachedError if frame.code == ErrorCode.CAPACITY_REACHED.value else RemoteError
+    code = frame.code.value if isinstance(frame.code, ErrorCode) else frame.code
+    return cls(code, frame.message, frame.details, env_id)
+
+
+class AsyncEnvClient:
+    """An async session with one environment server.
+
+    Args:
+        base_url: the server, as ``http://host:port`` or ``ws://host:port``.
+        open_timeout: seconds to connect and finish the WebSocket handshake.
+        call_timeout: seconds to wait for each reply.
+        env_id: a name used in error messages.
+        max_frame_bytes: the largest frame accepted from the server.
+
+    Example:
+        >>> async def play(url):  # doctest: +SKIP
+        ...     async with AsyncEnvClient(url) as client:
+        ...         first = await client.reset(seed=0)
+        ...         result = await client.step({"action": 1})
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        open_timeout: float = DEFAULT_OPEN_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        env_id: str | None = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.url = ws_url(base_url)
+        self.open_timeout = open_timeout
+        self.call_timeout = call_timeout
+        self.env_id = env_id
+        self.max_frame_bytes = max_frame_bytes
+        self._ws: ClientConnection | None = None
+        self._protocol = ClientSession()
+
+    def __repr__(self) -> str:
+        return f"AsyncEnvClient({self.url!r})"
+
+    async def connect(self) -> AsyncEnvClient:
+        """Open the session; idempotent.
+
+        Raises:
+            ServerConnectError: refused, unreachable, or no handshake within ``open_timeout``.
+        """
+        if self._ws is not None:
+            return self
+        loopback = urllib.parse.urlsplit(self.url).hostname in _LOOPBACK
+        try:
+            self._ws = await connect(
+                self.url,
+                open_timeout=self.open_timeout,
+                max_size=self.max_frame_bytes,
+                compression=None,
+                proxy=None if loopback else True,
+                close_timeout=2,
+            )
+        except TimeoutError as exc:
+            raise ServerConnectError(self.url, f"no handshake within {self.open_timeout:g} s") from exc
+        except (OSError, InvalidHandshake, InvalidURI) as exc:
+            raise ServerConnectError(self.url, str(exc) or type(exc).__name__) from exc
+        return self
+
+    async def _request(self, call: str, text: str) -> ObservationFrame | StateFrame:
+        ws = self._ws
+        if ws is None:
+            raise ConnectionLostError(self.url, call, None, "the session is not connected; call connect() first")
+        try:
+            async with asyncio.timeout(self.call_timeout):
+                await ws.send(text)
+                reply = await ws.recv()
+        except TimeoutError:
+            self._abandon()
+            raise RequestTimeoutError(self.url, call, self.call_timeout) from None
+        except ConnectionClosed as exc:
+            self._ws = None
+            received = exc.rcvd
+            raise ConnectionLostError(
+                self.url, call, received.code if received else None, received.reason if received else ""
+            ) from exc
+        frame = self._protocol.receive(reply)
+        if isinstance(frame, ErrorFrame):
+            error = _remote_error(frame, self.env_id)
+            if isinstance(error, CapacityReachedError):
+                self._abandon()
+            raise error
+        return frame
+
+    def _abandon(self) -> None:
+        """Drop the connection at once after a timeout or a refusal."""
+        ws, self._ws = self._ws, None
+        self._protocol = ClientSession()
+        if ws is not None:
+            # No close handshake: the server may be stuck, and we must not wait on it.
+            ws.transport.abort()
+
+    async def reset(self, **kwargs: Any) -> ObservationFrame:
+        """Start an episode; ``kwargs`` (``seed``, ``options``, ...) go to the environment's reset.
+
+        Raises:
+            RemoteError: the server answered with an error frame; the session stays usable.
+            RequestTimeoutError, ConnectionLostError: see the module docstring.
+        """
+        await self.connect()
+        frame = await self._request("reset", self._protocol.send_reset(kwargs))
+        assert isinstance(frame, ObservationFrame)
+        return frame
+
+    async def step(self, action: dict[str, Any]) -> ObservationFrame:
+        """Apply one action, given as its wire form (a JSON object of its fields)."""
+        frame = await self._request("step", self._protocol.send_step(action))
+        assert isinstance(frame, ObservationFrame)
+        return frame
+
+    async def state(self) -> dict[str, Any]:
+        """The session's state (``episode_id``, ``step_count`` and env-specific fields)."""
+        frame = await self._request("state", self._protocol.send_state())
+        assert isinstance(frame, StateFrame)
+        return frame.state
+
+    async def close(self) -> None:
+        """Send a close frame and close the connection; idempotent, never raises for a dead server."""
+        ws, self._ws = self._ws, None
+        if ws is None:
+            return
+        try:
+            await ws.send(self._protocol.send_close())
+        except ConnectionClosed:
+            pass
+        await ws.close()
+
+    async def __aenter__(self) -> AsyncEnvClient:
+        return await self.connect()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+class EnvClient:
+    """The synchronous facade of :class:`AsyncEnvClient`, with the same arguments and methods.
+
+    Calls run on a private event loop in a background thread, so this works from plain code,
+    from threads and from inside another event loop (a notebook).
+
+    Example:
+        >>> with EnvClient("http://127.0.0.1:8000") as client:  # doctest: +SKIP
+        ...     client.reset(seed=0)
+        ...     client.step({"action": 0})
+    """
+
+    # The loop thread enforces the call timeout itself; this margin only guards against a
+    # loop that stopped answering.
+    _MARGIN = 5.0
+
+    def __init__(self, base_url: str, **kwargs: Any) -> None:
+        self._client = AsyncEnvClient(base_url, **kwargs)
+        self._loop: LoopThread | None = None
+
+    def __repr__(self) -> str:
+        return f"EnvClient({self._client.url!r})"
+
+    @property
+    def url(self) -> str:
+        return self._client.url
+
+    def _run(self, coroutine: Any, timeout: float) -> Any:
+        if self._loop is None:
+            self._loop = LoopThread(name="openenv-gym-client")
+        return self._loop.run(coroutine, timeout + self._MARGIN)
+
+    def connect(self) -> EnvClient:
+        self._run(self._client.connect(), self._client.open_timeout)
+        return self
+
+    def reset(self, **kwargs: Any) -> ObservationFrame:
+        return self._run(self._client.reset(**kwargs), self._client.open_timeout + self._client.call_timeout)  # type: ignore[no-any-return]
+
+    def step(self, action: dict[str, Any]) -> ObservationFrame:
+        return self._run(self._client.step(action), self._client.call_timeout)  # type: ignore[no-any-return]
+
+    def state(self) -> dict[str, Any]:
+        return self._run(self._client.state(), self._client.call_timeout)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Close the session and stop the loop thread; idempotent."""
+        if self._loop is None:
+            return
+        try:
+            self._run(self._client.close(), 5.0)
+        finally:
+            self._loop.stop()
+            self._loop = None
+
+    def __enter__(self) -> EnvClient:
+        return self.connect()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,191 @@
+"""Every exception openenv-gym raises, under one root.
+
+::
+
+    OpenEnvGymError
+    ├── ProtocolError (ValueError)            a frame that breaks the wire format or the session rules
+    ├── SpaceCodecError (ValueError)          a value, or a space's JSON form, that does not fit
+    ├── UnsupportedSpaceError (TypeError)     a Gymnasium space type with no JSON form
+    ├── ClientError                           something went wrong talking to a server
+    │   ├── ServerConnectError (ConnectionError)   the server could not be reached or refused us
+    │   ├── ConnectionLostError (ConnectionError)  the connection dropped while a call was waiting
+    │   ├── RequestTimeoutError (TimeoutError)     no reply within the timeout
+    │   └── RemoteError                            the server answered with an error frame
+    │       └── CapacityReachedError               ... because every session slot is taken
+    └── ProviderError (RuntimeError)          a server could not be started or stopped
+        └── ServerStartError                       ... the server process failed to become healthy
+
+Built-in parents are chosen so that ``except TimeoutError`` or ``except ConnectionError`` keep
+working for callers who do not know this package.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CapacityReachedError",
+    "ClientError",
+    "ConnectionLostError",
+    "OpenEnvGymError",
+    "ProtocolError",
+    "ProviderError",
+    "RemoteError",
+    "RequestTimeoutError",
+    "ServerConnectError",
+    "ServerStartError",
+    "SpaceCodecError",
+    "UnsupportedSpaceError",
+]
+
+
+class OpenEnvGymError(Exception):
+    """Base class of every exception raised by openenv-gym."""
+
+
+class ProtocolError(OpenEnvGymError, ValueError):
+    """A frame does not follow the wire format, or arrives when the session cannot take it.
+
+    Attributes:
+        code: the wire error code (an ``ErrorCode`` value) a server answers with.
+        message: what was wrong, in words.
+        details: extra fields carried in the error frame (for example pydantic's ``errors``).
+    """
+
+    def __init__(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+        self.details = details or {}
+
+    def __str__(self) -> str:
+        return f"{self.message} (code: {self.code})"
+
+
+class SpaceCodecError(OpenEnvGymError, ValueError):
+    """A Gymnasium space, or a value of one, cannot be converted to or from its JSON form."""
+
+
+class UnsupportedSpaceError(OpenEnvGymError, TypeError):
+    """A Gymnasium space type that has no JSON form (yet)."""
+
+
+class ClientError(OpenEnvGymError):
+    """Base class of the errors a client sees while talking to an environment server."""
+
+
+class ServerConnectError(ClientError, ConnectionError):
+    """The server could not be reached, or it refused the WebSocket handshake."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(url, reason)
+        self.url = url
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"cannot connect to {self.url}: {self.reason}"
+
+
+class ConnectionLostError(ClientError, ConnectionError):
+    """The connection closed while a call was in flight, or before one was made.
+
+    Attributes:
+        url: the session's WebSocket URL.
+        call: the call that was waiting (``"reset"``, ``"step"``, ...), or ``None``.
+        code: the WebSocket close code, if a close frame was received.
+        reason: the close reason the server gave, if any.
+    """
+
+    def __init__(
+        self, url: str, call: str | None, code: int | None = None, reason: str = ""
+    ) -> None:
+        super().__init__(url, call, code, reason)
+        self.url = url
+        self.call = call
+        self.code = code
+        self.reason = reason
+
+    def __str__(self) -> str:
+        during = f" during {self.call}" if self.call else ""
+        if self.code is None:
+            how = "without a close frame (did the server process die?)"
+        else:
+            how = f"with code {self.code}" + (f": {self.reason}" if self.reason else "")
+        return f"connection to {self.url} lost{during}, closed {how}"
+
+
+class RequestTimeoutError(ClientError, TimeoutError):
+    """The server did not answer a call within its timeout."""
+
+    def __init__(self, url: str, call: str, timeout: float) -> None:
+        super().__init__(url, call, timeout)
+        self.url = url
+        self.call = call
+        self.timeout = timeout
+
+    def __str__(self) -> str:
+        return (
+            f"{self.call} on {self.url} got no answer within {self.timeout:g} s; "
+            f"raise the timeout if the environment is slow"
+        )
+
+
+class RemoteError(ClientError):
+    """The server answered a call with an error frame; the session stays usable.
+
+    Attributes:
+        code: the wire error code, e.g. ``"VALIDATION_ERROR"`` or ``"EXECUTION_ERROR"``.
+        message: the server's message.
+        details: the remaining fields of the error frame (a remote ``traceback`` among them).
+        env_id: the environment the session runs, when known.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        env_id: str | None = None,
+    ) -> None:
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+        self.details = details or {}
+        self.env_id = env_id
+
+    def __str__(self) -> str:
+        where = f" in {self.env_id}" if self.env_id else ""
+        text = f"server error{where}: {self.message} (code: {self.code})"
+        remote_traceback = self.details.get("traceback")
+        if remote_traceback:
+            text += f"\n\nRemote traceback:\n{remote_traceback}"
+        return text
+
+
+class CapacityReachedError(RemoteError):
+    """The server refused a new session because all of its session slots are taken."""
+
+
+class ProviderError(OpenEnvGymError, RuntimeError):
+    """A provider could not start, reach or stop an environment server."""
+
+
+class ServerStartError(ProviderError):
+    """A server process exited or did not become healthy in time.
+
+    Attributes:
+        command: the command line that was run.
+        output: the last lines the server wrote to stderr.
+    """
+
+    def __init__(self, message: str, command: list[str], output: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.command = command
+        self.output = output
+
+    def __str__(self) -> str:
+        text = f"{self.message}\ncommand: {' '.join(self.command)}"
+        if self.output:
+            text += f"\nserver output (last lines):\n{self.output}"
+        return text

@@ -1,0 +1,33 @@
+"""`Provider`: where an environment server runs, and how it is started and stopped."""
+
+from __future__ import annotations
+
+import abc
+
+__all__ = ["Provider"]
+
+
+class Provider(abc.ABC):
+    """Starts (or attaches to) one environment server and stops it again.
+
+    The rest of openenv-gym only sees the base URL :meth:`start` returns, so a server may be a
+    local process, a container, a Ray actor or anything reachable over the network.
+    """
+
+    @abc.abstractmethod
+    def start(self) -> str:
+        """Make the server ready and return its base URL (``http://host:port``); idempotent."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Stop what :meth:`start` started; idempotent, and safe if the server already died."""
+
+    def is_alive(self) -> bool:
+        """Whether the server is believed to be running."""
+        return True
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -1,0 +1,196 @@
+"""`ProcessProvider`: the default; runs the server as a child process on a free loopback port.
+
+No server outlives its owner: the child watches its stdin, whose only write end the owner holds,
+and stops when it reads EOF. That covers a normal :meth:`ProcessProvider.stop`, garbage
+collection and interpreter exit (through ``weakref.finalize``), and an owner killed with SIGKILL
+(the kernel closes the pipe).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from typing import IO, Any
+
+from ..client import http_get_json
+from ..errors import ServerConnectError, ServerStartError
+from ..server.runner import READY_PREFIX
+from .base import Provider
+
+__all__ = ["ProcessProvider"]
+
+DEFAULT_STARTUP_TIMEOUT = 30.0
+STOP_GRACE = 5.0
+
+
+def _tail(log: IO[bytes], lines: int = 20) -> str:
+    try:
+        log.seek(0)
+        return b"\n".join(log.read().splitlines()[-lines:]).decode(errors="replace")
+    except (OSError, ValueError):
+        return ""
+
+
+def _stop_process(process: subprocess.Popen[bytes], log: IO[bytes]) -> None:
+    """Ask the server to stop (EOF on its stdin), then terminate, then kill; always reap it."""
+    if process.stdin is not None and not process.stdin.closed:
+        try:
+            process.stdin.close()
+        except OSError:
+            pass
+    for escalate in (None, process.terminate, process.kill):
+        if escalate is not None:
+            try:
+                escalate()
+            except ProcessLookupError:
+                pass
+        try:
+            process.wait(STOP_GRACE)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    log.close()
+
+
+class ProcessProvider(Provider):
+    """Run ``openenv-gym serve TARGET`` as a child process bound to a free loopback port.
+
+    Args:
+        target: what to serve: a Gymnasium id or ``"module:attr"`` (see ``openenv-gym serve``).
+        env_kwargs: keyword arguments for the environment factory, as JSON.
+        max_episode_steps: for Gymnasium ids: ``-1`` keeps the spec's time limit, ``None``
+            removes it (the client's ``TimeLimit`` applies), a number replaces it.
+        host: the address the server binds.
+        max_sessions: passed to the server; ``None`` lets the server decide.
+        idle_timeout: passed to the server; ``None`` keeps the server's default.
+        startup_timeout: seconds to wait for the server to report its port and answer ``/health``.
+        python: the interpreter to run the server with.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        env_kwargs: dict[str, Any] | None = None,
+        max_episode_steps: int | None = -1,
+        host: str = "127.0.0.1",
+        max_sessions: int | None = None,
+        idle_timeout: float | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        python: str = sys.executable,
+    ) -> None:
+        self.target = target
+        self.env_kwargs = env_kwargs or {}
+        self.max_episode_steps = max_episode_steps
+        self.host = host
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self.startup_timeout = startup_timeout
+        self.python = python
+        self.base_url: str | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    def __repr__(self) -> str:
+        return f"ProcessProvider({self.target!r}, url={self.base_url!r})"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def command(self, ready_fd: int) -> list[str]:
+        """The command line that starts the server and reports readiness on ``ready_fd``."""
+        command = [self.python, "-m", "openenv_gym", "serve", self.target, "--host", self.host, "--port", "0"]
+        command += ["--exit-on-stdin-eof", "--ready-fd", str(ready_fd)]
+        command += ["--max-episode-steps", "none" if self.max_episode_steps is None else str(self.max_episode_steps)]
+        if self.env_kwargs:
+            command += ["--env-kwargs", json.dumps(self.env_kwargs)]
+        if self.max_sessions is not None:
+            command += ["--max-sessions", str(self.max_sessions)]
+        if self.idle_timeout is not None:
+            command += ["--idle-timeout", str(self.idle_timeout)]
+        return command
+
+    def start(self) -> str:
+        if self.base_url is not None and self.is_alive():
+            return self.base_url
+        self.stop()
+        ready_read, ready_write = os.pipe()
+        command = self.command(ready_write)
+        log = tempfile.TemporaryFile(prefix="openenv-gym-server-")
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=log,
+                pass_fds=(ready_write,),
+                # Its own session: a Ctrl-C meant for the owner does not kill the server
+                # under it; the owner stops it in order.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            os.close(ready_read)
+            log.close()
+            raise ServerStartError(f"cannot run the server: {exc}", command) from exc
+        finally:
+            os.close(ready_write)
+        self.process = process
+        self._finalizer = weakref.finalize(self, _stop_process, process, log)
+        try:
+            line = self._read_ready_line(ready_read, process, command, log)
+        finally:
+            os.close(ready_read)
+        self.base_url = line[len(READY_PREFIX) :].split()[0]
+        try:
+            http_get_json(self.base_url, "/health", timeout=self.startup_timeout)
+        except ServerConnectError as exc:
+            self.stop()
+            raise ServerStartError(f"server at {self.base_url} failed its health check: {exc}", command) from exc
+        return self.base_url
+
+    def _read_ready_line(self, fd: int, process: subprocess.Popen[bytes], command: list[str], log: IO[bytes]) -> str:
+        deadline = time.monotonic() + self.startup_timeout
+        buffer = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while b"\n" not in buffer:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    output = _tail(log)
+                    self.stop()
+                    raise ServerStartError(
+                        f"server did not report ready within {self.startup_timeout:g} s", command, output
+                    )
+                if not selector.select(remaining):
+                    continue
+                chunk = os.read(fd, 4096)
+                if not chunk:  # the server exited, or closed the fd without a line
+                    try:
+                        process.wait(STOP_GRACE)
+                    except subprocess.TimeoutExpired:
+                        pass
+                    output = _tail(log)
+                    self.stop()
+                    raise ServerStartError(f"server exited with code {process.returncode} before it was ready", command, output)
+                buffer += chunk
+        line = buffer.split(b"\n", 1)[0].decode()
+        if not line.startswith(READY_PREFIX):
+            self.stop()
+            raise ServerStartError(f"unexpected ready line {line!r}", command)
+        return line
+
+    def is_alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()  # runs _stop_process once; later calls do nothing
+            self._finalizer = None
+        self.base_url = None

@@ -1,0 +1,123 @@
+"""The catalog of ``openenv/...`` environment ids, registered with Gymnasium on ``import openenv_gym``.
+
+Each environment is one :class:`CatalogEntry`: its id, what the server runs, where its spaces
+come from, and its time limit. Other installed packages add entries through the entry-point
+group ``openenv_gym.envs``: each entry point names a callable returning an iterable of
+:class:`CatalogEntry`, e.g. in the package's ``pyproject.toml``::
+
+    [project.entry-points."openenv_gym.envs"]
+    my_envs = "my_package.catalog:entries"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+import gymnasium as gym
+
+__all__ = ["ENTRY_POINT_GROUP", "CatalogEntry", "builtin_entries", "catalog", "register", "register_plugins"]
+
+ENTRY_POINT_GROUP = "openenv_gym.envs"
+_REMOTE_ENV = "openenv_gym.env:RemoteEnv"
+
+#: Every entry registered so far, by id.
+catalog: dict[str, CatalogEntry] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class CatalogEntry:
+    """One environment of the catalog.
+
+    Attributes:
+        id: the Gymnasium id, ``"openenv/Name-vN"``.
+        server: what the server runs: a Gymnasium id or ``"module:attr"``.
+        spaces: where the client gets its spaces; ``"schema"`` reads the server's ``/schema``.
+        max_episode_steps: the client-side time limit, ``None`` for none.
+        reward_threshold: the return at which the task counts as solved, if any.
+        nondeterministic: whether equal seeds may still give different trajectories.
+        kwargs: default keyword arguments of ``RemoteEnv`` (``env_kwargs``, timeouts, ...).
+        description: one line for listings.
+    """
+
+    id: str
+    server: str
+    spaces: str = "schema"
+    max_episode_steps: int | None = None
+    reward_threshold: float | None = None
+    nondeterministic: bool = False
+    kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    description: str = ""
+
+    @classmethod
+    def from_gymnasium(cls, gym_id: str, **overrides: Any) -> CatalogEntry:
+        """The remote twin of a registered Gymnasium env, with its time limit and threshold."""
+        spec = gym.spec(gym_id)
+        fields: dict[str, Any] = {
+            "id": f"openenv/{gym_id}",
+            "server": gym_id,
+            "max_episode_steps": spec.max_episode_steps,
+            "reward_threshold": spec.reward_threshold,
+            "nondeterministic": spec.nondeterministic,
+            "description": f"Gymnasium's {gym_id}, served in a separate process",
+        }
+        fields.update(overrides)
+        return cls(**fields)
+
+
+_CLASSIC_CONTROL = ("CartPole-v1", "MountainCar-v0", "Acrobot-v1", "Pendulum-v1", "MountainCarContinuous-v0")
+
+
+def builtin_entries() -> list[CatalogEntry]:
+    """The environments openenv-gym ships."""
+    entries = [
+        CatalogEntry(
+            id="openenv/Echo-v0",
+            server="openenv_gym.envs.echo:EchoEnvironment",
+            description="Echoes a message back; the protocol's reference environment",
+        )
+    ]
+    entries += [CatalogEntry.from_gymnasium(gym_id) for gym_id in _CLASSIC_CONTROL]
+    return entries
+
+
+def register(entry: CatalogEntry) -> None:
+    """Add ``entry`` to the catalog and register its id with Gymnasium (replacing an older one)."""
+    catalog[entry.id] = entry
+    with warnings.catch_warnings():
+        # Re-registering the same id (a module reload, a plugin loaded twice) is expected.
+        warnings.filterwarnings("ignore", message=".*Overriding environment.*")
+        gym.register(
+            id=entry.id,
+            entry_point=_REMOTE_ENV,
+            max_episode_steps=entry.max_episode_steps,
+            reward_threshold=entry.reward_threshold,
+            nondeterministic=entry.nondeterministic,
+            kwargs={"server": entry.server, **entry.kwargs},
+        )
+
+
+def register_plugins() -> list[str]:
+    """Register the entries of every installed package in the ``openenv_gym.envs`` group.
+
+    A plugin that fails to load is reported with a warning and skipped, so one broken package
+    cannot break ``import openenv_gym``. Returns the ids registered.
+    """
+    registered = []
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            entries: Iterable[CatalogEntry] = entry_point.load()()
+            for entry in entries:
+                register(entry)
+                registered.append(entry.id)
+        except Exception as exc:  # a broken third-party plugin must not break our import
+            warnings.warn(
+                f"openenv-gym: skipping env plugin {entry_point.name!r} ({entry_point.value}): "
+                f"{type(exc).__name__}: {exc}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+    return registered

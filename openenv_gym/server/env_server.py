@@ -1,0 +1,195 @@
+"""`EnvServer`: the WebSocket ``/ws`` endpoint and ``/health``, ``/schema``, ``/metadata`` on one port."""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import json
+import logging
+from typing import Any, Callable
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+from ..protocol import ErrorCode, ErrorFrame
+from .environment import Environment
+from .session import Session
+
+__all__ = ["EnvServer"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_FRAME_BYTES = 16 * 2**20
+DEFAULT_IDLE_TIMEOUT = 300.0
+# Close codes (RFC 6455): 1001 going away, 1011 internal error, 1013 try again later.
+CLOSE_IDLE = 1001
+CLOSE_FACTORY_FAILED = 1011
+CLOSE_AT_CAPACITY = 1013
+
+
+def _json_response(status: int, body: Any) -> Response:
+    payload = json.dumps(body).encode()
+    headers = Headers([("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+    return Response(status, http.HTTPStatus(status).phrase, headers, payload)
+
+
+class EnvServer:
+    """Serve an environment factory over OpenEnv's wire protocol.
+
+    Each WebSocket connection to ``/ws`` is a session with its own environment instance. The
+    same port answers ``GET /health``, ``GET /schema`` and ``GET /metadata``.
+
+    Args:
+        factory: makes one environment per session (an ``Environment`` subclass or any callable).
+        host: the address to bind; loopback unless told otherwise.
+        port: the port to bind; 0 picks a free one (read :attr:`port` after :meth:`start`).
+        max_sessions: sessions served at once; more are refused with ``CAPACITY_REACHED``.
+            Defaults to 1 for environments that do not declare ``SUPPORTS_CONCURRENT_SESSIONS``,
+            otherwise 64.
+        idle_timeout: seconds a session may wait between frames before it is closed and its
+            environment released; ``None`` never reaps.
+        max_frame_bytes: the largest frame accepted; a bigger one closes the connection with
+            code 1009 and a reason naming both sizes.
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[], Environment[Any, Any, Any]],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        max_sessions: int | None = None,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        if max_sessions is None:
+            concurrent = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)
+            max_sessions = 64 if concurrent else 1
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
+        if idle_timeout is not None and idle_timeout <= 0:
+            raise ValueError(f"idle_timeout must be positive or None, got {idle_timeout}")
+        self.factory = factory
+        self.host = host
+        self.port = port
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self.max_frame_bytes = max_frame_bytes
+        self.sessions: set[Session] = set()
+        self._server: Server | None = None
+        self._reaper: asyncio.Task[None] | None = None
+        self._description: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        return f"EnvServer({getattr(self.factory, '__name__', self.factory)!r}, {self.url})"
+
+    @property
+    def url(self) -> str:
+        """The HTTP base URL of the server."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        """Bind and start accepting connections."""
+        self._server = await serve(
+            self._handle_connection,
+            self.host,
+            self.port,
+            process_request=self._process_request,
+            max_size=self.max_frame_bytes,
+            compression=None,  # frames are small: deflate costs more CPU than it saves bytes
+            ping_interval=None,  # the idle reaper, not pings, decides when a session is gone
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        if self.idle_timeout is not None:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_idle_sessions())
+
+    async def stop(self) -> None:
+        """Close every session (each environment's ``close()`` runs) and stop listening."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+        if self._server is not None:
+            self._server.close(close_connections=True)
+            await self._server.wait_closed()
+
+    async def __aenter__(self) -> EnvServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    # HTTP ---------------------------------------------------------------------------------------
+
+    async def _describe(self) -> dict[str, Any]:
+        """Schema and metadata, read once from a probe instance that is closed right after."""
+        if self._description is None:
+            env = await asyncio.to_thread(self.factory)
+            try:
+                self._description = {
+                    "schema": env.schema(),
+                    "metadata": env.get_metadata().model_dump(),
+                }
+            finally:
+                await asyncio.to_thread(env.close)
+        return self._description
+
+    async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        path = request.path.partition("?")[0]
+        if path == "/ws":
+            return None  # go on with the WebSocket handshake
+        if path == "/health":
+            return _json_response(200, {"status": "healthy"})
+        if path in ("/schema", "/metadata"):
+            try:
+                description = await self._describe()
+            except Exception as exc:
+                logger.exception("describing the environment failed")
+                return _json_response(
+                    500, {"code": ErrorCode.FACTORY_ERROR.value, "message": f"{type(exc).__name__}: {exc}"}
+                )
+            return _json_response(200, description[path[1:]])
+        return _json_response(404, {"message": f"no route {path}; try /ws, /health, /schema or /metadata"})
+
+    # WebSocket ----------------------------------------------------------------------------------
+
+    async def _handle_connection(self, connection: ServerConnection) -> None:
+        if len(self.sessions) >= self.max_sessions:
+            refusal = ErrorFrame(
+                ErrorCode.CAPACITY_REACHED,
+                f"Server at capacity: {len(self.sessions)}/{self.max_sessions} sessions active. "
+                "Cannot accept new connections.",
+                {"active_sessions": len(self.sessions), "max_sessions": self.max_sessions},
+            )
+            await connection.send(refusal.serialize())
+            await connection.close(CLOSE_AT_CAPACITY, "server at capacity")
+            return
+        session = Session(connection, self.factory)
+        self.sessions.add(session)
+        try:
+            failure = await session.open()
+            if failure is not None:
+                await connection.send(failure.serialize())
+                await connection.close(CLOSE_FACTORY_FAILED, "environment factory failed")
+                return
+            await session.run()
+        finally:
+            self.sessions.discard(session)
+            await session.close()
+
+    async def _reap_idle_sessions(self) -> None:
+        assert self.idle_timeout is not None
+        loop = asyncio.get_running_loop()
+        interval = min(max(self.idle_timeout / 4, 0.05), 5.0)
+        while True:
+            await asyncio.sleep(interval)
+            deadline = loop.time() - self.idle_timeout
+            for session in list(self.sessions):
+                if not session.busy and session.last_active < deadline:
+                    logger.info("closing a session idle for more than %g s", self.idle_timeout)
+                    # The session's handler sees the close, leaves its loop and closes the env.
+                    loop.create_task(
+                        session.connection.close(CLOSE_IDLE, f"session idle for more than {self.idle_timeout:g} s")
+                    )
+                    session.last_active = loop.time()  # do not reap twice while closing

@@ -1,0 +1,167 @@
+"""The `Environment` base class that servers host, with its typed pydantic Action/Observation/State.
+
+The shape follows OpenEnv's ``Environment`` so its environments port with few changes: ``reset``
+and ``step`` return an :class:`Observation` that carries ``reward`` and ``done``; ``state`` is a
+property. Our additions: ``truncated`` and ``info`` on the observation, and optional Gymnasium
+``action_space`` / ``observation_space`` that the server publishes in ``/schema``.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..protocol import ObservationFrame
+
+if TYPE_CHECKING:
+    from gymnasium import spaces
+
+__all__ = [
+    "Action",
+    "Environment",
+    "EnvironmentMetadata",
+    "Observation",
+    "State",
+]
+
+
+class Action(BaseModel):
+    """Base class of an environment's action: its fields are the step frame's ``data``."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True)
+
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Observation(BaseModel):
+    """Base class of an environment's observation.
+
+    Subclasses add the observation's fields; ``reward``, ``done``, ``truncated``, ``info`` and
+    ``metadata`` travel beside them in the observation frame, not inside.
+    """
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, arbitrary_types_allowed=True)
+
+    done: bool = False
+    reward: bool | int | float | None = None
+    truncated: bool = False
+    info: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+_FRAME_FIELDS = {"done", "reward", "truncated", "info", "metadata"}
+
+
+class State(BaseModel):
+    """The state a session reports on a ``state`` request; subclasses may add fields."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True, arbitrary_types_allowed=True)
+
+    episode_id: str | None = None
+    step_count: int = Field(default=0, ge=0)
+
+
+class EnvironmentMetadata(BaseModel):
+    """What ``GET /metadata`` returns (the fields OpenEnv defines)."""
+
+    name: str
+    description: str = ""
+    readme_content: str | None = None
+    version: str | None = None
+    author: str | None = None
+    documentation_url: str | None = None
+
+
+ActT = TypeVar("ActT", bound=Action)
+ObsT = TypeVar("ObsT", bound=Observation)
+StateT = TypeVar("StateT", bound=State)
+
+
+class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
+    """An environment a server hosts: one instance per session.
+
+    Subclasses set the class attributes and implement :meth:`reset`, :meth:`step` and
+    :attr:`state`. The server calls them from one thread per session when :attr:`blocking` is
+    true, so a slow step never stalls other sessions; cheap environments set it to false and run
+    on the event loop.
+
+    Attributes:
+        action_type: the pydantic model a step frame's ``data`` is validated against.
+        observation_type: the pydantic model :meth:`reset` and :meth:`step` return.
+        state_type: the pydantic model :attr:`state` returns.
+        action_space: the Gymnasium action space published in ``/schema``, if any.
+        observation_space: the Gymnasium observation space published in ``/schema``, if any.
+        SUPPORTS_CONCURRENT_SESSIONS: whether many instances may live in one server process.
+        blocking: whether ``reset``/``step`` may block and must run off the event loop.
+    """
+
+    action_type: ClassVar[type[Action]] = Action
+    observation_type: ClassVar[type[Observation]] = Observation
+    state_type: ClassVar[type[State]] = State
+    SUPPORTS_CONCURRENT_SESSIONS: ClassVar[bool] = False
+    blocking: ClassVar[bool] = True
+
+    action_space: spaces.Space[Any] | None = None
+    observation_space: spaces.Space[Any] | None = None
+
+    @abc.abstractmethod
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ObsT:
+        """Start a new episode and return its first observation."""
+
+    @abc.abstractmethod
+    def step(self, action: ActT) -> ObsT:
+        """Apply ``action`` and return the next observation, with its reward and flags."""
+
+    @property
+    @abc.abstractmethod
+    def state(self) -> StateT:
+        """The session's current state."""
+
+    def close(self) -> None:
+        """Release what the environment holds; called once when its session ends, however it ends."""
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        """Describe the environment for ``GET /metadata``."""
+        return EnvironmentMetadata(
+            name=type(self).__name__, description=(type(self).__doc__ or "").strip().split("\n")[0]
+        )
+
+    # Wire hooks: how the server turns frames into calls and results into frames. Environments
+    # whose actions are not pydantic models (the Gymnasium adapter) override these.
+
+    def parse_action(self, data: dict[str, Any]) -> ActT:
+        """Turn a step frame's ``data`` into an action; raise ``ValueError`` if it does not fit."""
+        return self.action_type.model_validate(data)  # type: ignore[return-value]
+
+    def observation_frame(self, observation: ObsT) -> ObservationFrame:
+        """Turn what :meth:`reset` or :meth:`step` returned into an observation frame."""
+        return ObservationFrame(
+            observation=observation.model_dump(exclude=_FRAME_FIELDS),
+            reward=observation.reward,
+            done=observation.done,
+            truncated=observation.truncated,
+            info=observation.info,
+            metadata=observation.metadata or None,
+        )
+
+    def state_data(self) -> dict[str, Any]:
+        """The JSON object a state frame carries."""
+        return self.state.model_dump()
+
+    def schema(self) -> dict[str, Any]:
+        """What ``GET /schema`` returns: JSON schemas, plus the Gymnasium spaces when declared."""
+        result: dict[str, Any] = {
+            "action": self.action_type.model_json_schema(),
+            "observation": self.observation_type.model_json_schema(),
+            "state": self.state_type.model_json_schema(),
+        }
+        if self.action_space is not None and self.observation_space is not None:
+            from ..spaces import space_to_json
+
+            result["spaces"] = {
+                "action": space_to_json(self.action_space),
+                "observation": space_to_json(self.observation_space),
+            }
+        return result

@@ -1,0 +1,111 @@
+"""`GymEnvironment`: serve any Gymnasium environment, its spaces, seeds, flags and info intact."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any, Callable
+
+import gymnasium as gym
+
+from ..protocol import ObservationFrame
+from ..spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, jsonable, to_wire
+from .environment import Action, Environment, EnvironmentMetadata, State
+
+__all__ = ["GymAction", "GymEnvironment", "make_gym_env"]
+
+
+class GymAction(Action):
+    """The JSON schema of a Gymnasium action on the wire; the exact space is in ``/schema``."""
+
+    action: Any = None
+
+
+def make_gym_env(env_id: str, max_episode_steps: int | None = -1, **kwargs: Any) -> gym.Env[Any, Any]:
+    """``gym.make`` with control over the time limit.
+
+    Args:
+        env_id: a registered Gymnasium id (``"CartPole-v1"``, ``"module:Id-v0"``).
+        max_episode_steps: ``-1`` keeps the spec's limit, ``None`` removes it (the client applies
+            its own, as ``gym.make`` does for a local env), a positive number replaces it.
+        **kwargs: passed to ``gym.make``.
+    """
+    if max_episode_steps == -1:
+        return gym.make(env_id, **kwargs)
+    spec = gym.spec(env_id)
+    return gym.make(dataclasses.replace(spec, max_episode_steps=max_episode_steps), **kwargs)
+
+
+class GymEnvironment(Environment[Any, Any, State]):
+    """Host a ``gymnasium.Env`` behind the wire protocol.
+
+    Actions arrive as ``{"action": <JSON value>}`` (or the fields of a Dict action space), are
+    decoded to the space's dtype and checked with ``action_space.contains``; observations travel
+    the same way under ``"observation"``. ``reset`` takes ``seed`` and ``options``; ``info``
+    becomes JSON (numpy values as numbers and lists).
+
+    Args:
+        env: an environment instance, or a callable that makes one.
+        blocking: run ``reset``/``step`` off the event loop (for slow environments).
+    """
+
+    action_type = GymAction
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, env: gym.Env[Any, Any] | Callable[[], gym.Env[Any, Any]], *, blocking: bool = False) -> None:
+        self.env = env if isinstance(env, gym.Env) else env()
+        self.action_space = self.env.action_space
+        self.observation_space = self.env.observation_space
+        self.blocking = blocking  # type: ignore[misc]
+        self._state = State()
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        options: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> ObservationFrame:
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        return ObservationFrame(
+            observation=to_wire(self.observation_space, observation, OBSERVATION_FIELD),
+            reward=None,
+            info=jsonable(info),
+        )
+
+    def step(self, action: Any) -> ObservationFrame:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self._state.step_count += 1
+        return ObservationFrame(
+            observation=to_wire(self.observation_space, observation, OBSERVATION_FIELD),
+            reward=float(reward),
+            done=bool(terminated),
+            truncated=bool(truncated),
+            info=jsonable(info) if info else {},
+        )
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def close(self) -> None:
+        self.env.close()
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        spec = self.env.spec
+        name = spec.id if spec is not None else type(self.env.unwrapped).__name__
+        doc = (type(self.env.unwrapped).__doc__ or "").strip().split("\n")[0]
+        return EnvironmentMetadata(name=name, description=doc or f"Gymnasium environment {name}")
+
+    def parse_action(self, data: dict[str, Any]) -> Any:
+        action = from_wire(self.action_space, data, ACTION_FIELD)
+        if not self.action_space.contains(action):
+            raise ValueError(f"action {data!r:.200} is outside the action space {self.action_space}")
+        return action
+
+    def observation_frame(self, observation: ObservationFrame) -> ObservationFrame:
+        return observation
+
+    def state_data(self) -> dict[str, Any]:
+        return {"episode_id": self._state.episode_id, "step_count": self._state.step_count}

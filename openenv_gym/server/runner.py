@@ -1,0 +1,130 @@
+"""Run a server in the foreground: resolve what to serve, bind, report readiness, stop on a signal."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib
+import os
+import signal
+import sys
+from typing import Any, Callable
+
+from .env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, EnvServer
+from .environment import Environment
+
+__all__ = ["READY_PREFIX", "load_factory", "run"]
+
+# The line a server prints once it listens; the process provider reads it to learn the port.
+READY_PREFIX = "openenv-gym server listening on "
+# Seconds a stopping server waits for its sessions to close their environments before it exits
+# regardless, so a stuck environment cannot keep an orphaned server alive.
+STOP_TIMEOUT = 10.0
+
+
+def load_factory(
+    target: str, *, max_episode_steps: int | None = -1, env_kwargs: dict[str, Any] | None = None
+) -> Callable[[], Environment[Any, Any, Any]]:
+    """Resolve ``target`` into a factory that makes one environment per session.
+
+    ``target`` is ``"module:attr"`` naming an ``Environment`` subclass or a callable returning
+    one, or a registered Gymnasium id (``"CartPole-v1"``, ``"module:Id-v0"``) served through
+    :class:`~openenv_gym.server.gym_environment.GymEnvironment`.
+
+    Args:
+        target: what to serve.
+        max_episode_steps: for Gymnasium ids: ``-1`` keeps the spec's time limit, ``None``
+            removes it, a number replaces it.
+        env_kwargs: keyword arguments for the factory or for ``gym.make``.
+    """
+    env_kwargs = env_kwargs or {}
+    module_name, _, attr = target.partition(":")
+    if attr and "/" not in module_name:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(f"cannot import {module_name!r} to serve {target!r}: {exc}") from exc
+        factory = getattr(module, attr, None)
+        if factory is not None:
+            if not callable(factory):
+                raise ValueError(f"{target!r} is not callable: expected an Environment subclass or a factory")
+            if not env_kwargs:
+                return factory  # type: ignore[no-any-return]
+            bound = functools.partial(factory, **env_kwargs)
+            bound.SUPPORTS_CONCURRENT_SESSIONS = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", False)  # type: ignore[attr-defined]
+            return bound
+        # "module:Id-v0" is Gymnasium's form for an id registered by importing module.
+
+    import gymnasium as gym
+
+    from .gym_environment import GymEnvironment, make_gym_env
+
+    try:
+        gym.spec(target)
+    except gym.error.Error as exc:
+        raise ValueError(f"{target!r} is neither 'module:attr' nor a registered Gymnasium id: {exc}") from exc
+
+    def factory() -> GymEnvironment:
+        return GymEnvironment(make_gym_env(target, max_episode_steps, **env_kwargs))
+
+    factory.__name__ = target
+    factory.SUPPORTS_CONCURRENT_SESSIONS = True  # type: ignore[attr-defined]
+    return factory
+
+
+async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | None) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    if exit_on_stdin_eof:
+        # The parent holds the only write end of our stdin: EOF means it is gone, even if it
+        # was killed with SIGKILL, so we stop instead of lingering as an orphan.
+        def on_stdin() -> None:
+            if not os.read(sys.stdin.fileno(), 4096):
+                stop.set()
+
+        loop.add_reader(sys.stdin.fileno(), on_stdin)
+    await server.start()
+    line = f"{READY_PREFIX}{server.url} (WebSocket {server.url.replace('http', 'ws', 1)}/ws)\n"
+    sys.stdout.write(line)
+    sys.stdout.flush()
+    if ready_fd is not None:
+        os.write(ready_fd, line.encode())
+        os.close(ready_fd)
+    try:
+        await stop.wait()
+    finally:
+        try:
+            await asyncio.wait_for(server.stop(), STOP_TIMEOUT)
+        except TimeoutError:
+            sys.stderr.write(f"sessions did not close within {STOP_TIMEOUT:g} s; exiting anyway\n")
+            sys.stderr.flush()
+            os._exit(1)
+
+
+def run(
+    factory: Callable[[], Environment[Any, Any, Any]],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_sessions: int | None = None,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    exit_on_stdin_eof: bool = False,
+    ready_fd: int | None = None,
+) -> None:
+    """Serve ``factory`` until SIGINT or SIGTERM (or EOF on stdin when asked), then close every session.
+
+    Once listening, the server prints a line starting with :data:`READY_PREFIX` and its URL to
+    stdout, and to ``ready_fd`` (then closed) when one is given.
+    """
+    server = EnvServer(
+        factory,
+        host=host,
+        port=port,
+        max_sessions=max_sessions,
+        idle_timeout=idle_timeout,
+        max_frame_bytes=max_frame_bytes,
+    )
+    asyncio.run(_serve(server, exit_on_stdin_eof, ready_fd))

@@ -1,0 +1,153 @@
+"""`Session`: one WebSocket connection, one environment instance, frames in and frames out."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import traceback
+from typing import Any, Callable
+
+import pydantic
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from ..errors import SpaceCodecError
+from ..protocol import (
+    CloseFrame,
+    ErrorCode,
+    ErrorFrame,
+    ResetFrame,
+    ServerSession,
+    StateFrame,
+    StateRequest,
+    StepFrame,
+)
+from .environment import Environment
+
+__all__ = ["Session"]
+
+logger = logging.getLogger(__name__)
+
+# An environment's close() gets this long before the session gives up waiting on it.
+CLOSE_TIMEOUT = 10.0
+
+
+def _accepted_kwargs(method: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Keep the keyword arguments ``method`` accepts, as OpenEnv does for reset data."""
+    parameters = inspect.signature(method).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return kwargs
+    return {key: value for key, value in kwargs.items() if key in parameters}
+
+
+def _execution_error(call: str, exc: BaseException) -> ErrorFrame:
+    return ErrorFrame(
+        ErrorCode.EXECUTION_ERROR,
+        f"{call} failed: {type(exc).__name__}: {exc}",
+        {"traceback": "".join(traceback.format_exception(exc))},
+    )
+
+
+class Session:
+    """Serve one connection: create the environment, answer frames in order, always close it.
+
+    The environment runs in the session's own worker thread when it is ``blocking``, otherwise on
+    the event loop. ``busy`` and ``last_active`` let the server reap idle sessions.
+    """
+
+    def __init__(self, connection: ServerConnection, factory: Callable[[], Environment[Any, Any, Any]]) -> None:
+        self.connection = connection
+        self.factory = factory
+        self.env: Environment[Any, Any, Any] | None = None
+        self.protocol = ServerSession()
+        self.busy = False
+        self.last_active = asyncio.get_running_loop().time()
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="openenv-gym-session")
+
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self.env is not None and not self.env.blocking:
+            return fn(*args, **kwargs)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+
+    async def open(self) -> ErrorFrame | None:
+        """Create the environment; return the ``FACTORY_ERROR`` frame to send if that failed."""
+        try:
+            self.env = await self._call(self.factory)
+        except Exception as exc:
+            logger.exception("environment factory failed")
+            return ErrorFrame(
+                ErrorCode.FACTORY_ERROR,
+                f"could not create the environment: {type(exc).__name__}: {exc}",
+                {"factory_name": getattr(self.factory, "__name__", repr(self.factory))},
+            )
+        return None
+
+    async def run(self) -> None:
+        """Answer frames until the client closes the session or the connection ends."""
+        loop = asyncio.get_running_loop()
+        try:
+            async for message in self.connection:
+                self.busy = True
+                reply = await self.handle(message)
+                if reply is not None:
+                    await self.connection.send(reply)
+                self.busy = False
+                self.last_active = loop.time()
+                if reply is None:  # a close frame
+                    break
+        except ConnectionClosed:
+            pass
+
+    async def handle(self, message: str | bytes) -> str | None:
+        """Carry out one message and return the reply text, or ``None`` after a close frame."""
+        assert self.env is not None, "handle() before open()"
+        request = self.protocol.receive(message)
+        if isinstance(request, ErrorFrame):
+            return request.serialize()
+        if isinstance(request, StepFrame):
+            try:
+                action = self.env.parse_action(request.action)
+            except pydantic.ValidationError as exc:
+                return ErrorFrame(
+                    ErrorCode.VALIDATION_ERROR,
+                    f"invalid action: {exc.error_count()} validation error(s)",
+                    {"errors": exc.errors(include_url=False, include_context=False, include_input=False)},
+                ).serialize()
+            except (SpaceCodecError, ValueError, TypeError) as exc:
+                return ErrorFrame(ErrorCode.VALIDATION_ERROR, f"invalid action: {exc}").serialize()
+            try:
+                observation = await self._call(self.env.step, action)
+                return self.env.observation_frame(observation).serialize()
+            except Exception as exc:
+                return _execution_error("step", exc).serialize()
+        if isinstance(request, ResetFrame):
+            try:
+                kwargs = _accepted_kwargs(self.env.reset, request.kwargs)
+                observation = await self._call(self.env.reset, **kwargs)
+                reply = self.env.observation_frame(observation).serialize()
+            except Exception as exc:
+                return _execution_error("reset", exc).serialize()
+            self.protocol.reset_succeeded()
+            return reply
+        if isinstance(request, StateRequest):
+            try:
+                return StateFrame(self.env.state_data()).serialize()
+            except Exception as exc:
+                return _execution_error("state", exc).serialize()
+        assert isinstance(request, CloseFrame)
+        return None
+
+    async def close(self) -> None:
+        """Close the environment (once, with a timeout) and release the worker thread."""
+        self.protocol.close()
+        env, self.env = self.env, None
+        if env is not None:
+            loop = asyncio.get_running_loop()
+            try:
+                await asyncio.wait_for(loop.run_in_executor(self._executor, env.close), CLOSE_TIMEOUT)
+            except Exception:
+                logger.exception("closing the environment failed")
+        self._executor.shutdown(wait=False)

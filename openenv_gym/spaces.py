@@ -1,0 +1,329 @@
+"""Gymnasium spaces and their values as JSON, exactly and without I/O.
+
+Three conversions, each one function per space type (``functools.singledispatch``):
+
+* :func:`space_to_json` / :func:`space_from_json`: a space's description, as served in the
+  ``spaces`` field of ``/schema``. Round trips are exact (dtypes, bounds, charsets, key order);
+  infinite Box bounds become the strings ``"inf"`` / ``"-inf"`` because JSON has no infinity.
+* :func:`encode` / :func:`decode`: a value of a space (an observation or an action).
+* :func:`to_wire` / :func:`from_wire`: the wire form of an action or observation, which OpenEnv
+  requires to be a JSON object. A :class:`~gymnasium.spaces.Dict` space maps to the object's
+  fields; any other space travels as the single field named by ``field``
+  (``{"action": 1}``, ``{"observation": [0.1, ...]}``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from .errors import SpaceCodecError, UnsupportedSpaceError
+
+__all__ = [
+    "ACTION_FIELD",
+    "OBSERVATION_FIELD",
+    "decode",
+    "encode",
+    "from_wire",
+    "jsonable",
+    "space_from_json",
+    "space_to_json",
+    "to_wire",
+]
+
+ACTION_FIELD = "action"
+OBSERVATION_FIELD = "observation"
+
+
+# Space descriptions ----------------------------------------------------------------------------
+
+
+def _number_to_json(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "inf", "-inf", "nan"
+    return value
+
+
+def _array_to_json(array: np.ndarray) -> Any:
+    """A uniform array as one scalar, any other as nested lists; non-finite floats as strings."""
+    flat = array.reshape(-1)
+    if flat.size and np.all(flat == flat[0]):
+        return _number_to_json(flat[0].item())
+    listed = array.tolist()
+    if np.issubdtype(array.dtype, np.floating) and not np.all(np.isfinite(array)):
+        listed = _map_nested(listed, _number_to_json)
+    return listed
+
+
+def _map_nested(value: Any, fn: Any) -> Any:
+    if isinstance(value, list):
+        return [_map_nested(item, fn) for item in value]
+    return fn(value)
+
+
+def _array_from_json(value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    value = _map_nested(value, lambda v: float(v) if isinstance(v, str) else v)
+    array = np.asarray(value, dtype=dtype)
+    return np.broadcast_to(array, shape).copy() if array.shape != shape else array
+
+
+@functools.singledispatch
+def space_to_json(space: spaces.Space[Any]) -> dict[str, Any]:
+    """Describe ``space`` as a JSON object that :func:`space_from_json` turns back into an equal space.
+
+    Raises:
+        UnsupportedSpaceError: for space types without a JSON form (Graph, Sequence, OneOf, ...).
+
+    Example:
+        >>> space_to_json(spaces.Discrete(3))
+        {'type': 'Discrete', 'n': 3, 'start': 0, 'dtype': 'int64'}
+    """
+    raise UnsupportedSpaceError(
+        f"{type(space).__name__} has no JSON form; supported spaces are Box, Discrete, "
+        "MultiDiscrete, MultiBinary, Text, Dict and Tuple"
+    )
+
+
+@space_to_json.register
+def _(space: spaces.Box) -> dict[str, Any]:
+    return {
+        "type": "Box",
+        "shape": list(space.shape),
+        "dtype": space.dtype.name,
+        "low": _array_to_json(space.low),
+        "high": _array_to_json(space.high),
+    }
+
+
+@space_to_json.register
+def _(space: spaces.Discrete) -> dict[str, Any]:
+    return {"type": "Discrete", "n": int(space.n), "start": int(space.start), "dtype": space.dtype.name}
+
+
+@space_to_json.register
+def _(space: spaces.MultiDiscrete) -> dict[str, Any]:
+    return {
+        "type": "MultiDiscrete",
+        "nvec": space.nvec.tolist(),
+        "start": space.start.tolist(),
+        "dtype": space.dtype.name,
+    }
+
+
+@space_to_json.register
+def _(space: spaces.MultiBinary) -> dict[str, Any]:
+    return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
+
+
+@space_to_json.register
+def _(space: spaces.Text) -> dict[str, Any]:
+    return {
+        "type": "Text",
+        "min_length": space.min_length,
+        "max_length": space.max_length,
+        "charset": "".join(space.character_list),
+    }
+
+
+@space_to_json.register
+def _(space: spaces.Dict) -> dict[str, Any]:
+    return {"type": "Dict", "spaces": {key: space_to_json(sub) for key, sub in space.spaces.items()}}
+
+
+@space_to_json.register
+def _(space: spaces.Tuple) -> dict[str, Any]:
+    return {"type": "Tuple", "spaces": [space_to_json(sub) for sub in space.spaces]}
+
+
+def _require(data: dict[str, Any], key: str, kind: str) -> Any:
+    try:
+        return data[key]
+    except KeyError:
+        raise SpaceCodecError(f"a {kind} space description needs {key!r}, got keys {sorted(data)}") from None
+
+
+def _box_from_json(data: dict[str, Any]) -> spaces.Box:
+    shape = tuple(int(n) for n in _require(data, "shape", "Box"))
+    dtype = np.dtype(data.get("dtype", "float32"))
+    low = _array_from_json(_require(data, "low", "Box"), shape, dtype)
+    high = _array_from_json(_require(data, "high", "Box"), shape, dtype)
+    return spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
+
+
+def _dict_from_json(data: dict[str, Any]) -> spaces.Dict:
+    subspaces = _require(data, "spaces", "Dict")
+    # A plain dict would be sorted by key; keep the order the server declared.
+    return spaces.Dict([(key, space_from_json(sub)) for key, sub in subspaces.items()])
+
+
+_FROM_JSON: dict[str, Any] = {
+    "Box": _box_from_json,
+    "Discrete": lambda d: spaces.Discrete(
+        int(_require(d, "n", "Discrete")), start=int(d.get("start", 0)), dtype=d.get("dtype", "int64")
+    ),
+    "MultiDiscrete": lambda d: spaces.MultiDiscrete(
+        np.asarray(_require(d, "nvec", "MultiDiscrete")),
+        dtype=d.get("dtype", "int64"),
+        start=np.asarray(d["start"]) if "start" in d else None,
+    ),
+    "MultiBinary": lambda d: spaces.MultiBinary(_require(d, "n", "MultiBinary")),
+    "Text": lambda d: spaces.Text(
+        int(_require(d, "max_length", "Text")),
+        min_length=int(d.get("min_length", 0)),
+        charset=_require(d, "charset", "Text"),
+    ),
+    "Dict": _dict_from_json,
+    "Tuple": lambda d: spaces.Tuple([space_from_json(sub) for sub in _require(d, "spaces", "Tuple")]),
+}
+
+
+def space_from_json(data: dict[str, Any]) -> spaces.Space[Any]:
+    """Build the space that :func:`space_to_json` described.
+
+    Raises:
+        SpaceCodecError: the description is malformed or names an unknown space type.
+    """
+    if not isinstance(data, dict):
+        raise SpaceCodecError(f"a space description must be a JSON object, got {type(data).__name__}")
+    kind = data.get("type")
+    build = _FROM_JSON.get(kind)  # type: ignore[arg-type]
+    if build is None:
+        raise SpaceCodecError(f"unknown space type {kind!r}; expected one of {sorted(_FROM_JSON)}")
+    try:
+        return build(data)
+    except SpaceCodecError:
+        raise
+    except (TypeError, ValueError, AssertionError) as exc:
+        raise SpaceCodecError(f"invalid {kind} space description {data!r}: {exc}") from exc
+
+
+# Values ----------------------------------------------------------------------------------------
+
+
+@functools.singledispatch
+def encode(space: spaces.Space[Any], value: Any) -> Any:
+    """Turn a value of ``space`` into plain JSON types (lists, numbers, strings, dicts)."""
+    raise UnsupportedSpaceError(f"cannot encode values of {type(space).__name__}")
+
+
+@encode.register(spaces.Box)
+@encode.register(spaces.MultiDiscrete)
+@encode.register(spaces.MultiBinary)
+def _(space: spaces.Space[Any], value: Any) -> Any:
+    return np.asarray(value).tolist()
+
+
+@encode.register
+def _(space: spaces.Discrete, value: Any) -> Any:
+    return int(value)
+
+
+@encode.register
+def _(space: spaces.Text, value: Any) -> Any:
+    return str(value)
+
+
+@encode.register
+def _(space: spaces.Dict, value: Any) -> Any:
+    return {key: encode(sub, value[key]) for key, sub in space.spaces.items()}
+
+
+@encode.register
+def _(space: spaces.Tuple, value: Any) -> Any:
+    return [encode(sub, item) for sub, item in zip(space.spaces, value)]
+
+
+@functools.singledispatch
+def decode(space: spaces.Space[Any], data: Any) -> Any:
+    """Turn the JSON form of a value back into the value ``space`` expects (arrays of its dtype...).
+
+    Raises:
+        SpaceCodecError: ``data`` does not have the shape or type the space needs.
+    """
+    raise UnsupportedSpaceError(f"cannot decode values of {type(space).__name__}")
+
+
+@decode.register(spaces.Box)
+@decode.register(spaces.MultiDiscrete)
+@decode.register(spaces.MultiBinary)
+def _(space: spaces.Space[Any], data: Any) -> Any:
+    try:
+        array = np.asarray(data, dtype=space.dtype)
+    except (TypeError, ValueError) as exc:
+        raise SpaceCodecError(f"expected numbers of shape {space.shape}, got {data!r:.200}") from exc
+    if array.shape != space.shape:
+        raise SpaceCodecError(f"expected an array of shape {space.shape}, got shape {array.shape}")
+    return array
+
+
+@decode.register
+def _(space: spaces.Discrete, data: Any) -> Any:
+    if isinstance(data, bool) or not isinstance(data, (int, float)) or int(data) != data:
+        raise SpaceCodecError(f"expected an integer for {space}, got {data!r:.200}")
+    return space.dtype.type(data)
+
+
+@decode.register
+def _(space: spaces.Text, data: Any) -> Any:
+    if not isinstance(data, str):
+        raise SpaceCodecError(f"expected a string for {space}, got {type(data).__name__}")
+    return data
+
+
+@decode.register
+def _(space: spaces.Dict, data: Any) -> Any:
+    if not isinstance(data, dict):
+        raise SpaceCodecError(f"expected an object with keys {list(space.spaces)}, got {type(data).__name__}")
+    if data.keys() != space.spaces.keys():
+        missing = [key for key in space.spaces if key not in data]
+        extra = [key for key in data if key not in space.spaces]
+        raise SpaceCodecError(f"object does not fit the Dict space: missing {missing}, unexpected {extra}")
+    return {key: decode(sub, data[key]) for key, sub in space.spaces.items()}
+
+
+@decode.register
+def _(space: spaces.Tuple, data: Any) -> Any:
+    if not isinstance(data, list) or len(data) != len(space.spaces):
+        raise SpaceCodecError(f"expected a list of {len(space.spaces)} items, got {data!r:.200}")
+    return tuple(decode(sub, item) for sub, item in zip(space.spaces, data))
+
+
+def to_wire(space: spaces.Space[Any], value: Any, field: str) -> dict[str, Any]:
+    """The JSON object that carries ``value`` on the wire (see the module docstring)."""
+    if isinstance(space, spaces.Dict):
+        return encode(space, value)  # type: ignore[no-any-return]
+    return {field: encode(space, value)}
+
+
+def from_wire(space: spaces.Space[Any], data: dict[str, Any], field: str) -> Any:
+    """The value carried by the wire object ``data``; the inverse of :func:`to_wire`.
+
+    Raises:
+        SpaceCodecError: ``data`` does not fit ``space``.
+    """
+    if isinstance(space, spaces.Dict):
+        return decode(space, data)
+    if not isinstance(data, dict) or data.keys() != {field}:
+        got = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise SpaceCodecError(f"expected an object with the single field {field!r}, got {got}")
+    return decode(space, data[field])
+
+
+def jsonable(value: Any) -> Any:
+    """Convert an ``info`` value to plain JSON types: numpy scalars and arrays become numbers and lists.
+
+    Values JSON cannot carry are replaced by their ``repr`` so a step never fails on its info.
+    """
+    if isinstance(value, dict):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item) for item in value]
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
