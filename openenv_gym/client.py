@@ -120,6 +120,8 @@ class AsyncEnvClient:
         self.max_frame_bytes = max_frame_bytes
         self._ws: ClientConnection | None = None
         self._protocol = ClientSession()
+        # Why there is no connection, for the error a later call raises.
+        self._unusable = "not connected yet: call connect() first"
 
     def __repr__(self) -> str:
         return f"AsyncEnvClient({self.url!r})"
@@ -151,16 +153,20 @@ class AsyncEnvClient:
     async def _request(self, call: str, text: str) -> ObservationFrame | StateFrame:
         ws = self._ws
         if ws is None:
-            raise ConnectionLostError(self.url, call, None, "the session is not connected; call connect() first")
+            raise ConnectionLostError(self.url, call, None, self._unusable)
         try:
             async with asyncio.timeout(self.call_timeout):
-                await ws.send(text)
+                try:
+                    await ws.send(text)
+                except ConnectionClosed:
+                    pass  # a server may say why before it closes (CAPACITY_REACHED): read that
                 reply = await ws.recv()
         except TimeoutError:
-            self._abandon()
+            self._abandon(f"the session was abandoned after {call} timed out; make a new client")
             raise RequestTimeoutError(self.url, call, self.call_timeout) from None
         except ConnectionClosed as exc:
             self._ws = None
+            self._unusable = "the connection was closed earlier"
             received = exc.rcvd
             raise ConnectionLostError(
                 self.url, call, received.code if received else None, received.reason if received else ""
@@ -169,13 +175,14 @@ class AsyncEnvClient:
         if isinstance(frame, ErrorFrame):
             error = _remote_error(frame, self.env_id)
             if isinstance(error, CapacityReachedError):
-                self._abandon()
+                self._abandon("the server refused the session: it is at capacity")
             raise error
         return frame
 
-    def _abandon(self) -> None:
+    def _abandon(self, why: str) -> None:
         """Drop the connection at once after a timeout or a refusal."""
         ws, self._ws = self._ws, None
+        self._unusable = why
         self._protocol = ClientSession()
         if ws is not None:
             # No close handshake: the server may be stuck, and we must not wait on it.
@@ -208,6 +215,7 @@ class AsyncEnvClient:
     async def close(self) -> None:
         """Send a close frame and close the connection; idempotent, never raises for a dead server."""
         ws, self._ws = self._ws, None
+        self._unusable = "the client was closed"
         if ws is None:
             return
         try:

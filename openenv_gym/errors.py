@@ -107,11 +107,13 @@ class ConnectionLostError(ClientError, ConnectionError):
 
     def __str__(self) -> str:
         during = f" during {self.call}" if self.call else ""
-        if self.code is None:
-            how = "without a close frame (did the server process die?)"
+        if self.code is not None:
+            how = f"closed with code {self.code}" + (f": {self.reason}" if self.reason else "")
+        elif self.reason:
+            how = self.reason
         else:
-            how = f"with code {self.code}" + (f": {self.reason}" if self.reason else "")
-        return f"connection to {self.url} lost{during}, closed {how}"
+            how = "closed without a close frame (did the server process die?)"
+        return f"connection to {self.url} lost{during}, {how}"
 
 
 class RequestTimeoutError(ClientError, TimeoutError):

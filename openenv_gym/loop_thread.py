@@ -41,11 +41,13 @@ class LoopThread:
             coroutine.close()
             raise RuntimeError("the event loop thread is stopped")
         future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
+        # Wait first, then take the result: a TimeoutError raised *by* the coroutine must reach
+        # the caller as itself, not be mistaken for our own wait running out.
+        done, _ = concurrent.futures.wait([future], timeout)
+        if not done:
             future.cancel()
-            raise TimeoutError(f"no result within {timeout:g} s") from None
+            raise TimeoutError(f"no result within {timeout:g} s")
+        return future.result()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the loop and join its thread; idempotent."""

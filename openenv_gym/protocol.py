@@ -161,9 +161,8 @@ class ObservationFrame:
         """Raise :class:`ProtocolError` if a field has the wrong JSON type."""
         if not isinstance(self.observation, dict):
             raise _invalid(f"observation must be an object, got {type(self.observation).__name__}")
-        if self.reward is not None and (
-            not isinstance(self.reward, (int, float)) or isinstance(self.reward, bool)
-        ):
+        # OpenEnv allows bool rewards (Observation.reward: bool | int | float | None).
+        if self.reward is not None and not isinstance(self.reward, (int, float)):
             raise _invalid(f"reward must be a number or null, got {self.reward!r}")
         if not isinstance(self.done, bool) or not isinstance(self.truncated, bool):
             raise _invalid("done and truncated must be booleans")
@@ -194,13 +193,17 @@ class StateFrame:
 class ErrorFrame:
     """An error answered to one request; the session stays open unless the server closes it."""
 
-    code: ErrorCode | str
+    code: str
     message: str
     details: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Accept ErrorCode members but store the wire string, so str() and == see "SESSION_ERROR".
+        if isinstance(self.code, ErrorCode):
+            object.__setattr__(self, "code", self.code.value)
+
     def serialize(self) -> str:
-        code = self.code.value if isinstance(self.code, ErrorCode) else self.code
-        return _dumps({"type": "error", "data": {**self.details, "message": self.message, "code": code}})
+        return _dumps({"type": "error", "data": {**self.details, "message": self.message, "code": self.code}})
 
     @classmethod
     def from_exception(cls, exc: ProtocolError) -> ErrorFrame:

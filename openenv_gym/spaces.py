@@ -234,7 +234,7 @@ def _(space: spaces.Dict, value: Any) -> Any:
 
 @encode.register
 def _(space: spaces.Tuple, value: Any) -> Any:
-    return [encode(sub, item) for sub, item in zip(space.spaces, value)]
+    return [encode(sub, item) for sub, item in zip(space.spaces, value, strict=True)]
 
 
 @functools.singledispatch
@@ -253,16 +253,18 @@ def decode(space: spaces.Space[Any], data: Any) -> Any:
 def _(space: spaces.Space[Any], data: Any) -> Any:
     try:
         array = np.asarray(data, dtype=space.dtype)
-    except (TypeError, ValueError) as exc:
-        raise SpaceCodecError(f"expected numbers of shape {space.shape}, got {data!r:.200}") from exc
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise SpaceCodecError(f"expected {space.dtype} numbers of shape {space.shape}, got {data!r:.200}") from exc
     if array.shape != space.shape:
         raise SpaceCodecError(f"expected an array of shape {space.shape}, got shape {array.shape}")
+    if array.dtype.kind in "iub" and not np.array_equal(array, np.asarray(data)):
+        raise SpaceCodecError(f"expected integers for {space}, got {data!r:.200}")
     return array
 
 
 @decode.register
 def _(space: spaces.Discrete, data: Any) -> Any:
-    if isinstance(data, bool) or not isinstance(data, (int, float)) or int(data) != data:
+    if isinstance(data, bool) or not isinstance(data, (int, float)) or not math.isfinite(data) or int(data) != data:
         raise SpaceCodecError(f"expected an integer for {space}, got {data!r:.200}")
     return space.dtype.type(data)
 

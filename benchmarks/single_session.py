@@ -1,0 +1,326 @@
+"""Single-session benchmark: our server + clients vs openenv-core's, on the same trivial echo env.
+
+Everything is measured in one run, so the ratios hold even on a noisy shared machine:
+
+* steps/s and per-step round-trip latency (p50/p99) over one WebSocket session, for ours
+  (``openenv_gym serve`` + ``AsyncEnvClient`` / ``EnvClient``) and for openenv-core
+  (``create_app`` under uvicorn + ``GenericEnvClient`` / ``GenericEnvClient(...).sync()``);
+* server start-up: process spawn until ``GET /health`` answers 200 (median of ``--starts``);
+* server idle RSS: ``VmRSS`` once the server has served one session and idled ~1 s.
+
+Targets, printed and never asserted: ours >= 2x openenv-core's steps/s; start-up <= 0.5 s;
+idle RSS <= 50 MiB. Run from the repository root::
+
+    .venv/bin/python benchmarks/single_session.py            # full run
+    .venv/bin/python benchmarks/single_session.py --quick    # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import selectors
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from typing import IO, Any
+
+ACTION = {"message": "hello"}
+START_TIMEOUT = 60.0  # openenv-core imports gradio on start-up: allow for a cold disk
+SESSION_TIMEOUT = 600.0
+CALL_TIMEOUT = 30.0
+
+
+def serve_openenv(port: int) -> None:
+    """Child-process entry point: openenv-core's FastAPI app for an echo env, under uvicorn."""
+    import uvicorn
+    from openenv.core.env_server import Action, Environment, Observation, State, create_app
+
+    class EchoAction(Action):
+        message: str
+
+    class EchoObservation(Observation):
+        echoed_message: str = ""
+        message_length: int = 0
+
+    class EchoEnv(Environment[EchoAction, EchoObservation, State]):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._state = State()
+
+        def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> EchoObservation:
+            self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+            return EchoObservation(reward=0.0)
+
+        # A plain sync step, as openenv-core's own envs write it (the server runs it in a thread pool).
+        def step(self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any) -> EchoObservation:
+            self._state.step_count += 1
+            n = len(action.message)
+            return EchoObservation(echoed_message=action.message, message_length=n, reward=0.1 * n)
+
+        @property
+        def state(self) -> State:
+            return self._state
+
+    app = create_app(EchoEnv, EchoAction, EchoObservation, env_name="echo_env")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+@dataclass
+class Server:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: IO[bytes]
+    url: str = ""
+    startup_s: float = 0.0
+
+    def stop(self) -> None:
+        for escalate in (self.proc.terminate, self.proc.kill):  # each wait bounded
+            if self.proc.poll() is None:
+                escalate()
+                try:
+                    self.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.log.close()
+
+    def fail(self, why: str) -> RuntimeError:
+        try:
+            self.log.seek(0)
+            tail = self.log.read()[-2000:].decode(errors="replace")
+        except (OSError, ValueError):
+            tail = ""
+        self.stop()
+        return RuntimeError(f"{self.name} server: {why}\n{tail}")
+
+
+SPAWNED: list[Server] = []  # every server started, so the `finally` in main() stops them all
+
+
+def spawn(name: str, cmd: list[str], url: str = "", env: dict[str, str] | None = None) -> tuple[Server, float]:
+    log = tempfile.TemporaryFile()
+    t0 = time.perf_counter()
+    stdout = subprocess.PIPE if not url else log  # ours reports its port on stdout
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=log, env=env)
+    server = Server(name, proc, log, url)
+    SPAWNED.append(server)
+    return server, t0
+
+
+def wait_health(server: Server, t0: float) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
+    while time.perf_counter() < t0 + START_TIMEOUT:
+        if server.proc.poll() is not None:
+            raise server.fail(f"exited with code {server.proc.returncode}")
+        try:
+            with opener.open(server.url + "/health", timeout=1.0) as reply:
+                if reply.status == 200:
+                    server.startup_s = time.perf_counter() - t0
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.005)
+    raise server.fail("no 200 from /health in time")
+
+
+def start_ours() -> Server:
+    cmd = [sys.executable, "-m", "openenv_gym", "serve", "openenv_gym.envs.echo:EchoEnvironment"]
+    server, t0 = spawn("ours", cmd + ["--port", "0", "--host", "127.0.0.1"])
+    assert server.proc.stdout is not None
+    buffer = b""
+    with selectors.DefaultSelector() as sel:
+        sel.register(server.proc.stdout, selectors.EVENT_READ)
+        while b"\n" not in buffer:
+            if time.perf_counter() > t0 + START_TIMEOUT:
+                raise server.fail("no ready line in time")
+            if sel.select(0.1):
+                chunk = os.read(server.proc.stdout.fileno(), 4096)
+                if not chunk:
+                    raise server.fail("closed stdout before it was ready")
+                buffer += chunk
+    # "openenv-gym server listening on http://127.0.0.1:PORT (WebSocket ...)"
+    server.url = buffer.split(b"\n", 1)[0].decode().split(" on ", 1)[1].split()[0]
+    wait_health(server, t0)
+    return server
+
+
+def start_openenv() -> Server:
+    with socket.socket() as s:  # pick a free port: uvicorn does not print the one it gets for port 0
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, os.path.abspath(__file__), "--serve-openenv", str(port)]
+    env = dict(os.environ, ENABLE_WEB_INTERFACE="false")
+    server, t0 = spawn("openenv-core", cmd, f"http://127.0.0.1:{port}", env)
+    wait_health(server, t0)
+    return server
+
+
+def vm_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024  # kB -> MiB
+
+
+def check(result: Any) -> None:
+    # Both clients' results have .observation (a dict) and .reward: time real echoes, not errors.
+    obs = result.observation
+    if obs.get("echoed_message") != "hello" or obs.get("message_length") != 5 or abs(result.reward - 0.5) > 1e-9:
+        raise RuntimeError(f"unexpected step result: {result!r}")
+
+
+async def session_async(client: Any, warmup: int, steps: int) -> tuple[float, list[float]]:
+    await client.connect()
+    try:
+        await client.reset()
+        check(await client.step(ACTION))
+        for _ in range(warmup):
+            await client.step(ACTION)
+        lat: list[float] = []
+        start = time.perf_counter()
+        for _ in range(steps):
+            t = time.perf_counter()
+            await client.step(ACTION)
+            lat.append(time.perf_counter() - t)
+        return time.perf_counter() - start, lat
+    finally:
+        await client.close()
+
+
+def session_sync(client: Any, warmup: int, steps: int) -> tuple[float, list[float]]:
+    client.connect()
+    try:
+        client.reset()
+        check(client.step(ACTION))
+        for _ in range(warmup):
+            client.step(ACTION)
+        lat: list[float] = []
+        start = time.perf_counter()
+        for _ in range(steps):
+            t = time.perf_counter()
+            client.step(ACTION)
+            lat.append(time.perf_counter() - t)
+        return time.perf_counter() - start, lat
+    finally:
+        client.close()
+
+
+def make_client(side: str, kind: str, url: str) -> Any:
+    """An unconnected client with connect/reset/step/close; imported late so no server loads both."""
+    if side == "ours":
+        from openenv_gym.client import AsyncEnvClient, EnvClient
+
+        return (AsyncEnvClient if kind == "async" else EnvClient)(url, call_timeout=CALL_TIMEOUT)
+    from openenv.core.generic_client import GenericEnvClient
+
+    client = GenericEnvClient(base_url=url, message_timeout_s=CALL_TIMEOUT)
+    return client if kind == "async" else client.sync()
+
+
+def run_session(side: str, kind: str, url: str, warmup: int, steps: int) -> tuple[float, list[float]]:
+    client = make_client(side, kind, url)
+    if kind == "async":
+        # One overall bound on top of the clients' own per-call timeouts.
+        return asyncio.run(asyncio.wait_for(session_async(client, warmup, steps), SESSION_TIMEOUT))
+    return session_sync(client, warmup, steps)
+
+
+@dataclass
+class Result:
+    rates: list[float] = field(default_factory=list)  # steps/s, one per round
+    lat: list[float] = field(default_factory=list)  # seconds, all rounds pooled
+
+    def rate(self) -> float:
+        return statistics.median(self.rates)
+
+    def ms(self, q: float) -> float:
+        xs = sorted(self.lat)
+        return xs[min(len(xs) - 1, int(q * len(xs)))] * 1e3
+
+
+def met(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--steps", type=int, default=3000, help="timed steps per configuration and round")
+    p.add_argument("--warmup", type=int, default=200, help="untimed steps before timing")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; steps/s is the median round")
+    p.add_argument("--starts", type=int, default=5, help="server starts for the start-up median")
+    p.add_argument("--quick", action="store_true", help="smoke run: few steps, one round, two starts")
+    p.add_argument("--serve-openenv", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.serve_openenv is not None:
+        return serve_openenv(args.serve_openenv)
+    if args.quick:
+        args.steps, args.warmup, args.rounds, args.starts = 200, 20, 1, 2
+
+    print(f"python {platform.python_version()}, openenv-gym {version('openenv-gym')}, openenv-core "
+          f"{version('openenv-core')}, websockets {version('websockets')}, uvicorn {version('uvicorn')}")
+    print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"{args.steps} steps x {args.rounds} rounds after {args.warmup} warm-up steps; action {ACTION}")
+    starters = {"ours": start_ours, "openenv-core": start_openenv}
+    configs = [("ours", "async"), ("openenv-core", "async"), ("ours", "sync"), ("openenv-core", "sync")]
+    results = {config: Result() for config in configs}
+    startup: dict[str, list[float]] = {name: [] for name in starters}
+    servers: dict[str, Server] = {}
+    try:
+        for start in starters.values():  # untimed: warms the page cache and .pyc files
+            start().stop()
+        # Interleave the sides so machine noise hits both alike; keep each side's last server.
+        for i in range(args.starts):
+            for name, start in starters.items():
+                servers[name] = start()
+                startup[name].append(servers[name].startup_s)
+                if i < args.starts - 1:
+                    servers[name].stop()
+        # Idle RSS: one session with the side's own sync client, then ~1 s idle.
+        for name, srv in servers.items():
+            run_session(name, "sync", srv.url, args.warmup, args.warmup)
+        time.sleep(1.0)
+        rss = {name: vm_rss_mib(srv.proc.pid) for name, srv in servers.items()}
+        for _ in range(args.rounds):
+            for side, kind in configs:
+                total, lat = run_session(side, kind, servers[side].url, args.warmup, args.steps)
+                results[side, kind].rates.append(args.steps / total)
+                results[side, kind].lat.extend(lat)
+    finally:
+        for srv in SPAWNED:
+            srv.stop()
+
+    print(f"\n{'one session: server / client':<30}{'steps/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    for side, kind in configs:
+        r = results[side, kind]
+        print(f"{side + ' / ' + kind:<30}{r.rate():>9.0f}{r.ms(0.50):>9.3f}{r.ms(0.99):>9.3f}")
+    for kind in ("async", "sync"):
+        a, b = results["ours", kind], results["openenv-core", kind]
+        ratio = a.rate() / b.rate()
+        print(f"{'ratio ours/openenv, ' + kind:<30}{ratio:>8.2f}x{a.ms(.5) / b.ms(.5):>8.2f}x"
+              f"{a.ms(.99) / b.ms(.99):>8.2f}x   target: steps/s >= 2x -> {met(ratio >= 2)}")
+
+    print(f"\nserver start-up, spawn -> GET /health 200 (median of {args.starts}; min..max)")
+    for name, times in startup.items():
+        med = statistics.median(times)
+        note = f"target: <= 0.5 s -> {met(med <= 0.5)}" if name == "ours" else "(reference)"
+        print(f"  {name:<14}{med:>7.3f} s    ({min(times):.3f}..{max(times):.3f})   {note}")
+    print("server idle RSS (VmRSS after one session and ~1 s idle)")
+    for name, mib in rss.items():
+        note = f"target: <= 50 MiB -> {met(mib <= 50)}" if name == "ours" else "(reference)"
+        print(f"  {name:<14}{mib:>7.1f} MiB  {note}")
+
+
+if __name__ == "__main__":
+    main()

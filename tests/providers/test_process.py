@@ -1,0 +1,117 @@
+"""ProcessProvider: a server per child process, and no orphan however the owner goes away."""
+
+from __future__ import annotations
+
+import gc
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from openenv_gym.client import http_get_json
+from openenv_gym.errors import ServerStartError
+from openenv_gym.providers import ProcessProvider, URLProvider, make_provider
+from tests.utils import REPO_ROOT, UNIT, pid_alive, server_pids, wait_until
+
+OWNER_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    import gymnasium as gym, openenv_gym
+    env = gym.make("openenv/CartPole-v1")
+    env.reset(seed=0)
+    print(env.unwrapped.provider.pid, flush=True)
+    if sys.argv[1] == "sleep":
+        time.sleep(60)
+    # "exit": leave without closing anything
+    """
+)
+
+
+def test_start_health_stop():
+    """start() returns a loopback URL that answers /health; stop() ends the process; both idempotent."""
+    provider = ProcessProvider("CartPole-v1")
+    url = provider.start()
+    assert provider.start() == url
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url)
+    assert http_get_json(url, "/health") == {"status": "healthy"}
+    pid = provider.pid
+    provider.stop()
+    provider.stop()
+    assert not pid_alive(pid)
+    assert not provider.is_alive()
+
+
+def test_garbage_collection_stops_the_server():
+    """A provider dropped without stop() takes its server with it when collected."""
+    provider = ProcessProvider("CartPole-v1")
+    provider.start()
+    pid = provider.pid
+    del provider
+    gc.collect()
+    assert wait_until(lambda: not pid_alive(pid), 10 * UNIT)
+
+
+@pytest.mark.parametrize("how", ["interpreter exit", "SIGKILL"])
+def test_no_orphan_when_the_owner_goes_away(how):
+    """The server is gone within seconds when its owner exits without closing, or is SIGKILLed."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER_SCRIPT, "sleep" if how == "SIGKILL" else "exit"],
+        stdout=subprocess.PIPE,
+        cwd=REPO_ROOT,
+        text=True,
+    )
+    try:
+        server_pid = int(owner.stdout.readline())
+        assert server_pid in server_pids()
+        if how == "SIGKILL":
+            owner.send_signal(signal.SIGKILL)
+        assert owner.wait(30 * UNIT) in (0, -signal.SIGKILL)
+        assert wait_until(lambda: not pid_alive(server_pid), 10 * UNIT), "server outlived its owner"
+    finally:
+        owner.kill()
+        owner.wait()
+        owner.stdout.close()
+
+
+def test_a_server_that_fails_to_start_reports_its_output():
+    """A target that cannot be served gives ServerStartError with the server's own message."""
+    provider = ProcessProvider("no_such_module_anywhere:Env")
+    with pytest.raises(ServerStartError, match="server exited with code 2 before it was ready") as caught:
+        provider.start()
+    assert "cannot import 'no_such_module_anywhere'" in caught.value.output
+    assert not provider.is_alive()
+
+
+def test_a_server_that_never_gets_ready_times_out_and_is_killed(tmp_path):
+    """A server that never reports ready fails after startup_timeout, and the process is reaped."""
+    fake_python = tmp_path / "python"
+    fake_python.write_text("#!/bin/sh\necho $$ > " + str(tmp_path / "pid") + "\nexec sleep 60\n")
+    fake_python.chmod(fake_python.stat().st_mode | stat.S_IEXEC)
+    provider = ProcessProvider("CartPole-v1", python=str(fake_python), startup_timeout=0.5 * UNIT)
+    with pytest.raises(ServerStartError, match=re.escape(f"server did not report ready within {0.5 * UNIT:g} s")):
+        provider.start()
+    pid = int((tmp_path / "pid").read_text())
+    assert wait_until(lambda: not pid_alive(pid), 10 * UNIT)
+
+
+def test_make_provider():
+    """Providers are found by name, and a wrong name lists the right ones."""
+    assert isinstance(make_provider("url", base_url="http://127.0.0.1:1"), URLProvider)
+    with pytest.raises(ValueError, match=re.escape("unknown provider 'dockr'; expected one of ['process', 'url']")):
+        make_provider("dockr")
+
+
+def test_server_environment_inherits_no_stdin_terminal():
+    """The child's stdin is our pipe, not the terminal, so only its owner can end it."""
+    provider = ProcessProvider("CartPole-v1")
+    provider.start()
+    try:
+        target = os.readlink(f"/proc/{provider.pid}/fd/0")
+        assert target.startswith("pipe:")
+    finally:
+        provider.stop()

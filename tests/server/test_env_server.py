@@ -1,0 +1,250 @@
+"""EnvServer over real sockets: HTTP routes, bad input, capacity, frame size, idle reaping, env close."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socket
+import urllib.request
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from openenv_gym.envs.echo import EchoEnvironment
+from openenv_gym.server import EnvServer
+from tests.testing_env import BrokenFactoryEnvironment, CounterEnvironment
+from tests.utils import UNIT, running_server, wait_until
+
+
+def ws(server: EnvServer, **kwargs):
+    """A raw WebSocket to the server's /ws (legacy=True: the test closes it itself)."""
+    return connect(server.url.replace("http", "ws") + "/ws", open_timeout=5 * UNIT, legacy=True, **kwargs)
+
+
+@contextlib.contextmanager
+def ws_owner():
+    """A list to put connections in; they are closed on exit, after the server is gone."""
+    connections: list = []
+    try:
+        yield connections
+    finally:
+        for connection in connections:
+            connection.close()
+
+
+def call(websocket, frame) -> dict:
+    websocket.send(frame if isinstance(frame, (str, bytes)) else json.dumps(frame))
+    return json.loads(websocket.recv(timeout=5 * UNIT))
+
+
+def get(server: EnvServer, path: str) -> tuple[int, object]:
+    try:
+        with urllib.request.urlopen(server.url + path, timeout=5 * UNIT) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+@pytest.fixture
+def counter_server():
+    CounterEnvironment.created.clear()
+    CounterEnvironment.closed.clear()
+    with running_server(CounterEnvironment) as server:
+        yield server
+
+
+def test_binds_loopback_by_default():
+    """A server binds 127.0.0.1 unless told otherwise."""
+    assert EnvServer(EchoEnvironment).host == "127.0.0.1"
+    with running_server(EchoEnvironment) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+
+
+def test_http_routes():
+    """/health, /schema (with Gymnasium spaces) and /metadata answer JSON; unknown paths get 404."""
+    with running_server(EchoEnvironment) as server:
+        assert get(server, "/health") == (200, {"status": "healthy"})
+        status, schema = get(server, "/schema")
+        assert status == 200
+        assert set(schema) == {"action", "observation", "state", "spaces"}
+        assert "message" in schema["action"]["properties"]
+        assert schema["spaces"]["action"]["type"] == "Dict"
+        status, metadata = get(server, "/metadata")
+        assert (status, metadata["name"]) == (200, "echo_env")
+        status, body = get(server, "/nope")
+        assert status == 404 and "/ws" in body["message"]
+
+
+def test_reset_step_state_close(counter_server):
+    """A session resets, steps, reports its state and closes its environment on a close frame."""
+    with ws(counter_server) as websocket:
+        reply = call(websocket, {"type": "reset", "data": {"seed": 3, "episode_id": "ep-1"}})
+        assert reply == {
+            "type": "observation",
+            "data": {"observation": {"count": 0}, "reward": 0.0, "done": False, "truncated": False, "info": {}},
+        }
+        reply = call(websocket, {"type": "step", "data": {"amount": 4}})
+        assert reply["data"]["observation"] == {"count": 4} and reply["data"]["reward"] == 4.0
+        assert call(websocket, {"type": "state"}) == {"type": "state", "data": {"episode_id": "ep-1", "step_count": 1}}
+        websocket.send('{"type":"close"}')
+        with pytest.raises(ConnectionClosed):
+            websocket.recv(timeout=5 * UNIT)
+    assert wait_until(lambda: len(CounterEnvironment.closed) == 1, 5 * UNIT)
+
+
+@pytest.mark.parametrize(
+    ("frame", "code", "message"),
+    [
+        ("{not json", "INVALID_JSON", "Invalid JSON"),
+        (b"\x00\xff\xfe binary garbage", "INVALID_JSON", "binary frames are not accepted"),
+        ('{"type":"bogus"}', "UNKNOWN_TYPE", "Unknown message type: bogus"),
+        ('{"type":"step","data":{"amount":1},"timeout_s":5}', "VALIDATION_ERROR", "unexpected top-level keys"),
+        ('{"type":"step","data":{"amount":"many"}}', "VALIDATION_ERROR", "invalid action"),
+        ('{"type":"step","data":{"amount":1000}}', "VALIDATION_ERROR", "invalid action"),
+        ('{"type":"step","data":{"unknown_field":1}}', "VALIDATION_ERROR", "invalid action"),
+        ('{"type":"step","data":{"fail":true}}', "EXECUTION_ERROR", "step failed: RuntimeError: asked to fail"),
+    ],
+)
+def test_bad_input_gets_an_error_and_the_session_lives_on(counter_server, frame, code, message):
+    """Each kind of bad frame gets an error frame with its code, and the next step still works."""
+    with ws(counter_server) as websocket:
+        call(websocket, {"type": "reset"})
+        reply = call(websocket, frame)
+        assert reply["type"] == "error"
+        assert reply["data"]["code"] == code
+        assert message in reply["data"]["message"]
+        assert call(websocket, {"type": "step", "data": {"amount": 2}})["data"]["observation"] == {"count": 2}
+
+
+def test_validation_error_lists_pydantic_errors(counter_server):
+    """A VALIDATION_ERROR for a bad action carries pydantic's error list, as OpenEnv's does."""
+    with ws(counter_server) as websocket:
+        call(websocket, {"type": "reset"})
+        reply = call(websocket, {"type": "step", "data": {"amount": -1}})
+        assert reply["data"]["errors"][0]["loc"] == ["amount"]
+
+
+def test_execution_error_carries_the_remote_traceback(counter_server):
+    """An exception in step travels with its traceback, so the client can show where it happened."""
+    with ws(counter_server) as websocket:
+        call(websocket, {"type": "reset"})
+        reply = call(websocket, {"type": "step", "data": {"fail": True}})
+        assert "RuntimeError: asked to fail" in reply["data"]["traceback"]
+
+
+def test_step_before_reset(counter_server):
+    """A step before any reset is refused with SESSION_ERROR; after a reset it works."""
+    with ws(counter_server) as websocket:
+        reply = call(websocket, {"type": "step", "data": {"amount": 1}})
+        assert reply["data"] == {"message": "step before reset: send a reset frame first", "code": "SESSION_ERROR"}
+        call(websocket, {"type": "reset"})
+        assert call(websocket, {"type": "step", "data": {"amount": 1}})["type"] == "observation"
+
+
+def test_oversize_frame_closes_with_a_clear_reason():
+    """A frame above max_frame_bytes closes the connection with code 1009 and both sizes in the reason."""
+    with running_server(EchoEnvironment, max_frame_bytes=1000) as server:
+        with ws(server) as websocket:
+            call(websocket, {"type": "reset"})
+            websocket.send(json.dumps({"type": "step", "data": {"message": "x" * 5000}}))
+            with pytest.raises(ConnectionClosed) as caught:
+                websocket.recv(timeout=5 * UNIT)
+        close = caught.value.rcvd
+        assert close is not None and close.code == 1009
+        assert re.search(r"frame with \d+ bytes exceeds limit of 1000 bytes", close.reason)
+
+
+def test_capacity_reached():
+    """A session beyond max_sessions gets CAPACITY_REACHED with the counts, then a close; the others go on."""
+    with running_server(CounterEnvironment, max_sessions=1) as server:
+        with ws(server) as first:
+            call(first, {"type": "reset"})
+            with ws(server) as second:
+                refusal = json.loads(second.recv(timeout=5 * UNIT))
+                assert refusal["data"]["code"] == "CAPACITY_REACHED"
+                assert (refusal["data"]["active_sessions"], refusal["data"]["max_sessions"]) == (1, 1)
+                with pytest.raises(ConnectionClosed) as caught:
+                    second.recv(timeout=5 * UNIT)
+                assert caught.value.rcvd is not None and caught.value.rcvd.code == 1013
+            assert call(first, {"type": "step", "data": {}})["data"]["observation"] == {"count": 1}
+        # The slot frees up when the first session ends.
+        assert wait_until(lambda: not server.sessions, 5 * UNIT)
+        with ws(server) as third:
+            assert call(third, {"type": "reset"})["type"] == "observation"
+
+
+def test_default_capacity_follows_the_concurrency_flag():
+    """Environments that do not declare SUPPORTS_CONCURRENT_SESSIONS get one session, as in OpenEnv."""
+
+    class Single(CounterEnvironment):
+        SUPPORTS_CONCURRENT_SESSIONS = False
+
+    assert EnvServer(Single).max_sessions == 1
+    assert EnvServer(CounterEnvironment).max_sessions == 64
+
+
+def test_idle_session_is_reaped_and_its_env_closed():
+    """A session silent for longer than idle_timeout is closed with a reason, and its env's close() runs."""
+    CounterEnvironment.closed.clear()
+    with running_server(CounterEnvironment, idle_timeout=0.3 * UNIT) as server:
+        with ws(server) as websocket:
+            call(websocket, {"type": "reset"})
+            with pytest.raises(ConnectionClosed) as caught:
+                websocket.recv(timeout=10 * UNIT)
+            assert caught.value.rcvd is not None and caught.value.rcvd.code == 1001
+            assert "idle" in caught.value.rcvd.reason
+        assert wait_until(lambda: len(CounterEnvironment.closed) == 1, 5 * UNIT)
+        assert not server.sessions
+
+
+def test_busy_session_is_not_reaped():
+    """A step that runs longer than the idle timeout is not mistaken for idleness."""
+    with running_server(CounterEnvironment, idle_timeout=0.2 * UNIT) as server:
+        with ws(server) as websocket:
+            call(websocket, {"type": "reset"})
+            reply = call(websocket, {"type": "step", "data": {"sleep": 0.6 * UNIT}})
+            assert reply["data"]["observation"] == {"count": 1}
+
+
+@pytest.mark.parametrize("how", ["client vanishes", "server stops"])
+def test_env_close_runs_however_the_session_ends(how):
+    """The environment's close() runs when the client drops the TCP connection or the server stops."""
+    CounterEnvironment.closed.clear()
+    with ws_owner() as websocket, running_server(CounterEnvironment) as server:
+        websocket.append(ws(server))
+        call(websocket[0], {"type": "reset"})
+        if how == "client vanishes":
+            websocket[0].socket.shutdown(socket.SHUT_RDWR)
+            assert wait_until(lambda: len(CounterEnvironment.closed) == 1, 5 * UNIT)
+        assert len(CounterEnvironment.closed) <= 1
+    # Leaving running_server stopped the server, which closes whatever sessions remained.
+    assert len(CounterEnvironment.closed) == 1
+
+
+def test_factory_error():
+    """A factory that raises gets FACTORY_ERROR naming it, and the connection closes."""
+    with running_server(BrokenFactoryEnvironment) as server:
+        with ws(server) as websocket:
+            reply = json.loads(websocket.recv(timeout=5 * UNIT))
+            assert reply["data"]["code"] == "FACTORY_ERROR"
+            assert "OSError: no such device" in reply["data"]["message"]
+            assert reply["data"]["factory_name"] == "BrokenFactoryEnvironment"
+            with pytest.raises(ConnectionClosed):
+                websocket.recv(timeout=5 * UNIT)
+
+
+def test_reset_kwargs_are_filtered_to_what_reset_accepts(counter_server):
+    """Unknown reset keys are dropped, as OpenEnv does, instead of failing the reset."""
+    with ws(counter_server) as websocket:
+        reply = call(websocket, {"type": "reset", "data": {"seed": 1, "not_a_parameter": True}})
+        assert reply["type"] == "observation"
+
+
+def test_invalid_server_arguments():
+    """Nonsense limits are refused when the server is built."""
+    with pytest.raises(ValueError, match=re.escape("max_sessions must be at least 1, got 0")):
+        EnvServer(EchoEnvironment, max_sessions=0)
+    with pytest.raises(ValueError, match=re.escape("idle_timeout must be positive or None, got -1")):
+        EnvServer(EchoEnvironment, idle_timeout=-1)

@@ -1,0 +1,195 @@
+"""The client's failure modes: refused, remote errors, timeouts, capacity, and a server that dies."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from openenv_gym.client import AsyncEnvClient, EnvClient, http_url, ws_url
+from openenv_gym.envs.echo import EchoEnvironment
+from openenv_gym.errors import (
+    CapacityReachedError,
+    ConnectionLostError,
+    RemoteError,
+    RequestTimeoutError,
+    ServerConnectError,
+)
+from openenv_gym.providers import ProcessProvider
+from tests.testing_env import CounterEnvironment
+from tests.utils import REPO_ROOT, UNIT, run_async, running_server
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def counter_process(monkeypatch):
+    """CounterEnvironment served by a real child process."""
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    with ProcessProvider("tests.testing_env:CounterEnvironment") as url:
+        yield url
+
+
+def test_urls():
+    """Base URLs in http or ws form map to the /ws endpoint and to HTTP routes."""
+    assert ws_url("http://127.0.0.1:8000") == "ws://127.0.0.1:8000/ws"
+    assert ws_url("ws://h:1/") == "ws://h:1/ws"
+    assert ws_url("https://h/prefix") == "wss://h/prefix/ws"
+    assert ws_url("ws://h:1/ws") == "ws://h:1/ws"
+    assert http_url("ws://h:1/ws", "/schema") == "http://h:1/schema"
+    with pytest.raises(ValueError, match=re.escape("expected a URL like 'http://127.0.0.1:8000'")):
+        ws_url("127.0.0.1:8000")
+
+
+def test_connection_refused():
+    """Nobody listening gives ServerConnectError, a ConnectionError naming the URL, quickly."""
+    port = free_port()
+    client = EnvClient(f"http://127.0.0.1:{port}", open_timeout=5 * UNIT)
+    started = time.monotonic()
+    with pytest.raises(ServerConnectError, match=re.escape(f"cannot connect to ws://127.0.0.1:{port}/ws")) as caught:
+        client.connect()
+    assert isinstance(caught.value, ConnectionError)
+    assert time.monotonic() - started < 5 * UNIT
+    client.close()
+
+
+def test_handshake_that_never_completes_times_out():
+    """A peer that accepts TCP but never answers the handshake fails after open_timeout, not never."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        client = EnvClient(f"http://127.0.0.1:{port}", open_timeout=0.3 * UNIT)
+        with pytest.raises(ServerConnectError, match=re.escape(f"no handshake within {0.3 * UNIT:g} s")):
+            client.connect()
+        client.close()
+
+
+def test_remote_error_keeps_code_message_and_traceback():
+    """An error frame becomes RemoteError with its fields, and the session stays usable."""
+    with running_server(CounterEnvironment) as server, EnvClient(server.url, env_id="Counter") as client:
+        client.reset()
+        with pytest.raises(RemoteError) as caught:
+            client.step({"fail": True})
+        error = caught.value
+        assert (error.code, error.env_id) == ("EXECUTION_ERROR", "Counter")
+        assert "RuntimeError: asked to fail" in error.details["traceback"]
+        assert "Remote traceback:" in str(error)
+        assert client.step({"amount": 3}).observation == {"count": 3}
+
+
+def test_call_timeout_then_session_is_abandoned():
+    """A step slower than call_timeout raises RequestTimeoutError (a TimeoutError); the session is then closed."""
+    with running_server(CounterEnvironment) as server:
+        client = EnvClient(server.url, call_timeout=0.3 * UNIT)
+        client.connect()
+        client.reset()
+        started = time.monotonic()
+        with pytest.raises(RequestTimeoutError, match=re.escape(f"step on {client.url} got no answer within")) as caught:
+            client.step({"sleep": 3 * UNIT})
+        assert isinstance(caught.value, TimeoutError)
+        assert time.monotonic() - started < 2 * UNIT
+        with pytest.raises(ConnectionLostError, match=re.escape("the session was abandoned after step timed out")):
+            client.step({})
+        client.close()
+
+
+def test_capacity_reached_error():
+    """A session refused for capacity raises CapacityReachedError with the server's counts."""
+    with running_server(CounterEnvironment, max_sessions=1) as server:
+        with EnvClient(server.url) as first:
+            first.reset()
+            second = EnvClient(server.url)
+            with pytest.raises(CapacityReachedError) as caught:
+                second.connect().reset()
+            assert caught.value.details == {"active_sessions": 1, "max_sessions": 1}
+            second.close()
+            assert first.step({}).observation == {"count": 1}
+
+
+def test_server_killed_mid_call(counter_process):
+    """Killing the server during a step raises ConnectionLostError at once, not after the call timeout."""
+    client = EnvClient(counter_process, call_timeout=60)
+    client.connect()
+    client.reset()
+    pid = int(client.state().get("pid", 0)) or None  # the counter env does not report its pid
+    assert pid is None
+    server_pid = _pid_listening_on(counter_process)
+    threading.Timer(0.5 * UNIT, os.kill, (server_pid, signal.SIGKILL)).start()
+    started = time.monotonic()
+    with pytest.raises(ConnectionLostError, match=re.escape("lost during step, closed without a close frame")):
+        client.step({"sleep": 30})
+    assert time.monotonic() - started < 10 * UNIT
+    client.close()
+
+
+def test_server_killed_between_calls(counter_process):
+    """After the server died, the next call raises ConnectionLostError, a ConnectionError."""
+    client = EnvClient(counter_process)
+    client.connect()
+    client.reset()
+    os.kill(_pid_listening_on(counter_process), signal.SIGKILL)
+    time.sleep(0.2 * UNIT)
+    with pytest.raises(ConnectionLostError) as caught:
+        client.step({})
+    assert isinstance(caught.value, ConnectionError)
+    client.close()
+
+
+def _pid_listening_on(url: str) -> int:
+    """The pid of the process listening on url's port (read from /proc, no extra tools)."""
+    port = int(url.rsplit(":", 1)[1])
+    inodes = set()
+    with open("/proc/net/tcp") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            if int(fields[1].split(":")[1], 16) == port and fields[3] == "0A":  # LISTEN
+                inodes.add(fields[9])
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:[") and link[8:-1] in inodes:
+                    return int(pid)
+        except OSError:
+            continue
+    raise LookupError(f"nobody listens on {url}")
+
+
+def test_async_client():
+    """The async client runs reset/step/state/close and is an async context manager."""
+
+    async def session(url: str) -> tuple:
+        async with AsyncEnvClient(url) as client:
+            first = await client.reset()
+            result = await client.step({"message": "abc"})
+            state = await client.state()
+        return first, result, state
+
+    with running_server(EchoEnvironment) as server:
+        first, result, state = run_async(session(server.url))
+    assert first.observation == {"echoed_message": "", "message_length": 0}
+    assert result.observation == {"echoed_message": "abc", "message_length": 3}
+    assert result.reward == pytest.approx(0.3)
+    assert state["step_count"] == 1
+
+
+def test_sync_client_works_inside_a_running_event_loop():
+    """The sync facade runs its own loop thread, so it works from code already inside asyncio."""
+
+    async def inside(url: str) -> dict:
+        with EnvClient(url) as client:
+            client.reset()
+            return client.step({"message": "x"}).observation
+
+    with running_server(EchoEnvironment) as server:
+        assert run_async(inside(server.url)) == {"echoed_message": "x", "message_length": 1}

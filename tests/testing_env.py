@@ -1,0 +1,69 @@
+"""Small real environments for tests, with behaviour injected per instance."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from openenv_gym.server import Action, Environment, Observation, State
+
+
+class CountAction(Action):
+    """Add ``amount`` to the counter; optionally sleep or fail first."""
+
+    amount: int = Field(default=1, ge=0, le=100)
+    sleep: float = 0.0
+    fail: bool = False
+
+
+class CountObservation(Observation):
+    """The counter after the step."""
+
+    count: int = 0
+
+
+class CounterEnvironment(Environment[CountAction, CountObservation, State]):
+    """Counts up; sleeps or raises on request; records every instance it made and closed."""
+
+    action_type = CountAction
+    observation_type = CountObservation
+    SUPPORTS_CONCURRENT_SESSIONS = True
+    blocking = True
+
+    created: ClassVar[list[CounterEnvironment]] = []
+    closed: ClassVar[list[CounterEnvironment]] = []
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._state = State()
+        CounterEnvironment.created.append(self)
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> CountObservation:
+        self.count = 0
+        self._state = State(episode_id=episode_id or "episode", step_count=0)
+        return CountObservation(count=0, reward=0.0)
+
+    def step(self, action: CountAction) -> CountObservation:
+        if action.sleep:
+            time.sleep(action.sleep)
+        if action.fail:
+            raise RuntimeError("asked to fail")
+        self.count += action.amount
+        self._state.step_count += 1
+        return CountObservation(count=self.count, reward=float(action.amount), done=self.count >= 10)
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def close(self) -> None:
+        CounterEnvironment.closed.append(self)
+
+
+class BrokenFactoryEnvironment(CounterEnvironment):
+    """An environment whose constructor fails."""
+
+    def __init__(self) -> None:
+        raise OSError("no such device")
