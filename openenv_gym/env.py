@@ -48,7 +48,8 @@ class RemoteEnv(gym.Env[Any, Any]):
         open_timeout: seconds to connect to the server.
         call_timeout: seconds to wait for each reset or step.
         startup_timeout: seconds a started server has to become healthy.
-        render_mode: must be ``None`` for now; rendering is not forwarded yet.
+        render_mode: accepted and stored (Stable-Baselines3's ``make_vec_env`` passes
+            ``"rgb_array"``), but frames are not forwarded yet: :meth:`render` raises.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -65,8 +66,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None:
-            raise ValueError(f"render_mode={render_mode!r} is not supported by RemoteEnv yet; use None")
+        self.render_mode = render_mode
         if base_url is not None:
             provider = URLProvider(base_url, timeout=open_timeout)
         elif isinstance(provider, str):
@@ -122,6 +122,16 @@ class RemoteEnv(gym.Env[Any, Any]):
         observation = from_wire(self.observation_space, frame.observation, OBSERVATION_FIELD)
         reward = 0.0 if frame.reward is None else float(frame.reward)
         return observation, reward, bool(frame.done), bool(frame.truncated), frame.info
+
+    def render(self) -> None:
+        """Not available yet: rendered frames are not forwarded from the server.
+
+        Raises:
+            NotImplementedError: always, naming the env and the render mode asked for.
+        """
+        raise NotImplementedError(
+            f"{self!r}: rendering (render_mode={self.render_mode!r}) is not forwarded from the server yet"
+        )
 
     def state(self) -> dict[str, Any]:
         """The session's state on the server (``episode_id``, ``step_count``, ...)."""

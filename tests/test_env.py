@@ -167,10 +167,15 @@ def test_close_is_idempotent_and_stops_the_server():
     assert wait_until(lambda: not pid_alive(pid), 5)
 
 
-def test_render_mode_is_refused_clearly():
-    """Rendering is not forwarded yet, and asking for it says so."""
-    with pytest.raises(ValueError, match=re.escape("render_mode='rgb_array' is not supported by RemoteEnv yet")):
-        RemoteEnv("CartPole-v1", render_mode="rgb_array")
+def test_render_is_refused_clearly():
+    """A render_mode is accepted (SB3 passes one) but render() says frames are not forwarded yet."""
+    env = RemoteEnv("CartPole-v1", render_mode="rgb_array")
+    try:
+        assert env.render_mode == "rgb_array"
+        with pytest.raises(NotImplementedError, match=re.escape("rendering (render_mode='rgb_array') is not forwarded")):
+            env.render()
+    finally:
+        env.close()
 
 
 def test_base_url_attaches_to_a_running_server():

@@ -1,0 +1,30 @@
+# Two entry points, each doing its own set-up in .venv:
+#   make demo   plays episodes of CartPole on a remote env server and reports steps/s
+#   make test   runs the whole test suite (what CI runs)
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch is pinned first to the CPU build this machine keeps on disk, so Stable-Baselines3
+# does not pull a multi-gigabyte CUDA build from the index.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/python examples/play_cartpole.py
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/single_session.py
+
+clean:
+	rm -rf $(VENV) *.egg-info

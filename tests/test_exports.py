@@ -1,0 +1,53 @@
+"""The public names each package exports stay as documented."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+import openenv_gym
+
+PUBLIC = {
+    "openenv_gym": {
+        "AsyncEnvClient", "CapacityReachedError", "CatalogEntry", "ClientError", "ConnectionLostError",
+        "EnvClient", "OpenEnvGymError", "ProtocolError", "ProviderError", "RemoteEnv", "RemoteError",
+        "RequestTimeoutError", "ServerConnectError", "ServerStartError", "SpaceCodecError",
+        "UnsupportedSpaceError", "__version__", "catalog", "register",
+    },
+    "openenv_gym.server": {
+        "Action", "EnvServer", "Environment", "EnvironmentMetadata", "GymEnvironment", "Observation", "State",
+        "load_factory", "run",
+    },
+    "openenv_gym.providers": {"ProcessProvider", "Provider", "URLProvider", "make_provider"},
+    "openenv_gym.envs.echo": {"EchoAction", "EchoEnvironment", "EchoObservation"},
+}
+
+
+@pytest.mark.parametrize("module_name", sorted(PUBLIC))
+def test_public_names(module_name):
+    """Each package's __all__ is exactly the documented set, and every name resolves."""
+    module = importlib.import_module(module_name)
+    assert set(module.__all__) == PUBLIC[module_name]
+    for name in module.__all__:
+        assert hasattr(module, name), name
+
+
+def test_every_error_derives_from_the_root():
+    """Every exception class openenv_gym exports derives from OpenEnvGymError."""
+    errors = [getattr(openenv_gym, name) for name in openenv_gym.__all__ if name.endswith("Error")]
+    assert errors and all(issubclass(error, openenv_gym.OpenEnvGymError) for error in errors)
+
+
+def test_layers_are_not_top_level_names(tmp_path):
+    """vector, wrappers and envs install inside the package, never as generic top-level modules."""
+    code = (
+        "import importlib.util, openenv_gym.vector, openenv_gym.wrappers, openenv_gym.envs.echo\n"
+        "print([importlib.util.find_spec(name) for name in ('vector', 'wrappers', 'envs')])"
+    )
+    # Outside the repository, so only what the installed distribution provides is importable.
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[None, None, None]"

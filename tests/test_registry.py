@@ -1,0 +1,154 @@
+"""The catalog: ids registered on import, the module: form, SB3 subprocess workers, entry-point plugins."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import gymnasium as gym
+import pytest
+
+import openenv_gym
+from openenv_gym.registry import CatalogEntry, builtin_entries, register
+from tests.utils import REPO_ROOT
+
+EXPECTED_IDS = {
+    "openenv/Echo-v0",
+    "openenv/CartPole-v1",
+    "openenv/MountainCar-v0",
+    "openenv/Acrobot-v1",
+    "openenv/Pendulum-v1",
+    "openenv/MountainCarContinuous-v0",
+}
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter (nothing imported yet) from the repository root."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, **env},
+    )
+
+
+def test_import_registers_the_catalog():
+    """Importing openenv_gym registers every built-in id with Gymnasium, pointing at RemoteEnv."""
+    assert EXPECTED_IDS <= set(gym.registry)
+    assert EXPECTED_IDS == set(openenv_gym.catalog)
+    spec = gym.spec("openenv/CartPole-v1")
+    assert spec.entry_point == "openenv_gym.env:RemoteEnv"
+    assert spec.kwargs["server"] == "CartPole-v1"
+    assert spec.reward_threshold == gym.spec("CartPole-v1").reward_threshold
+
+
+def test_catalog_is_data_driven():
+    """Each built-in env is one CatalogEntry naming its id, server, spaces source and time limit."""
+    entries = {entry.id: entry for entry in builtin_entries()}
+    assert entries["openenv/Pendulum-v1"] == CatalogEntry(
+        id="openenv/Pendulum-v1",
+        server="Pendulum-v1",
+        spaces="schema",
+        max_episode_steps=200,
+        reward_threshold=None,
+        description="Gymnasium's Pendulum-v1, served in a separate process",
+    )
+    assert entries["openenv/Echo-v0"].server == "openenv_gym.envs.echo:EchoEnvironment"
+
+
+def test_register_a_new_entry():
+    """register() adds an id that gym.make serves remotely, with the entry's time limit."""
+    register(CatalogEntry(id="openenv/ShortCartPole-v0", server="CartPole-v1", max_episode_steps=5))
+    try:
+        env = gym.make("openenv/ShortCartPole-v0")
+        env.reset(seed=0)
+        truncated = False
+        for _ in range(5):
+            _, _, terminated, truncated, _ = env.step(0 if _ % 2 else 1)
+        assert truncated and not terminated
+        env.close()
+    finally:
+        del gym.registry["openenv/ShortCartPole-v0"]
+        del openenv_gym.catalog["openenv/ShortCartPole-v0"]
+
+
+def test_module_prefix_works_without_a_prior_import():
+    """gym.make("openenv_gym:openenv/CartPole-v1") works in a fresh interpreter that never imported us."""
+    result = run_python(
+        """
+        import sys, gymnasium as gym
+        assert "openenv_gym" not in sys.modules
+        env = gym.make("openenv_gym:openenv/CartPole-v1")
+        obs, _ = env.reset(seed=3)
+        print(type(env.unwrapped).__name__, obs.shape)
+        env.close()
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "RemoteEnv (4,)"
+
+
+@pytest.mark.slow
+def test_sb3_subprocess_workers():
+    """SB3's SubprocVecEnv builds remote envs in its worker processes from the module: id string."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    vec_env = make_vec_env("openenv_gym:openenv/CartPole-v1", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv)
+    try:
+        obs = vec_env.reset()
+        assert obs.shape == (2, 4)
+        obs, rewards, dones, infos = vec_env.step([0, 1])
+        assert rewards.tolist() == [1.0, 1.0]
+        assert vec_env.get_attr("server") == ["CartPole-v1", "CartPole-v1"]
+    finally:
+        vec_env.close()
+
+
+def write_plugin(tmp_path, body: str) -> None:
+    """An installed distribution, as importlib.metadata sees one, declaring an openenv_gym.envs entry point."""
+    (tmp_path / "fake_plugin.py").write_text(textwrap.dedent(body))
+    dist_info = tmp_path / "fake_plugin-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-plugin\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[openenv_gym.envs]\nfake = fake_plugin:entries\n")
+
+
+def test_entry_point_plugin_adds_envs(tmp_path):
+    """An installed package declaring the openenv_gym.envs entry point adds its ids on import."""
+    write_plugin(
+        tmp_path,
+        """
+        from openenv_gym.registry import CatalogEntry
+
+        def entries():
+            return [CatalogEntry(id="openenv/FakeCartPole-v0", server="CartPole-v1", max_episode_steps=7)]
+        """,
+    )
+    result = run_python(
+        """
+        import gymnasium as gym, openenv_gym
+        print(gym.spec("openenv/FakeCartPole-v0").max_episode_steps, gym.spec("openenv/FakeCartPole-v0").kwargs)
+        """,
+        PYTHONPATH=str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "7 {'server': 'CartPole-v1'}"
+
+
+def test_broken_plugin_warns_and_import_survives(tmp_path):
+    """A plugin that raises is skipped with a warning naming it; the built-in ids are still there."""
+    write_plugin(tmp_path, "def entries():\n    raise ImportError('missing dependency xyz')\n")
+    result = run_python(
+        """
+        import gymnasium as gym, openenv_gym
+        print(gym.spec("openenv/CartPole-v1").id)
+        """,
+        PYTHONPATH=str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "openenv/CartPole-v1"
+    assert "skipping env plugin 'fake' (fake_plugin:entries): ImportError: missing dependency xyz" in result.stderr
