@@ -41,7 +41,7 @@ SESSION_TIMEOUT = 600.0
 CALL_TIMEOUT = 30.0
 
 
-def serve_openenv(port: int) -> None:
+def serve_openenv(port: int, async_step: bool) -> None:
     """Child-process entry point: openenv-core's FastAPI app for an echo env, under uvicorn."""
     import uvicorn
     from openenv.core.env_server import Action, Environment, Observation, State, create_app
@@ -73,6 +73,13 @@ def serve_openenv(port: int) -> None:
         @property
         def state(self) -> State:
             return self._state
+
+    if async_step:  # --openenv-async-step: run step on the event loop, as our echo env does
+
+        async def step_async(self: EchoEnv, action: EchoAction, timeout_s: float | None = None) -> EchoObservation:
+            return self.step(action)
+
+        EchoEnv.step_async = step_async  # type: ignore[method-assign]
 
     app = create_app(EchoEnv, EchoAction, EchoObservation, env_name="echo_env")
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
@@ -158,11 +165,12 @@ def start_ours() -> Server:
     return server
 
 
-def start_openenv() -> Server:
+def start_openenv(async_step: bool = False) -> Server:
     with socket.socket() as s:  # pick a free port: uvicorn does not print the one it gets for port 0
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, os.path.abspath(__file__), "--serve-openenv", str(port)]
+    cmd += ["--openenv-async-step"] if async_step else []
     env = dict(os.environ, ENABLE_WEB_INTERFACE="false")
     server, t0 = spawn("openenv-core", cmd, f"http://127.0.0.1:{port}", env)
     wait_health(server, t0)
@@ -220,7 +228,7 @@ def session_sync(client: Any, warmup: int, steps: int) -> tuple[float, list[floa
 def make_client(side: str, kind: str, url: str) -> Any:
     """An unconnected client with connect/reset/step/close; imported late so no server loads both."""
     if side == "ours":
-        from openenv_gym.client import AsyncEnvClient, EnvClient
+        from openenv_gym import AsyncEnvClient, EnvClient  # the package root exports both
 
         return (AsyncEnvClient if kind == "async" else EnvClient)(url, call_timeout=CALL_TIMEOUT)
     from openenv.core.generic_client import GenericEnvClient
@@ -261,10 +269,12 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; steps/s is the median round")
     p.add_argument("--starts", type=int, default=5, help="server starts for the start-up median")
     p.add_argument("--quick", action="store_true", help="smoke run: few steps, one round, two starts")
+    p.add_argument("--openenv-async-step", action="store_true",
+                   help="give openenv-core's echo env a step_async, so its server skips the thread-pool hop")
     p.add_argument("--serve-openenv", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.serve_openenv is not None:
-        return serve_openenv(args.serve_openenv)
+        return serve_openenv(args.serve_openenv, args.openenv_async_step)
     if args.quick:
         args.steps, args.warmup, args.rounds, args.starts = 200, 20, 1, 2
 
@@ -272,7 +282,9 @@ def main() -> None:
           f"{version('openenv-core')}, websockets {version('websockets')}, uvicorn {version('uvicorn')}")
     print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"{args.steps} steps x {args.rounds} rounds after {args.warmup} warm-up steps; action {ACTION}")
-    starters = {"ours": start_ours, "openenv-core": start_openenv}
+    print("openenv-core echo env: " + ("step_async (on the event loop)" if args.openenv_async_step else
+                                       "sync step (its server runs it in a thread pool; ours runs on the loop)"))
+    starters = {"ours": start_ours, "openenv-core": lambda: start_openenv(args.openenv_async_step)}
     configs = [("ours", "async"), ("openenv-core", "async"), ("ours", "sync"), ("openenv-core", "sync")]
     results = {config: Result() for config in configs}
     startup: dict[str, list[float]] = {name: [] for name in starters}

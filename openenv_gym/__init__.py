@@ -10,7 +10,7 @@ Importing the package registers the ``openenv/...`` ids with Gymnasium::
 
 from __future__ import annotations
 
-from .client import AsyncEnvClient, EnvClient
+from .client import AsyncEnvClient
 from .env import RemoteEnv
 from .errors import (
     CapacityReachedError,
@@ -26,6 +26,7 @@ from .errors import (
     SpaceCodecError,
     UnsupportedSpaceError,
 )
+from .sync_client import EnvClient
 from .registry import CatalogEntry, builtin_entries, catalog, register, register_plugins
 
 __all__ = [

@@ -1,9 +1,11 @@
-"""One session with an environment server over a WebSocket: `AsyncEnvClient` and its sync facade `EnvClient`.
+"""`AsyncEnvClient`: one session with an environment server over a WebSocket, for asyncio code.
 
-Both speak OpenEnv's ``/ws`` protocol, so they work with our servers and with OpenEnv's. Every
-wait is bounded: connecting by ``open_timeout``, each call by ``call_timeout``. A call that times
-out leaves the session unusable (a late reply could be taken for the next one's), so the
-connection is closed and later calls raise :class:`~openenv_gym.errors.ConnectionLostError`.
+It speaks OpenEnv's ``/ws`` protocol, so it works with our servers and with OpenEnv's; the
+synchronous twin is :class:`~openenv_gym.sync_client.EnvClient`. Both share the URL, HTTP and
+error helpers below. Every wait is bounded: connecting by ``open_timeout``, each call by
+``call_timeout``. A call that times out leaves the session unusable (a late reply could be taken
+for the next one's), so the connection is dropped and later calls raise
+:class:`~openenv_gym.errors.ConnectionLostError`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
+from typing import Any, Callable
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
@@ -25,10 +27,9 @@ from .errors import (
     RequestTimeoutError,
     ServerConnectError,
 )
-from .loop_thread import LoopThread
 from .protocol import ClientSession, ErrorCode, ErrorFrame, ObservationFrame, StateFrame
 
-__all__ = ["AsyncEnvClient", "EnvClient", "http_get_json", "http_url", "ws_url"]
+__all__ = ["AsyncEnvClient", "http_get_json", "http_url", "remote_error", "ws_url"]
 
 DEFAULT_OPEN_TIMEOUT = 10.0
 DEFAULT_CALL_TIMEOUT = 60.0
@@ -81,7 +82,8 @@ def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOU
         raise ServerConnectError(url, f"answer is not JSON: {exc}") from exc
 
 
-def _remote_error(frame: ErrorFrame, env_id: str | None) -> RemoteError:
+def remote_error(frame: ErrorFrame, env_id: str | None) -> RemoteError:
+    """The exception that stands for an error frame (``CapacityReachedError`` for ``CAPACITY_REACHED``)."""
     cls = CapacityReachedError if frame.code == ErrorCode.CAPACITY_REACHED.value else RemoteError
     code = frame.code.value if isinstance(frame.code, ErrorCode) else frame.code
     return cls(code, frame.message, frame.details, env_id)
@@ -150,10 +152,12 @@ class AsyncEnvClient:
             raise ServerConnectError(self.url, str(exc) or type(exc).__name__) from exc
         return self
 
-    async def _request(self, call: str, text: str) -> ObservationFrame | StateFrame:
+    async def _request(self, call: str, build: Callable[[], str]) -> ObservationFrame | StateFrame:
+        """Send the frame ``build`` makes (only once the connection is known to be there) and await its reply."""
         ws = self._ws
         if ws is None:
             raise ConnectionLostError(self.url, call, None, self._unusable)
+        text = build()
         try:
             async with asyncio.timeout(self.call_timeout):
                 try:
@@ -166,6 +170,7 @@ class AsyncEnvClient:
             raise RequestTimeoutError(self.url, call, self.call_timeout) from None
         except ConnectionClosed as exc:
             self._ws = None
+            self._protocol = ClientSession()
             self._unusable = "the connection was closed earlier"
             received = exc.rcvd
             raise ConnectionLostError(
@@ -173,7 +178,7 @@ class AsyncEnvClient:
             ) from exc
         frame = self._protocol.receive(reply)
         if isinstance(frame, ErrorFrame):
-            error = _remote_error(frame, self.env_id)
+            error = remote_error(frame, self.env_id)
             if isinstance(error, CapacityReachedError):
                 self._abandon("the server refused the session: it is at capacity")
             raise error
@@ -196,19 +201,19 @@ class AsyncEnvClient:
             RequestTimeoutError, ConnectionLostError: see the module docstring.
         """
         await self.connect()
-        frame = await self._request("reset", self._protocol.send_reset(kwargs))
+        frame = await self._request("reset", lambda: self._protocol.send_reset(kwargs))
         assert isinstance(frame, ObservationFrame)
         return frame
 
     async def step(self, action: dict[str, Any]) -> ObservationFrame:
         """Apply one action, given as its wire form (a JSON object of its fields)."""
-        frame = await self._request("step", self._protocol.send_step(action))
+        frame = await self._request("step", lambda: self._protocol.send_step(action))
         assert isinstance(frame, ObservationFrame)
         return frame
 
     async def state(self) -> dict[str, Any]:
         """The session's state (``episode_id``, ``step_count`` and env-specific fields)."""
-        frame = await self._request("state", self._protocol.send_state())
+        frame = await self._request("state", self._protocol.send_state)
         assert isinstance(frame, StateFrame)
         return frame.state
 
@@ -229,65 +234,3 @@ class AsyncEnvClient:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-
-class EnvClient:
-    """The synchronous facade of :class:`AsyncEnvClient`, with the same arguments and methods.
-
-    Calls run on a private event loop in a background thread, so this works from plain code,
-    from threads and from inside another event loop (a notebook).
-
-    Example:
-        >>> with EnvClient("http://127.0.0.1:8000") as client:  # doctest: +SKIP
-        ...     client.reset(seed=0)
-        ...     client.step({"action": 0})
-    """
-
-    # The loop thread enforces the call timeout itself; this margin only guards against a
-    # loop that stopped answering.
-    _MARGIN = 5.0
-
-    def __init__(self, base_url: str, **kwargs: Any) -> None:
-        self._client = AsyncEnvClient(base_url, **kwargs)
-        self._loop: LoopThread | None = None
-
-    def __repr__(self) -> str:
-        return f"EnvClient({self._client.url!r})"
-
-    @property
-    def url(self) -> str:
-        return self._client.url
-
-    def _run(self, coroutine: Any, timeout: float) -> Any:
-        if self._loop is None:
-            self._loop = LoopThread(name="openenv-gym-client")
-        return self._loop.run(coroutine, timeout + self._MARGIN)
-
-    def connect(self) -> EnvClient:
-        self._run(self._client.connect(), self._client.open_timeout)
-        return self
-
-    def reset(self, **kwargs: Any) -> ObservationFrame:
-        return self._run(self._client.reset(**kwargs), self._client.open_timeout + self._client.call_timeout)  # type: ignore[no-any-return]
-
-    def step(self, action: dict[str, Any]) -> ObservationFrame:
-        return self._run(self._client.step(action), self._client.call_timeout)  # type: ignore[no-any-return]
-
-    def state(self) -> dict[str, Any]:
-        return self._run(self._client.state(), self._client.call_timeout)  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        """Close the session and stop the loop thread; idempotent."""
-        if self._loop is None:
-            return
-        try:
-            self._run(self._client.close(), 5.0)
-        finally:
-            self._loop.stop()
-            self._loop = None
-
-    def __enter__(self) -> EnvClient:
-        return self.connect()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

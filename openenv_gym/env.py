@@ -7,9 +7,10 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
-from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, EnvClient, http_get_json
+from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from .providers import Provider, URLProvider, make_provider
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
+from .sync_client import EnvClient
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, space_from_json, to_wire
 
 __all__ = ["RemoteEnv"]

@@ -1,4 +1,4 @@
-"""The client's failure modes: refused, remote errors, timeouts, capacity, and a server that dies."""
+"""Both session clients, sync and async, through the same assertions: calls and every failure mode."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from openenv_gym.client import AsyncEnvClient, EnvClient, http_url, ws_url
+from openenv_gym.client import AsyncEnvClient, http_url, ws_url
 from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.errors import (
     CapacityReachedError,
@@ -20,9 +20,44 @@ from openenv_gym.errors import (
     RequestTimeoutError,
     ServerConnectError,
 )
+from openenv_gym.loop_thread import LoopThread
 from openenv_gym.providers import ProcessProvider
+from openenv_gym.sync_client import EnvClient
 from tests.testing_env import CounterEnvironment
 from tests.utils import REPO_ROOT, UNIT, run_async, running_server
+
+
+class AsyncClientDriver:
+    """AsyncEnvClient driven from synchronous test code, so one suite covers both clients."""
+
+    def __init__(self, base_url: str, **kwargs) -> None:
+        self.client = AsyncEnvClient(base_url, **kwargs)
+        self.url = self.client.url
+        self.loop = LoopThread(name="test-async-client")
+
+    def __getattr__(self, name):
+        method = getattr(self.client, name)
+        return lambda *args, **kwargs: self.loop.run(method(*args, **kwargs), timeout=120)
+
+    def connect(self):
+        self.loop.run(self.client.connect(), timeout=120)
+        return self
+
+    def close(self) -> None:
+        self.loop.run(self.client.close(), timeout=120)
+        self.loop.stop()
+
+    def __enter__(self):
+        return self.connect()
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+@pytest.fixture(params=[EnvClient, AsyncClientDriver], ids=["sync", "async"])
+def Client(request):
+    """The client class under test."""
+    return request.param
 
 
 def free_port() -> int:
@@ -50,10 +85,10 @@ def test_urls():
         ws_url("127.0.0.1:8000")
 
 
-def test_connection_refused():
+def test_connection_refused(Client):
     """Nobody listening gives ServerConnectError, a ConnectionError naming the URL, quickly."""
     port = free_port()
-    client = EnvClient(f"http://127.0.0.1:{port}", open_timeout=5 * UNIT)
+    client = Client(f"http://127.0.0.1:{port}", open_timeout=5 * UNIT)
     started = time.monotonic()
     with pytest.raises(ServerConnectError, match=re.escape(f"cannot connect to ws://127.0.0.1:{port}/ws")) as caught:
         client.connect()
@@ -62,21 +97,21 @@ def test_connection_refused():
     client.close()
 
 
-def test_handshake_that_never_completes_times_out():
+def test_handshake_that_never_completes_times_out(Client):
     """A peer that accepts TCP but never answers the handshake fails after open_timeout, not never."""
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        client = EnvClient(f"http://127.0.0.1:{port}", open_timeout=0.3 * UNIT)
+        client = Client(f"http://127.0.0.1:{port}", open_timeout=0.3 * UNIT)
         with pytest.raises(ServerConnectError, match=re.escape(f"no handshake within {0.3 * UNIT:g} s")):
             client.connect()
         client.close()
 
 
-def test_remote_error_keeps_code_message_and_traceback():
+def test_remote_error_keeps_code_message_and_traceback(Client):
     """An error frame becomes RemoteError with its fields, and the session stays usable."""
-    with running_server(CounterEnvironment) as server, EnvClient(server.url, env_id="Counter") as client:
+    with running_server(CounterEnvironment) as server, Client(server.url, env_id="Counter") as client:
         client.reset()
         with pytest.raises(RemoteError) as caught:
             client.step({"fail": True})
@@ -87,10 +122,10 @@ def test_remote_error_keeps_code_message_and_traceback():
         assert client.step({"amount": 3}).observation == {"count": 3}
 
 
-def test_call_timeout_then_session_is_abandoned():
+def test_call_timeout_then_session_is_abandoned(Client):
     """A step slower than call_timeout raises RequestTimeoutError (a TimeoutError); the session is then closed."""
     with running_server(CounterEnvironment) as server:
-        client = EnvClient(server.url, call_timeout=0.3 * UNIT)
+        client = Client(server.url, call_timeout=0.3 * UNIT)
         client.connect()
         client.reset()
         started = time.monotonic()
@@ -103,12 +138,12 @@ def test_call_timeout_then_session_is_abandoned():
         client.close()
 
 
-def test_capacity_reached_error():
+def test_capacity_reached_error(Client):
     """A session refused for capacity raises CapacityReachedError with the server's counts."""
     with running_server(CounterEnvironment, max_sessions=1) as server:
-        with EnvClient(server.url) as first:
+        with Client(server.url) as first:
             first.reset()
-            second = EnvClient(server.url)
+            second = Client(server.url)
             with pytest.raises(CapacityReachedError) as caught:
                 second.connect().reset()
             assert caught.value.details == {"active_sessions": 1, "max_sessions": 1}
@@ -116,9 +151,9 @@ def test_capacity_reached_error():
             assert first.step({}).observation == {"count": 1}
 
 
-def test_server_killed_mid_call(counter_process):
+def test_server_killed_mid_call(Client, counter_process):
     """Killing the server during a step raises ConnectionLostError at once, not after the call timeout."""
-    client = EnvClient(counter_process, call_timeout=60)
+    client = Client(counter_process, call_timeout=60)
     client.connect()
     client.reset()
     pid = int(client.state().get("pid", 0)) or None  # the counter env does not report its pid
@@ -132,9 +167,9 @@ def test_server_killed_mid_call(counter_process):
     client.close()
 
 
-def test_server_killed_between_calls(counter_process):
+def test_server_killed_between_calls(Client, counter_process):
     """After the server died, the next call raises ConnectionLostError, a ConnectionError."""
-    client = EnvClient(counter_process)
+    client = Client(counter_process)
     client.connect()
     client.reset()
     os.kill(_pid_listening_on(counter_process), signal.SIGKILL)
@@ -184,7 +219,7 @@ def test_async_client():
 
 
 def test_sync_client_works_inside_a_running_event_loop():
-    """The sync facade runs its own loop thread, so it works from code already inside asyncio."""
+    """The sync client needs no event loop of its own, so it works from code already inside asyncio."""
 
     async def inside(url: str) -> dict:
         with EnvClient(url) as client:

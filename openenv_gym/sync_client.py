@@ -1,0 +1,326 @@
+"""`EnvClient`: the synchronous session client, on websockets' Sans-I/O protocol and a blocking socket.
+
+Each call sends its frame and reads the reply in the caller's thread: no event loop and no
+thread hand-off on the hot path, which is why ``RemoteEnv.step`` uses it. One shared daemon
+thread services idle connections every few seconds, answering the server's pings (OpenEnv's
+uvicorn servers close connections that leave pings unanswered for 40 s, and an agent may think
+longer than that between steps).
+"""
+
+from __future__ import annotations
+
+import collections
+import select
+import socket
+import ssl
+import threading
+import time
+import weakref
+from typing import Any, Callable
+
+from websockets.client import ClientProtocol
+from websockets.exceptions import InvalidState
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Response
+from websockets.protocol import State
+from websockets.uri import parse_uri
+
+from .client import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_OPEN_TIMEOUT,
+    remote_error,
+    ws_url,
+)
+from .errors import CapacityReachedError, ConnectionLostError, RequestTimeoutError, ServerConnectError
+from .protocol import ClientSession, ErrorFrame, ObservationFrame, StateFrame
+
+__all__ = ["EnvClient"]
+
+CLOSE_TIMEOUT = 2.0
+KEEPALIVE_INTERVAL = 5.0
+_RECV_BYTES = 2**16
+
+
+class _Keepalive:
+    """One daemon thread that lets every open EnvClient answer pings while it is idle."""
+
+    def __init__(self) -> None:
+        self.clients: weakref.WeakSet[EnvClient] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, client: EnvClient) -> None:
+        with self._lock:
+            self.clients.add(client)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="openenv-gym-keepalive", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(KEEPALIVE_INTERVAL)
+            with self._lock:
+                clients = list(self.clients)
+            for client in clients:
+                client._service_idle()
+
+
+_keepalive = _Keepalive()
+
+
+class EnvClient:
+    """A synchronous session with one environment server (ours or OpenEnv's).
+
+    Calls are serialized by a lock, so a client may be shared between threads. Every wait is
+    bounded: connecting by ``open_timeout``, each call by ``call_timeout``. After a timeout the
+    session is abandoned (a late reply could be taken for the next call's) and later calls raise
+    :class:`~openenv_gym.errors.ConnectionLostError`.
+
+    Args:
+        base_url: the server, as ``http://host:port`` or ``ws://host:port``.
+        open_timeout: seconds to connect and finish the WebSocket handshake.
+        call_timeout: seconds to wait for each reply.
+        env_id: a name used in error messages.
+        max_frame_bytes: the largest frame accepted from the server.
+
+    Example:
+        >>> with EnvClient("http://127.0.0.1:8000") as client:  # doctest: +SKIP
+        ...     first = client.reset(seed=0)
+        ...     result = client.step({"action": 0})
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        open_timeout: float = DEFAULT_OPEN_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        env_id: str | None = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.url = ws_url(base_url)
+        self.open_timeout = open_timeout
+        self.call_timeout = call_timeout
+        self.env_id = env_id
+        self.max_frame_bytes = max_frame_bytes
+        self._sock: socket.socket | None = None
+        self._ws: ClientProtocol | None = None
+        self._session = ClientSession()
+        self._lock = threading.Lock()
+        self._inbox: collections.deque[str] = collections.deque()
+        self._fragments: list[bytes] = []
+        # Why there is no usable connection, for the error a later call raises.
+        self._unusable = "not connected yet: call connect() first"
+
+    def __repr__(self) -> str:
+        return f"EnvClient({self.url!r})"
+
+    # Connection ---------------------------------------------------------------------------------
+
+    def connect(self) -> EnvClient:
+        """Open the session; idempotent.
+
+        Raises:
+            ServerConnectError: refused, unreachable, or no handshake within ``open_timeout``.
+        """
+        with self._lock:
+            if self._ws is not None:
+                return self
+            uri = parse_uri(self.url)
+            deadline = time.monotonic() + self.open_timeout
+            try:
+                sock = socket.create_connection((uri.host, uri.port), timeout=self.open_timeout)
+            except OSError as exc:
+                raise ServerConnectError(self.url, str(exc)) from exc
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                if uri.secure:
+                    sock = ssl.create_default_context().wrap_socket(sock, server_hostname=uri.host)
+                protocol = ClientProtocol(uri, max_size=self.max_frame_bytes)
+                protocol.send_request(protocol.connect())
+                self._sock, self._ws = sock, protocol
+                self._flush(deadline)
+                while protocol.state is State.CONNECTING:
+                    self._read(deadline)
+            except TimeoutError as exc:
+                self._drop("the handshake timed out")
+                raise ServerConnectError(self.url, f"no handshake within {self.open_timeout:g} s") from exc
+            except (OSError, ConnectionLostError) as exc:
+                self._drop("the handshake failed")
+                raise ServerConnectError(self.url, str(exc)) from exc
+            if protocol.handshake_exc is not None:
+                self._drop("the handshake was refused")
+                raise ServerConnectError(self.url, str(protocol.handshake_exc)) from protocol.handshake_exc
+            _keepalive.add(self)
+        return self
+
+    def _flush(self, deadline: float) -> None:
+        """Send whatever the protocol has queued (frames, pongs, the close handshake)."""
+        assert self._sock is not None and self._ws is not None
+        for data in self._ws.data_to_send():
+            if data:
+                self._sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                self._sock.sendall(data)
+            else:  # the protocol asks to half-close the TCP connection
+                try:
+                    self._sock.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+
+    def _read(self, deadline: float) -> None:
+        """Read once from the socket, feed the protocol, and queue complete text messages.
+
+        Raises:
+            TimeoutError: nothing arrived before ``deadline``.
+            ConnectionLostError: the connection ended and nothing is left to read.
+        """
+        assert self._sock is not None and self._ws is not None
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        self._sock.settimeout(remaining)
+        try:
+            data = self._sock.recv(_RECV_BYTES)
+        except socket.timeout:
+            raise TimeoutError from None
+        except ConnectionResetError:
+            data = b""
+        if data:
+            self._ws.receive_data(data)
+        else:
+            self._ws.receive_eof()
+        self._flush(deadline)
+        for event in self._ws.events_received():
+            if isinstance(event, Frame):
+                self._assemble(event)
+            elif isinstance(event, Response):
+                pass  # the handshake response; the protocol checked it
+        if not data and not self._inbox:
+            raise self._lost(None)
+
+    def _assemble(self, frame: Frame) -> None:
+        if frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
+            self._fragments.append(bytes(frame.data))
+            if frame.fin:
+                message, self._fragments = b"".join(self._fragments), []
+                self._inbox.append(message.decode("utf-8", errors="replace"))
+
+    def _lost(self, call: str | None) -> ConnectionLostError:
+        close = self._ws.close_rcvd if self._ws is not None else None
+        return ConnectionLostError(self.url, call, close.code if close else None, close.reason if close else "")
+
+    def _drop(self, why: str) -> None:
+        """Forget the connection at once, without a close handshake."""
+        sock, self._sock, self._ws = self._sock, None, None
+        self._session = ClientSession()
+        self._unusable = why
+        self._fragments = []
+        if sock is not None:
+            sock.close()
+
+    def _service_idle(self) -> None:
+        """Answer pings and notice a close while no call is running (from the keepalive thread)."""
+        if not self._lock.acquire(blocking=False):
+            return  # a call is running and reads the socket itself
+        try:
+            if self._sock is None or self._ws is None or self._ws.state is not State.OPEN:
+                return
+            readable, _, _ = select.select([self._sock], [], [], 0)
+            if readable:
+                self._read(time.monotonic() + 1.0)
+        except (OSError, TimeoutError, ConnectionLostError):
+            pass  # the next call reports the broken connection
+        finally:
+            self._lock.release()
+
+    # Calls --------------------------------------------------------------------------------------
+
+    def _request(self, call: str, build: Callable[[], str]) -> ObservationFrame | StateFrame:
+        """Send the frame ``build`` makes (only once the connection is known to be there); read its reply."""
+        with self._lock:
+            if self._ws is None:
+                raise ConnectionLostError(self.url, call, None, self._unusable)
+            text = build()
+            deadline = time.monotonic() + self.call_timeout
+            try:
+                if self._ws.state is State.OPEN:
+                    try:
+                        self._ws.send_text(text.encode())
+                        self._flush(deadline)
+                    except (OSError, InvalidState):
+                        pass  # the server may have said why before it closed: read that
+                while not self._inbox:
+                    if self._ws.state is State.CLOSED:
+                        raise self._lost(call)
+                    self._read(deadline)
+                reply = self._inbox.popleft()
+            except TimeoutError:
+                self._drop(f"the session was abandoned after {call} timed out; make a new client")
+                raise RequestTimeoutError(self.url, call, self.call_timeout) from None
+            except ConnectionLostError as exc:
+                exc.call = call
+                self._drop("the connection was closed earlier")
+                raise
+            except OSError as exc:
+                self._drop("the connection failed earlier")
+                raise ConnectionLostError(self.url, call, None, str(exc)) from exc
+        frame = self._session.receive(reply)
+        if isinstance(frame, ErrorFrame):
+            error = remote_error(frame, self.env_id)
+            if isinstance(error, CapacityReachedError):
+                with self._lock:
+                    self._drop("the server refused the session: it is at capacity")
+            raise error
+        return frame
+
+    def reset(self, **kwargs: Any) -> ObservationFrame:
+        """Start an episode; ``kwargs`` (``seed``, ``options``, ...) go to the environment's reset.
+
+        Connects first if needed.
+
+        Raises:
+            RemoteError: the server answered with an error frame; the session stays usable.
+            RequestTimeoutError, ConnectionLostError: see the class docstring.
+        """
+        self.connect()
+        frame = self._request("reset", lambda: self._session.send_reset(kwargs))
+        assert isinstance(frame, ObservationFrame)
+        return frame
+
+    def step(self, action: dict[str, Any]) -> ObservationFrame:
+        """Apply one action, given as its wire form (a JSON object of its fields)."""
+        frame = self._request("step", lambda: self._session.send_step(action))
+        assert isinstance(frame, ObservationFrame)
+        return frame
+
+    def state(self) -> dict[str, Any]:
+        """The session's state (``episode_id``, ``step_count`` and env-specific fields)."""
+        frame = self._request("state", self._session.send_state)
+        assert isinstance(frame, StateFrame)
+        return frame.state
+
+    def close(self) -> None:
+        """Send a close frame, close the WebSocket and the socket; idempotent, never raises."""
+        with self._lock:
+            protocol = self._ws
+            if protocol is None:
+                return
+            deadline = time.monotonic() + CLOSE_TIMEOUT
+            try:
+                if protocol.state is State.OPEN:
+                    protocol.send_text(self._session.send_close().encode())
+                    protocol.send_close(1000)
+                    self._flush(deadline)
+                while protocol.state is not State.CLOSED:
+                    self._read(deadline)
+            except (OSError, TimeoutError, ConnectionLostError, InvalidState):
+                pass  # closing anyway
+            self._drop("the client was closed")
+
+    def __enter__(self) -> EnvClient:
+        return self.connect()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
