@@ -5,13 +5,17 @@ Importing the package registers the ``openenv/...`` ids with Gymnasium::
     import gymnasium as gym, openenv_gym
     env = gym.make("openenv/CartPole-v1")   # a local env server starts; you get a gymnasium.Env
 
-``gym.make("openenv_gym:openenv/CartPole-v1")`` works without importing it first.
+``gym.make("openenv_gym:openenv/CartPole-v1")`` works without importing it first. The package
+stays light to import: gymnasium and numpy load only when something needs them, so a server
+process hosting a plain ``Environment`` never pays for them.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .client import AsyncEnvClient
-from .env import RemoteEnv
 from .errors import (
     CapacityReachedError,
     ClientError,
@@ -26,8 +30,12 @@ from .errors import (
     SpaceCodecError,
     UnsupportedSpaceError,
 )
+from .post_import import call_after_import
 from .sync_client import EnvClient
-from .registry import CatalogEntry, builtin_entries, catalog, register, register_plugins
+
+if TYPE_CHECKING:
+    from .env import RemoteEnv
+    from .registry import CatalogEntry, catalog, register
 
 __all__ = [
     "AsyncEnvClient",
@@ -53,7 +61,27 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-for _entry in builtin_entries():
-    register(_entry)
-register_plugins()
-del _entry
+# Names that import gymnasium, resolved on first use (PEP 562).
+_LAZY = {
+    "RemoteEnv": "openenv_gym.env",
+    "CatalogEntry": "openenv_gym.registry",
+    "catalog": "openenv_gym.registry",
+    "register": "openenv_gym.registry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'openenv_gym' has no attribute {name!r}")
+
+
+def _register_catalog() -> None:
+    from .registry import builtin_entries, register, register_plugins
+
+    for entry in builtin_entries():
+        register(entry)
+    register_plugins()
+
+
+call_after_import("gymnasium", _register_catalog)

@@ -99,11 +99,11 @@ class AsyncEnvClient:
         env_id: a name used in error messages.
         max_frame_bytes: the largest frame accepted from the server.
 
-    Example:
-        >>> async def play(url):  # doctest: +SKIP
-        ...     async with AsyncEnvClient(url) as client:
-        ...         first = await client.reset(seed=0)
-        ...         result = await client.step({"action": 1})
+    Example::
+
+        async with AsyncEnvClient("http://127.0.0.1:8000") as client:
+            first = await client.reset(seed=0)
+            result = await client.step({"action": 1})
     """
 
     def __init__(

@@ -321,7 +321,7 @@ class ServerSession:
     Example:
         >>> session = ServerSession()
         >>> session.receive('{"type":"step","data":{"message":"hi"}}')
-        ErrorFrame(code=<ErrorCode.SESSION_ERROR: 'SESSION_ERROR'>, message='step before reset: send a reset frame first', details={})
+        ErrorFrame(code='SESSION_ERROR', message='step before reset: send a reset frame first', details={})
     """
 
     def __init__(self) -> None:

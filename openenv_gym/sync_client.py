@@ -84,10 +84,11 @@ class EnvClient:
         env_id: a name used in error messages.
         max_frame_bytes: the largest frame accepted from the server.
 
-    Example:
-        >>> with EnvClient("http://127.0.0.1:8000") as client:  # doctest: +SKIP
-        ...     first = client.reset(seed=0)
-        ...     result = client.step({"action": 0})
+    Example::
+
+        with EnvClient("http://127.0.0.1:8000") as client:
+            first = client.reset(seed=0)
+            result = client.step({"action": 0})
     """
 
     def __init__(

@@ -21,6 +21,7 @@ __all__ = ["MAX_MESSAGE_LENGTH", "EchoAction", "EchoEnvironment", "EchoObservati
 
 MAX_MESSAGE_LENGTH = 1024
 REWARD_PER_CHARACTER = 0.1
+_TEXT = {"type": "Text", "min_length": 0, "max_length": MAX_MESSAGE_LENGTH, "charset": string.printable}
 
 
 class EchoAction(Action):
@@ -44,14 +45,20 @@ class EchoEnvironment(Environment[EchoAction, EchoObservation, State]):
     SUPPORTS_CONCURRENT_SESSIONS = True
     blocking = False  # a step is a few microseconds: run it on the event loop
 
-    def __init__(self) -> None:
-        from gymnasium import spaces
+    # Spaces as data, so the server never imports gymnasium: a Dict of printable Text for the
+    # action, and the echoed Text plus its length for the observation.
+    space_descriptions = {
+        "action": {"type": "Dict", "spaces": {"message": _TEXT}},
+        "observation": {
+            "type": "Dict",
+            "spaces": {
+                "echoed_message": _TEXT,
+                "message_length": {"type": "Discrete", "n": MAX_MESSAGE_LENGTH + 1, "start": 0, "dtype": "int64"},
+            },
+        },
+    }
 
-        text = spaces.Text(MAX_MESSAGE_LENGTH, min_length=0, charset=string.printable)
-        self.action_space = spaces.Dict({"message": text})
-        self.observation_space = spaces.Dict(
-            {"echoed_message": text, "message_length": spaces.Discrete(MAX_MESSAGE_LENGTH + 1)}
-        )
+    def __init__(self) -> None:
         self._state = State()
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> EchoObservation:

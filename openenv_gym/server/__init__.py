@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .env_server import EnvServer
 from .environment import Action, Environment, EnvironmentMetadata, Observation, State
-from .gym_environment import GymEnvironment
 from .runner import load_factory, run
+
+if TYPE_CHECKING:
+    from .gym_environment import GymEnvironment
 
 __all__ = [
     "Action",
@@ -18,3 +23,10 @@ __all__ = [
     "load_factory",
     "run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # GymEnvironment imports gymnasium; servers of other environments never load it.
+    if name == "GymEnvironment":
+        return importlib.import_module(".gym_environment", __name__).GymEnvironment
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -93,6 +93,9 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
         state_type: the pydantic model :attr:`state` returns.
         action_space: the Gymnasium action space published in ``/schema``, if any.
         observation_space: the Gymnasium observation space published in ``/schema``, if any.
+        space_descriptions: the same two spaces given as data instead, in the JSON form of
+            :mod:`openenv_gym.spaces` (``{"action": {...}, "observation": {...}}``), so that
+            serving the environment needs neither gymnasium nor numpy.
         SUPPORTS_CONCURRENT_SESSIONS: whether many instances may live in one server process.
         blocking: whether ``reset``/``step`` may block and must run off the event loop.
     """
@@ -105,6 +108,7 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
 
     action_space: spaces.Space[Any] | None = None
     observation_space: spaces.Space[Any] | None = None
+    space_descriptions: ClassVar[dict[str, Any] | None] = None
 
     @abc.abstractmethod
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ObsT:
@@ -157,7 +161,9 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             "observation": self.observation_type.model_json_schema(),
             "state": self.state_type.model_json_schema(),
         }
-        if self.action_space is not None and self.observation_space is not None:
+        if self.space_descriptions is not None:
+            result["spaces"] = self.space_descriptions
+        elif self.action_space is not None and self.observation_space is not None:
             from ..spaces import space_to_json
 
             result["spaces"] = {
