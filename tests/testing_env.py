@@ -67,3 +67,13 @@ class BrokenFactoryEnvironment(CounterEnvironment):
 
     def __init__(self) -> None:
         raise OSError("no such device")
+
+
+def make_pendulum(g: float = 10.0):
+    """A factory returning a plain gymnasium.Env, as a user might write one."""
+    import gymnasium as gym
+
+    return gym.make("Pendulum-v1", g=g)
+
+
+NOT_CALLABLE = 42

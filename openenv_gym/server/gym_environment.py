@@ -54,6 +54,8 @@ class GymEnvironment(Environment[Any, Any, State]):
 
     def __init__(self, env: gym.Env[Any, Any] | Callable[[], gym.Env[Any, Any]], *, blocking: bool = False) -> None:
         self.env = env if isinstance(env, gym.Env) else env()
+        if not isinstance(self.env, gym.Env):
+            raise TypeError(f"expected a gymnasium.Env, got {type(self.env).__name__}")
         self.action_space = self.env.action_space
         self.observation_space = self.env.observation_space
         self.blocking = blocking  # type: ignore[misc]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import importlib
 import os
 import signal
@@ -28,7 +27,8 @@ def load_factory(
     """Resolve ``target`` into a factory that makes one environment per session.
 
     ``target`` is ``"module:attr"`` naming an ``Environment`` subclass or a callable returning
-    one, or a registered Gymnasium id (``"CartPole-v1"``, ``"module:Id-v0"``) served through
+    an ``Environment`` or a ``gymnasium.Env``, or a registered Gymnasium id (``"CartPole-v1"``,
+    ``"module:Id-v0"``). Gymnasium environments are served through
     :class:`~openenv_gym.server.gym_environment.GymEnvironment`.
 
     Args:
@@ -38,6 +38,7 @@ def load_factory(
         env_kwargs: keyword arguments for the factory or for ``gym.make``.
     """
     env_kwargs = env_kwargs or {}
+    env_id = target
     module_name, _, attr = target.partition(":")
     if attr and "/" not in module_name:
         try:
@@ -48,28 +49,45 @@ def load_factory(
         if factory is not None:
             if not callable(factory):
                 raise ValueError(f"{target!r} is not callable: expected an Environment subclass or a factory")
-            if not env_kwargs:
-                return factory  # type: ignore[no-any-return]
-            bound = functools.partial(factory, **env_kwargs)
-            bound.SUPPORTS_CONCURRENT_SESSIONS = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", False)  # type: ignore[attr-defined]
-            return bound
-        # "module:Id-v0" is Gymnasium's form for an id registered by importing module.
+            if isinstance(factory, type) and issubclass(factory, Environment) and not env_kwargs:
+                return factory
+            return _adapting_factory(factory, env_kwargs)
+        # "module:Id-v0" is Gymnasium's form for an id that importing module registers.
+        env_id = attr
 
     import gymnasium as gym
 
     from .gym_environment import GymEnvironment, make_gym_env
 
     try:
-        gym.spec(target)
+        gym.spec(env_id)
     except gym.error.Error as exc:
         raise ValueError(f"{target!r} is neither 'module:attr' nor a registered Gymnasium id: {exc}") from exc
 
     def factory() -> GymEnvironment:
-        return GymEnvironment(make_gym_env(target, max_episode_steps, **env_kwargs))
+        return GymEnvironment(make_gym_env(env_id, max_episode_steps, **env_kwargs))
 
-    factory.__name__ = target
+    factory.__name__ = env_id
     factory.SUPPORTS_CONCURRENT_SESSIONS = True  # type: ignore[attr-defined]
     return factory
+
+
+def _adapting_factory(factory: Callable[..., Any], env_kwargs: dict[str, Any]) -> Callable[[], Environment[Any, Any, Any]]:
+    """Wrap a user factory: bind its kwargs, and serve a ``gymnasium.Env`` it returns through GymEnvironment."""
+
+    def make() -> Environment[Any, Any, Any]:
+        env = factory(**env_kwargs)
+        if isinstance(env, Environment):
+            return env
+        from .gym_environment import GymEnvironment
+
+        return GymEnvironment(env)
+
+    make.__name__ = getattr(factory, "__name__", "factory")
+    # Environment classes say whether sessions may share a process; a plain factory makes a
+    # fresh object per session, so it may.
+    make.SUPPORTS_CONCURRENT_SESSIONS = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)  # type: ignore[attr-defined]
+    return make
 
 
 async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | None) -> None:

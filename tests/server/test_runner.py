@@ -1,0 +1,77 @@
+"""load_factory: what `openenv-gym serve TARGET` accepts, and the errors for what it does not."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from openenv_gym.envs.echo import EchoEnvironment
+from openenv_gym.server import GymEnvironment, load_factory
+from tests.testing_env import CounterEnvironment
+
+
+def test_environment_class_is_served_as_is():
+    """module:Class of an Environment subclass is the factory itself."""
+    assert load_factory("openenv_gym.envs.echo:EchoEnvironment") is EchoEnvironment
+
+
+def test_gymnasium_id():
+    """A Gymnasium id becomes GymEnvironment sessions, with the spec's time limit unless told otherwise."""
+    env = load_factory("CartPole-v1")()
+    assert isinstance(env, GymEnvironment)
+    assert env.env.spec.max_episode_steps == 500
+    unlimited = load_factory("CartPole-v1", max_episode_steps=None)()
+    assert unlimited.env.spec.max_episode_steps is None
+    short = load_factory("CartPole-v1", max_episode_steps=7)()
+    assert short.env.spec.max_episode_steps == 7
+
+
+def test_module_prefixed_gymnasium_id():
+    """Gymnasium's own "module:Id" form imports the module and serves the id."""
+    env = load_factory("gymnasium.envs.classic_control:Acrobot-v1")()
+    assert env.env.spec.id == "Acrobot-v1"
+
+
+def test_factory_returning_a_gymnasium_env_is_adapted():
+    """module:function returning a gymnasium.Env is wrapped in GymEnvironment, with its kwargs bound."""
+    factory = load_factory("tests.testing_env:make_pendulum", env_kwargs={"g": 2.0})
+    env = factory()
+    assert isinstance(env, GymEnvironment)
+    assert env.env.unwrapped.g == 2.0
+    assert factory.SUPPORTS_CONCURRENT_SESSIONS is True
+
+
+def test_environment_class_with_kwargs_keeps_its_concurrency_flag():
+    """Binding kwargs to an Environment class keeps what it declares about concurrent sessions."""
+
+    class Single(CounterEnvironment):
+        SUPPORTS_CONCURRENT_SESSIONS = False
+
+        def __init__(self, start: int = 0) -> None:
+            super().__init__()
+            self.count = start
+
+    import tests.testing_env as module
+
+    module.Single = Single
+    try:
+        factory = load_factory("tests.testing_env:Single", env_kwargs={"start": 5})
+        assert factory.SUPPORTS_CONCURRENT_SESSIONS is False
+        assert factory().count == 5
+    finally:
+        del module.Single
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("NoSuchEnv-v3", "'NoSuchEnv-v3' is neither 'module:attr' nor a registered Gymnasium id"),
+        ("no_such_module:Env", "cannot import 'no_such_module' to serve 'no_such_module:Env'"),
+        ("tests.testing_env:NOT_CALLABLE", "'tests.testing_env:NOT_CALLABLE' is not callable"),
+    ],
+)
+def test_bad_targets(target, message):
+    """Targets that cannot be served raise ValueError saying why."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_factory(target)
