@@ -9,15 +9,22 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .server.env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES
+
 __all__ = ["main"]
 
 
 def _max_episode_steps(text: str) -> int | None:
-    if text.lower() in ("none", "0"):
+    if text.lower() == "none":
         return None
-    value = int(text)
-    if value < -1:
-        raise argparse.ArgumentTypeError(f"expected a positive number, -1 or 'none', got {text}")
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0 or value < -1:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive number, -1 (the spec's limit) or 'none' (no limit), got {text!r}"
+        )
     return value
 
 
@@ -34,7 +41,13 @@ def _env_kwargs(text: str) -> dict[str, Any]:
 def _idle_timeout(text: str) -> float | None:
     if text.lower() == "none":
         return None
-    return float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds or 'none', got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,9 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="port to bind; 0 picks a free one (default: 8000)")
     serve.add_argument("--max-sessions", type=int, default=None, help="sessions served at once")
     serve.add_argument(
-        "--idle-timeout", type=_idle_timeout, default=300.0, help="seconds before an idle session is closed, or none"
+        "--idle-timeout",
+        type=_idle_timeout,
+        default=DEFAULT_IDLE_TIMEOUT,
+        help=f"seconds before an idle session is closed, or none (default: {DEFAULT_IDLE_TIMEOUT:g})",
     )
-    serve.add_argument("--max-frame-bytes", type=int, default=16 * 2**20, help="largest frame accepted")
+    serve.add_argument(
+        "--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME_BYTES, help="largest frame accepted (default: 16 MiB)"
+    )
     serve.add_argument(
         "--max-episode-steps",
         type=_max_episode_steps,
@@ -64,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="for Gymnasium ids: time limit per episode; -1 keeps the spec's, none removes it",
     )
     serve.add_argument("--env-kwargs", type=_env_kwargs, default={}, help="JSON keyword arguments for the env")
+    serve.add_argument(
+        "--inline",
+        action="store_true",
+        help="step Gymnasium envs on the event loop, not in a thread per session (for cheap envs; "
+        "Gymnasium's classic-control and toy-text envs are inline already)",
+    )
     serve.add_argument("--log-level", default="WARNING", help="logging level (default: WARNING)")
     # Used by the process provider: stop when the owner's pipe closes; report readiness on an fd.
     serve.add_argument("--exit-on-stdin-eof", action="store_true", help=argparse.SUPPRESS)
@@ -76,7 +100,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        factory = load_factory(args.target, max_episode_steps=args.max_episode_steps, env_kwargs=args.env_kwargs)
+        factory = load_factory(
+            args.target, max_episode_steps=args.max_episode_steps, env_kwargs=args.env_kwargs, inline=args.inline
+        )
     except ValueError as exc:
         print(f"openenv-gym serve: {exc}", file=sys.stderr)
         return 2

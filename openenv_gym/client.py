@@ -11,6 +11,7 @@ for the next one's), so the connection is dropped and later calls raise
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -29,11 +30,12 @@ from .errors import (
 )
 from .protocol import ClientSession, ErrorCode, ErrorFrame, ObservationFrame, StateFrame
 
-__all__ = ["AsyncEnvClient", "http_get_json", "http_url", "remote_error", "ws_url"]
+__all__ = ["AsyncEnvClient", "SessionClient", "http_get_json", "http_url", "remote_error", "ws_url"]
 
 DEFAULT_OPEN_TIMEOUT = 10.0
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_MAX_FRAME_BYTES = 100 * 2**20  # OpenEnv's servers send frames up to 100 MB
+MAX_HTTP_BODY_BYTES = 16 * 2**20  # /schema and /metadata are small; refuse a runaway answer
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -72,25 +74,31 @@ def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOU
     opener = urllib.request.build_opener(*handlers)
     try:
         with opener.open(url, timeout=timeout) as response:
-            return json.loads(response.read())
+            body = response.read(MAX_HTTP_BODY_BYTES + 1)
     except urllib.error.HTTPError as exc:
-        raise ServerConnectError(url, f"HTTP {exc.code}: {exc.read()[:500].decode(errors='replace')}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
+        raise ServerConnectError(url, f"HTTP {exc.code}: {exc.read(500).decode(errors='replace')}") from exc
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
         raise ServerConnectError(url, str(reason)) from exc
-    except ValueError as exc:
+    if len(body) > MAX_HTTP_BODY_BYTES:
+        raise ServerConnectError(url, f"answer is larger than {MAX_HTTP_BODY_BYTES} bytes")
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:
         raise ServerConnectError(url, f"answer is not JSON: {exc}") from exc
 
 
 def remote_error(frame: ErrorFrame, env_id: str | None) -> RemoteError:
     """The exception that stands for an error frame (``CapacityReachedError`` for ``CAPACITY_REACHED``)."""
     cls = CapacityReachedError if frame.code == ErrorCode.CAPACITY_REACHED.value else RemoteError
-    code = frame.code.value if isinstance(frame.code, ErrorCode) else frame.code
-    return cls(code, frame.message, frame.details, env_id)
+    return cls(frame.code, frame.message, frame.details, env_id)
 
 
-class AsyncEnvClient:
-    """An async session with one environment server.
+class SessionClient:
+    """What the async and the sync session clients share: settings, and turning replies into results.
+
+    Subclasses move the bytes; the call rules live in :class:`~openenv_gym.protocol.ClientSession`,
+    and a fresh one starts with every connection.
 
     Args:
         base_url: the server, as ``http://host:port`` or ``ws://host:port``.
@@ -98,12 +106,6 @@ class AsyncEnvClient:
         call_timeout: seconds to wait for each reply.
         env_id: a name used in error messages.
         max_frame_bytes: the largest frame accepted from the server.
-
-    Example::
-
-        async with AsyncEnvClient("http://127.0.0.1:8000") as client:
-            first = await client.reset(seed=0)
-            result = await client.step({"action": 1})
     """
 
     def __init__(
@@ -120,13 +122,46 @@ class AsyncEnvClient:
         self.call_timeout = call_timeout
         self.env_id = env_id
         self.max_frame_bytes = max_frame_bytes
-        self._ws: ClientConnection | None = None
-        self._protocol = ClientSession()
+        self._session = ClientSession()
         # Why there is no connection, for the error a later call raises.
         self._unusable = "not connected yet: call connect() first"
 
     def __repr__(self) -> str:
-        return f"AsyncEnvClient({self.url!r})"
+        return f"{type(self).__name__}({self.url!r})"
+
+    def _connected(self) -> None:
+        """Start the call rules afresh for a new connection."""
+        self._session = ClientSession()
+
+    def _disconnected(self, why: str) -> None:
+        """Record why later calls cannot be made (until a reset reconnects)."""
+        self._session = ClientSession()
+        self._unusable = why
+
+    def _not_connected(self, call: str) -> ConnectionLostError:
+        return ConnectionLostError(self.url, call, None, self._unusable)
+
+    def _finish(self, reply: str) -> ObservationFrame | StateFrame:
+        """Match ``reply`` to the call in flight: its result, or the :class:`RemoteError` it stands for."""
+        frame = self._session.receive(reply)
+        if isinstance(frame, ErrorFrame):
+            raise remote_error(frame, self.env_id)
+        return frame
+
+
+class AsyncEnvClient(SessionClient):
+    """An async session with one environment server; arguments as :class:`SessionClient`.
+
+    Example::
+
+        async with AsyncEnvClient("http://127.0.0.1:8000") as client:
+            first = await client.reset(seed=0)
+            result = await client.step({"action": 1})
+    """
+
+    def __init__(self, base_url: str, **kwargs: Any) -> None:
+        super().__init__(base_url, **kwargs)
+        self._ws: ClientConnection | None = None
 
     async def connect(self) -> AsyncEnvClient:
         """Open the session; idempotent.
@@ -150,13 +185,14 @@ class AsyncEnvClient:
             raise ServerConnectError(self.url, f"no handshake within {self.open_timeout:g} s") from exc
         except (OSError, InvalidHandshake, InvalidURI) as exc:
             raise ServerConnectError(self.url, str(exc) or type(exc).__name__) from exc
+        self._connected()
         return self
 
     async def _request(self, call: str, build: Callable[[], str]) -> ObservationFrame | StateFrame:
-        """Send the frame ``build`` makes (only once the connection is known to be there) and await its reply."""
+        """Send the frame ``build`` makes (once the connection is known to be there); await its reply."""
         ws = self._ws
         if ws is None:
-            raise ConnectionLostError(self.url, call, None, self._unusable)
+            raise self._not_connected(call)
         text = build()
         try:
             async with asyncio.timeout(self.call_timeout):
@@ -169,64 +205,63 @@ class AsyncEnvClient:
             self._abandon(f"the session was abandoned after {call} timed out; make a new client")
             raise RequestTimeoutError(self.url, call, self.call_timeout) from None
         except ConnectionClosed as exc:
-            self._ws = None
-            self._protocol = ClientSession()
-            self._unusable = "the connection was closed earlier"
+            self._abandon("the connection was closed earlier")
             received = exc.rcvd
             raise ConnectionLostError(
                 self.url, call, received.code if received else None, received.reason if received else ""
             ) from exc
-        frame = self._protocol.receive(reply)
-        if isinstance(frame, ErrorFrame):
-            error = remote_error(frame, self.env_id)
-            if isinstance(error, CapacityReachedError):
-                self._abandon("the server refused the session: it is at capacity")
-            raise error
-        return frame
+        except BaseException:  # cancelled: its late reply would be taken for the next call's
+            self._abandon(f"the session was abandoned when {call} was cancelled; make a new client")
+            raise
+        try:
+            return self._finish(reply)
+        except CapacityReachedError:
+            self._abandon("the server refused the session: it is at capacity")
+            raise
 
     def _abandon(self, why: str) -> None:
-        """Drop the connection at once after a timeout or a refusal."""
+        """Drop the connection at once, without a close handshake the server may never answer."""
         ws, self._ws = self._ws, None
-        self._unusable = why
-        self._protocol = ClientSession()
+        self._disconnected(why)
         if ws is not None:
-            # No close handshake: the server may be stuck, and we must not wait on it.
             ws.transport.abort()
 
     async def reset(self, **kwargs: Any) -> ObservationFrame:
         """Start an episode; ``kwargs`` (``seed``, ``options``, ...) go to the environment's reset.
+
+        Connects first if needed.
 
         Raises:
             RemoteError: the server answered with an error frame; the session stays usable.
             RequestTimeoutError, ConnectionLostError: see the module docstring.
         """
         await self.connect()
-        frame = await self._request("reset", lambda: self._protocol.send_reset(kwargs))
+        frame = await self._request("reset", lambda: self._session.send_reset(kwargs))
         assert isinstance(frame, ObservationFrame)
         return frame
 
     async def step(self, action: dict[str, Any]) -> ObservationFrame:
         """Apply one action, given as its wire form (a JSON object of its fields)."""
-        frame = await self._request("step", lambda: self._protocol.send_step(action))
+        frame = await self._request("step", lambda: self._session.send_step(action))
         assert isinstance(frame, ObservationFrame)
         return frame
 
     async def state(self) -> dict[str, Any]:
         """The session's state (``episode_id``, ``step_count`` and env-specific fields)."""
-        frame = await self._request("state", self._protocol.send_state)
+        frame = await self._request("state", self._session.send_state)
         assert isinstance(frame, StateFrame)
         return frame.state
 
     async def close(self) -> None:
         """Send a close frame and close the connection; idempotent, never raises for a dead server."""
         ws, self._ws = self._ws, None
-        self._unusable = "the client was closed"
         if ws is None:
             return
         try:
-            await ws.send(self._protocol.send_close())
+            await ws.send(self._session.send_close())
         except ConnectionClosed:
             pass
+        self._disconnected("the client was closed")
         await ws.close()
 
     async def __aenter__(self) -> AsyncEnvClient:

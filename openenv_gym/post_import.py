@@ -27,7 +27,11 @@ def call_after_import(module_name: str, callback: Callable[[], None]) -> None:
 
 
 class _AfterImportFinder(importlib.abc.MetaPathFinder):
-    """Finds nothing itself; wraps the real loader of one module so the callback follows it."""
+    """Finds nothing itself; wraps the real loader of one module so the callback follows it.
+
+    It stays on ``sys.meta_path`` until the module is really executed: a mere lookup
+    (``importlib.util.find_spec("gymnasium")`` to test availability) must not use it up.
+    """
 
     def __init__(self, module_name: str, callback: Callable[[], None]) -> None:
         self.module_name = module_name
@@ -38,19 +42,30 @@ class _AfterImportFinder(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != self.module_name:
             return None
-        sys.meta_path.remove(self)  # one-shot, and lets find_spec below reach the real finders
-        spec = importlib.util.find_spec(fullname)
+        # Ask the other finders (without us, or we would recurse) for the real spec.
+        index = sys.meta_path.index(self)
+        del sys.meta_path[index]
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(index, self)
         if spec is not None and spec.loader is not None:
-            spec.loader = _CallbackLoader(spec.loader, self.callback)
+            spec.loader = _CallbackLoader(spec.loader, self)
         return spec
+
+    def fire(self) -> None:
+        """The module ran: leave ``sys.meta_path`` and call back, once."""
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+            self.callback()
 
 
 class _CallbackLoader(importlib.abc.Loader):
-    """Delegates to the real loader, restores it on the module, then runs the callback."""
+    """Delegates to the real loader, restores it on the module, then fires the finder."""
 
-    def __init__(self, loader: importlib.abc.Loader, callback: Callable[[], None]) -> None:
+    def __init__(self, loader: importlib.abc.Loader, finder: _AfterImportFinder) -> None:
         self.loader = loader
-        self.callback = callback
+        self.finder = finder
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
         return self.loader.create_module(spec)
@@ -61,4 +76,4 @@ class _CallbackLoader(importlib.abc.Loader):
         if module.__spec__ is not None:
             module.__spec__.loader = self.loader
         self.loader.exec_module(module)
-        self.callback()
+        self.finder.fire()

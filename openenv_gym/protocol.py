@@ -230,6 +230,8 @@ def _load_object(message: str | bytes) -> dict[str, Any]:
         obj = _loads(message)
     except ValueError as exc:
         raise ProtocolError(ErrorCode.INVALID_JSON.value, f"Invalid JSON: {exc}") from exc
+    except RecursionError as exc:  # hostile nesting: refuse it like any other bad JSON
+        raise ProtocolError(ErrorCode.INVALID_JSON.value, "Invalid JSON: nested too deeply") from exc
     if not isinstance(obj, dict):
         raise _invalid(f"a frame must be a JSON object, got {type(obj).__name__}")
     return obj
@@ -382,8 +384,9 @@ class ClientSession:
                 f"{kind.value} while {self.pending.value} is still waiting for its reply: "
                 "one call at a time per session",
             )
+        text = frame.serialize()  # may raise (a value JSON cannot carry): then nothing is in flight
         self.pending = kind
-        return frame.serialize()
+        return text
 
     def send_reset(self, kwargs: dict[str, Any] | None = None) -> str:
         """Return the text of a reset frame and mark a reset as in flight."""

@@ -266,7 +266,10 @@ def _(space: spaces.Space[Any], data: Any) -> Any:
 def _(space: spaces.Discrete, data: Any) -> Any:
     if isinstance(data, bool) or not isinstance(data, (int, float)) or not math.isfinite(data) or int(data) != data:
         raise SpaceCodecError(f"expected an integer for {space}, got {data!r:.200}")
-    return space.dtype.type(data)
+    try:
+        return space.dtype.type(data)
+    except OverflowError as exc:
+        raise SpaceCodecError(f"{data!r:.200} does not fit {space.dtype} for {space}") from exc
 
 
 @decode.register

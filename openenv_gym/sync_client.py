@@ -25,15 +25,9 @@ from websockets.http11 import Response
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from .client import (
-    DEFAULT_CALL_TIMEOUT,
-    DEFAULT_MAX_FRAME_BYTES,
-    DEFAULT_OPEN_TIMEOUT,
-    remote_error,
-    ws_url,
-)
+from .client import SessionClient
 from .errors import CapacityReachedError, ConnectionLostError, RequestTimeoutError, ServerConnectError
-from .protocol import ClientSession, ErrorFrame, ObservationFrame, StateFrame
+from .protocol import ObservationFrame, StateFrame
 
 __all__ = ["EnvClient"]
 
@@ -69,20 +63,14 @@ class _Keepalive:
 _keepalive = _Keepalive()
 
 
-class EnvClient:
+class EnvClient(SessionClient):
     """A synchronous session with one environment server (ours or OpenEnv's).
 
-    Calls are serialized by a lock, so a client may be shared between threads. Every wait is
-    bounded: connecting by ``open_timeout``, each call by ``call_timeout``. After a timeout the
-    session is abandoned (a late reply could be taken for the next call's) and later calls raise
-    :class:`~openenv_gym.errors.ConnectionLostError`.
-
-    Args:
-        base_url: the server, as ``http://host:port`` or ``ws://host:port``.
-        open_timeout: seconds to connect and finish the WebSocket handshake.
-        call_timeout: seconds to wait for each reply.
-        env_id: a name used in error messages.
-        max_frame_bytes: the largest frame accepted from the server.
+    Arguments as :class:`~openenv_gym.client.SessionClient`. Calls are serialized by a lock, so
+    a client may be shared between threads. Every wait is bounded: connecting by
+    ``open_timeout``, each call by ``call_timeout``. After a timeout the session is abandoned (a
+    late reply could be taken for the next call's) and later calls raise
+    :class:`~openenv_gym.errors.ConnectionLostError`; ``reset`` connects again.
 
     Example::
 
@@ -91,31 +79,13 @@ class EnvClient:
             result = client.step({"action": 0})
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        open_timeout: float = DEFAULT_OPEN_TIMEOUT,
-        call_timeout: float = DEFAULT_CALL_TIMEOUT,
-        env_id: str | None = None,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    ) -> None:
-        self.url = ws_url(base_url)
-        self.open_timeout = open_timeout
-        self.call_timeout = call_timeout
-        self.env_id = env_id
-        self.max_frame_bytes = max_frame_bytes
+    def __init__(self, base_url: str, **kwargs: Any) -> None:
+        super().__init__(base_url, **kwargs)
         self._sock: socket.socket | None = None
         self._ws: ClientProtocol | None = None
-        self._session = ClientSession()
         self._lock = threading.Lock()
         self._inbox: collections.deque[str] = collections.deque()
         self._fragments: list[bytes] = []
-        # Why there is no usable connection, for the error a later call raises.
-        self._unusable = "not connected yet: call connect() first"
-
-    def __repr__(self) -> str:
-        return f"EnvClient({self.url!r})"
 
     # Connection ---------------------------------------------------------------------------------
 
@@ -153,6 +123,7 @@ class EnvClient:
             if protocol.handshake_exc is not None:
                 self._drop("the handshake was refused")
                 raise ServerConnectError(self.url, str(protocol.handshake_exc)) from protocol.handshake_exc
+            self._connected()
             _keepalive.add(self)
         return self
 
@@ -214,8 +185,8 @@ class EnvClient:
     def _drop(self, why: str) -> None:
         """Forget the connection at once, without a close handshake."""
         sock, self._sock, self._ws = self._sock, None, None
-        self._session = ClientSession()
-        self._unusable = why
+        self._disconnected(why)
+        self._inbox.clear()
         self._fragments = []
         if sock is not None:
             sock.close()
@@ -238,10 +209,10 @@ class EnvClient:
     # Calls --------------------------------------------------------------------------------------
 
     def _request(self, call: str, build: Callable[[], str]) -> ObservationFrame | StateFrame:
-        """Send the frame ``build`` makes (only once the connection is known to be there); read its reply."""
+        """Send the frame ``build`` makes (once the connection is known to be there); read its reply."""
         with self._lock:
             if self._ws is None:
-                raise ConnectionLostError(self.url, call, None, self._unusable)
+                raise self._not_connected(call)
             text = build()
             deadline = time.monotonic() + self.call_timeout
             try:
@@ -266,14 +237,14 @@ class EnvClient:
             except OSError as exc:
                 self._drop("the connection failed earlier")
                 raise ConnectionLostError(self.url, call, None, str(exc)) from exc
-        frame = self._session.receive(reply)
-        if isinstance(frame, ErrorFrame):
-            error = remote_error(frame, self.env_id)
-            if isinstance(error, CapacityReachedError):
-                with self._lock:
-                    self._drop("the server refused the session: it is at capacity")
-            raise error
-        return frame
+            except BaseException:  # interrupted mid-call: its late reply would be taken for the next
+                self._drop(f"the session was abandoned when {call} was interrupted; make a new client")
+                raise
+            try:
+                return self._finish(reply)
+            except CapacityReachedError:
+                self._drop("the server refused the session: it is at capacity")
+                raise
 
     def reset(self, **kwargs: Any) -> ObservationFrame:
         """Start an episode; ``kwargs`` (``seed``, ``options``, ...) go to the environment's reset.

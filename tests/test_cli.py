@@ -99,3 +99,13 @@ def test_env_kwargs_reach_the_environment():
     expected = low_gravity.step(np.array([0.0], dtype=np.float32))[0]
     np.testing.assert_array_equal(np.asarray(remote, dtype=np.float32), expected)
     assert not np.array_equal(expected, default_gravity.step(np.array([0.0], dtype=np.float32))[0])
+
+
+@pytest.mark.parametrize(("option", "value"), [("--max-episode-steps", "0"), ("--idle-timeout", "-5")])
+def test_nonsense_limits_are_refused(option, value):
+    """A zero time limit or a negative idle timeout is an argument error, not a silent default."""
+    result = subprocess.run(
+        [CONSOLE_SCRIPT, "serve", "CartPole-v1", option, value], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert "expected a positive number" in result.stderr

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
 import socket
 import threading
 import time
+import weakref
 
 import pytest
 
-from openenv_gym.client import AsyncEnvClient, http_url, ws_url
+from openenv_gym.client import AsyncEnvClient, http_get_json, http_url, ws_url
 from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.errors import (
     CapacityReachedError,
@@ -34,6 +36,7 @@ class AsyncClientDriver:
         self.client = AsyncEnvClient(base_url, **kwargs)
         self.url = self.client.url
         self.loop = LoopThread(name="test-async-client")
+        weakref.finalize(self, self.loop.stop)  # close() keeps the loop: a reset may reconnect
 
     def __getattr__(self, name):
         method = getattr(self.client, name)
@@ -45,7 +48,6 @@ class AsyncClientDriver:
 
     def close(self) -> None:
         self.loop.run(self.client.close(), timeout=120)
-        self.loop.stop()
 
     def __enter__(self):
         return self.connect()
@@ -156,8 +158,6 @@ def test_server_killed_mid_call(Client, counter_process):
     client = Client(counter_process, call_timeout=60)
     client.connect()
     client.reset()
-    pid = int(client.state().get("pid", 0)) or None  # the counter env does not report its pid
-    assert pid is None
     server_pid = _pid_listening_on(counter_process)
     threading.Timer(0.5 * UNIT, os.kill, (server_pid, signal.SIGKILL)).start()
     started = time.monotonic()
@@ -228,3 +228,80 @@ def test_sync_client_works_inside_a_running_event_loop():
 
     with running_server(EchoEnvironment) as server:
         assert run_async(inside(server.url)) == {"echoed_message": "x", "message_length": 1}
+
+
+def test_unserializable_arguments_leave_the_session_usable(Client):
+    """A reset argument JSON cannot carry raises TypeError before anything is sent; calls go on."""
+    import numpy as np
+
+    with running_server(CounterEnvironment) as server, Client(server.url) as client:
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            client.reset(options={"x": np.float32(1)})
+        assert client.reset().observation == {"count": 0}
+        assert client.step({"amount": 2}).observation == {"count": 2}
+
+
+def test_close_then_reset_reconnects(Client):
+    """After close(), a reset opens a new session; other calls say the client was closed."""
+    with running_server(CounterEnvironment) as server:
+        client = Client(server.url)
+        client.connect()
+        client.reset()
+        client.step({"amount": 3})
+        client.close()
+        with pytest.raises(ConnectionLostError, match=re.escape("the client was closed")):
+            client.step({})
+        assert client.reset().observation == {"count": 0}
+        assert client.step({}).observation == {"count": 1}
+        client.close()
+
+
+def test_cancelled_async_call_abandons_the_session():
+    """A cancelled step cannot leave its late reply for the next call: the session is dropped."""
+
+    async def scenario(url: str) -> tuple:
+        client = AsyncEnvClient(url)
+        await client.reset()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(client.step({"sleep": 1.0 * UNIT}), 0.1 * UNIT)
+        with pytest.raises(ConnectionLostError, match=re.escape("the session was abandoned when step was cancelled")):
+            await client.step({})
+        first = await client.reset()  # a fresh session on a new connection
+        result = await client.step({"amount": 6})
+        await client.close()
+        return first.observation, result.observation
+
+    with running_server(CounterEnvironment) as server:
+        assert run_async(scenario(server.url)) == ({"count": 0}, {"count": 6})
+
+
+def test_sync_client_shared_between_threads():
+    """Calls from many threads on one EnvClient are serialized: every step lands, none collide."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with running_server(CounterEnvironment) as server, EnvClient(server.url) as client:
+        client.reset()
+        with ThreadPoolExecutor(8) as pool:
+            counts = list(pool.map(lambda _: client.step({"amount": 0}).observation["count"], range(200)))
+        assert counts == [0] * 200
+        assert client.state()["step_count"] == 200
+
+
+def test_a_server_that_is_not_http_gives_a_connect_error():
+    """GET against a port that answers garbage raises ServerConnectError, not http.client's own errors."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        def answer_garbage():
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(1024)
+                connection.sendall(b"HELLO THERE\r\n\r\n")
+
+        thread = threading.Thread(target=answer_garbage)
+        thread.start()
+        with pytest.raises(ServerConnectError, match="BadStatusLine"):
+            http_get_json(f"http://127.0.0.1:{port}", "/health", timeout=5 * UNIT)
+        thread.join(5 * UNIT)

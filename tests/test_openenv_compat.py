@@ -1,14 +1,21 @@
-"""OpenEnv's own client (PyPI openenv-core) against our servers: no extension of ours breaks it."""
+"""Interoperability with OpenEnv itself (PyPI openenv-core): its client on our servers, our clients on its server."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import subprocess
+import sys
 
 import pytest
 from openenv.core.generic_client import GenericEnvClient  # a test dependency: openenv-gym[test]
 
+from openenv_gym.client import AsyncEnvClient, http_get_json
+from openenv_gym.errors import RemoteError, ServerConnectError
 from openenv_gym.providers import ProcessProvider
-from tests.utils import run_async
+from openenv_gym.sync_client import EnvClient
+from tests.utils import REPO_ROOT, UNIT, run_async, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +93,83 @@ def test_many_openenv_sessions_at_once(echo_url):
         return await asyncio.gather(*(one(i) for i in range(8)))
 
     assert run_async(many()) == list(range(8))
+
+
+@pytest.fixture(scope="module")
+def openenv_server_url():
+    """openenv-core's own server (FastAPI under uvicorn) with an echo env, in a child process."""
+    with socket.socket() as probe:  # uvicorn does not report the port it picks for port 0
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.openenv_core_server", str(port)],
+        cwd=REPO_ROOT,
+        env={**os.environ, "ENABLE_WEB_INTERFACE": "false"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+    def healthy() -> bool:
+        try:
+            return http_get_json(url, "/health", timeout=1) == {"status": "healthy"}
+        except ServerConnectError:
+            return server.poll() is not None  # stop waiting: it died
+
+    try:
+        # openenv-core imports gradio at start-up: several seconds on this machine.
+        assert wait_until(healthy, 60 * UNIT, interval=0.2) and server.poll() is None, server.stderr.read()
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        server.stderr.close()
+
+
+@pytest.mark.slow
+def test_our_sync_client_on_openenv_server(openenv_server_url):
+    """EnvClient drives openenv-core's server: null rewards, done, state and its error frames."""
+    with EnvClient(openenv_server_url, env_id="echo") as client:
+        first = client.reset(seed=1)
+        assert (first.observation, first.reward, first.done) == (
+            {"echoed_message": "", "message_length": 0}, None, False
+        )
+        assert (first.truncated, first.info) == (False, {})  # our extensions default when absent
+        result = client.step({"message": "hello"})
+        assert result.observation == {"echoed_message": "hello", "message_length": 5}
+        assert result.reward == pytest.approx(0.5)
+        with pytest.raises(RemoteError) as caught:
+            client.step({"msg": "wrong field"})
+        assert caught.value.code == "VALIDATION_ERROR" and caught.value.env_id == "echo"
+        assert client.step({"message": "bye"}).done is True
+        assert client.state()["step_count"] == 2
+
+
+@pytest.mark.slow
+def test_our_async_client_on_openenv_server(openenv_server_url):
+    """AsyncEnvClient drives openenv-core's server too, several sessions at once."""
+
+    async def one(text: str) -> str:
+        async with AsyncEnvClient(openenv_server_url) as client:
+            await client.reset()
+            return (await client.step({"message": text})).observation["echoed_message"]
+
+    async def many() -> list[str]:
+        return await asyncio.gather(*(one(f"m{i}") for i in range(3)))
+
+    assert run_async(many()) == ["m0", "m1", "m2"]
+
+
+@pytest.mark.slow
+def test_openenv_schema_has_no_spaces(openenv_server_url):
+    """openenv-core's /schema carries JSON schemas only: RemoteEnv needs our spaces and says so."""
+    from openenv_gym import RemoteEnv
+
+    schema = http_get_json(openenv_server_url, "/schema")
+    assert {"action", "observation", "state"} <= set(schema) and "spaces" not in schema
+    with pytest.raises(ValueError, match="publishes no Gymnasium spaces in /schema"):
+        RemoteEnv(base_url=openenv_server_url)

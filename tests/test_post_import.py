@@ -41,6 +41,20 @@ def test_registration_waits_for_gymnasium_then_happens():
     assert output.splitlines() == ["False False", "500", "SourceFileLoader SourceFileLoader"]
 
 
+def test_a_lookup_does_not_use_up_the_hook():
+    """Checking whether gymnasium is installed (find_spec) before importing it still registers the ids."""
+    output = run_python(
+        """
+        import importlib.util
+        import openenv_gym
+        assert importlib.util.find_spec("gymnasium") is not None
+        import gymnasium as gym
+        print("openenv/CartPole-v1" in gym.registry)
+        """
+    )
+    assert output == "True"
+
+
 def test_submodule_import_triggers_registration_too():
     """Importing a gymnasium submodule first (which imports the package) registers the ids as well."""
     output = run_python(
@@ -72,8 +86,11 @@ def test_echo_server_never_loads_numpy():
 
 
 def test_finder_removes_itself():
-    """Once gymnasium is imported, no finder of ours is left on sys.meta_path."""
-    import gymnasium
+    """Once the module is imported, the finder leaves sys.meta_path and the callback ran once."""
+    calls = []
+    call_after_import("email.mime.audio", lambda: calls.append(1))  # stdlib, not imported yet
+    assert "email.mime.audio" not in sys.modules
+    import email.mime.audio  # noqa: F401
 
-    assert "openenv/CartPole-v1" in gymnasium.registry
-    assert not any(type(finder).__name__ == "_AfterImportFinder" for finder in sys.meta_path)
+    assert calls == [1]
+    assert not any(getattr(finder, "module_name", None) == "email.mime.audio" for finder in sys.meta_path)

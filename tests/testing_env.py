@@ -77,3 +77,12 @@ def make_pendulum(g: float = 10.0):
 
 
 NOT_CALLABLE = 42
+
+
+def make_blocking_cartpole(blocking: bool = True):
+    """CartPole served inline or in the session's thread, for measuring the thread hop."""
+    import gymnasium as gym
+
+    from openenv_gym.server import GymEnvironment
+
+    return GymEnvironment(gym.make("CartPole-v1"), blocking=blocking)

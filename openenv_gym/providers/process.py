@@ -68,7 +68,9 @@ class ProcessProvider(Provider):
             removes it (the client's ``TimeLimit`` applies), a number replaces it.
         host: the address the server binds.
         max_sessions: passed to the server; ``None`` lets the server decide.
-        idle_timeout: passed to the server; ``None`` keeps the server's default.
+        idle_timeout: seconds before the server reaps an idle session; ``None`` (the default)
+            never reaps, since this server lives exactly as long as its owner anyway, and an
+            agent may think for longer than any fixed timeout between two steps.
         startup_timeout: seconds to wait for the server to report its port and answer ``/health``.
         python: the interpreter to run the server with.
     """
@@ -113,8 +115,7 @@ class ProcessProvider(Provider):
             command += ["--env-kwargs", json.dumps(self.env_kwargs)]
         if self.max_sessions is not None:
             command += ["--max-sessions", str(self.max_sessions)]
-        if self.idle_timeout is not None:
-            command += ["--idle-timeout", str(self.idle_timeout)]
+        command += ["--idle-timeout", "none" if self.idle_timeout is None else str(self.idle_timeout)]
         return command
 
     def start(self) -> str:

@@ -26,6 +26,7 @@ DEFAULT_IDLE_TIMEOUT = 300.0
 CLOSE_IDLE = 1001
 CLOSE_FACTORY_FAILED = 1011
 CLOSE_AT_CAPACITY = 1013
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def _json_response(status: int, body: Any) -> Response:
@@ -45,12 +46,15 @@ class EnvServer:
         host: the address to bind; loopback unless told otherwise.
         port: the port to bind; 0 picks a free one (read :attr:`port` after :meth:`start`).
         max_sessions: sessions served at once; more are refused with ``CAPACITY_REACHED``.
-            Defaults to 1 for environments that do not declare ``SUPPORTS_CONCURRENT_SESSIONS``,
-            otherwise 64.
+            Defaults to 1 when the factory declares ``SUPPORTS_CONCURRENT_SESSIONS = False`` (as
+            ``Environment`` does unless a subclass says otherwise), else 64.
         idle_timeout: seconds a session may wait between frames before it is closed and its
             environment released; ``None`` never reaps.
         max_frame_bytes: the largest frame accepted; a bigger one closes the connection with
             code 1009 and a reason naming both sizes.
+        send_tracebacks: include the server-side traceback in ``EXECUTION_ERROR`` frames.
+            Defaults to true on loopback only: a server exposed to a network does not show its
+            internals to whoever connects.
     """
 
     def __init__(
@@ -62,6 +66,7 @@ class EnvServer:
         max_sessions: int | None = None,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        send_tracebacks: bool | None = None,
     ) -> None:
         if max_sessions is None:
             concurrent = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)
@@ -76,10 +81,15 @@ class EnvServer:
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.max_frame_bytes = max_frame_bytes
+        self.send_tracebacks = host in _LOOPBACK if send_tracebacks is None else send_tracebacks
         self.sessions: set[Session] = set()
+        #: Whether an environment's close() overran its timeout (its thread may still be stuck).
+        self.stuck = False
         self._server: Server | None = None
         self._reaper: asyncio.Task[None] | None = None
+        self._closing: set[asyncio.Task[None]] = set()
         self._description: dict[str, Any] | None = None
+        self._describe_lock = asyncio.Lock()
 
     def __repr__(self) -> str:
         return f"EnvServer({getattr(self.factory, '__name__', self.factory)!r}, {self.url})"
@@ -100,6 +110,7 @@ class EnvServer:
             max_size=self.max_frame_bytes,
             compression=None,  # frames are small: deflate costs more CPU than it saves bytes
             ping_interval=None,  # the idle reaper, not pings, decides when a session is gone
+            max_queue=2,  # strict request/response: never buffer many big frames per session
         )
         self.port = self._server.sockets[0].getsockname()[1]
         if self.idle_timeout is not None:
@@ -109,6 +120,7 @@ class EnvServer:
         """Close every session (each environment's ``close()`` runs) and stop listening."""
         if self._reaper is not None:
             self._reaper.cancel()
+            await asyncio.gather(self._reaper, return_exceptions=True)
         if self._server is not None:
             self._server.close(close_connections=True)
             await self._server.wait_closed()
@@ -124,15 +136,16 @@ class EnvServer:
 
     async def _describe(self) -> dict[str, Any]:
         """Schema and metadata, read once from a probe instance that is closed right after."""
-        if self._description is None:
-            env = await asyncio.to_thread(self.factory)
-            try:
-                self._description = {
-                    "schema": env.schema(),
-                    "metadata": env.get_metadata().model_dump(),
-                }
-            finally:
-                await asyncio.to_thread(env.close)
+        async with self._describe_lock:  # concurrent first requests share one probe
+            if self._description is None:
+                env = await asyncio.to_thread(self.factory)
+                try:
+                    self._description = {
+                        "schema": env.schema(),
+                        "metadata": env.get_metadata().model_dump(),
+                    }
+                finally:
+                    await asyncio.to_thread(env.close)
         return self._description
 
     async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -165,7 +178,7 @@ class EnvServer:
             await connection.send(refusal.serialize())
             await connection.close(CLOSE_AT_CAPACITY, "server at capacity")
             return
-        session = Session(connection, self.factory)
+        session = Session(connection, self.factory, send_tracebacks=self.send_tracebacks)
         self.sessions.add(session)
         try:
             failure = await session.open()
@@ -175,8 +188,11 @@ class EnvServer:
                 return
             await session.run()
         finally:
+            # The slot stays taken until the environment is closed, so an environment that
+            # allows one session never has two instances alive.
+            if not await session.close():
+                self.stuck = True
             self.sessions.discard(session)
-            await session.close()
 
     async def _reap_idle_sessions(self) -> None:
         assert self.idle_timeout is not None
@@ -189,7 +205,9 @@ class EnvServer:
                 if not session.busy and session.last_active < deadline:
                     logger.info("closing a session idle for more than %g s", self.idle_timeout)
                     # The session's handler sees the close, leaves its loop and closes the env.
-                    loop.create_task(
+                    task = loop.create_task(
                         session.connection.close(CLOSE_IDLE, f"session idle for more than {self.idle_timeout:g} s")
                     )
+                    self._closing.add(task)  # keep a reference until it is done
+                    task.add_done_callback(self._closing.discard)
                     session.last_active = loop.time()  # do not reap twice while closing

@@ -14,6 +14,9 @@ from .environment import Action, Environment, EnvironmentMetadata, State
 
 __all__ = ["GymAction", "GymEnvironment", "make_gym_env"]
 
+# Modules whose environments are cheap enough to step on the event loop.
+_MICROSECOND_ENVS = ("gymnasium.envs.classic_control.", "gymnasium.envs.toy_text.")
+
 
 class GymAction(Action):
     """The JSON schema of a Gymnasium action on the wire; the exact space is in ``/schema``."""
@@ -46,18 +49,25 @@ class GymEnvironment(Environment[Any, Any, State]):
 
     Args:
         env: an environment instance, or a callable that makes one.
-        blocking: run ``reset``/``step`` off the event loop (for slow environments).
+        blocking: run ``reset``/``step`` in the session's own thread, so a slow step never
+            stalls other sessions. ``None`` decides by the env: Gymnasium's classic-control and
+            toy-text envs step in microseconds and run on the event loop (the thread hop would
+            cost them a third of their throughput); every other env gets a thread.
     """
 
     action_type = GymAction
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, env: gym.Env[Any, Any] | Callable[[], gym.Env[Any, Any]], *, blocking: bool = False) -> None:
+    def __init__(
+        self, env: gym.Env[Any, Any] | Callable[[], gym.Env[Any, Any]], *, blocking: bool | None = None
+    ) -> None:
         self.env = env if isinstance(env, gym.Env) else env()
         if not isinstance(self.env, gym.Env):
             raise TypeError(f"expected a gymnasium.Env, got {type(self.env).__name__}")
         self.action_space = self.env.action_space
         self.observation_space = self.env.observation_space
+        if blocking is None:
+            blocking = not type(self.env.unwrapped).__module__.startswith(_MICROSECOND_ENVS)
         self.blocking = blocking  # type: ignore[misc]
         self._state = State()
 
@@ -108,6 +118,3 @@ class GymEnvironment(Environment[Any, Any, State]):
 
     def observation_frame(self, observation: ObservationFrame) -> ObservationFrame:
         return observation
-
-    def state_data(self) -> dict[str, Any]:
-        return {"episode_id": self._state.episode_id, "step_count": self._state.step_count}

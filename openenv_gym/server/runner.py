@@ -22,7 +22,11 @@ STOP_TIMEOUT = 10.0
 
 
 def load_factory(
-    target: str, *, max_episode_steps: int | None = -1, env_kwargs: dict[str, Any] | None = None
+    target: str,
+    *,
+    max_episode_steps: int | None = -1,
+    env_kwargs: dict[str, Any] | None = None,
+    inline: bool = False,
 ) -> Callable[[], Environment[Any, Any, Any]]:
     """Resolve ``target`` into a factory that makes one environment per session.
 
@@ -36,6 +40,8 @@ def load_factory(
         max_episode_steps: for Gymnasium ids: ``-1`` keeps the spec's time limit, ``None``
             removes it, a number replaces it.
         env_kwargs: keyword arguments for the factory or for ``gym.make``.
+        inline: serve Gymnasium environments on the event loop even if they are not known to
+            be cheap (see :class:`~openenv_gym.server.gym_environment.GymEnvironment`).
     """
     env_kwargs = env_kwargs or {}
     env_id = target
@@ -51,7 +57,7 @@ def load_factory(
                 raise ValueError(f"{target!r} is not callable: expected an Environment subclass or a factory")
             if isinstance(factory, type) and issubclass(factory, Environment) and not env_kwargs:
                 return factory
-            return _adapting_factory(factory, env_kwargs)
+            return _adapting_factory(factory, env_kwargs, inline)
         # "module:Id-v0" is Gymnasium's form for an id that importing module registers.
         env_id = attr
 
@@ -65,14 +71,16 @@ def load_factory(
         raise ValueError(f"{target!r} is neither 'module:attr' nor a registered Gymnasium id: {exc}") from exc
 
     def factory() -> GymEnvironment:
-        return GymEnvironment(make_gym_env(env_id, max_episode_steps, **env_kwargs))
+        return GymEnvironment(make_gym_env(env_id, max_episode_steps, **env_kwargs), blocking=False if inline else None)
 
     factory.__name__ = env_id
     factory.SUPPORTS_CONCURRENT_SESSIONS = True  # type: ignore[attr-defined]
     return factory
 
 
-def _adapting_factory(factory: Callable[..., Any], env_kwargs: dict[str, Any]) -> Callable[[], Environment[Any, Any, Any]]:
+def _adapting_factory(
+    factory: Callable[..., Any], env_kwargs: dict[str, Any], inline: bool
+) -> Callable[[], Environment[Any, Any, Any]]:
     """Wrap a user factory: bind its kwargs, and serve a ``gymnasium.Env`` it returns through GymEnvironment."""
 
     def make() -> Environment[Any, Any, Any]:
@@ -81,7 +89,7 @@ def _adapting_factory(factory: Callable[..., Any], env_kwargs: dict[str, Any]) -
             return env
         from .gym_environment import GymEnvironment
 
-        return GymEnvironment(env)
+        return GymEnvironment(env, blocking=False if inline else None)
 
     make.__name__ = getattr(factory, "__name__", "factory")
     # Environment classes say whether sessions may share a process; a plain factory makes a
@@ -116,9 +124,17 @@ async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | Non
         try:
             await asyncio.wait_for(server.stop(), STOP_TIMEOUT)
         except TimeoutError:
-            sys.stderr.write(f"sessions did not close within {STOP_TIMEOUT:g} s; exiting anyway\n")
-            sys.stderr.flush()
-            os._exit(1)
+            _exit_now(f"sessions did not close within {STOP_TIMEOUT:g} s; exiting anyway")
+        if server.stuck:
+            # A worker thread is still inside an environment's close(); the interpreter would
+            # wait for it at exit, forever.
+            _exit_now("an environment's close() never returned; exiting anyway")
+
+
+def _exit_now(why: str) -> None:
+    sys.stderr.write(f"openenv-gym server: {why}\n")
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def run(

@@ -13,7 +13,6 @@ import pydantic
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from ..errors import SpaceCodecError
 from ..protocol import (
     CloseFrame,
     ErrorCode,
@@ -42,12 +41,9 @@ def _accepted_kwargs(method: Callable[..., Any], kwargs: dict[str, Any]) -> dict
     return {key: value for key, value in kwargs.items() if key in parameters}
 
 
-def _execution_error(call: str, exc: BaseException) -> ErrorFrame:
-    return ErrorFrame(
-        ErrorCode.EXECUTION_ERROR,
-        f"{call} failed: {type(exc).__name__}: {exc}",
-        {"traceback": "".join(traceback.format_exception(exc))},
-    )
+def _execution_error(call: str, exc: BaseException, with_traceback: bool) -> ErrorFrame:
+    details = {"traceback": "".join(traceback.format_exception(exc))} if with_traceback else {}
+    return ErrorFrame(ErrorCode.EXECUTION_ERROR, f"{call} failed: {type(exc).__name__}: {exc}", details)
 
 
 class Session:
@@ -57,23 +53,36 @@ class Session:
     the event loop. ``busy`` and ``last_active`` let the server reap idle sessions.
     """
 
-    def __init__(self, connection: ServerConnection, factory: Callable[[], Environment[Any, Any, Any]]) -> None:
+    def __init__(
+        self,
+        connection: ServerConnection,
+        factory: Callable[[], Environment[Any, Any, Any]],
+        *,
+        send_tracebacks: bool = True,
+    ) -> None:
         self.connection = connection
         self.factory = factory
+        self.send_tracebacks = send_tracebacks
         self.env: Environment[Any, Any, Any] | None = None
         self.protocol = ServerSession()
         self.busy = False
         self.last_active = asyncio.get_running_loop().time()
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="openenv-gym-session")
 
+    def _blocking(self) -> bool:
+        source = self.env if self.env is not None else self.factory
+        return bool(getattr(source, "blocking", True))
+
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if self.env is not None and not self.env.blocking:
+        """Run ``fn`` in the session's worker thread, or on the loop for non-blocking environments."""
+        if not self._blocking():
             return fn(*args, **kwargs)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
 
     async def open(self) -> ErrorFrame | None:
         """Create the environment; return the ``FACTORY_ERROR`` frame to send if that failed."""
+        self.busy = True  # a slow factory is not idleness
         try:
             self.env = await self._call(self.factory)
         except Exception as exc:
@@ -83,6 +92,9 @@ class Session:
                 f"could not create the environment: {type(exc).__name__}: {exc}",
                 {"factory_name": getattr(self.factory, "__name__", repr(self.factory))},
             )
+        finally:
+            self.busy = False
+            self.last_active = asyncio.get_running_loop().time()
         return None
 
     async def run(self) -> None:
@@ -116,38 +128,50 @@ class Session:
                     f"invalid action: {exc.error_count()} validation error(s)",
                     {"errors": exc.errors(include_url=False, include_context=False, include_input=False)},
                 ).serialize()
-            except (SpaceCodecError, ValueError, TypeError) as exc:
+            except Exception as exc:  # whatever decoding raises, bad input must not end the session
                 return ErrorFrame(ErrorCode.VALIDATION_ERROR, f"invalid action: {exc}").serialize()
             try:
                 observation = await self._call(self.env.step, action)
                 return self.env.observation_frame(observation).serialize()
             except Exception as exc:
-                return _execution_error("step", exc).serialize()
+                return _execution_error("step", exc, self.send_tracebacks).serialize()
         if isinstance(request, ResetFrame):
             try:
                 kwargs = _accepted_kwargs(self.env.reset, request.kwargs)
                 observation = await self._call(self.env.reset, **kwargs)
                 reply = self.env.observation_frame(observation).serialize()
             except Exception as exc:
-                return _execution_error("reset", exc).serialize()
+                return _execution_error("reset", exc, self.send_tracebacks).serialize()
             self.protocol.reset_succeeded()
             return reply
         if isinstance(request, StateRequest):
             try:
                 return StateFrame(self.env.state_data()).serialize()
             except Exception as exc:
-                return _execution_error("state", exc).serialize()
+                return _execution_error("state", exc, self.send_tracebacks).serialize()
         assert isinstance(request, CloseFrame)
         return None
 
-    async def close(self) -> None:
-        """Close the environment (once, with a timeout) and release the worker thread."""
+    async def close(self) -> bool:
+        """Close the environment (once, with a timeout) and release the worker thread.
+
+        Returns false if the environment's ``close()`` overran :data:`CLOSE_TIMEOUT`: its thread
+        may then still be running, and the process should not wait for it at exit.
+        """
         self.protocol.close()
         env, self.env = self.env, None
+        in_time = True
         if env is not None:
             loop = asyncio.get_running_loop()
             try:
-                await asyncio.wait_for(loop.run_in_executor(self._executor, env.close), CLOSE_TIMEOUT)
+                if env.blocking:
+                    await asyncio.wait_for(loop.run_in_executor(self._executor, env.close), CLOSE_TIMEOUT)
+                else:
+                    env.close()
+            except TimeoutError:
+                logger.error("the environment's close() did not return within %g s", CLOSE_TIMEOUT)
+                in_time = False
             except Exception:
                 logger.exception("closing the environment failed")
         self._executor.shutdown(wait=False)
+        return in_time

@@ -115,3 +115,10 @@ def test_server_environment_inherits_no_stdin_terminal():
         assert target.startswith("pipe:")
     finally:
         provider.stop()
+
+
+def test_private_servers_never_reap_idle_sessions():
+    """The process provider turns the idle reaper off: its server lives exactly as long as its owner."""
+    command = ProcessProvider("CartPole-v1").command(ready_fd=9)
+    assert command[command.index("--idle-timeout") + 1] == "none"
+    assert ProcessProvider("CartPole-v1", idle_timeout=30).command(9)[-1] == "30"

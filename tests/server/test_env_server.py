@@ -6,6 +6,7 @@ import contextlib
 import json
 import re
 import socket
+import time
 import urllib.request
 
 import pytest
@@ -105,6 +106,7 @@ def test_reset_step_state_close(counter_server):
         ('{"type":"step","data":{"amount":1000}}', "VALIDATION_ERROR", "invalid action"),
         ('{"type":"step","data":{"unknown_field":1}}', "VALIDATION_ERROR", "invalid action"),
         ('{"type":"step","data":{"fail":true}}', "EXECUTION_ERROR", "step failed: RuntimeError: asked to fail"),
+        ("[" * 100_000 + "]" * 100_000, "INVALID_JSON", "nested too deeply"),
     ],
 )
 def test_bad_input_gets_an_error_and_the_session_lives_on(counter_server, frame, code, message):
@@ -248,3 +250,67 @@ def test_invalid_server_arguments():
         EnvServer(EchoEnvironment, max_sessions=0)
     with pytest.raises(ValueError, match=re.escape("idle_timeout must be positive or None, got -1")):
         EnvServer(EchoEnvironment, idle_timeout=-1)
+
+
+def test_gymnasium_action_that_overflows_is_a_validation_error():
+    """An integer too big for the action dtype is refused with VALIDATION_ERROR; the session goes on."""
+    from openenv_gym.server.runner import load_factory
+
+    with running_server(load_factory("CartPole-v1")) as server, ws(server) as websocket:
+        call(websocket, {"type": "reset", "data": {"seed": 0}})
+        for action in (2**70, 1e300):
+            reply = call(websocket, {"type": "step", "data": {"action": action}})
+            assert reply["data"]["code"] == "VALIDATION_ERROR"
+        assert call(websocket, {"type": "step", "data": {"action": 1}})["type"] == "observation"
+
+
+class SlowClose(CounterEnvironment):
+    """Takes a while to close, and counts the instances alive at once."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = False
+    alive = 0
+    peak = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        SlowClose.alive += 1
+        SlowClose.peak = max(SlowClose.peak, SlowClose.alive)
+
+    def close(self) -> None:
+        time.sleep(0.3 * UNIT)
+        SlowClose.alive -= 1
+
+
+def test_one_session_env_never_has_two_instances():
+    """With one session allowed, the next session waits for the old env's close(); never two alive."""
+    SlowClose.alive = SlowClose.peak = 0
+    with running_server(SlowClose) as server:
+        assert server.max_sessions == 1
+        for _ in range(3):
+            with ws(server) as websocket:
+                call(websocket, {"type": "reset"})
+            # Retry while the previous session is still closing (it answers CAPACITY_REACHED).
+            assert wait_until(lambda: not server.sessions, 5 * UNIT)
+        assert SlowClose.peak == 1
+
+
+def test_tracebacks_stay_home_beyond_loopback():
+    """A server bound beyond loopback sends no tracebacks by default; loopback servers do."""
+    assert EnvServer(EchoEnvironment, host="0.0.0.0").send_tracebacks is False
+    assert EnvServer(EchoEnvironment).send_tracebacks is True
+    with running_server(CounterEnvironment, send_tracebacks=False) as server, ws(server) as websocket:
+        call(websocket, {"type": "reset"})
+        reply = call(websocket, {"type": "step", "data": {"fail": True}})
+        assert reply["data"]["code"] == "EXECUTION_ERROR" and "traceback" not in reply["data"]
+
+
+def test_schema_probe_is_shared_by_concurrent_requests():
+    """Concurrent first /schema requests build one probe instance between them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    CounterEnvironment.created.clear()
+    with running_server(CounterEnvironment) as server:
+        with ThreadPoolExecutor(6) as pool:
+            statuses = [status for status, _ in pool.map(lambda _: get(server, "/schema"), range(6))]
+        assert statuses == [200] * 6
+        assert len(CounterEnvironment.created) == 1
