@@ -30,59 +30,15 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-import uuid
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import IO, Any
 
 ACTION = {"message": "hello"}
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START_TIMEOUT = 60.0  # openenv-core imports gradio on start-up: allow for a cold disk
 SESSION_TIMEOUT = 600.0
 CALL_TIMEOUT = 30.0
-
-
-def serve_openenv(port: int, async_step: bool) -> None:
-    """Child-process entry point: openenv-core's FastAPI app for an echo env, under uvicorn."""
-    import uvicorn
-    from openenv.core.env_server import Action, Environment, Observation, State, create_app
-
-    class EchoAction(Action):
-        message: str
-
-    class EchoObservation(Observation):
-        echoed_message: str = ""
-        message_length: int = 0
-
-    class EchoEnv(Environment[EchoAction, EchoObservation, State]):
-        SUPPORTS_CONCURRENT_SESSIONS = True
-
-        def __init__(self) -> None:
-            super().__init__()
-            self._state = State()
-
-        def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> EchoObservation:
-            self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
-            return EchoObservation(reward=0.0)
-
-        # A plain sync step, as openenv-core's own envs write it (the server runs it in a thread pool).
-        def step(self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any) -> EchoObservation:
-            self._state.step_count += 1
-            n = len(action.message)
-            return EchoObservation(echoed_message=action.message, message_length=n, reward=0.1 * n)
-
-        @property
-        def state(self) -> State:
-            return self._state
-
-    if async_step:  # --openenv-async-step: run step on the event loop, as our echo env does
-
-        async def step_async(self: EchoEnv, action: EchoAction, timeout_s: float | None = None) -> EchoObservation:
-            return self.step(action)
-
-        EchoEnv.step_async = step_async  # type: ignore[method-assign]
-
-    app = create_app(EchoEnv, EchoAction, EchoObservation, env_name="echo_env")
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
 @dataclass
@@ -122,7 +78,7 @@ def spawn(name: str, cmd: list[str], url: str = "", env: dict[str, str] | None =
     log = tempfile.TemporaryFile()
     t0 = time.perf_counter()
     stdout = subprocess.PIPE if not url else log  # ours reports its port on stdout
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=log, env=env)
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=log, env=env, cwd=REPO_ROOT)
     server = Server(name, proc, log, url)
     SPAWNED.append(server)
     return server, t0
@@ -169,8 +125,9 @@ def start_openenv(async_step: bool = False) -> Server:
     with socket.socket() as s:  # pick a free port: uvicorn does not print the one it gets for port 0
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [sys.executable, os.path.abspath(__file__), "--serve-openenv", str(port)]
-    cmd += ["--openenv-async-step"] if async_step else []
+    # The same openenv-core echo env the interoperability tests use.
+    cmd = [sys.executable, "-m", "tests.openenv_core_server", str(port)]
+    cmd += ["--async-step"] if async_step else []
     env = dict(os.environ, ENABLE_WEB_INTERFACE="false")
     server, t0 = spawn("openenv-core", cmd, f"http://127.0.0.1:{port}", env)
     wait_health(server, t0)
@@ -271,10 +228,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="smoke run: few steps, one round, two starts")
     p.add_argument("--openenv-async-step", action="store_true",
                    help="give openenv-core's echo env a step_async, so its server skips the thread-pool hop")
-    p.add_argument("--serve-openenv", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = p.parse_args()
-    if args.serve_openenv is not None:
-        return serve_openenv(args.serve_openenv, args.openenv_async_step)
     if args.quick:
         args.steps, args.warmup, args.rounds, args.starts = 200, 20, 1, 2
 
