@@ -122,26 +122,30 @@ class SessionClient:
         self.call_timeout = call_timeout
         self.env_id = env_id
         self.max_frame_bytes = max_frame_bytes
-        self._session = ClientSession()
+        self._session = self._new_protocol()
         # Why there is no connection, for the error a later call raises.
         self._unusable = "not connected yet: call connect() first"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
+    def _new_protocol(self) -> ClientSession:
+        """The call rules of one connection (the batch client uses batch frames)."""
+        return ClientSession()
+
     def _connected(self) -> None:
         """Start the call rules afresh for a new connection."""
-        self._session = ClientSession()
+        self._session = self._new_protocol()
 
     def _disconnected(self, why: str) -> None:
         """Record why later calls cannot be made (until a reset reconnects)."""
-        self._session = ClientSession()
+        self._session = self._new_protocol()
         self._unusable = why
 
     def _not_connected(self, call: str) -> ConnectionLostError:
         return ConnectionLostError(self.url, call, None, self._unusable)
 
-    def _finish(self, reply: str) -> ObservationFrame | StateFrame:
+    def _finish(self, reply: str) -> Any:
         """Match ``reply`` to the call in flight: its result, or the :class:`RemoteError` it stands for."""
         frame = self._session.receive(reply)
         if isinstance(frame, ErrorFrame):
@@ -188,7 +192,7 @@ class AsyncEnvClient(SessionClient):
         self._connected()
         return self
 
-    async def _request(self, call: str, build: Callable[[], str]) -> ObservationFrame | StateFrame:
+    async def _request(self, call: str, build: Callable[[], str]) -> Any:
         """Send the frame ``build`` makes (once the connection is known to be there); await its reply."""
         ws = self._ws
         if ws is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import json
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 from .errors import ProtocolError
 
@@ -54,6 +54,10 @@ class MessageType(str, enum.Enum):
     CLOSE = "close"
     OBSERVATION = "observation"
     ERROR = "error"
+    # Our batch extension (openenv_gym.batch_protocol), served on /ws/batch only.
+    BATCH_RESET = "batch_reset"
+    BATCH_STEP = "batch_step"
+    BATCH_RESULT = "batch_result"
 
 
 class ErrorCode(str, enum.Enum):
@@ -326,8 +330,15 @@ class ServerSession:
         ErrorFrame(code='SESSION_ERROR', message='step before reset: send a reset frame first', details={})
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        parse: Callable[[str | bytes], Any] | None = None,
+        step_types: tuple[type, ...] = (),
+    ) -> None:
         self.state = SessionState.OPEN
+        # The batch session reuses these rules with its own frames (openenv_gym.batch_protocol).
+        self._parse = parse or parse_client_frame
+        self._step_types = step_types or (StepFrame,)
 
     def receive(self, message: str | bytes) -> ClientFrame | ErrorFrame:
         """Parse one received message.
@@ -339,10 +350,10 @@ class ServerSession:
         if self.state is SessionState.CLOSED:
             raise ProtocolError(ErrorCode.SESSION_ERROR.value, "session is closed")
         try:
-            frame = parse_client_frame(message)
+            frame = self._parse(message)
         except ProtocolError as exc:
             return ErrorFrame.from_exception(exc)
-        if isinstance(frame, StepFrame) and self.state is SessionState.OPEN:
+        if isinstance(frame, self._step_types) and self.state is SessionState.OPEN:
             return ErrorFrame(ErrorCode.SESSION_ERROR, "step before reset: send a reset frame first")
         if isinstance(frame, CloseFrame):
             self.state = SessionState.CLOSED
@@ -371,11 +382,31 @@ class ClientSession:
         ObservationFrame(observation={}, reward=None, done=False, truncated=False, info={}, metadata=None)
     """
 
-    def __init__(self) -> None:
+    #: The reply each call expects, besides an error frame.
+    REPLIES: dict[MessageType, type] = {
+        MessageType.RESET: ObservationFrame,
+        MessageType.STEP: ObservationFrame,
+        MessageType.STATE: StateFrame,
+    }
+
+    def __init__(
+        self,
+        parse: Callable[[str | bytes], Any] | None = None,
+        replies: dict[MessageType, type] | None = None,
+    ) -> None:
         self.state = SessionState.OPEN
         self.pending: MessageType | None = None
+        # The batch client reuses these rules with its own frames (openenv_gym.batch_protocol).
+        self._parse = parse or parse_server_frame
+        self._replies = replies or self.REPLIES
 
-    def _send(self, kind: MessageType, frame: ClientFrame) -> str:
+    def send(self, kind: MessageType, frame: Any) -> str:
+        """Return the text of ``frame``, a request of type ``kind``, and mark it as in flight.
+
+        Raises:
+            ProtocolError: the session is closed, or another call is still waiting.
+            TypeError, ValueError: the frame has a value JSON cannot carry; nothing is in flight.
+        """
         if self.state is SessionState.CLOSED:
             raise ProtocolError(ErrorCode.SESSION_ERROR.value, f"{kind.value} after the session closed")
         if self.pending is not None:
@@ -390,15 +421,15 @@ class ClientSession:
 
     def send_reset(self, kwargs: dict[str, Any] | None = None) -> str:
         """Return the text of a reset frame and mark a reset as in flight."""
-        return self._send(MessageType.RESET, ResetFrame(kwargs or {}))
+        return self.send(MessageType.RESET, ResetFrame(kwargs or {}))
 
     def send_step(self, action: dict[str, Any]) -> str:
         """Return the text of a step frame and mark a step as in flight."""
-        return self._send(MessageType.STEP, StepFrame(action))
+        return self.send(MessageType.STEP, StepFrame(action))
 
     def send_state(self) -> str:
         """Return the text of a state request and mark it as in flight."""
-        return self._send(MessageType.STATE, StateRequest())
+        return self.send(MessageType.STATE, StateRequest())
 
     def send_close(self) -> str:
         """Return the text of a close frame; no reply is expected and the session is closed."""
@@ -416,15 +447,15 @@ class ClientSession:
         if self.pending is None:
             raise ProtocolError(ErrorCode.SESSION_ERROR.value, "unexpected frame: no call is waiting")
         call, self.pending = self.pending, None
-        frame = parse_server_frame(message)
+        frame = self._parse(message)
         if isinstance(frame, ErrorFrame):
-            return frame
-        expected = ObservationFrame if call in (MessageType.RESET, MessageType.STEP) else StateFrame
+            return frame  # type: ignore[no-any-return]
+        expected = self._replies[call]
         if not isinstance(frame, expected):
             raise ProtocolError(
                 ErrorCode.SESSION_ERROR.value,
                 f"{call.value} expects a {expected.__name__}, the server sent {type(frame).__name__}",
             )
-        if call is MessageType.RESET:
+        if call in (MessageType.RESET, MessageType.BATCH_RESET):
             self.state = SessionState.READY
-        return frame
+        return frame  # type: ignore[no-any-return]

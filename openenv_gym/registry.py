@@ -23,6 +23,7 @@ __all__ = ["ENTRY_POINT_GROUP", "CatalogEntry", "builtin_entries", "catalog", "r
 
 ENTRY_POINT_GROUP = "openenv_gym.envs"
 _REMOTE_ENV = "openenv_gym.env:RemoteEnv"
+_REMOTE_VECTOR_ENV = "openenv_gym.vector:RemoteVectorEnv"
 
 #: Every entry registered so far, by id.
 catalog: dict[str, CatalogEntry] = {}
@@ -93,6 +94,7 @@ def register(entry: CatalogEntry) -> None:
         gym.register(
             id=entry.id,
             entry_point=_REMOTE_ENV,
+            vector_entry_point=_REMOTE_VECTOR_ENV,
             max_episode_steps=entry.max_episode_steps,
             reward_threshold=entry.reward_threshold,
             nondeterministic=entry.nondeterministic,

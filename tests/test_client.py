@@ -148,7 +148,7 @@ def test_capacity_reached_error(Client):
             second = Client(server.url)
             with pytest.raises(CapacityReachedError) as caught:
                 second.connect().reset()
-            assert caught.value.details == {"active_sessions": 1, "max_sessions": 1}
+            assert caught.value.details == {"active_sessions": 1, "max_sessions": 1, "requested": 1}
             second.close()
             assert first.step({}).observation == {"count": 1}
 

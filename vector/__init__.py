@@ -1,8 +1,7 @@
-"""Vector environments over many remote sessions, importable as ``openenv_gym.vector``.
-
-Empty for now: ``RemoteVectorEnv`` lands here next.
-"""
+"""Vector environments over many remote sessions, importable as ``openenv_gym.vector``."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from .remote_vector_env import RemoteVectorEnv
+
+__all__ = ["RemoteVectorEnv"]

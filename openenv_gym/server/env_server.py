@@ -12,7 +12,10 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from ..batch_protocol import BATCH_PATH, parse_batch_query
+from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
+from .batch_session import BatchSession
 from .environment import Environment
 from .session import Session
 
@@ -22,8 +25,10 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 2**20
 DEFAULT_IDLE_TIMEOUT = 300.0
-# Close codes (RFC 6455): 1001 going away, 1011 internal error, 1013 try again later.
+# Close codes (RFC 6455): 1001 going away, 1008 policy violation, 1011 internal error, 1013 try
+# again later.
 CLOSE_IDLE = 1001
+CLOSE_BAD_REQUEST = 1008
 CLOSE_FACTORY_FAILED = 1011
 CLOSE_AT_CAPACITY = 1013
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -150,7 +155,7 @@ class EnvServer:
 
     async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.partition("?")[0]
-        if path == "/ws":
+        if path in ("/ws", BATCH_PATH):
             return None  # go on with the WebSocket handshake
         if path == "/health":
             return _json_response(200, {"status": "healthy"})
@@ -167,18 +172,37 @@ class EnvServer:
 
     # WebSocket ----------------------------------------------------------------------------------
 
+    @property
+    def active_sessions(self) -> int:
+        """Environments held by open sessions (a batch session holds several)."""
+        return sum(session.size for session in self.sessions)
+
+    def _new_session(self, connection: ServerConnection) -> Session:
+        """The session a handshake asked for; raises ProtocolError for a bad batch query."""
+        assert connection.request is not None
+        path, _, query = connection.request.path.partition("?")
+        if path != BATCH_PATH:
+            return Session(connection, self.factory, send_tracebacks=self.send_tracebacks)
+        size, mode = parse_batch_query(query, self.max_sessions)
+        return BatchSession(connection, self.factory, size, mode, send_tracebacks=self.send_tracebacks)
+
     async def _handle_connection(self, connection: ServerConnection) -> None:
-        if len(self.sessions) >= self.max_sessions:
+        try:
+            session = self._new_session(connection)
+        except ProtocolError as exc:
+            await connection.send(ErrorFrame.from_exception(exc).serialize())
+            await connection.close(CLOSE_BAD_REQUEST, exc.message[:120])
+            return
+        active = self.active_sessions
+        if active + session.size > self.max_sessions:
             refusal = ErrorFrame(
                 ErrorCode.CAPACITY_REACHED,
-                f"Server at capacity: {len(self.sessions)}/{self.max_sessions} sessions active. "
-                "Cannot accept new connections.",
-                {"active_sessions": len(self.sessions), "max_sessions": self.max_sessions},
+                f"Server at capacity: {active}/{self.max_sessions} sessions active. Cannot accept new connections.",
+                {"active_sessions": active, "max_sessions": self.max_sessions, "requested": session.size},
             )
             await connection.send(refusal.serialize())
             await connection.close(CLOSE_AT_CAPACITY, "server at capacity")
             return
-        session = Session(connection, self.factory, send_tracebacks=self.send_tracebacks)
         self.sessions.add(session)
         try:
             failure = await session.open()

@@ -67,6 +67,7 @@ class Session:
         self.protocol = ServerSession()
         self.busy = False
         self.last_active = asyncio.get_running_loop().time()
+        self.size = 1  # environments this session holds, for the server's capacity count
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="openenv-gym-session")
 
     def _blocking(self) -> bool:
@@ -84,7 +85,7 @@ class Session:
         """Create the environment; return the ``FACTORY_ERROR`` frame to send if that failed."""
         self.busy = True  # a slow factory is not idleness
         try:
-            self.env = await self._call(self.factory)
+            await self._create()
         except Exception as exc:
             logger.exception("environment factory failed")
             return ErrorFrame(
@@ -96,6 +97,9 @@ class Session:
             self.busy = False
             self.last_active = asyncio.get_running_loop().time()
         return None
+
+    async def _create(self) -> None:
+        self.env = await self._call(self.factory)
 
     async def run(self) -> None:
         """Answer frames until the client closes the session or the connection ends."""
@@ -160,18 +164,21 @@ class Session:
         """
         self.protocol.close()
         env, self.env = self.env, None
-        in_time = True
-        if env is not None:
-            loop = asyncio.get_running_loop()
-            try:
-                if env.blocking:
-                    await asyncio.wait_for(loop.run_in_executor(self._executor, env.close), CLOSE_TIMEOUT)
-                else:
-                    env.close()
-            except TimeoutError:
-                logger.error("the environment's close() did not return within %g s", CLOSE_TIMEOUT)
-                in_time = False
-            except Exception:
-                logger.exception("closing the environment failed")
+        in_time = await self._close_env(env) if env is not None else True
         self._executor.shutdown(wait=False)
         return in_time
+
+    async def _close_env(self, env: Environment[Any, Any, Any]) -> bool:
+        """Run ``env.close()`` where its other calls ran; false if it overran its timeout."""
+        try:
+            if env.blocking:
+                loop = asyncio.get_running_loop()
+                await asyncio.wait_for(loop.run_in_executor(self._executor, env.close), CLOSE_TIMEOUT)
+            else:
+                env.close()
+        except TimeoutError:
+            logger.error("the environment's close() did not return within %g s", CLOSE_TIMEOUT)
+            return False
+        except Exception:
+            logger.exception("closing the environment failed")
+        return True

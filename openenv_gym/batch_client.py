@@ -1,0 +1,70 @@
+"""`AsyncBatchClient`: one batch session (``/ws/batch``), K sub-environments per frame."""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+from .batch_protocol import (
+    BATCH_PATH,
+    AutoresetMode,
+    BatchResetFrame,
+    BatchResultFrame,
+    BatchStepFrame,
+    batch_query,
+    parse_batch_server_frame,
+)
+from .client import AsyncEnvClient
+from .protocol import ClientSession, MessageType
+
+__all__ = ["AsyncBatchClient"]
+
+
+class AsyncBatchClient(AsyncEnvClient):
+    """Reset and step ``envs`` sub-environments on one server with one frame each.
+
+    Args:
+        base_url: the server, as ``http://host:port`` or ``ws://host:port``.
+        envs: how many sub-environments the session holds.
+        autoreset_mode: Gymnasium's autoreset mode, applied on the server.
+        **kwargs: as for :class:`~openenv_gym.client.AsyncEnvClient`.
+    """
+
+    def __init__(self, base_url: str, envs: int, autoreset_mode: AutoresetMode, **kwargs: Any) -> None:
+        super().__init__(base_url, **kwargs)
+        self.envs = envs
+        self.autoreset_mode = autoreset_mode
+        parts = urllib.parse.urlsplit(self.url)
+        path = parts.path[: -len("/ws")] + BATCH_PATH
+        self.url = urllib.parse.urlunsplit(parts._replace(path=path, query=batch_query(envs, autoreset_mode)))
+
+    def _new_protocol(self) -> ClientSession:
+        replies: dict[MessageType, type] = {
+            MessageType.BATCH_RESET: BatchResultFrame,
+            MessageType.BATCH_STEP: BatchResultFrame,
+        }
+        return ClientSession(parse_batch_server_frame, replies)
+
+    async def reset_batch(
+        self,
+        seeds: list[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+        mask: list[bool] | None = None,
+    ) -> BatchResultFrame:
+        """Reset the sub-envs ``mask`` selects (all if ``None``); connects first if needed."""
+        await self.connect()
+        frame = BatchResetFrame(seeds, options, mask)
+        result: BatchResultFrame = await self._request(
+            "batch_reset", lambda: self._session.send(MessageType.BATCH_RESET, frame)
+        )
+        result.check(self.envs)
+        return result
+
+    async def step_batch(self, actions: list[dict[str, Any]]) -> BatchResultFrame:
+        """Step every sub-env with its action's wire object."""
+        frame = BatchStepFrame(actions)
+        result: BatchResultFrame = await self._request(
+            "batch_step", lambda: self._session.send(MessageType.BATCH_STEP, frame)
+        )
+        result.check(self.envs)
+        return result

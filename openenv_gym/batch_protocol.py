@@ -1,0 +1,220 @@
+"""The batch extension of the wire protocol: many sub-environments per session (pure, no I/O).
+
+A client opens ``/ws/batch?envs=K&autoreset_mode=next_step`` and the server keeps K environments
+for the connection. One ``batch_reset`` or ``batch_step`` frame carries what all K need, and one
+``batch_result`` frame carries all K results, so per-message costs are paid once per K steps.
+Autoreset happens on the server with Gymnasium's semantics (``gymnasium.vector.AutoresetMode``):
+the client only assembles what comes back. OpenEnv servers do not serve ``/ws/batch``; the plain
+``/ws`` protocol stays the compatible path.
+
+::
+
+    -> {"type":"batch_reset","data":{"seeds":[0,1],"options":null,"mask":null}}
+    <- {"type":"batch_result","data":{"observations":[{"observation":[...]},...],"infos":[{},{}]}}
+    -> {"type":"batch_step","data":{"actions":[{"action":0},{"action":1}]}}
+    <- {"type":"batch_result","data":{"observations":[...],"rewards":[1.0,1.0],
+        "terminated":[false,false],"truncated":[false,false],"infos":[{},{}],"final":{}}}
+
+Observations and actions travel as the wire objects of the single spaces, as on ``/ws``
+(:func:`openenv_gym.spaces.to_wire`: ``{"observation": [...]}``, ``{"action": 1}``).
+``final`` maps the index of each sub-env that ended and was reset in the same step
+(``same_step`` mode) to its final ``{"observation": ..., "info": ...}``.
+"""
+
+from __future__ import annotations
+
+import enum
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ProtocolError
+from .protocol import (
+    CloseFrame,
+    ErrorCode,
+    ErrorFrame,
+    MessageType,
+    _data_object,
+    _dumps,
+    _elide,
+    _invalid,
+    _load_object,
+    parse_server_frame,
+)
+
+__all__ = [
+    "BATCH_PATH",
+    "AutoresetMode",
+    "BatchResetFrame",
+    "BatchResultFrame",
+    "BatchStepFrame",
+    "batch_query",
+    "parse_batch_client_frame",
+    "parse_batch_query",
+    "parse_batch_server_frame",
+]
+
+BATCH_PATH = "/ws/batch"
+
+
+class AutoresetMode(str, enum.Enum):
+    """Gymnasium's autoreset modes, by their ``gymnasium.vector.AutoresetMode`` values."""
+
+    NEXT_STEP = "NextStep"
+    SAME_STEP = "SameStep"
+    DISABLED = "Disabled"
+
+
+def batch_query(envs: int, autoreset_mode: AutoresetMode) -> str:
+    """The query string that opens a batch session of ``envs`` sub-environments."""
+    return urllib.parse.urlencode({"envs": envs, "autoreset_mode": autoreset_mode.value})
+
+
+def parse_batch_query(query: str, max_envs: int) -> tuple[int, AutoresetMode]:
+    """Read ``envs`` and ``autoreset_mode`` from a batch session's query string.
+
+    Raises:
+        ProtocolError: VALIDATION_ERROR naming the parameter that is missing or wrong.
+    """
+    params = urllib.parse.parse_qs(query)
+    try:
+        envs = int(params["envs"][0])
+    except (KeyError, ValueError):
+        raise _invalid(f"{BATCH_PATH} needs ?envs=N with N a positive integer") from None
+    if not 1 <= envs <= max_envs:
+        raise _invalid(f"envs={envs} is out of range: this server hosts 1 to {max_envs} per session")
+    mode = params.get("autoreset_mode", [AutoresetMode.NEXT_STEP.value])[0]
+    try:
+        return envs, AutoresetMode(mode)
+    except ValueError:
+        modes = [m.value for m in AutoresetMode]
+        raise _invalid(f"unknown autoreset_mode {mode!r}; expected one of {modes}") from None
+
+
+@dataclass(frozen=True)
+class BatchResetFrame:
+    """Reset the sub-envs selected by ``mask`` (all when ``None``), each with its own seed."""
+
+    seeds: list[int | None] | None = None
+    options: dict[str, Any] | None = None
+    mask: list[bool] | None = None
+
+    def serialize(self) -> str:
+        return _dumps({"type": "batch_reset", "data": {"seeds": self.seeds, "options": self.options, "mask": self.mask}})
+
+    def __str__(self) -> str:
+        return f"batch_reset seeds={_elide(self.seeds)} mask={_elide(self.mask)}"
+
+
+@dataclass(frozen=True)
+class BatchStepFrame:
+    """Step every sub-env with its action's wire object."""
+
+    actions: list[dict[str, Any]]
+
+    def serialize(self) -> str:
+        return _dumps({"type": "batch_step", "data": {"actions": self.actions}})
+
+    def __str__(self) -> str:
+        return f"batch_step {_elide(self.actions)}"
+
+
+@dataclass(frozen=True)
+class BatchResultFrame:
+    """What every sub-env returned; a reset result has no rewards or flags."""
+
+    observations: list[Any]
+    infos: list[dict[str, Any]]
+    rewards: list[float] | None = None
+    terminated: list[bool] | None = None
+    truncated: list[bool] | None = None
+    final: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def serialize(self) -> str:
+        data: dict[str, Any] = {"observations": self.observations, "infos": self.infos}
+        if self.rewards is not None:
+            data.update(
+                rewards=self.rewards,
+                terminated=self.terminated,
+                truncated=self.truncated,
+                final={str(index): value for index, value in self.final.items()},
+            )
+        return _dumps({"type": "batch_result", "data": data})
+
+    def check(self, size: int | None = None) -> None:
+        """Raise :class:`ProtocolError` if the lists disagree in length or ``final`` is malformed."""
+        size = len(self.observations) if size is None else size
+        lists = {"observations": self.observations, "infos": self.infos}
+        if self.rewards is not None:
+            lists.update(rewards=self.rewards, terminated=self.terminated, truncated=self.truncated)  # type: ignore[arg-type]
+        for name, values in lists.items():
+            if not isinstance(values, list) or len(values) != size:
+                raise _invalid(f"batch_result {name} must be a list of {size} items")
+        if any(not 0 <= index < size for index in self.final):
+            raise _invalid(f"batch_result final has an index outside 0..{size - 1}")
+
+    def __str__(self) -> str:
+        return f"batch_result of {len(self.observations)} rewards={_elide(self.rewards)}"
+
+
+def parse_batch_client_frame(message: str | bytes) -> BatchResetFrame | BatchStepFrame | CloseFrame:
+    """Parse one message a client sends on a batch session.
+
+    Raises:
+        ProtocolError: INVALID_JSON, UNKNOWN_TYPE (plain reset/step included: this session
+            speaks only batch frames) or VALIDATION_ERROR.
+    """
+    frame = _load_object(message)
+    kind = frame.get("type")
+    if kind == MessageType.CLOSE.value:
+        return CloseFrame()
+    data = _data_object(frame, str(kind))
+    if kind == MessageType.BATCH_STEP.value:
+        actions = data.get("actions")
+        if not isinstance(actions, list) or not all(isinstance(action, dict) for action in actions):
+            raise _invalid("batch_step needs data.actions, a list of action objects")
+        return BatchStepFrame(actions)
+    if kind == MessageType.BATCH_RESET.value:
+        seeds, options, mask = data.get("seeds"), data.get("options"), data.get("mask")
+        if seeds is not None and not (
+            isinstance(seeds, list) and all(s is None or (isinstance(s, int) and not isinstance(s, bool)) for s in seeds)
+        ):
+            raise _invalid("batch_reset seeds must be null or a list of integers and nulls")
+        if options is not None and not isinstance(options, dict):
+            raise _invalid("batch_reset options must be null or an object")
+        if mask is not None and not (isinstance(mask, list) and all(isinstance(m, bool) for m in mask)):
+            raise _invalid("batch_reset mask must be null or a list of booleans")
+        return BatchResetFrame(seeds, options, mask)
+    raise ProtocolError(
+        ErrorCode.UNKNOWN_TYPE.value,
+        f"Unknown message type: {kind} (a batch session takes batch_reset, batch_step and close)",
+    )
+
+
+def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | ErrorFrame:
+    """Parse one message a server sends on a batch session.
+
+    Raises:
+        ProtocolError: the message is not a well-formed batch result or error frame.
+    """
+    frame = _load_object(message)
+    if frame.get("type") != MessageType.BATCH_RESULT.value:
+        parsed = parse_server_frame(message)
+        if isinstance(parsed, ErrorFrame):
+            return parsed
+        raise ProtocolError(ErrorCode.SESSION_ERROR.value, f"expected batch_result, got {frame.get('type')!r}")
+    data = _data_object(frame, "batch_result")
+    try:
+        final = {int(index): value for index, value in (data.get("final") or {}).items()}
+    except (AttributeError, ValueError):
+        raise _invalid("batch_result final must map sub-env indices to results") from None
+    result = BatchResultFrame(
+        observations=data.get("observations"),  # type: ignore[arg-type]
+        infos=data.get("infos"),  # type: ignore[arg-type]
+        rewards=data.get("rewards"),
+        terminated=data.get("terminated"),
+        truncated=data.get("truncated"),
+        final=final,
+    )
+    result.check()
+    return result

@@ -1,0 +1,184 @@
+"""`BatchSession`: one connection hosting K environments, stepped together with Gymnasium's autoreset."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from websockets.asyncio.server import ServerConnection
+
+from ..batch_protocol import (
+    AutoresetMode,
+    BatchResetFrame,
+    BatchResultFrame,
+    BatchStepFrame,
+    parse_batch_client_frame,
+)
+from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ObservationFrame, ServerSession
+from .environment import Environment
+from .session import Session, _accepted_kwargs, _execution_error
+
+__all__ = ["BatchSession"]
+
+
+class _BatchRefused(Exception):
+    """A batch request that cannot be carried out; becomes an error frame."""
+
+    def __init__(self, frame: ErrorFrame) -> None:
+        super().__init__(frame.message)
+        self.frame = frame
+
+
+class BatchSession(Session):
+    """Serve ``/ws/batch``: K environments per connection, reset and stepped by one frame each.
+
+    Autoreset follows ``gymnasium.vector.SyncVectorEnv`` exactly, sub-env by sub-env, so a client
+    assembling the results gets what Gymnasium's own vector env would return:
+
+    * ``NextStep``: a sub-env that ended is reset by the next step (its action is ignored, its
+      reward is 0 and its flags false).
+    * ``SameStep``: a sub-env that ends is reset in the same step; its final observation and info
+      travel in ``final``.
+    * ``Disabled``: the client resets ended sub-envs with a masked ``batch_reset``; stepping one
+      before that is refused.
+    """
+
+    def __init__(
+        self,
+        connection: ServerConnection,
+        factory: Callable[[], Environment[Any, Any, Any]],
+        size: int,
+        autoreset_mode: AutoresetMode,
+        *,
+        send_tracebacks: bool = True,
+    ) -> None:
+        super().__init__(connection, factory, send_tracebacks=send_tracebacks)
+        self.size = size
+        self.autoreset_mode = autoreset_mode
+        self.protocol = ServerSession(parse_batch_client_frame, step_types=(BatchStepFrame,))
+        self.envs: list[Environment[Any, Any, Any]] = []
+        self._autoreset = [False] * size
+        self._last_observations: list[dict[str, Any]] = [{}] * size
+
+    async def _create(self) -> None:
+        def make_all() -> None:
+            # One at a time, so the ones made before a failing call are still closed.
+            while len(self.envs) < self.size:
+                self.envs.append(self.factory())
+
+        await self._call(make_all)
+        self.env = self.envs[0]  # tells _call whether these environments block
+
+    async def handle(self, message: str | bytes) -> str | None:
+        request = self.protocol.receive(message)
+        if isinstance(request, ErrorFrame):
+            return request.serialize()
+        if isinstance(request, CloseFrame):
+            return None
+        try:
+            if isinstance(request, BatchStepFrame):
+                actions = self._parse_actions(request)
+                result = await self._call(self._step_all, actions)
+            else:
+                assert isinstance(request, BatchResetFrame)
+                mask = self._check_reset(request)
+                result = await self._call(self._reset_masked, request, mask)
+                self.protocol.reset_succeeded()
+        except _BatchRefused as refused:
+            return refused.frame.serialize()
+        except Exception as exc:
+            call = "batch_step" if isinstance(request, BatchStepFrame) else "batch_reset"
+            return _execution_error(call, exc, self.send_tracebacks).serialize()
+        return result.serialize()
+
+    # Requests -----------------------------------------------------------------------------------
+
+    def _refuse(self, code: ErrorCode, message: str) -> _BatchRefused:
+        return _BatchRefused(ErrorFrame(code, message))
+
+    def _check_reset(self, request: BatchResetFrame) -> list[bool]:
+        for name, values in (("seeds", request.seeds), ("mask", request.mask)):
+            if values is not None and len(values) != self.size:
+                raise self._refuse(
+                    ErrorCode.VALIDATION_ERROR, f"{name} has {len(values)} items for {self.size} sub-envs"
+                )
+        mask = request.mask if request.mask is not None else [True] * self.size
+        if not any(mask):
+            raise self._refuse(ErrorCode.VALIDATION_ERROR, "mask selects no sub-env to reset")
+        return mask
+
+    def _parse_actions(self, request: BatchStepFrame) -> list[Any]:
+        if len(request.actions) != self.size:
+            raise self._refuse(
+                ErrorCode.VALIDATION_ERROR, f"{len(request.actions)} actions for {self.size} sub-envs"
+            )
+        if self.autoreset_mode is AutoresetMode.DISABLED and any(self._autoreset):
+            ended = [i for i, flag in enumerate(self._autoreset) if flag]
+            raise self._refuse(
+                ErrorCode.SESSION_ERROR,
+                f"sub-envs {ended} ended: reset them with a masked batch_reset before stepping "
+                "(autoreset_mode=Disabled)",
+            )
+        actions = []
+        for index, (env, action) in enumerate(zip(self.envs, request.actions)):
+            try:
+                actions.append(env.parse_action(action))
+            except Exception as exc:  # bad input must not end the session
+                raise self._refuse(ErrorCode.VALIDATION_ERROR, f"invalid action for sub-env {index}: {exc}") from exc
+        return actions
+
+    # Environment work (runs in the session's thread for blocking environments) ----------------
+
+    def _reset_one(self, index: int, **kwargs: Any) -> ObservationFrame:
+        env = self.envs[index]
+        frame = env.observation_frame(env.reset(**_accepted_kwargs(env.reset, kwargs)))
+        self._last_observations[index] = frame.observation
+        return frame
+
+    def _reset_masked(self, request: BatchResetFrame, mask: list[bool]) -> BatchResultFrame:
+        seeds = request.seeds or [None] * self.size
+        infos: list[dict[str, Any]] = [{} for _ in range(self.size)]
+        for index, selected in enumerate(mask):
+            if selected:
+                kwargs: dict[str, Any] = {"seed": seeds[index]}
+                if request.options is not None:
+                    kwargs["options"] = request.options
+                infos[index] = self._reset_one(index, **kwargs).info
+                self._autoreset[index] = False
+        return BatchResultFrame(observations=list(self._last_observations), infos=infos)
+
+    def _step_all(self, actions: list[Any]) -> BatchResultFrame:
+        observations, infos = [], []
+        rewards, terminated, truncated = [], [], []
+        final: dict[int, dict[str, Any]] = {}
+        for index, (env, action) in enumerate(zip(self.envs, actions)):
+            if self.autoreset_mode is AutoresetMode.NEXT_STEP and self._autoreset[index]:
+                frame = self._reset_one(index)
+                reward, done, cut = 0.0, False, False
+            else:
+                frame = env.observation_frame(env.step(action))
+                reward = 0.0 if frame.reward is None else float(frame.reward)
+                done, cut = bool(frame.done), bool(frame.truncated)
+                self._last_observations[index] = frame.observation
+                if self.autoreset_mode is AutoresetMode.SAME_STEP and (done or cut):
+                    final[index] = {"observation": frame.observation, "info": frame.info}
+                    frame = self._reset_one(index)
+            self._autoreset[index] = done or cut
+            observations.append(frame.observation)
+            infos.append(frame.info)
+            rewards.append(reward)
+            terminated.append(done)
+            truncated.append(cut)
+        return BatchResultFrame(observations, infos, rewards, terminated, truncated, final)
+
+    # Teardown -----------------------------------------------------------------------------------
+
+    async def close(self) -> bool:
+        """Close every sub-environment (each with its timeout), then the worker thread."""
+        self.protocol.close()
+        self.env = None
+        in_time = True
+        for env in self.envs:
+            in_time = await self._close_env(env) and in_time
+        self.envs = []
+        self._executor.shutdown(wait=False)
+        return in_time

@@ -1,0 +1,375 @@
+"""`RemoteVectorEnv`: a Gymnasium VectorEnv whose sub-environments live in batch sessions on servers."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import math
+import os
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+
+from ..batch_client import AsyncBatchClient
+from ..batch_protocol import AutoresetMode as WireAutoresetMode
+from ..batch_protocol import BatchResultFrame
+from ..client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
+from ..loop_thread import LoopThread
+from ..providers import Provider, URLProvider, make_provider
+from ..providers.process import DEFAULT_STARTUP_TIMEOUT
+from ..spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, space_from_json, to_wire
+
+__all__ = ["RemoteVectorEnv"]
+
+
+class _Pending(enum.Enum):
+    NONE = "none"
+    STEP = "step"
+
+
+class _Block:
+    """A contiguous block of sub-envs served by one batch session."""
+
+    def __init__(self, client: AsyncBatchClient, start: int, stop: int) -> None:
+        self.client = client
+        self.start = start
+        self.stop = stop
+
+
+def _split(num_envs: int, parts: int) -> list[tuple[int, int]]:
+    """Contiguous [start, stop) ranges of near-equal size covering ``range(num_envs)``."""
+    bounds = [round(i * num_envs / parts) for i in range(parts + 1)]
+    return [(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i + 1] > bounds[i]]
+
+
+def _start_all(providers: list[Provider], desc: str) -> list[str]:
+    """Start every provider in parallel, with a progress bar on a terminal; stop all on failure."""
+    from tqdm.auto import tqdm
+
+    urls: list[str | None] = [None] * len(providers)
+    with ThreadPoolExecutor(max_workers=min(len(providers), 16)) as pool:
+        futures = {pool.submit(provider.start): index for index, provider in enumerate(providers)}
+        try:
+            with tqdm(total=len(providers), desc=desc, unit="server", disable=len(providers) < 2 or None) as bar:
+                for future in as_completed(futures):
+                    urls[futures[future]] = future.result()
+                    bar.update()
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            for provider in providers:
+                provider.stop()
+            raise
+    return [url for url in urls if url is not None]
+
+
+async def _gather(calls: list[Any], return_exceptions: bool = False) -> list[Any]:
+    """``asyncio.gather`` as a coroutine, so it can be handed to the loop thread."""
+    return await asyncio.gather(*calls, return_exceptions=return_exceptions)
+
+
+class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
+    """Many remote sub-environments, stepped together over batch sessions.
+
+    Sub-envs are packed onto servers (``sessions_per_server`` each, servers started in
+    parallel), or spread over existing servers given by ``base_urls``. A step sends one frame
+    per server with the actions of all its sub-envs and gathers one frame back, all servers at
+    once, on an event loop in a background thread; callers stay synchronous. Autoreset happens
+    on the servers with Gymnasium's semantics for the chosen ``autoreset_mode``, so results,
+    including info masks and ``final_obs``/``final_info``, match ``gymnasium.vector.SyncVectorEnv``.
+
+    Usually made with ``gym.make_vec``:
+
+    Example:
+        >>> import gymnasium as gym, openenv_gym
+        >>> envs = gym.make_vec("openenv/CartPole-v1", num_envs=4)
+        >>> envs
+        RemoteVectorEnv(CartPole-v1, num_envs=4)
+        >>> obs, infos = envs.reset(seed=0)
+        >>> obs.shape
+        (4, 4)
+        >>> obs, rewards, terminations, truncations, infos = envs.step(envs.action_space.sample())
+        >>> rewards.tolist()
+        [1.0, 1.0, 1.0, 1.0]
+        >>> envs.close()
+
+    Args:
+        server: what each server runs: a Gymnasium id or ``"module:attr"``.
+        num_envs: the number of sub-environments.
+        base_urls: use these running servers instead of starting any.
+        provider: ``"process"`` (default) or a provider name, for the servers started.
+        env_kwargs: keyword arguments for each sub-environment.
+        max_episode_steps: time limit applied by the servers (``gym.make_vec`` passes the spec's).
+        autoreset_mode: a ``gymnasium.vector.AutoresetMode`` (or its value); default NEXT_STEP.
+        sessions_per_server: sub-envs per server; default spreads them over one server per CPU.
+        open_timeout, call_timeout, startup_timeout: seconds, as for ``RemoteEnv``.
+    """
+
+    def __init__(
+        self,
+        server: str | None = None,
+        num_envs: int = 1,
+        *,
+        base_urls: list[str] | None = None,
+        provider: str = "process",
+        env_kwargs: dict[str, Any] | None = None,
+        max_episode_steps: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        sessions_per_server: int | None = None,
+        open_timeout: float = DEFAULT_OPEN_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+    ) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        self.server = server
+        self.num_envs = num_envs
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.metadata = {"autoreset_mode": self.autoreset_mode}
+        self.call_timeout = call_timeout
+        self._pending = _Pending.NONE
+        self._pending_future: Future[Any] | None = None
+        self._providers = self._make_providers(
+            server, base_urls, provider, env_kwargs, max_episode_steps, sessions_per_server, startup_timeout
+        )
+        self._loop: LoopThread | None = None
+        self._blocks: list[_Block] = []
+        self.closed = False
+        try:
+            urls = _start_all(self._providers, desc=f"starting {server or 'env'} servers")
+            ranges = _split(num_envs, len(urls))
+            schema = http_get_json(urls[0], "/schema", timeout=open_timeout)
+            described = schema.get("spaces") if isinstance(schema, dict) else None
+            if not described:
+                raise ValueError(f"the server at {urls[0]} publishes no Gymnasium spaces in /schema")
+            self.single_action_space = space_from_json(described["action"])
+            self.single_observation_space = space_from_json(described["observation"])
+            self.action_space = batch_space(self.single_action_space, num_envs)
+            self.observation_space = batch_space(self.single_observation_space, num_envs)
+            self._observations = create_empty_array(self.single_observation_space, num_envs)
+            wire_mode = WireAutoresetMode(self.autoreset_mode.value)
+            self._loop = LoopThread(name="openenv-gym-vector")
+            self._blocks = [
+                _Block(
+                    AsyncBatchClient(
+                        url, stop - start, wire_mode, open_timeout=open_timeout, call_timeout=call_timeout, env_id=server
+                    ),
+                    start,
+                    stop,
+                )
+                for url, (start, stop) in zip(urls, ranges)
+            ]
+            self._run(_gather([block.client.connect() for block in self._blocks]), open_timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _make_providers(
+        self,
+        server: str | None,
+        base_urls: list[str] | None,
+        provider: str,
+        env_kwargs: dict[str, Any] | None,
+        max_episode_steps: int | None,
+        sessions_per_server: int | None,
+        startup_timeout: float,
+    ) -> list[Provider]:
+        if base_urls:
+            return [URLProvider(url) for url in base_urls[: self.num_envs]]
+        if server is None:
+            raise ValueError("RemoteVectorEnv needs server= (what to run) or base_urls= (where it runs)")
+        if sessions_per_server is None:
+            sessions_per_server = math.ceil(self.num_envs / min(self.num_envs, os.cpu_count() or 1))
+        if sessions_per_server < 1:
+            raise ValueError(f"sessions_per_server must be at least 1, got {sessions_per_server}")
+        count = math.ceil(self.num_envs / sessions_per_server)
+        return [
+            make_provider(
+                provider,
+                target=server,
+                env_kwargs=env_kwargs,
+                max_episode_steps=max_episode_steps,
+                max_sessions=sessions_per_server,
+                startup_timeout=startup_timeout,
+            )
+            for _ in range(count)
+        ]
+
+    def __repr__(self) -> str:
+        return f"RemoteVectorEnv({self.server or '?'}, num_envs={self.num_envs})"
+
+    def _run(self, coroutine: Any, timeout: float) -> Any:
+        assert self._loop is not None
+        return self._loop.run(coroutine, timeout + 5.0)
+
+    # Gymnasium API ------------------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset all sub-envs, or those ``options["reset_mask"]`` selects (as SyncVectorEnv does)."""
+        self._check_not_pending("reset")
+        if seed is None:
+            seeds: list[int | None] = [None] * self.num_envs
+        elif isinstance(seed, int):
+            seeds = [seed + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+        if len(seeds) != self.num_envs:
+            raise ValueError(
+                f"If seeds are passed as a list the length must match num_envs={self.num_envs} but got length={len(seeds)}."
+            )
+        options = dict(options) if options is not None else None
+        mask = self._reset_mask(options)
+
+        async def reset_blocks() -> list[BatchResultFrame | None]:
+            calls = []
+            for block in self._blocks:
+                sub_mask = mask[block.start : block.stop] if mask is not None else None
+                if sub_mask is not None and not any(sub_mask):
+                    calls.append(asyncio.sleep(0, result=None))
+                    continue
+                calls.append(block.client.reset_batch(seeds[block.start : block.stop], options, sub_mask))
+            return await asyncio.gather(*calls)
+
+        results = self._run(reset_blocks(), self.call_timeout)
+        infos: dict[str, Any] = {}
+        observations: list[Any] = []
+        current = list(iterate(self.observation_space, self._observations)) if None in results else []
+        for block, result in zip(self._blocks, results):
+            if result is None:  # nothing reset here: keep this block's observations
+                observations.extend(current[block.start : block.stop])
+                continue
+            observations.extend(self._decode_observations(result.observations))
+            for offset, info in enumerate(result.infos):
+                index = block.start + offset
+                if mask is None or mask[index]:
+                    infos = self._add_info(infos, info, index)
+        self._observations = concatenate(self.single_observation_space, observations, self._observations)
+        return self._copy_observations(), infos
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every sub-env; one frame per server, all servers at once."""
+        self.step_async(actions)
+        return self.step_wait()
+
+    def step_async(self, actions: Any) -> None:
+        """Send the actions; :meth:`step_wait` collects the results."""
+        self._check_not_pending("step_async")
+        wire = [to_wire(self.single_action_space, action, ACTION_FIELD) for action in iterate(self.action_space, actions)]
+        if len(wire) != self.num_envs:
+            raise ValueError(f"expected {self.num_envs} actions, got {len(wire)}")
+
+        async def step_blocks() -> list[BatchResultFrame]:
+            return await asyncio.gather(
+                *(block.client.step_batch(wire[block.start : block.stop]) for block in self._blocks)
+            )
+
+        assert self._loop is not None
+        self._pending_future = asyncio.run_coroutine_threadsafe(step_blocks(), self._loop.loop)
+        self._pending = _Pending.STEP
+
+    def step_wait(
+        self, timeout: float | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Wait for the results of :meth:`step_async`.
+
+        Raises:
+            NoAsyncCallError: no step is pending.
+            TimeoutError: no results within ``timeout`` seconds (default: the call timeout).
+        """
+        if self._pending is not _Pending.STEP or self._pending_future is None:
+            raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
+        future = self._pending_future
+        wait = (self.call_timeout + 5.0) if timeout is None else timeout
+        try:
+            results = future.result(wait)
+        except TimeoutError:
+            if not future.done():
+                raise TimeoutError(f"step_wait got no results within {wait:g} s") from None
+            raise
+        finally:
+            if future.done():
+                self._pending, self._pending_future = _Pending.NONE, None
+        return self._assemble_step(results)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every batch session and stop every server this env started."""
+        if self._pending_future is not None:
+            self._pending_future.cancel()
+        if self._loop is not None and self._blocks:
+            try:
+                self._run(_gather([block.client.close() for block in self._blocks], return_exceptions=True), 10.0)
+            except TimeoutError:
+                pass
+        for provider in getattr(self, "_providers", []):
+            provider.stop()
+        if self._loop is not None:
+            self._loop.stop()
+            self._loop = None
+
+    # Assembly -----------------------------------------------------------------------------------
+
+    def _check_not_pending(self, call: str) -> None:
+        if self._pending is not _Pending.NONE:
+            raise AlreadyPendingCallError(
+                f"Calling `{call}` while waiting for a pending call to `{self._pending.value}` to complete",
+                self._pending.value,
+            )
+
+    def _reset_mask(self, options: dict[str, Any] | None) -> list[bool] | None:
+        if options is None or "reset_mask" not in options:
+            return None
+        reset_mask = options.pop("reset_mask")
+        if not isinstance(reset_mask, np.ndarray):
+            raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(reset_mask)}")
+        if reset_mask.shape != (self.num_envs,):
+            raise ValueError(f"`options['reset_mask']` must have shape `({self.num_envs},)`, got {reset_mask.shape}")
+        if reset_mask.dtype != np.bool_:
+            raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {reset_mask.dtype}")
+        if not np.any(reset_mask):
+            raise ValueError(
+                f"`options['reset_mask']` must contain a boolean array with at least one True value, got reset_mask={reset_mask}"
+            )
+        return reset_mask.tolist()  # type: ignore[no-any-return]
+
+    def _decode_observations(self, wire: list[dict[str, Any]]) -> list[Any]:
+        space = self.single_observation_space
+        if isinstance(space, spaces.Box):  # one array conversion for the whole block
+            try:
+                stacked = np.asarray([item[OBSERVATION_FIELD] for item in wire], dtype=space.dtype)
+            except (KeyError, TypeError, ValueError):
+                stacked = None
+            if stacked is not None and stacked.shape[1:] == space.shape:
+                return list(stacked)
+        return [from_wire(space, item, OBSERVATION_FIELD) for item in wire]
+
+    def _copy_observations(self) -> Any:
+        return np.copy(self._observations) if isinstance(self._observations, np.ndarray) else self._observations
+
+    def _assemble_step(self, results: list[BatchResultFrame]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        terminations = np.zeros(self.num_envs, dtype=np.bool_)
+        truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        observations: list[Any] = []
+        infos: dict[str, Any] = {}
+        for block, result in zip(self._blocks, results):
+            assert result.rewards is not None and result.terminated is not None and result.truncated is not None
+            rewards[block.start : block.stop] = result.rewards
+            terminations[block.start : block.stop] = result.terminated
+            truncations[block.start : block.stop] = result.truncated
+            observations.extend(self._decode_observations(result.observations))
+            for offset, info in enumerate(result.infos):
+                index = block.start + offset
+                final = result.final.get(offset)
+                if final is not None:
+                    final_obs = from_wire(self.single_observation_space, final["observation"], OBSERVATION_FIELD)
+                    infos = self._add_info(infos, {"final_obs": final_obs, "final_info": final["info"]}, index)
+                infos = self._add_info(infos, info, index)
+        self._observations = concatenate(self.single_observation_space, observations, self._observations)
+        return self._copy_observations(), rewards, terminations, truncations, infos
