@@ -15,14 +15,14 @@ from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from ..batch_client import AsyncBatchClient
-from ..batch_protocol import AutoresetMode as WireAutoresetMode
-from ..batch_protocol import BatchResultFrame
-from ..client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
-from ..loop_thread import LoopThread
-from ..providers import Provider, URLProvider, make_provider
-from ..providers.process import DEFAULT_STARTUP_TIMEOUT
-from ..spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, space_from_json, to_wire
+from openenv_gym.batch_client import AsyncBatchClient
+from openenv_gym.batch_protocol import AutoresetMode as WireAutoresetMode
+from openenv_gym.batch_protocol import BatchResultFrame
+from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
+from openenv_gym.loop_thread import LoopThread
+from openenv_gym.providers import Provider, URLProvider, make_provider
+from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
+from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, space_from_json, to_wire
 
 __all__ = ["RemoteVectorEnv"]
 

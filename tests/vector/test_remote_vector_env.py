@@ -1,0 +1,148 @@
+"""RemoteVectorEnv against Gymnasium's own SyncVectorEnv: same seeds and actions, same everything."""
+
+from __future__ import annotations
+
+import re
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+import openenv_gym  # noqa: F401
+from openenv_gym.vector import RemoteVectorEnv
+from tests.utils import pid_alive, wait_until
+
+NUM_ENVS = 6
+LIMIT = 25  # short episodes: many truncations as well as terminations
+
+
+def assert_same(actual, expected, where: str) -> None:
+    """Deep equality for vector results: arrays by value and dtype, dicts by keys, objects recursively."""
+    if isinstance(expected, (tuple, list)):
+        assert type(actual) is type(expected) and len(actual) == len(expected), f"{where}: {actual!r}"
+        for index, (a, e) in enumerate(zip(actual, expected)):
+            assert_same(a, e, f"{where}[{index}]")
+    elif isinstance(expected, dict):
+        assert isinstance(actual, dict) and actual.keys() == expected.keys(), f"{where}: keys {actual} != {expected}"
+        for key in expected:
+            assert_same(actual[key], expected[key], f"{where}.{key}")
+    elif isinstance(expected, np.ndarray):
+        assert isinstance(actual, np.ndarray), f"{where}: {type(actual)}"
+        assert actual.dtype == expected.dtype and actual.shape == expected.shape, f"{where}: {actual!r} != {expected!r}"
+        if expected.dtype == object:
+            for index, (a, e) in enumerate(zip(actual, expected)):
+                assert_same(a, e, f"{where}[{index}]")
+        else:
+            np.testing.assert_array_equal(actual, expected, err_msg=where)
+    else:
+        assert actual == expected, f"{where}: {actual!r} != {expected!r}"
+
+
+@pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda mode: mode.value)
+def test_matches_sync_vector_env(mode):
+    """For each autoreset mode, 1,000 steps over two servers give SyncVectorEnv's exact results and infos."""
+    remote = gym.make_vec(
+        "openenv/CartPole-v1", num_envs=NUM_ENVS, max_episode_steps=LIMIT, autoreset_mode=mode, sessions_per_server=4
+    )
+    local = SyncVectorEnv(
+        [lambda: gym.make("CartPole-v1", max_episode_steps=LIMIT) for _ in range(NUM_ENVS)], autoreset_mode=mode
+    )
+    try:
+        assert isinstance(remote, RemoteVectorEnv) and len(remote._blocks) == 2
+        assert remote.metadata["autoreset_mode"] is mode
+        assert remote.observation_space == local.observation_space and remote.action_space == local.action_space
+        assert_same(remote.reset(seed=123), local.reset(seed=123), "reset")
+        rng = np.random.default_rng(0)
+        ends = 0
+        for step in range(1000):
+            actions = rng.integers(0, 2, NUM_ENVS)
+            expected = local.step(actions)
+            assert_same(remote.step(actions), expected, f"step {step}")
+            ended = expected[2] | expected[3]
+            ends += int(ended.sum())
+            if mode is AutoresetMode.DISABLED and ended.any():
+                seeds = [int(s) for s in rng.integers(0, 1000, NUM_ENVS)]
+                assert_same(
+                    remote.reset(seed=seeds, options={"reset_mask": ended.copy()}),
+                    local.reset(seed=seeds, options={"reset_mask": ended.copy()}),
+                    f"masked reset {step}",
+                )
+        assert ends > 100, "the run should cross many episode ends"
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_disabled_mode_refuses_to_step_an_ended_sub_env():
+    """With autoreset disabled, stepping a sub-env that ended (without a masked reset) is an error."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, max_episode_steps=2, autoreset_mode="Disabled")
+    try:
+        envs.reset(seed=0)
+        envs.step(np.array([0, 0]))
+        _, _, _, truncations, _ = envs.step(np.array([0, 0]))
+        assert truncations.all()
+        with pytest.raises(openenv_gym.RemoteError, match=re.escape("ended: reset them with a masked batch_reset")):
+            envs.step(np.array([0, 0]))
+    finally:
+        envs.close()
+
+
+def test_step_async_and_wait():
+    """step_async/step_wait split a step; misuse raises Gymnasium's own errors."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=3)
+    try:
+        envs.reset(seed=1)
+        with pytest.raises(NoAsyncCallError):
+            envs.step_wait()
+        envs.step_async(np.array([1, 0, 1]))
+        with pytest.raises(AlreadyPendingCallError):
+            envs.step_async(np.array([1, 0, 1]))
+        with pytest.raises(AlreadyPendingCallError):
+            envs.reset()
+        obs, rewards, *_ = envs.step_wait(timeout=30)
+        assert obs.shape == (3, 4) and rewards.tolist() == [1.0, 1.0, 1.0]
+    finally:
+        envs.close()
+
+
+def test_packing_and_cleanup():
+    """Sub-envs are packed sessions_per_server to a server; close() stops every server it started."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=5, sessions_per_server=2)
+    pids = [provider.pid for provider in envs.unwrapped._providers]
+    try:
+        assert len(pids) == 3 and all(pid_alive(pid) for pid in pids)
+        assert [(b.start, b.stop) for b in envs.unwrapped._blocks] == [(0, 2), (2, 3), (3, 5)]
+        assert repr(envs) == "RemoteVectorEnv(CartPole-v1, num_envs=5)"
+    finally:
+        envs.close()
+    assert wait_until(lambda: not any(pid_alive(pid) for pid in pids), 10)
+
+
+def test_base_urls_spread_sessions_over_running_servers():
+    """base_urls= spreads sub-envs over servers started elsewhere, which stay up after close()."""
+    from openenv_gym.providers import ProcessProvider
+
+    providers = [ProcessProvider("CartPole-v1", max_episode_steps=None) for _ in range(2)]
+    try:
+        urls = [provider.start() for provider in providers]
+        envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, base_urls=urls)
+        obs, _ = envs.reset(seed=5)
+        expected, _ = SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)]).reset(seed=5)
+        np.testing.assert_array_equal(obs, expected)
+        envs.close()
+        assert all(provider.is_alive() for provider in providers)
+    finally:
+        for provider in providers:
+            provider.stop()
+
+
+def test_seed_list_length_is_checked():
+    """A seed list of the wrong length gets Gymnasium's message."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2)
+    try:
+        with pytest.raises(ValueError, match="the length must match num_envs=2"):
+            envs.reset(seed=[1, 2, 3])
+    finally:
+        envs.close()
