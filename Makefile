@@ -1,5 +1,5 @@
 # Two entry points, each doing its own set-up in .venv:
-#   make demo   plays episodes of CartPole on a remote env server and reports steps/s
+#   make demo   trains SB3 PPO on 16 remote CartPole sub-envs and reports return and steps/s
 #   make test   runs the whole test suite (what CI runs)
 PYTHON ?= python3
 VENV := .venv
@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	touch $@
 
 demo: $(VENV)/.installed
-	$(BIN)/python examples/play_cartpole.py
+	$(BIN)/python examples/train_ppo.py
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest

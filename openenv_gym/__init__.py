@@ -36,6 +36,7 @@ from .sync_client import EnvClient
 if TYPE_CHECKING:
     from .env import RemoteEnv
     from .registry import CatalogEntry, catalog, register
+    from .wrappers import make_sb3_vec_env
 
 __all__ = [
     "AsyncEnvClient",
@@ -56,6 +57,7 @@ __all__ = [
     "UnsupportedSpaceError",
     "__version__",
     "catalog",
+    "make_sb3_vec_env",
     "register",
 ]
 
@@ -67,6 +69,7 @@ _LAZY = {
     "CatalogEntry": "openenv_gym.registry",
     "catalog": "openenv_gym.registry",
     "register": "openenv_gym.registry",
+    "make_sb3_vec_env": "openenv_gym.wrappers",
 }
 
 

@@ -15,8 +15,10 @@ PUBLIC = {
         "AsyncEnvClient", "CapacityReachedError", "CatalogEntry", "ClientError", "ConnectionLostError",
         "EnvClient", "OpenEnvGymError", "ProtocolError", "ProviderError", "RemoteEnv", "RemoteError",
         "RequestTimeoutError", "ServerConnectError", "ServerStartError", "SpaceCodecError",
-        "UnsupportedSpaceError", "__version__", "catalog", "register",
+        "UnsupportedSpaceError", "__version__", "catalog", "make_sb3_vec_env", "register",
     },
+    "openenv_gym.vector": {"RemoteVectorEnv"},
+    "openenv_gym.wrappers": {"SB3VecEnv", "make_sb3_vec_env"},
     "openenv_gym.server": {
         "Action", "EnvServer", "Environment", "EnvironmentMetadata", "GymEnvironment", "Observation", "State",
         "load_factory", "run",
