@@ -45,6 +45,7 @@ from .protocol import (
 __all__ = [
     "BATCH_PATH",
     "AutoresetMode",
+    "AutoresetRule",
     "BatchResetFrame",
     "BatchResultFrame",
     "BatchStepFrame",
@@ -63,6 +64,40 @@ class AutoresetMode(str, enum.Enum):
     NEXT_STEP = "NextStep"
     SAME_STEP = "SameStep"
     DISABLED = "Disabled"
+
+
+class AutoresetRule:
+    """Gymnasium's autoreset for one sub-env, as ``gymnasium.vector.SyncVectorEnv`` applies it.
+
+    The server's batch session and the client's per-session vector env both follow it, so the
+    two give the same results. Call :meth:`check_can_step` for every sub-env before stepping any,
+    then per sub-env :meth:`resets_instead_of_stepping`, and after a step :meth:`stepped`.
+    """
+
+    def __init__(self, mode: AutoresetMode) -> None:
+        self.mode = mode
+        self.ended = False
+
+    def check_can_step(self, index: int) -> None:
+        """Raise SESSION_ERROR if autoreset is disabled and this sub-env ended without a reset."""
+        if self.ended and self.mode is AutoresetMode.DISABLED:
+            raise ProtocolError(
+                ErrorCode.SESSION_ERROR.value,
+                f"sub-env {index} ended: reset it with reset_mask before stepping (autoreset_mode=Disabled)",
+            )
+
+    def resets_instead_of_stepping(self) -> bool:
+        """True when this step must reset the sub-env instead (``NextStep`` after an episode end)."""
+        return self.ended and self.mode is AutoresetMode.NEXT_STEP
+
+    def stepped(self, terminated: bool, truncated: bool) -> bool:
+        """Record a step's flags; True when the sub-env must be reset in this same step (``SameStep``)."""
+        self.ended = terminated or truncated
+        return self.ended and self.mode is AutoresetMode.SAME_STEP
+
+    def was_reset(self) -> None:
+        """Record a reset (by the client, or in place of a step)."""
+        self.ended = False
 
 
 def batch_query(envs: int, autoreset_mode: AutoresetMode) -> str:

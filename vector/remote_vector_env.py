@@ -24,6 +24,8 @@ from openenv_gym.providers import Provider, URLProvider, make_provider
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, space_from_json, to_wire
 
+from .plain_session import PlainSessionBatch
+
 __all__ = ["RemoteVectorEnv"]
 
 
@@ -33,9 +35,9 @@ class _Pending(enum.Enum):
 
 
 class _Block:
-    """A contiguous block of sub-envs served by one batch session."""
+    """A contiguous block of sub-envs served by one batch session (or one plain session)."""
 
-    def __init__(self, client: AsyncBatchClient, start: int, stop: int) -> None:
+    def __init__(self, client: AsyncBatchClient | PlainSessionBatch, start: int, stop: int) -> None:
         self.client = client
         self.start = start
         self.stop = stop
@@ -107,6 +109,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         max_episode_steps: time limit applied by the servers (``gym.make_vec`` passes the spec's).
         autoreset_mode: a ``gymnasium.vector.AutoresetMode`` (or its value); default NEXT_STEP.
         sessions_per_server: sub-envs per server; default spreads them over one server per CPU.
+        batched: one batch session per server (default, fastest), or one plain OpenEnv ``/ws``
+            session per sub-env with autoreset on the client (for servers without ``/ws/batch``).
         open_timeout, call_timeout, startup_timeout: seconds, as for ``RemoteEnv``.
     """
 
@@ -121,6 +125,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         max_episode_steps: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         sessions_per_server: int | None = None,
+        batched: bool = True,
         open_timeout: float = DEFAULT_OPEN_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
@@ -153,17 +158,19 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             self.observation_space = batch_space(self.single_observation_space, num_envs)
             self._observations = create_empty_array(self.single_observation_space, num_envs)
             wire_mode = WireAutoresetMode(self.autoreset_mode.value)
+            timeouts = {"open_timeout": open_timeout, "call_timeout": call_timeout, "env_id": server}
             self._loop = LoopThread(name="openenv-gym-vector")
-            self._blocks = [
-                _Block(
-                    AsyncBatchClient(
-                        url, stop - start, wire_mode, open_timeout=open_timeout, call_timeout=call_timeout, env_id=server
-                    ),
-                    start,
-                    stop,
-                )
-                for url, (start, stop) in zip(urls, ranges)
-            ]
+            if batched:
+                self._blocks = [
+                    _Block(AsyncBatchClient(url, stop - start, wire_mode, **timeouts), start, stop)
+                    for url, (start, stop) in zip(urls, ranges)
+                ]
+            else:
+                self._blocks = [
+                    _Block(PlainSessionBatch(url, wire_mode, **timeouts), index, index + 1)
+                    for url, (start, stop) in zip(urls, ranges)
+                    for index in range(start, stop)
+                ]
             self._run(_gather([block.client.connect() for block in self._blocks]), open_timeout)
         except BaseException:
             self.close()

@@ -8,11 +8,13 @@ from websockets.asyncio.server import ServerConnection
 
 from ..batch_protocol import (
     AutoresetMode,
+    AutoresetRule,
     BatchResetFrame,
     BatchResultFrame,
     BatchStepFrame,
     parse_batch_client_frame,
 )
+from ..errors import ProtocolError
 from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ObservationFrame, ServerSession
 from .environment import Environment
 from .session import Session, _accepted_kwargs, _execution_error
@@ -56,7 +58,7 @@ class BatchSession(Session):
         self.autoreset_mode = autoreset_mode
         self.protocol = ServerSession(parse_batch_client_frame, step_types=(BatchStepFrame,))
         self.envs: list[Environment[Any, Any, Any]] = []
-        self._autoreset = [False] * size
+        self._rules = [AutoresetRule(autoreset_mode) for _ in range(size)]
         self._last_observations: list[dict[str, Any]] = [{}] * size
 
     async def _create(self) -> None:
@@ -111,13 +113,11 @@ class BatchSession(Session):
             raise self._refuse(
                 ErrorCode.VALIDATION_ERROR, f"{len(request.actions)} actions for {self.size} sub-envs"
             )
-        if self.autoreset_mode is AutoresetMode.DISABLED and any(self._autoreset):
-            ended = [i for i, flag in enumerate(self._autoreset) if flag]
-            raise self._refuse(
-                ErrorCode.SESSION_ERROR,
-                f"sub-envs {ended} ended: reset them with a masked batch_reset before stepping "
-                "(autoreset_mode=Disabled)",
-            )
+        try:
+            for index, rule in enumerate(self._rules):
+                rule.check_can_step(index)
+        except ProtocolError as exc:
+            raise _BatchRefused(ErrorFrame.from_exception(exc)) from exc
         actions = []
         for index, (env, action) in enumerate(zip(self.envs, request.actions)):
             try:
@@ -143,26 +143,26 @@ class BatchSession(Session):
                 if request.options is not None:
                     kwargs["options"] = request.options
                 infos[index] = self._reset_one(index, **kwargs).info
-                self._autoreset[index] = False
+                self._rules[index].was_reset()
         return BatchResultFrame(observations=list(self._last_observations), infos=infos)
 
     def _step_all(self, actions: list[Any]) -> BatchResultFrame:
         observations, infos = [], []
         rewards, terminated, truncated = [], [], []
         final: dict[int, dict[str, Any]] = {}
-        for index, (env, action) in enumerate(zip(self.envs, actions)):
-            if self.autoreset_mode is AutoresetMode.NEXT_STEP and self._autoreset[index]:
+        for index, (env, action, rule) in enumerate(zip(self.envs, actions, self._rules)):
+            if rule.resets_instead_of_stepping():
                 frame = self._reset_one(index)
                 reward, done, cut = 0.0, False, False
+                rule.was_reset()
             else:
                 frame = env.observation_frame(env.step(action))
                 reward = 0.0 if frame.reward is None else float(frame.reward)
                 done, cut = bool(frame.done), bool(frame.truncated)
                 self._last_observations[index] = frame.observation
-                if self.autoreset_mode is AutoresetMode.SAME_STEP and (done or cut):
+                if rule.stepped(done, cut):
                     final[index] = {"observation": frame.observation, "info": frame.info}
                     frame = self._reset_one(index)
-            self._autoreset[index] = done or cut
             observations.append(frame.observation)
             infos.append(frame.info)
             rewards.append(reward)

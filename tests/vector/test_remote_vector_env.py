@@ -40,17 +40,23 @@ def assert_same(actual, expected, where: str) -> None:
         assert actual == expected, f"{where}: {actual!r} != {expected!r}"
 
 
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "per-session"])
 @pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda mode: mode.value)
-def test_matches_sync_vector_env(mode):
-    """For each autoreset mode, 1,000 steps over two servers give SyncVectorEnv's exact results and infos."""
+def test_matches_sync_vector_env(mode, batched):
+    """For each autoreset mode and session layout, 1,000 steps over two servers give SyncVectorEnv's exact results."""
     remote = gym.make_vec(
-        "openenv/CartPole-v1", num_envs=NUM_ENVS, max_episode_steps=LIMIT, autoreset_mode=mode, sessions_per_server=4
+        "openenv/CartPole-v1",
+        num_envs=NUM_ENVS,
+        max_episode_steps=LIMIT,
+        autoreset_mode=mode,
+        sessions_per_server=4,
+        batched=batched,
     )
     local = SyncVectorEnv(
         [lambda: gym.make("CartPole-v1", max_episode_steps=LIMIT) for _ in range(NUM_ENVS)], autoreset_mode=mode
     )
     try:
-        assert isinstance(remote, RemoteVectorEnv) and len(remote._blocks) == 2
+        assert isinstance(remote, RemoteVectorEnv) and len(remote._blocks) == (2 if batched else NUM_ENVS)
         assert remote.metadata["autoreset_mode"] is mode
         assert remote.observation_space == local.observation_space and remote.action_space == local.action_space
         assert_same(remote.reset(seed=123), local.reset(seed=123), "reset")
@@ -83,7 +89,7 @@ def test_disabled_mode_refuses_to_step_an_ended_sub_env():
         envs.step(np.array([0, 0]))
         _, _, _, truncations, _ = envs.step(np.array([0, 0]))
         assert truncations.all()
-        with pytest.raises(openenv_gym.RemoteError, match=re.escape("ended: reset them with a masked batch_reset")):
+        with pytest.raises(openenv_gym.RemoteError, match=re.escape("ended: reset it with reset_mask before stepping")):
             envs.step(np.array([0, 0]))
     finally:
         envs.close()
