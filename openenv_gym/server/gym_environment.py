@@ -69,7 +69,10 @@ class GymEnvironment(Environment[Any, Any, State]):
         if blocking is None:
             blocking = not type(self.env.unwrapped).__module__.startswith(_MICROSECOND_ENVS)
         self.blocking = blocking  # type: ignore[misc]
-        self._state = State()
+        # Plain attributes, not a pydantic State: validating an assignment on every step costs
+        # more than CartPole's own step.
+        self._episode_id: str | None = None
+        self._step_count = 0
 
     def reset(
         self,
@@ -79,7 +82,7 @@ class GymEnvironment(Environment[Any, Any, State]):
         **kwargs: Any,
     ) -> ObservationFrame:
         observation, info = self.env.reset(seed=seed, options=options)
-        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        self._episode_id, self._step_count = episode_id or str(uuid.uuid4()), 0
         return ObservationFrame(
             observation=to_wire(self.observation_space, observation, OBSERVATION_FIELD),
             reward=None,
@@ -88,7 +91,7 @@ class GymEnvironment(Environment[Any, Any, State]):
 
     def step(self, action: Any) -> ObservationFrame:
         observation, reward, terminated, truncated, info = self.env.step(action)
-        self._state.step_count += 1
+        self._step_count += 1
         return ObservationFrame(
             observation=to_wire(self.observation_space, observation, OBSERVATION_FIELD),
             reward=float(reward),
@@ -99,7 +102,7 @@ class GymEnvironment(Environment[Any, Any, State]):
 
     @property
     def state(self) -> State:
-        return self._state
+        return State(episode_id=self._episode_id, step_count=self._step_count)
 
     def close(self) -> None:
         self.env.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import inspect
 import logging
 import traceback
@@ -33,12 +34,21 @@ logger = logging.getLogger(__name__)
 CLOSE_TIMEOUT = 10.0
 
 
+@functools.lru_cache(maxsize=256)
+def _parameters_of(function: Callable[..., Any]) -> frozenset[str] | None:
+    """The keyword names ``function`` accepts, or None if it takes ``**kwargs``."""
+    parameters = inspect.signature(function).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return None
+    return frozenset(parameters)
+
+
 def _accepted_kwargs(method: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     """Keep the keyword arguments ``method`` accepts, as OpenEnv does for reset data."""
-    parameters = inspect.signature(method).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+    accepted = _parameters_of(getattr(method, "__func__", method))
+    if accepted is None:
         return kwargs
-    return {key: value for key, value in kwargs.items() if key in parameters}
+    return {key: value for key, value in kwargs.items() if key in accepted}
 
 
 def _execution_error(call: str, exc: BaseException, with_traceback: bool) -> ErrorFrame:

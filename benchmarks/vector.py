@@ -1,0 +1,265 @@
+"""Vector benchmark: env-steps/s of CartPole-v1 vector envs, ours against Gymnasium's and openenv-core's.
+
+For each ``num_envs`` (default 1, 8 and 64), all in one run so the ratios hold on a noisy machine:
+
+* ``gymnasium.vector.SyncVectorEnv`` over ``gym.make("CartPole-v1")``: the in-process reference;
+* ``gymnasium.vector.AsyncVectorEnv`` over the same: one process per env, shared memory;
+* ours, batched: ``gym.make_vec("openenv/CartPole-v1", num_envs=N)``, a ``RemoteVectorEnv`` whose
+  sub-envs live in batch sessions on env servers (one per CPU); each codec it accepts, if any;
+* ours, JSON per-session: the same with ``batched=False`` (one OpenEnv WebSocket session per env);
+* openenv-core: N ``GenericEnvClient`` async clients stepped with ``asyncio.gather`` against its
+  own server (``tests/openenv_core_server.py --env cartpole``), reset client-side when done.
+
+Each config: ``reset(seed=0)``, warm-up steps, then ``--steps`` timed steps of seeded random
+actions; env-steps/s = N * steps / seconds. Autoreset is Gymnasium's default (NextStep).
+Targets at 64 envs, printed and never asserted: ours batched >= 10x AsyncVectorEnv and >= 0.5x
+SyncVectorEnv; ours JSON per-session >= 4x openenv-core's aggregate. Run from the repository root::
+
+    .venv/bin/python benchmarks/vector.py                 # full run (a few minutes)
+    .venv/bin/python benchmarks/vector.py --quick         # smoke run
+    .venv/bin/python benchmarks/vector.py --envs 1,8 --steps 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from importlib.metadata import version
+from typing import IO, Any
+
+import gymnasium as gym
+import numpy as np
+
+import openenv_gym  # noqa: F401  (registers the openenv/... ids)
+from openenv_gym.vector import RemoteVectorEnv
+
+ENV_ID = "CartPole-v1"
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+START_TIMEOUT = 60.0  # openenv-core imports gradio on start-up: allow for a cold disk
+CALL_TIMEOUT = 30.0
+RUN_TIMEOUT = 900.0  # one openenv-core fan-out run, end to end
+
+SYNC, ASYNC, PER_SESSION, CORE = "SyncVectorEnv", "AsyncVectorEnv", "ours JSON per-session", "openenv-core x N"
+
+
+class CoreServer:
+    """openenv-core's own server (FastAPI under uvicorn) serving CartPole, in a child process."""
+
+    def __init__(self) -> None:
+        with socket.socket() as s:  # uvicorn does not print the port it gets for port 0
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self.log: IO[bytes] = tempfile.TemporaryFile()
+        cmd = [sys.executable, "-m", "tests.openenv_core_server", str(port), "--env", "cartpole"]
+        env = dict(os.environ, ENABLE_WEB_INTERFACE="false")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
+                                     env=env, cwd=REPO_ROOT)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
+        deadline = time.perf_counter() + START_TIMEOUT
+        while time.perf_counter() < deadline:
+            if self.proc.poll() is not None:
+                raise self.fail(f"exited with code {self.proc.returncode}")
+            try:
+                with opener.open(self.url + "/health", timeout=1.0) as reply:
+                    if reply.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.05)
+        raise self.fail("no 200 from /health in time")
+
+    def stop(self) -> None:
+        for escalate in (self.proc.terminate, self.proc.kill):  # each wait bounded
+            if self.proc.poll() is None:
+                escalate()
+                try:
+                    self.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
+        self.log.close()
+
+    def fail(self, why: str) -> RuntimeError:
+        self.log.seek(0)
+        tail = self.log.read()[-2000:].decode(errors="replace")
+        self.stop()
+        return RuntimeError(f"openenv-core server: {why}\n{tail}")
+
+
+def close_env(envs: Any) -> None:
+    if isinstance(envs, gym.vector.AsyncVectorEnv):
+        envs.close(timeout=30)  # bounded: terminates workers that do not answer
+    else:
+        envs.close()
+
+
+def time_vector(make: Callable[[], Any], n: int, warmup: np.ndarray, timed: np.ndarray) -> float:
+    """env-steps/s of the vector env ``make()`` builds, over the timed action rows."""
+    envs = make()
+    try:
+        obs, _ = envs.reset(seed=0)
+        if np.shape(obs) != (n, 4):
+            raise RuntimeError(f"reset gave observations of shape {np.shape(obs)}, expected {(n, 4)}")
+        for actions in warmup:
+            envs.step(actions)
+        total = 0.0
+        start = time.perf_counter()
+        for actions in timed:
+            _, rewards, _, _, _ = envs.step(actions)
+            total += float(np.sum(rewards))
+        seconds = time.perf_counter() - start
+        if total <= 0:  # NextStep resets give 0; every other step gives 1
+            raise RuntimeError("no reward at all: the steps did not run")
+        return n * len(timed) / seconds
+    finally:
+        close_env(envs)
+
+
+async def core_fanout(url: str, n: int, warmup: np.ndarray, timed: np.ndarray) -> float:
+    """env-steps/s of N openenv-core clients, one session each, stepped together per vector step."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    clients = [GenericEnvClient(base_url=url, message_timeout_s=CALL_TIMEOUT) for _ in range(n)]
+    done = [False] * n
+
+    async def one(i: int, action: int) -> None:
+        if done[i]:  # client-side autoreset: the reset is not counted as a step
+            await clients[i].reset()
+        result = await clients[i].step({"action": action})
+        if result.reward != 1.0 or len(result.observation.get("observation", ())) != 4:
+            raise RuntimeError(f"unexpected step result: {result!r}")
+        done[i] = bool(result.done)
+
+    async def run(rows: np.ndarray) -> None:
+        for row in rows.tolist():
+            await asyncio.gather(*(one(i, a) for i, a in enumerate(row)))
+
+    try:
+        await asyncio.gather(*(client.connect() for client in clients))
+        await asyncio.gather(*(client.reset(seed=i) for i, client in enumerate(clients)))
+        await run(warmup)
+        start = time.perf_counter()
+        await run(timed)
+        return n * len(timed) / (time.perf_counter() - start)
+    finally:
+        await asyncio.wait_for(asyncio.gather(*(c.close() for c in clients), return_exceptions=True), 30)
+
+
+def machine() -> str:
+    return f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+
+
+def fmt(value: float | str) -> str:
+    return f"{value:>12,.0f}" if isinstance(value, float) else f"{value:>12}"
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--envs", default="1,8,64", help="comma-separated num_envs values (default 1,8,64)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="timed vector steps per config (default 1000 for N <= 8, 300 above)")
+    p.add_argument("--warmup", type=int, default=200, help="untimed vector steps before timing")
+    p.add_argument("--quick", action="store_true", help="smoke run: 30 warm-up and 50 (N <= 8) or 20 timed steps")
+    args = p.parse_args()
+    sizes = [int(x) for x in args.envs.split(",") if x.strip()]
+    if args.quick:
+        args.warmup = 30
+
+    def steps_for(n: int) -> int:
+        if args.steps is not None:
+            return args.steps
+        return (50 if n <= 8 else 20) if args.quick else (1000 if n <= 8 else 300)
+
+    params = inspect.signature(RemoteVectorEnv.__init__).parameters
+    codecs: list[str | None] = ["json", "binary"] if "codec" in params else [None]
+    has_batched = "batched" in params
+    ours = {codec: "ours batched" + (f", codec={codec}" if codec else "") for codec in codecs}
+    rows = [SYNC, ASYNC, *ours.values(), PER_SESSION, CORE]
+
+    print(f"python {platform.python_version()}, gymnasium {version('gymnasium')}, openenv-gym "
+          f"{version('openenv-gym')}, openenv-core {version('openenv-core')}, numpy {np.__version__}")
+    print(f"{machine()}; {ENV_ID}; num_envs {sizes}; {args.warmup} warm-up steps, then timed steps "
+          f"{[steps_for(n) for n in sizes]}; random actions from default_rng(0); autoreset NextStep")
+    print(f"RemoteVectorEnv: codec= {'accepted' if 'codec' in params else 'not accepted (default only)'}, "
+          f"batched= {'accepted' if has_batched else 'not accepted'}; default servers: one per CPU")
+
+    rates: dict[tuple[str, int], float | str] = {}
+    errors: list[str] = []
+    server: CoreServer | None = None
+    try:
+        try:
+            server = CoreServer()
+        except Exception as exc:  # measure the rest without it
+            errors.append(f"{CORE}: {type(exc).__name__}: {str(exc)[:500]}")
+        for n in sizes:
+            rng = np.random.default_rng(0)
+            warm = rng.integers(0, 2, size=(args.warmup, n))
+            timed = rng.integers(0, 2, size=(steps_for(n), n))
+            makers: dict[str, Callable[[], Any]] = {
+                SYNC: lambda n=n: gym.vector.SyncVectorEnv([lambda: gym.make(ENV_ID)] * n),
+                ASYNC: lambda n=n: gym.vector.AsyncVectorEnv([lambda: gym.make(ENV_ID)] * n),
+            }
+            for codec, label in ours.items():
+                kwargs = {"codec": codec} if codec else {}
+                makers[label] = lambda n=n, kw=kwargs: gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, **kw)
+            if has_batched:
+                makers[PER_SESSION] = lambda n=n: gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, batched=False)
+            for label in rows:
+                try:
+                    if label == CORE:
+                        if server is None:
+                            raise RuntimeError("openenv-core's server did not start")
+                        url = server.url
+                        rate = asyncio.run(asyncio.wait_for(core_fanout(url, n, warm, timed), RUN_TIMEOUT))
+                    elif label in makers:
+                        rate = time_vector(makers[label], n, warm, timed)
+                    else:
+                        continue
+                    rates[label, n] = rate
+                    print(f"  measured {label:<30} N={n:<3} {rate:>12,.0f} env-steps/s", flush=True)
+                except Exception as exc:  # report the failure, measure the rest
+                    rates[label, n] = "error"
+                    errors.append(f"{label}, N={n}: {type(exc).__name__}: {str(exc)[:500]}")
+                    print(f"  FAILED   {label:<30} N={n:<3} {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+    finally:
+        if server is not None:
+            server.stop()
+
+    print(f"\n{'env-steps/s':<34}" + "".join(f"{'N=' + str(n):>12}" for n in sizes))
+    for label in rows:
+        if label == PER_SESSION and not has_batched:
+            print(f"{label:<34}  n/a (not available: RemoteVectorEnv takes no batched=)")
+            continue
+        print(f"{label:<34}" + "".join(fmt(rates.get((label, n), "-")) for n in sizes))
+    for error in errors:
+        print(f"error: {error}")
+
+    at = 64 if 64 in sizes else max(sizes)
+
+    def ratio(a: str, b: str, target: float) -> None:
+        x, y = rates.get((a, at)), rates.get((b, at))
+        text = (f"{x / y:>7.2f}x   target >= {target:g}x -> {'met' if x / y >= target else 'NOT met'}"
+                if isinstance(x, float) and isinstance(y, float) and y > 0 else "    n/a")
+        print(f"  {a + ' / ' + b:<58}{text}")
+
+    print(f"\nratios at N={at}" + ("" if at == 64 else " (64 not measured; targets are for 64)"))
+    for label in ours.values():
+        ratio(label, ASYNC, 10)
+        ratio(label, SYNC, 0.5)
+    ratio(PER_SESSION, CORE, 4)
+    print(f"\nafter the run: {machine()}")
+
+
+if __name__ == "__main__":
+    main()
