@@ -86,3 +86,26 @@ def make_blocking_cartpole(blocking: bool = True):
     from openenv_gym.server import GymEnvironment
 
     return GymEnvironment(gym.make("CartPole-v1"), blocking=blocking)
+
+
+def make_sleepy():
+    """A Gymnasium env whose action 1 hangs for a minute, as a stuck simulator would."""
+    import gymnasium as gym
+    import numpy as np
+
+    class Sleepy(gym.Env):
+        observation_space = gym.spaces.Box(0, 1e6, (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            if action == 1:
+                time.sleep(60)
+            self.t += 1
+            return np.array([self.t], np.float32), 1.0, False, False, {}
+
+    return Sleepy()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
+import logging
 import math
 import os
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from gymnasium import spaces
@@ -19,6 +22,7 @@ from openenv_gym.batch_client import AsyncBatchClient
 from openenv_gym.batch_protocol import AutoresetMode as WireAutoresetMode
 from openenv_gym.batch_protocol import BatchResultFrame
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
+from openenv_gym.errors import ConnectionLostError, OpenEnvGymError, RequestTimeoutError, ServerConnectError
 from openenv_gym.loop_thread import LoopThread
 from openenv_gym.providers import Provider, URLProvider, make_provider
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
@@ -26,7 +30,7 @@ from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, space
 
 from .plain_session import PlainSessionBatch
 
-__all__ = ["RemoteVectorEnv"]
+__all__ = ["FAILURE_INFO_KEY", "RemoteVectorEnv"]
 
 
 class _Pending(enum.Enum):
@@ -34,13 +38,35 @@ class _Pending(enum.Enum):
     STEP = "step"
 
 
+#: The info key that marks a sub-env restarted after its server died or stopped answering.
+FAILURE_INFO_KEY = "remote_failure"
+_RECOVERABLE = (ConnectionLostError, RequestTimeoutError, ServerConnectError)
+
+logger = logging.getLogger(__name__)
+
+
 class _Block:
     """A contiguous block of sub-envs served by one batch session (or one plain session)."""
 
-    def __init__(self, client: AsyncBatchClient | PlainSessionBatch, start: int, stop: int) -> None:
-        self.client = client
+    def __init__(
+        self,
+        make_client: Callable[[str], AsyncBatchClient | PlainSessionBatch],
+        url: str,
+        provider: Provider,
+        start: int,
+        stop: int,
+    ) -> None:
+        self.make_client = make_client
+        self.client = make_client(url)
+        self.provider = provider
         self.start = start
         self.stop = stop
+        self.last_observations: list[dict[str, Any]] = []  # wire form, for reporting a loss
+        self.reset_next = False  # a restarted block under NextStep: its next step is a reset
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
 
 
 def _split(num_envs: int, parts: int) -> list[tuple[int, int]]:
@@ -137,6 +163,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {"autoreset_mode": self.autoreset_mode}
         self.call_timeout = call_timeout
+        # A step may need a call, a server restart, a reconnect and a reset: wait for all of them.
+        self._step_deadline = 2 * call_timeout + open_timeout + startup_timeout + 5.0
         self._pending = _Pending.NONE
         self._pending_future: Future[Any] | None = None
         self._providers = self._make_providers(
@@ -159,18 +187,32 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             self._observations = create_empty_array(self.single_observation_space, num_envs)
             wire_mode = WireAutoresetMode(self.autoreset_mode.value)
             timeouts = {"open_timeout": open_timeout, "call_timeout": call_timeout, "env_id": server}
+            self._batched = batched
             self._loop = LoopThread(name="openenv-gym-vector")
             if batched:
                 self._blocks = [
-                    _Block(AsyncBatchClient(url, stop - start, wire_mode, **timeouts), start, stop)
-                    for url, (start, stop) in zip(urls, ranges)
+                    _Block(
+                        functools.partial(AsyncBatchClient, envs=stop - start, autoreset_mode=wire_mode, **timeouts),
+                        url,
+                        provider,
+                        start,
+                        stop,
+                    )
+                    for url, provider, (start, stop) in zip(urls, self._providers, ranges)
                 ]
             else:
                 self._blocks = [
-                    _Block(PlainSessionBatch(url, wire_mode, **timeouts), index, index + 1)
-                    for url, (start, stop) in zip(urls, ranges)
+                    _Block(
+                        functools.partial(PlainSessionBatch, autoreset_mode=wire_mode, **timeouts),
+                        url,
+                        provider,
+                        index,
+                        index + 1,
+                    )
+                    for url, provider, (start, stop) in zip(urls, self._providers, ranges)
                     for index in range(start, stop)
                 ]
+            self._restart_locks = {id(provider): threading.Lock() for provider in self._providers}
             self._run(_gather([block.client.connect() for block in self._blocks]), open_timeout)
         except BaseException:
             self.close()
@@ -252,6 +294,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             if result is None:  # nothing reset here: keep this block's observations
                 observations.extend(current[block.start : block.stop])
                 continue
+            block.last_observations = list(result.observations)
+            block.reset_next = False
             observations.extend(self._decode_observations(result.observations))
             for offset, info in enumerate(result.infos):
                 index = block.start + offset
@@ -274,7 +318,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
 
         async def step_blocks() -> list[BatchResultFrame]:
             return await asyncio.gather(
-                *(block.client.step_batch(wire[block.start : block.stop]) for block in self._blocks)
+                *(self._step_block(block, wire[block.start : block.stop]) for block in self._blocks)
             )
 
         assert self._loop is not None
@@ -288,12 +332,13 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
 
         Raises:
             NoAsyncCallError: no step is pending.
-            TimeoutError: no results within ``timeout`` seconds (default: the call timeout).
+            TimeoutError: no results within ``timeout`` seconds (default: long enough for a call
+                timeout plus the restart of a lost server).
         """
         if self._pending is not _Pending.STEP or self._pending_future is None:
             raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
         future = self._pending_future
-        wait = (self.call_timeout + 5.0) if timeout is None else timeout
+        wait = self._step_deadline if timeout is None else timeout
         try:
             results = future.result(wait)
         except TimeoutError:
@@ -319,6 +364,58 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         if self._loop is not None:
             self._loop.stop()
             self._loop = None
+
+    # Faults -------------------------------------------------------------------------------------
+
+    async def _step_block(self, block: _Block, wire: list[dict[str, Any]]) -> BatchResultFrame:
+        """Step one block; a lost or silent server costs that block a restart, not the batch."""
+        if block.reset_next:  # NextStep after a restart: this step resets, as after any episode end
+            block.reset_next = False
+            result = await block.client.reset_batch()
+            return BatchResultFrame(
+                result.observations, result.infos, [0.0] * block.size, [False] * block.size, [False] * block.size
+            )
+        try:
+            return await block.client.step_batch(wire)  # type: ignore[no-any-return]
+        except _RECOVERABLE as exc:
+            return await self._recover(block, exc)
+
+    async def _recover(self, block: _Block, exc: Exception) -> BatchResultFrame:
+        """Restart ``block`` on a healthy server and report its sub-envs truncated, saying why."""
+        reason = f"{type(exc).__name__}: {exc}"
+        logger.warning("sub-envs %d-%d of %r restarted after: %s", block.start, block.stop - 1, self, reason)
+        await block.client.close()
+        url = await asyncio.to_thread(self._healthy_url, block, isinstance(exc, RequestTimeoutError))
+        block.client = block.make_client(url)
+        await block.client.connect()
+        size, flag = block.size, {FAILURE_INFO_KEY: reason}
+        truncated = [True] * size
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:
+            result = await block.client.reset_batch()
+            final = {k: {"observation": block.last_observations[k], "info": dict(flag)} for k in range(size)}
+            infos = [{**info, **flag} for info in result.infos]
+            return BatchResultFrame(result.observations, infos, [0.0] * size, [False] * size, truncated, final)
+        # NextStep resets at the next step; Disabled waits for the user's masked reset.
+        block.reset_next = self.autoreset_mode is AutoresetMode.NEXT_STEP
+        return BatchResultFrame(
+            list(block.last_observations), [dict(flag) for _ in range(size)], [0.0] * size, [False] * size, truncated
+        )
+
+    def _healthy_url(self, block: _Block, timed_out: bool) -> str:
+        """A server for ``block`` again: its own (restarted if dead, or hung and exclusive), else another."""
+        with self._restart_locks[id(block.provider)]:  # blocks sharing a server restart it once
+            if timed_out and self._batched:
+                block.provider.kill()  # a hung server that only this block uses: replace it
+            try:
+                return block.provider.start()  # a dead process provider starts a new server
+            except OpenEnvGymError as own_failure:
+                for other in self._providers:
+                    if other is not block.provider and other.is_alive():
+                        try:
+                            return other.start()
+                        except OpenEnvGymError:
+                            continue
+                raise own_failure
 
     # Assembly -----------------------------------------------------------------------------------
 
@@ -377,6 +474,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             rewards[block.start : block.stop] = result.rewards
             terminations[block.start : block.stop] = result.terminated
             truncations[block.start : block.stop] = result.truncated
+            block.last_observations = list(result.observations)
             observations.extend(self._decode_observations(result.observations))
             for offset, info in enumerate(result.infos):
                 index = block.start + offset

@@ -22,6 +22,10 @@ class Provider(abc.ABC):
     def stop(self) -> None:
         """Stop what :meth:`start` started; idempotent, and safe if the server already died."""
 
+    def kill(self) -> None:
+        """Stop at once, without waiting for the server to close its sessions (it may be hung)."""
+        self.stop()
+
     def is_alive(self) -> bool:
         """Whether the server is believed to be running."""
         return True

@@ -190,6 +190,12 @@ class ProcessProvider(Provider):
     def is_alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def kill(self) -> None:
+        """SIGKILL the server (a hung one would ignore EOF and SIGTERM), then reap it."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+        self.stop()
+
     def stop(self) -> None:
         if self._finalizer is not None:
             self._finalizer()  # runs _stop_process once; later calls do nothing

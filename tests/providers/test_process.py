@@ -122,3 +122,13 @@ def test_private_servers_never_reap_idle_sessions():
     command = ProcessProvider("CartPole-v1").command(ready_fd=9)
     assert command[command.index("--idle-timeout") + 1] == "none"
     assert ProcessProvider("CartPole-v1", idle_timeout=30).command(9)[-1] == "30"
+
+
+def test_kill_is_immediate_and_reaps():
+    """kill() ends even a server that would take its time to stop, and leaves no zombie."""
+    provider = ProcessProvider("CartPole-v1")
+    provider.start()
+    pid = provider.pid
+    provider.kill()
+    assert not pid_alive(pid)
+    assert not provider.is_alive()

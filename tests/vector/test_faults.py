@@ -1,0 +1,76 @@
+"""The vector env survives a server that dies or hangs: that block restarts, truncated and flagged."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import openenv_gym  # noqa: F401
+from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
+from tests.utils import REPO_ROOT, pid_alive, server_pids, wait_until
+
+
+@pytest.mark.parametrize(
+    ("mode", "batched"), [("NextStep", True), ("SameStep", True), ("NextStep", False)], ids=["next-batched", "same-batched", "next-plain"]
+)
+def test_killed_server_restarts_its_sub_envs(mode, batched):
+    """SIGKILL of one server mid-rollout: its sub-envs come back truncated and flagged, the others go on."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, sessions_per_server=2, autoreset_mode=mode, batched=batched)
+    providers = envs.unwrapped._providers
+    started = {provider.pid for provider in providers}
+    try:
+        envs.reset(seed=0)
+        for _ in range(3):
+            envs.step(np.zeros(4, dtype=np.int64))
+        victim = providers[0].pid
+        os.kill(victim, signal.SIGKILL)
+        obs, rewards, terminations, truncations, infos = envs.step(np.zeros(4, dtype=np.int64))
+        assert truncations[:2].all() and not terminations[:2].any() and rewards[:2].tolist() == [0.0, 0.0]
+        assert infos[f"_{FAILURE_INFO_KEY}"].tolist() == [True, True, False, False]
+        assert "ConnectionLostError" in infos[FAILURE_INFO_KEY][0]
+        assert rewards[2:].tolist() == [1.0, 1.0]
+        if mode == "SameStep":
+            assert infos["_final_obs"][:2].all() and infos["final_obs"][0].shape == (4,)
+        assert not pid_alive(victim) and providers[0].is_alive() and providers[0].pid != victim
+        # The rollout goes on for every sub-env.
+        for _ in range(30):
+            obs, rewards, *_ = envs.step(np.ones(4, dtype=np.int64))
+            assert obs.shape == (4, 4)
+        started |= {provider.pid for provider in providers}
+    finally:
+        envs.close()
+    assert wait_until(lambda: not any(pid_alive(pid) for pid in started), 10)
+
+
+def test_hung_sub_env_is_restarted_after_its_timeout(monkeypatch):
+    """A sub-env that stops answering within call_timeout is restarted on a fresh server and flagged."""
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    before = server_pids()
+    envs = openenv_gym.vector.RemoteVectorEnv(
+        "tests.testing_env:make_sleepy", num_envs=2, sessions_per_server=1, call_timeout=1.0
+    )
+    try:
+        envs.reset(seed=0)
+        obs, rewards, _, truncations, infos = envs.step(np.array([1, 0]))
+        assert truncations.tolist() == [True, False] and rewards.tolist() == [0.0, 1.0]
+        assert "RequestTimeoutError" in infos[FAILURE_INFO_KEY][0]
+        obs, rewards, _, truncations, _ = envs.step(np.array([0, 0]))  # NextStep: block 0 resets now
+        assert obs[:, 0].tolist() == [0.0, 2.0] and rewards.tolist() == [0.0, 1.0]
+    finally:
+        envs.close()
+    assert wait_until(lambda: server_pids() <= before, 15), "a server outlived close()"
+
+
+def test_errors_of_the_env_itself_are_not_swallowed():
+    """An action the server rejects is the caller's error: it is raised, not turned into a restart."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2)
+    try:
+        envs.reset(seed=0)
+        with pytest.raises(openenv_gym.RemoteError, match="outside the action space"):
+            envs.step(np.array([0, 7]))
+    finally:
+        envs.close()
