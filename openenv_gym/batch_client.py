@@ -7,6 +7,7 @@ from typing import Any
 
 from .batch_protocol import (
     BATCH_PATH,
+    BINARY_SUBPROTOCOL,
     AutoresetMode,
     BatchResetFrame,
     BatchResultFrame,
@@ -27,11 +28,18 @@ class AsyncBatchClient(AsyncEnvClient):
         base_url: the server, as ``http://host:port`` or ``ws://host:port``.
         envs: how many sub-environments the session holds.
         autoreset_mode: Gymnasium's autoreset mode, applied on the server.
+        codec: ``"json"``, or ``"binary"`` to offer :data:`~openenv_gym.batch_protocol.BINARY_SUBPROTOCOL`
+            (the server answers Box observations as raw bytes; others stay JSON).
         **kwargs: as for :class:`~openenv_gym.client.AsyncEnvClient`.
     """
 
-    def __init__(self, base_url: str, envs: int, autoreset_mode: AutoresetMode, **kwargs: Any) -> None:
+    def __init__(
+        self, base_url: str, envs: int, autoreset_mode: AutoresetMode, codec: str = "json", **kwargs: Any
+    ) -> None:
+        if codec not in ("json", "binary"):
+            raise ValueError(f"codec must be 'json' or 'binary', got {codec!r}")
         super().__init__(base_url, **kwargs)
+        self.subprotocols = [BINARY_SUBPROTOCOL] if codec == "binary" else None
         self.envs = envs
         self.autoreset_mode = autoreset_mode
         parts = urllib.parse.urlsplit(self.url)

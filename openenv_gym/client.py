@@ -166,6 +166,7 @@ class AsyncEnvClient(SessionClient):
     def __init__(self, base_url: str, **kwargs: Any) -> None:
         super().__init__(base_url, **kwargs)
         self._ws: ClientConnection | None = None
+        self.subprotocols: list[str] | None = None  # offered in the handshake (the batch client's codec)
 
     async def connect(self) -> AsyncEnvClient:
         """Open the session; idempotent.
@@ -184,6 +185,7 @@ class AsyncEnvClient(SessionClient):
                 compression=None,
                 proxy=None if loopback else True,
                 close_timeout=2,
+                subprotocols=self.subprotocols,  # type: ignore[arg-type]
             )
         except TimeoutError as exc:
             raise ServerConnectError(self.url, f"no handshake within {self.open_timeout:g} s") from exc

@@ -109,3 +109,24 @@ def make_sleepy():
             return np.array([self.t], np.float32), 1.0, False, False, {}
 
     return Sleepy()
+
+
+def make_pixels():
+    """A Gymnasium env with 84x84x3 uint8 observations, like an Atari frame."""
+    import gymnasium as gym
+    import numpy as np
+
+    class Pixels(gym.Env):
+        observation_space = gym.spaces.Box(0, 255, (84, 84, 3), np.uint8)
+        action_space = gym.spaces.Discrete(4)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.frame = self.np_random.integers(0, 256, (84, 84, 3), dtype=np.uint8)
+            return self.frame, {}
+
+        def step(self, action):
+            self.frame = np.roll(self.frame, int(action) + 1, axis=1)
+            return self.frame, 1.0, False, False, {}
+
+    return Pixels()

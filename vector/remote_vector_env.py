@@ -137,6 +137,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         sessions_per_server: sub-envs per server; default spreads them over one server per CPU.
         batched: one batch session per server (default, fastest), or one plain OpenEnv ``/ws``
             session per sub-env with autoreset on the client (for servers without ``/ws/batch``).
+        codec: for batch sessions, ``"binary"`` (default) has the servers send Box observations
+            as raw bytes; ``"json"`` keeps every frame JSON. Non-Box observations are JSON either way.
         open_timeout, call_timeout, startup_timeout: seconds, as for ``RemoteEnv``.
     """
 
@@ -152,6 +154,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         sessions_per_server: int | None = None,
         batched: bool = True,
+        codec: str = "binary",
         open_timeout: float = DEFAULT_OPEN_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
@@ -192,7 +195,9 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             if batched:
                 self._blocks = [
                     _Block(
-                        functools.partial(AsyncBatchClient, envs=stop - start, autoreset_mode=wire_mode, **timeouts),
+                        functools.partial(
+                            AsyncBatchClient, envs=stop - start, autoreset_mode=wire_mode, codec=codec, **timeouts
+                        ),
                         url,
                         provider,
                         start,
@@ -449,8 +454,10 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             return [{ACTION_FIELD: action} for action in np.asarray(actions).tolist()]
         return [to_wire(space, action, ACTION_FIELD) for action in iterate(self.action_space, actions)]
 
-    def _decode_observations(self, wire: list[dict[str, Any]]) -> list[Any]:
+    def _decode_observations(self, wire: list[Any]) -> list[Any]:
         space = self.single_observation_space
+        if wire and isinstance(wire[0], np.ndarray):  # a binary result: already arrays
+            return wire
         if isinstance(space, spaces.Box):  # one array conversion for the whole block
             try:
                 stacked = np.asarray([item[OBSERVATION_FIELD] for item in wire], dtype=space.dtype)
@@ -480,7 +487,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
                 index = block.start + offset
                 final = result.final.get(offset)
                 if final is not None:
-                    final_obs = from_wire(self.single_observation_space, final["observation"], OBSERVATION_FIELD)
+                    final_obs = self._decode_observations([final["observation"]])[0]
                     infos = self._add_info(infos, {"final_obs": final_obs, "final_info": final["info"]}, index)
                 if info:  # adding an empty info changes nothing
                     infos = self._add_info(infos, info, index)

@@ -7,6 +7,7 @@ from typing import Any, Callable
 from websockets.asyncio.server import ServerConnection
 
 from ..batch_protocol import (
+    BINARY_SUBPROTOCOL,
     AutoresetMode,
     AutoresetRule,
     BatchResetFrame,
@@ -59,6 +60,10 @@ class BatchSession(Session):
         self.protocol = ServerSession(parse_batch_client_frame, step_types=(BatchStepFrame,))
         self.envs: list[Environment[Any, Any, Any]] = []
         self._rules = [AutoresetRule(autoreset_mode) for _ in range(size)]
+        # Set once the environments exist: the Box dtype to send raw, if the client asked, and
+        # whether the environments give raw arrays (GymEnvironment) rather than JSON forms.
+        self._binary_dtype: Any = None
+        self._raw = False
         self._last_observations: list[dict[str, Any]] = [{}] * size
 
     async def _create(self) -> None:
@@ -69,8 +74,15 @@ class BatchSession(Session):
 
         await self._call(make_all)
         self.env = self.envs[0]  # tells _call whether these environments block
+        space = getattr(self.env, "observation_space", None)
+        if self.connection.subprotocol == BINARY_SUBPROTOCOL and type(space).__name__ == "Box":
+            self._binary_dtype = space.dtype  # type: ignore[union-attr]
+            # Gymnasium environments then hand over raw arrays: no JSON form is ever built.
+            self._raw = all(hasattr(env, "wire_observations") for env in self.envs)
+            for env in self.envs if self._raw else ():
+                env.wire_observations = False  # type: ignore[attr-defined]
 
-    async def handle(self, message: str | bytes) -> str | None:
+    async def handle(self, message: str | bytes) -> str | bytes | None:
         request = self.protocol.receive(message)
         if isinstance(request, ErrorFrame):
             return request.serialize()
@@ -90,6 +102,8 @@ class BatchSession(Session):
         except Exception as exc:
             call = "batch_step" if isinstance(request, BatchStepFrame) else "batch_reset"
             return _execution_error(call, exc, self.send_tracebacks).serialize()
+        if self._binary_dtype is not None:
+            return result.serialize_binary(self._binary_dtype)
         return result.serialize()
 
     # Requests -----------------------------------------------------------------------------------
@@ -128,10 +142,19 @@ class BatchSession(Session):
 
     # Environment work (runs in the session's thread for blocking environments) ----------------
 
+    def _observation(self, index: int, frame: ObservationFrame) -> Any:
+        """What travels for sub-env ``index``: its raw array, or the frame's JSON form."""
+        return self.envs[index].last_observation if self._raw else frame.observation  # type: ignore[attr-defined]
+
+    def _wire_observation(self, index: int, frame: ObservationFrame) -> dict[str, Any]:
+        """The JSON form, even in raw mode (for the rare final observations of ``SameStep``)."""
+        env = self.envs[index]
+        return env.wire_form(env.last_observation) if self._raw else frame.observation  # type: ignore[attr-defined]
+
     def _reset_one(self, index: int, **kwargs: Any) -> ObservationFrame:
         env = self.envs[index]
         frame = env.observation_frame(env.reset(**_accepted_kwargs(env.reset, kwargs)))
-        self._last_observations[index] = frame.observation
+        self._last_observations[index] = self._observation(index, frame)
         return frame
 
     def _reset_masked(self, request: BatchResetFrame, mask: list[bool]) -> BatchResultFrame:
@@ -159,11 +182,11 @@ class BatchSession(Session):
                 frame = env.observation_frame(env.step(action))
                 reward = 0.0 if frame.reward is None else float(frame.reward)
                 done, cut = bool(frame.done), bool(frame.truncated)
-                self._last_observations[index] = frame.observation
+                self._last_observations[index] = self._observation(index, frame)
                 if rule.stepped(done, cut):
-                    final[index] = {"observation": frame.observation, "info": frame.info}
+                    final[index] = {"observation": self._wire_observation(index, frame), "info": frame.info}
                     frame = self._reset_one(index)
-            observations.append(frame.observation)
+            observations.append(self._last_observations[index])
             infos.append(frame.info)
             rewards.append(reward)
             terminated.append(done)

@@ -6,13 +6,14 @@ import asyncio
 import http
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from ..batch_protocol import BATCH_PATH, parse_batch_query
+from ..batch_protocol import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
 from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from .batch_session import BatchSession
@@ -32,6 +33,11 @@ CLOSE_BAD_REQUEST = 1008
 CLOSE_FACTORY_FAILED = 1011
 CLOSE_AT_CAPACITY = 1013
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def _select_subprotocol(connection: ServerConnection, offered: Sequence[str]) -> str | None:
+    """Accept the binary batch codec when offered; every client may also offer nothing (JSON)."""
+    return BINARY_SUBPROTOCOL if BINARY_SUBPROTOCOL in offered else None
 
 
 def _json_response(status: int, body: Any) -> Response:
@@ -116,6 +122,7 @@ class EnvServer:
             compression=None,  # frames are small: deflate costs more CPU than it saves bytes
             ping_interval=None,  # the idle reaper, not pings, decides when a session is gone
             max_queue=2,  # strict request/response: never buffer many big frames per session
+            select_subprotocol=_select_subprotocol,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         if self.idle_timeout is not None:

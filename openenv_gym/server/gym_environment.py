@@ -73,6 +73,11 @@ class GymEnvironment(Environment[Any, Any, State]):
         # more than CartPole's own step.
         self._episode_id: str | None = None
         self._step_count = 0
+        #: The last observation as the env returned it. With ``wire_observations`` off (a batch
+        #: session sending raw arrays does that), frames carry an empty observation instead of
+        #: its JSON form, which for an image would cost far more than the step itself.
+        self.last_observation: Any = None
+        self.wire_observations = True
 
     def reset(
         self,
@@ -84,7 +89,7 @@ class GymEnvironment(Environment[Any, Any, State]):
         observation, info = self.env.reset(seed=seed, options=options)
         self._episode_id, self._step_count = episode_id or str(uuid.uuid4()), 0
         return ObservationFrame(
-            observation=to_wire(self.observation_space, observation, OBSERVATION_FIELD),
+            observation=self._wire(observation),
             reward=None,
             info=jsonable(info),
         )
@@ -93,12 +98,20 @@ class GymEnvironment(Environment[Any, Any, State]):
         observation, reward, terminated, truncated, info = self.env.step(action)
         self._step_count += 1
         return ObservationFrame(
-            observation=to_wire(self.observation_space, observation, OBSERVATION_FIELD),
+            observation=self._wire(observation),
             reward=float(reward),
             done=bool(terminated),
             truncated=bool(truncated),
             info=jsonable(info) if info else {},
         )
+
+    def _wire(self, observation: Any) -> dict[str, Any]:
+        self.last_observation = observation
+        return self.wire_form(observation) if self.wire_observations else {}
+
+    def wire_form(self, observation: Any) -> dict[str, Any]:
+        """The JSON object that carries ``observation`` on the wire."""
+        return to_wire(self.observation_space, observation, OBSERVATION_FIELD)
 
     @property
     def state(self) -> State:

@@ -127,8 +127,8 @@ class Session:
         except ConnectionClosed:
             pass
 
-    async def handle(self, message: str | bytes) -> str | None:
-        """Carry out one message and return the reply text, or ``None`` after a close frame."""
+    async def handle(self, message: str | bytes) -> str | bytes | None:
+        """Carry out one message and return the reply, or ``None`` after a close frame."""
         assert self.env is not None, "handle() before open()"
         request = self.protocol.receive(message)
         if isinstance(request, ErrorFrame):

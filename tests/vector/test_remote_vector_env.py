@@ -40,10 +40,12 @@ def assert_same(actual, expected, where: str) -> None:
         assert actual == expected, f"{where}: {actual!r} != {expected!r}"
 
 
-@pytest.mark.parametrize("batched", [True, False], ids=["batched", "per-session"])
+@pytest.mark.parametrize(
+    ("batched", "codec"), [(True, "binary"), (True, "json"), (False, "json")], ids=["binary", "json", "per-session"]
+)
 @pytest.mark.parametrize("mode", list(AutoresetMode), ids=lambda mode: mode.value)
-def test_matches_sync_vector_env(mode, batched):
-    """For each autoreset mode and session layout, 1,000 steps over two servers give SyncVectorEnv's exact results."""
+def test_matches_sync_vector_env(mode, batched, codec):
+    """For each autoreset mode, session layout and codec, 1,000 steps over two servers give SyncVectorEnv's results."""
     remote = gym.make_vec(
         "openenv/CartPole-v1",
         num_envs=NUM_ENVS,
@@ -51,12 +53,16 @@ def test_matches_sync_vector_env(mode, batched):
         autoreset_mode=mode,
         sessions_per_server=4,
         batched=batched,
+        codec=codec,
     )
     local = SyncVectorEnv(
         [lambda: gym.make("CartPole-v1", max_episode_steps=LIMIT) for _ in range(NUM_ENVS)], autoreset_mode=mode
     )
     try:
         assert isinstance(remote, RemoteVectorEnv) and len(remote._blocks) == (2 if batched else NUM_ENVS)
+        if batched:  # the codec the servers agreed to
+            subprotocols = {block.client._ws.subprotocol for block in remote._blocks}
+            assert subprotocols == ({"openenv-gym.binary.v1"} if codec == "binary" else {None})
         assert remote.metadata["autoreset_mode"] is mode
         assert remote.observation_space == local.observation_space and remote.action_space == local.action_space
         assert_same(remote.reset(seed=123), local.reset(seed=123), "reset")
@@ -152,3 +158,22 @@ def test_seed_list_length_is_checked():
             envs.reset(seed=[1, 2, 3])
     finally:
         envs.close()
+
+
+def test_image_observations_are_identical_in_both_codecs(monkeypatch):
+    """84x84x3 uint8 frames arrive identical to the local env's, as raw bytes or as JSON."""
+    from tests.testing_env import make_pixels
+    from tests.utils import REPO_ROOT
+
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    local = SyncVectorEnv([make_pixels for _ in range(3)])
+    expected = [local.reset(seed=9)[0]] + [local.step(np.array([a, 1, 2]))[0] for a in range(3)]
+    for codec in ("binary", "json"):
+        envs = RemoteVectorEnv("tests.testing_env:make_pixels", num_envs=3, codec=codec)
+        try:
+            actual = [envs.reset(seed=9)[0]] + [envs.step(np.array([a, 1, 2]))[0] for a in range(3)]
+        finally:
+            envs.close()
+        for got, want in zip(actual, expected):
+            assert got.dtype == np.uint8 and got.shape == (3, 84, 84, 3)
+            np.testing.assert_array_equal(got, want)
