@@ -25,6 +25,7 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/single_session.py
+	$(BIN)/python benchmarks/vector.py
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -9,9 +9,11 @@ from .batch_protocol import (
     BATCH_PATH,
     BINARY_SUBPROTOCOL,
     AutoresetMode,
+    BatchCallFrame,
     BatchResetFrame,
     BatchResultFrame,
     BatchStepFrame,
+    BatchValuesFrame,
     batch_query,
     parse_batch_server_frame,
 )
@@ -50,6 +52,7 @@ class AsyncBatchClient(AsyncEnvClient):
         replies: dict[MessageType, type] = {
             MessageType.BATCH_RESET: BatchResultFrame,
             MessageType.BATCH_STEP: BatchResultFrame,
+            MessageType.BATCH_CALL: BatchValuesFrame,
         }
         return ClientSession(parse_batch_server_frame, replies)
 
@@ -76,3 +79,12 @@ class AsyncBatchClient(AsyncEnvClient):
         )
         result.check(self.envs)
         return result
+
+    async def call_batch(self, frame: BatchCallFrame) -> list[Any]:
+        """Get, set or call an attribute of every sub-env; one value per sub-env."""
+        result: BatchValuesFrame = await self._request(
+            "batch_call", lambda: self._session.send(MessageType.BATCH_CALL, frame)
+        )
+        if len(result.values) != self.envs:
+            raise ValueError(f"batch_values has {len(result.values)} values for {self.envs} sub-envs")
+        return result.values

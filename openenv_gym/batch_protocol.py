@@ -1,6 +1,6 @@
 """The batch extension of the wire protocol: many sub-environments per session (pure, no I/O).
 
-A client opens ``/ws/batch?envs=K&autoreset_mode=next_step`` and the server keeps K environments
+A client opens ``/ws/batch?envs=K&autoreset_mode=NextStep`` and the server keeps K environments
 for the connection. One ``batch_reset`` or ``batch_step`` frame carries what all K need, and one
 ``batch_result`` frame carries all K results, so per-message costs are paid once per K steps.
 Autoreset happens on the server with Gymnasium's semantics (``gymnasium.vector.AutoresetMode``):
@@ -34,11 +34,12 @@ import enum
 import struct
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .errors import ProtocolError
+
+if TYPE_CHECKING:
+    import numpy as np
 from .protocol import (
     CloseFrame,
     ErrorCode,
@@ -58,9 +59,11 @@ __all__ = [
     "BINARY_SUBPROTOCOL",
     "AutoresetMode",
     "AutoresetRule",
+    "BatchCallFrame",
     "BatchResetFrame",
     "BatchResultFrame",
     "BatchStepFrame",
+    "BatchValuesFrame",
     "batch_query",
     "parse_batch_client_frame",
     "parse_batch_query",
@@ -170,6 +173,41 @@ class BatchStepFrame:
 
 
 @dataclass(frozen=True)
+class BatchCallFrame:
+    """Read (``get``), write (``set``) or call (``call``) a public attribute of every sub-env.
+
+    ``set`` takes one value per sub-env in ``values``; ``call`` calls the attribute with ``args``
+    and ``kwargs`` if it is callable and returns it otherwise, as ``SyncVectorEnv.call`` does.
+    """
+
+    op: str
+    name: str
+    args: list[Any] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    values: list[Any] | None = None
+
+    def serialize(self) -> str:
+        data = {"op": self.op, "name": self.name, "args": self.args, "kwargs": self.kwargs, "values": self.values}
+        return _dumps({"type": "batch_call", "data": data})
+
+    def __str__(self) -> str:
+        return f"batch_call {self.op} {self.name}"
+
+
+@dataclass(frozen=True)
+class BatchValuesFrame:
+    """One JSON value per sub-env, the answer to a :class:`BatchCallFrame`."""
+
+    values: list[Any]
+
+    def serialize(self) -> str:
+        return _dumps({"type": "batch_values", "data": {"values": self.values}})
+
+    def __str__(self) -> str:
+        return f"batch_values {_elide(self.values)}"
+
+
+@dataclass(frozen=True)
 class BatchResultFrame:
     """What every sub-env returned; a reset result has no rewards or flags."""
 
@@ -200,6 +238,8 @@ class BatchResultFrame:
         Raises:
             ProtocolError: the observations are not wire objects of equal-shaped numbers.
         """
+        import numpy as np  # only binary sessions need it; plain servers stay numpy-free
+
         try:
             items = [item["observation"] if isinstance(item, dict) else item for item in self.observations]
             array = np.ascontiguousarray(items, dtype=dtype)
@@ -225,7 +265,7 @@ class BatchResultFrame:
         return f"batch_result of {len(self.observations)} rewards={_elide(self.rewards)}"
 
 
-def parse_batch_client_frame(message: str | bytes) -> BatchResetFrame | BatchStepFrame | CloseFrame:
+def parse_batch_client_frame(message: str | bytes) -> BatchResetFrame | BatchStepFrame | BatchCallFrame | CloseFrame:
     """Parse one message a client sends on a batch session.
 
     Raises:
@@ -253,13 +293,25 @@ def parse_batch_client_frame(message: str | bytes) -> BatchResetFrame | BatchSte
         if mask is not None and not (isinstance(mask, list) and all(isinstance(m, bool) for m in mask)):
             raise _invalid("batch_reset mask must be null or a list of booleans")
         return BatchResetFrame(seeds, options, mask)
+    if kind == MessageType.BATCH_CALL.value:
+        op, name = data.get("op"), data.get("name")
+        if op not in ("get", "set", "call"):
+            raise _invalid("batch_call op must be 'get', 'set' or 'call'")
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise _invalid(f"batch_call name must be a public attribute name, got {name!r}")
+        args, kwargs, values = data.get("args") or [], data.get("kwargs") or {}, data.get("values")
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise _invalid("batch_call args must be a list and kwargs an object")
+        if op == "set" and not isinstance(values, list):
+            raise _invalid("batch_call set needs values, a list with one value per sub-env")
+        return BatchCallFrame(op, name, args, kwargs, values)
     raise ProtocolError(
         ErrorCode.UNKNOWN_TYPE.value,
-        f"Unknown message type: {kind} (a batch session takes batch_reset, batch_step and close)",
+        f"Unknown message type: {kind} (a batch session takes batch_reset, batch_step, batch_call and close)",
     )
 
 
-def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | ErrorFrame:
+def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | BatchValuesFrame | ErrorFrame:
     """Parse one message a server sends on a batch session.
 
     Raises:
@@ -273,6 +325,8 @@ def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | ErrorFr
 
 def _parse_binary_result(message: bytes) -> BatchResultFrame:
     """The binary form of a batch result; its observations become one array of shape (K, ...)."""
+    import numpy as np
+
     try:
         (length,) = _HEADER_LENGTH.unpack_from(message, len(BINARY_MAGIC))
         start = len(BINARY_MAGIC) + _HEADER_LENGTH.size
@@ -286,7 +340,12 @@ def _parse_binary_result(message: bytes) -> BatchResultFrame:
     return _batch_result(frame, message)
 
 
-def _batch_result(frame: dict[str, Any], message: str | bytes) -> BatchResultFrame | ErrorFrame:
+def _batch_result(frame: dict[str, Any], message: str | bytes) -> BatchResultFrame | BatchValuesFrame | ErrorFrame:
+    if frame.get("type") == MessageType.BATCH_VALUES.value:
+        values = _data_object(frame, "batch_values").get("values")
+        if not isinstance(values, list):
+            raise _invalid("batch_values needs data.values, a list")
+        return BatchValuesFrame(values)
     if frame.get("type") != MessageType.BATCH_RESULT.value:
         parsed = parse_server_frame(message)
         if isinstance(parsed, ErrorFrame):

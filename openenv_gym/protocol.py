@@ -58,6 +58,8 @@ class MessageType(str, enum.Enum):
     BATCH_RESET = "batch_reset"
     BATCH_STEP = "batch_step"
     BATCH_RESULT = "batch_result"
+    BATCH_CALL = "batch_call"
+    BATCH_VALUES = "batch_values"
 
 
 class ErrorCode(str, enum.Enum):

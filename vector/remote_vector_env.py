@@ -20,7 +20,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 
 from openenv_gym.batch_client import AsyncBatchClient
 from openenv_gym.batch_protocol import AutoresetMode as WireAutoresetMode
-from openenv_gym.batch_protocol import BatchResultFrame
+from openenv_gym.batch_protocol import BatchCallFrame, BatchResultFrame
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from openenv_gym.errors import ConnectionLostError, OpenEnvGymError, RequestTimeoutError, ServerConnectError
 from openenv_gym.loop_thread import LoopThread
@@ -354,6 +354,44 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             if future.done():
                 self._pending, self._pending_future = _Pending.NONE, None
         return self._assemble_step(results)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call a public method of every sub-env (or read the attribute if it is not callable).
+
+        Results travel as JSON (arrays come back as lists). Not available with ``batched=False``.
+        """
+        return self._call_blocks(BatchCallFrame("call", name, list(args), kwargs))
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """A public attribute of every sub-env, as JSON values."""
+        return self._call_blocks(BatchCallFrame("get", name))
+
+    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
+        """Set a public attribute on every sub-env: one value each, or one value for all."""
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(
+                f"Values must be a list or tuple with length equal to the number of environments. "
+                f"Got `{len(values)}` values for {self.num_envs} environments."
+            )
+        self._call_blocks(BatchCallFrame("set", name, values=list(values)))
+
+    def _call_blocks(self, frame: BatchCallFrame) -> tuple[Any, ...]:
+        self._check_not_pending(frame.op)
+        if not self._batched:
+            raise NotImplementedError(f"{frame.op} of sub-env attributes needs batch sessions (batched=True)")
+
+        def block_frame(block: _Block) -> BatchCallFrame:
+            if frame.values is None:
+                return frame
+            return BatchCallFrame(frame.op, frame.name, frame.args, frame.kwargs, frame.values[block.start : block.stop])
+
+        results = self._run(
+            _gather([block.client.call_batch(block_frame(block)) for block in self._blocks]),  # type: ignore[union-attr]
+            self.call_timeout,
+        )
+        return tuple(value for values in results for value in values)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every batch session and stop every server this env started."""

@@ -10,7 +10,9 @@ from ..batch_protocol import (
     BINARY_SUBPROTOCOL,
     AutoresetMode,
     AutoresetRule,
+    BatchCallFrame,
     BatchResetFrame,
+    BatchValuesFrame,
     BatchResultFrame,
     BatchStepFrame,
     parse_batch_client_frame,
@@ -60,6 +62,7 @@ class BatchSession(Session):
         self.protocol = ServerSession(parse_batch_client_frame, step_types=(BatchStepFrame,))
         self.envs: list[Environment[Any, Any, Any]] = []
         self._rules = [AutoresetRule(autoreset_mode) for _ in range(size)]
+        self._reset_once = [False] * size
         # Set once the environments exist: the Box dtype to send raw, if the client asked, and
         # whether the environments give raw arrays (GymEnvironment) rather than JSON forms.
         self._binary_dtype: Any = None
@@ -89,6 +92,12 @@ class BatchSession(Session):
         if isinstance(request, CloseFrame):
             return None
         try:
+            if isinstance(request, BatchCallFrame):
+                if request.values is not None and len(request.values) != self.size:
+                    raise self._refuse(
+                        ErrorCode.VALIDATION_ERROR, f"{len(request.values)} values for {self.size} sub-envs"
+                    )
+                return (await self._call(self._call_all, request)).serialize()  # type: ignore[no-any-return]
             if isinstance(request, BatchStepFrame):
                 actions = self._parse_actions(request)
                 result = await self._call(self._step_all, actions)
@@ -100,11 +109,14 @@ class BatchSession(Session):
         except _BatchRefused as refused:
             return refused.frame.serialize()
         except Exception as exc:
-            call = "batch_step" if isinstance(request, BatchStepFrame) else "batch_reset"
+            call = type(request).__name__.replace("Frame", "").replace("Batch", "batch_").lower()
             return _execution_error(call, exc, self.send_tracebacks).serialize()
-        if self._binary_dtype is not None:
-            return result.serialize_binary(self._binary_dtype)
-        return result.serialize()
+        try:
+            if self._binary_dtype is not None:
+                return result.serialize_binary(self._binary_dtype)
+            return result.serialize()
+        except Exception as exc:  # a reply that cannot be encoded must not end the session
+            return _execution_error("encoding the result", exc, self.send_tracebacks).serialize()
 
     # Requests -----------------------------------------------------------------------------------
 
@@ -120,6 +132,12 @@ class BatchSession(Session):
         mask = request.mask if request.mask is not None else [True] * self.size
         if not any(mask):
             raise self._refuse(ErrorCode.VALIDATION_ERROR, "mask selects no sub-env to reset")
+        never_reset = [i for i, (seen, selected) in enumerate(zip(self._reset_once, mask)) if not (seen or selected)]
+        if never_reset:
+            raise self._refuse(
+                ErrorCode.VALIDATION_ERROR,
+                f"sub-envs {never_reset} were never reset: the first batch_reset must select every sub-env",
+            )
         return mask
 
     def _parse_actions(self, request: BatchStepFrame) -> list[Any]:
@@ -167,6 +185,7 @@ class BatchSession(Session):
                     kwargs["options"] = request.options
                 infos[index] = self._reset_one(index, **kwargs).info
                 self._rules[index].was_reset()
+                self._reset_once[index] = True
         return BatchResultFrame(observations=list(self._last_observations), infos=infos)
 
     def _step_all(self, actions: list[Any]) -> BatchResultFrame:
@@ -192,6 +211,25 @@ class BatchSession(Session):
             terminated.append(done)
             truncated.append(cut)
         return BatchResultFrame(observations, infos, rewards, terminated, truncated, final)
+
+    def _call_all(self, request: BatchCallFrame) -> BatchValuesFrame:
+        """Get, set or call a public attribute of every sub-env, as ``SyncVectorEnv`` does."""
+        from ..spaces import jsonable
+
+        values = []
+        for index, env in enumerate(self.envs):
+            target = getattr(env, "env", env)  # a GymEnvironment's Gymnasium env, else the env
+            get = getattr(target, "get_wrapper_attr", None) or (lambda name, t=target: getattr(t, name))
+            if request.op == "set":
+                setter = getattr(target, "set_wrapper_attr", None) or (lambda name, v, t=target: setattr(t, name, v))
+                setter(request.name, request.values[index])  # type: ignore[index]
+                values.append(None)
+                continue
+            value = get(request.name)
+            if request.op == "call" and callable(value):
+                value = value(*request.args, **request.kwargs)
+            values.append(jsonable(value))
+        return BatchValuesFrame(values)
 
     # Teardown -----------------------------------------------------------------------------------
 

@@ -198,7 +198,8 @@ class EnvServer:
             session = self._new_session(connection)
         except ProtocolError as exc:
             await connection.send(ErrorFrame.from_exception(exc).serialize())
-            await connection.close(CLOSE_BAD_REQUEST, exc.message[:120])
+            # A close reason may hold 123 bytes: cut the UTF-8, not the characters.
+            await connection.close(CLOSE_BAD_REQUEST, exc.message.encode()[:120].decode(errors="ignore"))
             return
         active = self.active_sessions
         if active + session.size > self.max_sessions:

@@ -177,3 +177,30 @@ def test_image_observations_are_identical_in_both_codecs(monkeypatch):
         for got, want in zip(actual, expected):
             assert got.dtype == np.uint8 and got.shape == (3, 84, 84, 3)
             np.testing.assert_array_equal(got, want)
+
+
+def test_call_get_attr_set_attr_like_sync_vector_env():
+    """call/get_attr/set_attr reach every sub-env as SyncVectorEnv's do; private names are refused."""
+    remote = gym.make_vec("openenv/CartPole-v1", num_envs=3, sessions_per_server=2)
+    local = SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(3)])
+    try:
+        remote.reset(seed=4)
+        local.reset(seed=4)
+        assert remote.call("np_random_seed") == local.call("np_random_seed") == (4, 5, 6)
+        assert remote.get_attr("gravity") == local.get_attr("gravity")
+        remote.set_attr("force_mag", [1.0, 2.0, 3.0])
+        local.set_attr("force_mag", [1.0, 2.0, 3.0])
+        assert remote.get_attr("force_mag") == local.get_attr("force_mag") == (1.0, 2.0, 3.0)
+        actions = np.array([1, 1, 1])
+        np.testing.assert_array_equal(remote.step(actions)[0], local.step(actions)[0])  # the new force acts
+        remote.set_attr("force_mag", 7.0)
+        assert remote.get_attr("force_mag") == (7.0, 7.0, 7.0)
+        with pytest.raises(openenv_gym.RemoteError, match="must be a public attribute name"):
+            remote.get_attr("_private")
+        with pytest.raises(openenv_gym.RemoteError, match="AttributeError"):
+            remote.call("no_such_method")
+        with pytest.raises(ValueError, match="Got `2` values for 3 environments"):
+            remote.set_attr("force_mag", [1.0, 2.0])
+    finally:
+        remote.close()
+        local.close()
