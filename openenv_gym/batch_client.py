@@ -1,4 +1,4 @@
-"""`AsyncBatchClient`: one batch session (``/ws/batch``), K sub-environments per frame."""
+"""`BatchClient`: one batch session (``/ws/batch``), K sub-environments per frame."""
 
 from __future__ import annotations
 
@@ -17,14 +17,24 @@ from .batch_protocol import (
     batch_query,
     parse_batch_server_frame,
 )
-from .client import AsyncEnvClient
 from .protocol import ClientSession, MessageType
+from .sync_client import EnvClient
 
-__all__ = ["AsyncBatchClient"]
+__all__ = ["BatchClient"]
+
+_REPLIES: dict[MessageType, type] = {
+    MessageType.BATCH_RESET: BatchResultFrame,
+    MessageType.BATCH_STEP: BatchResultFrame,
+    MessageType.BATCH_CALL: BatchValuesFrame,
+}
 
 
-class AsyncBatchClient(AsyncEnvClient):
-    """Reset and step ``envs`` sub-environments on one server with one frame each.
+class BatchClient(EnvClient):
+    """Reset, step or query ``envs`` sub-environments on one server with one frame each.
+
+    Each call is split in two, :meth:`begin_batch_step` (and its siblings) then :meth:`complete`, so a
+    vector env can send to all its servers before it reads any reply; ``reset_batch``,
+    ``step_batch`` and ``call_batch`` do both at once.
 
     Args:
         base_url: the server, as ``http://host:port`` or ``ws://host:port``.
@@ -32,7 +42,7 @@ class AsyncBatchClient(AsyncEnvClient):
         autoreset_mode: Gymnasium's autoreset mode, applied on the server.
         codec: ``"json"``, or ``"binary"`` to offer :data:`~openenv_gym.batch_protocol.BINARY_SUBPROTOCOL`
             (the server answers Box observations as raw bytes; others stay JSON).
-        **kwargs: as for :class:`~openenv_gym.client.AsyncEnvClient`.
+        **kwargs: as for :class:`~openenv_gym.sync_client.EnvClient`.
     """
 
     def __init__(
@@ -49,42 +59,51 @@ class AsyncBatchClient(AsyncEnvClient):
         self.url = urllib.parse.urlunsplit(parts._replace(path=path, query=batch_query(envs, autoreset_mode)))
 
     def _new_protocol(self) -> ClientSession:
-        replies: dict[MessageType, type] = {
-            MessageType.BATCH_RESET: BatchResultFrame,
-            MessageType.BATCH_STEP: BatchResultFrame,
-            MessageType.BATCH_CALL: BatchValuesFrame,
-        }
-        return ClientSession(parse_batch_server_frame, replies)
+        return ClientSession(parse_batch_server_frame, _REPLIES)
 
-    async def reset_batch(
+    def begin_batch_reset(
         self,
         seeds: list[int | None] | None = None,
         options: dict[str, Any] | None = None,
         mask: list[bool] | None = None,
-    ) -> BatchResultFrame:
-        """Reset the sub-envs ``mask`` selects (all if ``None``); connects first if needed."""
-        await self.connect()
+    ) -> None:
+        """Send a ``batch_reset`` for the sub-envs ``mask`` selects (all if ``None``); connects if needed."""
+        self.connect()
         frame = BatchResetFrame(seeds, options, mask)
-        result: BatchResultFrame = await self._request(
-            "batch_reset", lambda: self._session.send(MessageType.BATCH_RESET, frame)
-        )
-        result.check(self.envs)
-        return result
+        self.begin("batch_reset", lambda: self._session.send(MessageType.BATCH_RESET, frame))
 
-    async def step_batch(self, actions: list[dict[str, Any]]) -> BatchResultFrame:
-        """Step every sub-env with its action's wire object."""
+    def begin_batch_step(self, actions: list[dict[str, Any]]) -> None:
+        """Send a ``batch_step`` with every sub-env's action wire object."""
         frame = BatchStepFrame(actions)
-        result: BatchResultFrame = await self._request(
-            "batch_step", lambda: self._session.send(MessageType.BATCH_STEP, frame)
-        )
-        result.check(self.envs)
+        self.begin("batch_step", lambda: self._session.send(MessageType.BATCH_STEP, frame))
+
+    def begin_batch_call(self, frame: BatchCallFrame) -> None:
+        """Send a ``batch_call`` (get, set or call an attribute of every sub-env)."""
+        self.begin("batch_call", lambda: self._session.send(MessageType.BATCH_CALL, frame))
+
+    def complete(self, timeout: float | None = None) -> Any:
+        """The reply to the request in flight, checked to hold one entry per sub-env."""
+        result = super().complete(timeout)
+        if isinstance(result, BatchResultFrame):
+            result.check(self.envs)
+        elif len(result.values) != self.envs:
+            raise ValueError(f"batch_values has {len(result.values)} values for {self.envs} sub-envs")
         return result
 
-    async def call_batch(self, frame: BatchCallFrame) -> list[Any]:
-        """Get, set or call an attribute of every sub-env; one value per sub-env."""
-        result: BatchValuesFrame = await self._request(
-            "batch_call", lambda: self._session.send(MessageType.BATCH_CALL, frame)
-        )
-        if len(result.values) != self.envs:
-            raise ValueError(f"batch_values has {len(result.values)} values for {self.envs} sub-envs")
-        return result.values
+    def reset_batch(self, *args: Any, **kwargs: Any) -> BatchResultFrame:
+        """:meth:`begin_batch_reset` and :meth:`complete` in one call."""
+        with self._lock:
+            self.begin_batch_reset(*args, **kwargs)
+            return self.complete()  # type: ignore[no-any-return]
+
+    def step_batch(self, actions: list[dict[str, Any]]) -> BatchResultFrame:
+        """:meth:`begin_batch_step` and :meth:`complete` in one call."""
+        with self._lock:
+            self.begin_batch_step(actions)
+            return self.complete()  # type: ignore[no-any-return]
+
+    def call_batch(self, frame: BatchCallFrame) -> list[Any]:
+        """:meth:`begin_batch_call` and :meth:`complete` in one call; one value per sub-env."""
+        with self._lock:
+            self.begin_batch_call(frame)
+            return self.complete().values  # type: ignore[no-any-return]

@@ -83,9 +83,12 @@ class EnvClient(SessionClient):
         super().__init__(base_url, **kwargs)
         self._sock: socket.socket | None = None
         self._ws: ClientProtocol | None = None
-        self._lock = threading.Lock()
-        self._inbox: collections.deque[str] = collections.deque()
+        self._lock = threading.RLock()  # reentrant: a locked call may connect first
+        self._inbox: collections.deque[str | bytes] = collections.deque()
         self._fragments: list[bytes] = []
+        self._binary = False  # the kind of the message being assembled
+        self._call, self._deadline = "call", 0.0  # the request in flight, for complete()
+        self.subprotocols: list[str] | None = None  # offered in the handshake (the batch codec)
 
     # Connection ---------------------------------------------------------------------------------
 
@@ -108,7 +111,9 @@ class EnvClient(SessionClient):
             try:
                 if uri.secure:
                     sock = ssl.create_default_context().wrap_socket(sock, server_hostname=uri.host)
-                protocol = ClientProtocol(uri, max_size=self.max_frame_bytes)
+                protocol = ClientProtocol(
+                    uri, max_size=self.max_frame_bytes, subprotocols=self.subprotocols  # type: ignore[arg-type]
+                )
                 protocol.send_request(protocol.connect())
                 self._sock, self._ws = sock, protocol
                 self._flush(deadline)
@@ -172,11 +177,13 @@ class EnvClient(SessionClient):
             raise self._lost(None)
 
     def _assemble(self, frame: Frame) -> None:
+        if frame.opcode in (Opcode.TEXT, Opcode.BINARY):
+            self._binary = frame.opcode is Opcode.BINARY
         if frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
             self._fragments.append(bytes(frame.data))
             if frame.fin:
                 message, self._fragments = b"".join(self._fragments), []
-                self._inbox.append(message.decode("utf-8", errors="replace"))
+                self._inbox.append(message if self._binary else message.decode("utf-8", errors="replace"))
 
     def _lost(self, call: str | None) -> ConnectionLostError:
         close = self._ws.close_rcvd if self._ws is not None else None
@@ -208,43 +215,91 @@ class EnvClient(SessionClient):
 
     # Calls --------------------------------------------------------------------------------------
 
-    def _request(self, call: str, build: Callable[[], str]) -> ObservationFrame | StateFrame:
+    def _request(self, call: str, build: Callable[[], str]) -> Any:
         """Send the frame ``build`` makes (once the connection is known to be there); read its reply."""
         with self._lock:
-            if self._ws is None:
-                raise self._not_connected(call)
-            text = build()
-            deadline = time.monotonic() + self.call_timeout
+            self.begin(call, build)
+            return self.complete()
+
+    def begin(self, call: str, build: Callable[[], str]) -> None:
+        """Send a request without waiting for its reply; :meth:`complete` reads it.
+
+        The split lets one thread send to many servers before reading any reply (the vector
+        env does). Unlike the other calls it takes no lock: drive a client from one thread.
+
+        Raises:
+            ConnectionLostError: not connected, or the connection failed while sending.
+        """
+        if self._ws is None:
+            raise self._not_connected(call)
+        text = build()
+        self._call, self._deadline = call, time.monotonic() + self.call_timeout
+        self._guarded(self._send_text, text)
+
+    def begin_reset(self, **kwargs: Any) -> None:
+        """Send a reset (connecting first if needed); :meth:`complete` reads its observation."""
+        self.connect()
+        self.begin("reset", lambda: self._session.send_reset(kwargs))
+
+    def begin_step(self, action: dict[str, Any]) -> None:
+        """Send a step; :meth:`complete` reads its observation."""
+        self.begin("step", lambda: self._session.send_step(action))
+
+    def complete(self, timeout: float | None = None) -> Any:
+        """Read the reply to the request :meth:`begin` sent, within its ``call_timeout``.
+
+        Args:
+            timeout: wait at most this long instead, if it is shorter.
+
+        Raises:
+            RemoteError: the server answered with an error frame; the session stays usable.
+            RequestTimeoutError, ConnectionLostError: the session is dropped (see the class).
+        """
+        if timeout is not None:
+            self._deadline = min(self._deadline, time.monotonic() + timeout)
+        reply = self._guarded(self._next_message)
+        try:
+            return self._finish(reply)
+        except CapacityReachedError:
+            self._drop("the server refused the session: it is at capacity")
+            raise
+
+    def _guarded(self, step: Callable[..., Any], *args: Any) -> Any:
+        """Run one I/O step of the call in flight, turning failures into our errors and dropping the session."""
+        call = self._call
+        try:
+            return step(*args)
+        except TimeoutError:
+            self._drop(f"the session was abandoned after {call} timed out; make a new client")
+            raise RequestTimeoutError(self.url, call, self.call_timeout) from None
+        except ConnectionLostError as exc:
+            exc.call = call
+            self._drop("the connection was closed earlier")
+            raise
+        except OSError as exc:
+            self._drop("the connection failed earlier")
+            raise ConnectionLostError(self.url, call, None, str(exc)) from exc
+        except BaseException:  # interrupted mid-call: its late reply would be taken for the next
+            self._drop(f"the session was abandoned when {call} was interrupted; make a new client")
+            raise
+
+    def _send_text(self, text: str) -> None:
+        assert self._ws is not None
+        if self._ws.state is State.OPEN:
             try:
-                if self._ws.state is State.OPEN:
-                    try:
-                        self._ws.send_text(text.encode())
-                        self._flush(deadline)
-                    except (OSError, InvalidState):
-                        pass  # the server may have said why before it closed: read that
-                while not self._inbox:
-                    if self._ws.state is State.CLOSED:
-                        raise self._lost(call)
-                    self._read(deadline)
-                reply = self._inbox.popleft()
-            except TimeoutError:
-                self._drop(f"the session was abandoned after {call} timed out; make a new client")
-                raise RequestTimeoutError(self.url, call, self.call_timeout) from None
-            except ConnectionLostError as exc:
-                exc.call = call
-                self._drop("the connection was closed earlier")
-                raise
-            except OSError as exc:
-                self._drop("the connection failed earlier")
-                raise ConnectionLostError(self.url, call, None, str(exc)) from exc
-            except BaseException:  # interrupted mid-call: its late reply would be taken for the next
-                self._drop(f"the session was abandoned when {call} was interrupted; make a new client")
-                raise
-            try:
-                return self._finish(reply)
-            except CapacityReachedError:
-                self._drop("the server refused the session: it is at capacity")
-                raise
+                self._ws.send_text(text.encode())
+                self._flush(self._deadline)
+            except (OSError, InvalidState):
+                pass  # the server may have said why before it closed: read that
+
+    def _next_message(self) -> str:
+        if self._ws is None:
+            raise self._not_connected(self._call)
+        while not self._inbox:
+            if self._ws.state is State.CLOSED:
+                raise self._lost(self._call)
+            self._read(self._deadline)
+        return self._inbox.popleft()
 
     def reset(self, **kwargs: Any) -> ObservationFrame:
         """Start an episode; ``kwargs`` (``seed``, ``options``, ...) go to the environment's reset.

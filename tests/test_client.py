@@ -22,7 +22,7 @@ from openenv_gym.errors import (
     RequestTimeoutError,
     ServerConnectError,
 )
-from openenv_gym.loop_thread import LoopThread
+from tests.loop_thread import LoopThread
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.sync_client import EnvClient
 from tests.testing_env import CounterEnvironment

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from openenv_gym.loop_thread import LoopThread
+from tests.loop_thread import LoopThread
 
 
 def test_runs_coroutines_and_stops():

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from openenv_gym.loop_thread import LoopThread
+from tests.loop_thread import LoopThread
 from openenv_gym.server import EnvServer
 
 # One unit of test time; raise OPENENV_GYM_TEST_UNIT on a slow machine instead of editing tests.

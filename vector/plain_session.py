@@ -9,53 +9,68 @@ from __future__ import annotations
 from typing import Any
 
 from openenv_gym.batch_protocol import AutoresetMode, AutoresetRule, BatchResultFrame
-from openenv_gym.client import AsyncEnvClient
+from openenv_gym.protocol import ObservationFrame
+from openenv_gym.sync_client import EnvClient
 
 __all__ = ["PlainSessionBatch"]
 
 
 class PlainSessionBatch:
-    """The batch-client interface (``reset_batch``/``step_batch`` for one sub-env) over ``/ws``."""
+    """The batch-client interface (``begin_batch_*``/``complete`` for one sub-env) over ``/ws``."""
 
     envs = 1
 
     def __init__(self, base_url: str, autoreset_mode: AutoresetMode, **kwargs: Any) -> None:
-        self.client = AsyncEnvClient(base_url, **kwargs)
+        self.client = EnvClient(base_url, **kwargs)
         self.rule = AutoresetRule(autoreset_mode)
+        self._pending = "none"  # what complete() must turn into a batch result
 
-    async def connect(self) -> PlainSessionBatch:
-        await self.client.connect()
+    def connect(self) -> PlainSessionBatch:
+        self.client.connect()
         return self
 
-    async def close(self) -> None:
-        await self.client.close()
+    def close(self) -> None:
+        self.client.close()
 
-    async def reset_batch(
+    def begin_batch_reset(
         self,
         seeds: list[int | None] | None = None,
         options: dict[str, Any] | None = None,
         mask: list[bool] | None = None,
-    ) -> BatchResultFrame:
+    ) -> None:
         kwargs: dict[str, Any] = {}
         if seeds and seeds[0] is not None:
             kwargs["seed"] = seeds[0]
         if options is not None:
             kwargs["options"] = options
-        frame = await self.client.reset(**kwargs)
-        self.rule.was_reset()
-        return BatchResultFrame([frame.observation], [frame.info])
+        self.client.begin_reset(**kwargs)
+        self._pending = "reset"
 
-    async def step_batch(self, actions: list[dict[str, Any]]) -> BatchResultFrame:
+    def begin_batch_step(self, actions: list[dict[str, Any]]) -> None:
         self.rule.check_can_step(0)
         if self.rule.resets_instead_of_stepping():
-            frame = await self.client.reset()
+            self.client.begin_reset()
+            self._pending = "autoreset"
+        else:
+            self.client.begin_step(actions[0])
+            self._pending = "step"
+
+    def complete(self, timeout: float | None = None) -> BatchResultFrame:
+        frame: ObservationFrame = self.client.complete(timeout)
+        pending, self._pending = self._pending, "none"
+        if pending in ("reset", "autoreset"):
             self.rule.was_reset()
+            if pending == "reset":
+                return BatchResultFrame([frame.observation], [frame.info])
             return BatchResultFrame([frame.observation], [frame.info], [0.0], [False], [False])
-        frame = await self.client.step(actions[0])
         reward = 0.0 if frame.reward is None else float(frame.reward)
         done, cut = bool(frame.done), bool(frame.truncated)
         final: dict[int, dict[str, Any]] = {}
-        if self.rule.stepped(done, cut):
+        if self.rule.stepped(done, cut):  # SameStep: reset now, in a second round trip
             final[0] = {"observation": frame.observation, "info": frame.info}
-            frame = await self.client.reset()
+            frame = self.client.reset()
         return BatchResultFrame([frame.observation], [frame.info], [reward], [done], [cut], final)
+
+    def reset_batch(self, *args: Any, **kwargs: Any) -> BatchResultFrame:
+        self.begin_batch_reset(*args, **kwargs)
+        return self.complete()

@@ -1,4 +1,4 @@
-"""`LoopThread`: an asyncio event loop in a daemon thread, for synchronous facades over async code."""
+"""`LoopThread`: an asyncio event loop in a daemon thread, for driving async code from synchronous tests."""
 
 from __future__ import annotations
 
