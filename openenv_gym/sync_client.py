@@ -88,6 +88,7 @@ class EnvClient(SessionClient):
         self._fragments: list[bytes] = []
         self._binary = False  # the kind of the message being assembled
         self._call, self._deadline = "call", 0.0  # the request in flight, for complete()
+        self._in_flight = False
         self.subprotocols: list[str] | None = None  # offered in the handshake (the batch codec)
 
     # Connection ---------------------------------------------------------------------------------
@@ -153,13 +154,11 @@ class EnvClient(SessionClient):
             ConnectionLostError: the connection ended and nothing is left to read.
         """
         assert self._sock is not None and self._ws is not None
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError
-        self._sock.settimeout(remaining)
+        # Past the deadline, still take what already arrived (a reply read late is not a late reply).
+        self._sock.settimeout(max(deadline - time.monotonic(), 0.0))
         try:
             data = self._sock.recv(_RECV_BYTES)
-        except socket.timeout:
+        except (socket.timeout, BlockingIOError):
             raise TimeoutError from None
         except ConnectionResetError:
             data = b""
@@ -203,8 +202,8 @@ class EnvClient(SessionClient):
         if not self._lock.acquire(blocking=False):
             return  # a call is running and reads the socket itself
         try:
-            if self._sock is None or self._ws is None or self._ws.state is not State.OPEN:
-                return
+            if self._in_flight or self._sock is None or self._ws is None or self._ws.state is not State.OPEN:
+                return  # a reply is on its way: complete() reads it
             readable, _, _ = select.select([self._sock], [], [], 0)
             if readable:
                 self._read(time.monotonic() + 1.0)
@@ -225,16 +224,23 @@ class EnvClient(SessionClient):
         """Send a request without waiting for its reply; :meth:`complete` reads it.
 
         The split lets one thread send to many servers before reading any reply (the vector
-        env does). Unlike the other calls it takes no lock: drive a client from one thread.
+        env does). Drive a split call from one thread: another thread's call in between would
+        be refused as a second call in flight.
 
         Raises:
             ConnectionLostError: not connected, or the connection failed while sending.
         """
-        if self._ws is None:
-            raise self._not_connected(call)
-        text = build()
-        self._call, self._deadline = call, time.monotonic() + self.call_timeout
-        self._guarded(self._send_text, text)
+        with self._lock:
+            if self._ws is None:
+                raise self._not_connected(call)
+            text = build()
+            self._call, self._deadline = call, time.monotonic() + self.call_timeout
+            self._in_flight = True  # the keepalive thread must not read this reply
+            try:
+                self._guarded(self._send_text, text)
+            except BaseException:
+                self._in_flight = False
+                raise
 
     def begin_reset(self, **kwargs: Any) -> None:
         """Send a reset (connecting first if needed); :meth:`complete` reads its observation."""
@@ -255,14 +261,18 @@ class EnvClient(SessionClient):
             RemoteError: the server answered with an error frame; the session stays usable.
             RequestTimeoutError, ConnectionLostError: the session is dropped (see the class).
         """
-        if timeout is not None:
-            self._deadline = min(self._deadline, time.monotonic() + timeout)
-        reply = self._guarded(self._next_message)
-        try:
-            return self._finish(reply)
-        except CapacityReachedError:
-            self._drop("the server refused the session: it is at capacity")
-            raise
+        with self._lock:
+            try:
+                if timeout is not None:
+                    self._deadline = min(self._deadline, time.monotonic() + timeout)
+                reply = self._guarded(self._next_message)
+            finally:
+                self._in_flight = False
+            try:
+                return self._finish(reply)
+            except CapacityReachedError:
+                self._drop("the server refused the session: it is at capacity")
+                raise
 
     def _guarded(self, step: Callable[..., Any], *args: Any) -> Any:
         """Run one I/O step of the call in flight, turning failures into our errors and dropping the session."""

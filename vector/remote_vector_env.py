@@ -342,12 +342,17 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
         self._pending = _Pending.NONE
         deadline = None if timeout is None else time.monotonic() + timeout
-        results = _complete_all(
+        # Read every healthy server's reply first, then restart the failed blocks.
+        outcomes = _complete_all(
             [
-                functools.partial(self._complete_step, block, failure, deadline)
+                functools.partial(self._read_step, block, failure, deadline)
                 for block, failure in zip(self._blocks, self._send_failures)
             ]
         )
+        results = [
+            self._recover(block, outcome) if isinstance(outcome, Exception) else outcome
+            for block, outcome in zip(self._blocks, outcomes)
+        ]
         return self._assemble_step(results)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
@@ -402,21 +407,22 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             return exc
         return None
 
-    def _complete_step(self, block: _Block, failure: Exception | None, deadline: float | None) -> BatchResultFrame:
-        """One block's result; a lost or silent server costs that block a restart, not the batch."""
-        if failure is None:
-            try:
-                timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-                result: BatchResultFrame = block.client.complete(timeout)
-            except _RECOVERABLE as exc:
-                failure = exc
-            else:
-                if not block.reset_next:
-                    return result
-                block.reset_next = False  # NextStep after a restart: this step was the reset
-                zeros, no = [0.0] * block.size, [False] * block.size
-                return BatchResultFrame(result.observations, result.infos, zeros, no, no)
-        return self._recover(block, failure)
+    def _read_step(
+        self, block: _Block, failure: Exception | None, deadline: float | None
+    ) -> BatchResultFrame | Exception:
+        """One block's result, or the failure that costs it a restart (a lost or silent server)."""
+        if failure is not None:
+            return failure
+        try:
+            timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            result: BatchResultFrame = block.client.complete(timeout)
+        except _RECOVERABLE as exc:
+            return exc
+        if not block.reset_next:
+            return result
+        block.reset_next = False  # NextStep after a restart: this step was the reset
+        zeros, no = [0.0] * block.size, [False] * block.size
+        return BatchResultFrame(result.observations, result.infos, zeros, no, no)
 
     def _recover(self, block: _Block, exc: Exception) -> BatchResultFrame:
         """Restart ``block`` on a healthy server and report its sub-envs truncated, saying why."""
