@@ -10,6 +10,7 @@ longer than that between steps).
 from __future__ import annotations
 
 import collections
+import logging
 import select
 import socket
 import ssl
@@ -26,14 +27,18 @@ from websockets.protocol import State
 from websockets.uri import parse_uri
 
 from .client import SessionClient
-from .errors import CapacityReachedError, ConnectionLostError, RequestTimeoutError, ServerConnectError
-from .protocol import ObservationFrame, StateFrame
+from .errors import CapacityReachedError, ConnectionLostError, ProtocolError, RequestTimeoutError, ServerConnectError
+from .protocol import ErrorCode, ObservationFrame, StateFrame
 
 __all__ = ["EnvClient"]
 
 CLOSE_TIMEOUT = 2.0
 KEEPALIVE_INTERVAL = 5.0
 _RECV_BYTES = 2**16
+
+
+class _StillWaiting(Exception):
+    """A caller's shorter wait ran out; the call itself is still in flight."""
 
 
 class _Keepalive:
@@ -57,7 +62,10 @@ class _Keepalive:
             with self._lock:
                 clients = list(self.clients)
             for client in clients:
-                client._service_idle()
+                try:
+                    client._service_idle()
+                except Exception:  # one odd client must not stop the keepalive for all
+                    logging.getLogger(__name__).exception("keepalive failed for %r", client)
 
 
 _keepalive = _Keepalive()
@@ -124,6 +132,8 @@ class EnvClient(SessionClient):
                 self._drop("the handshake timed out")
                 raise ServerConnectError(self.url, f"no handshake within {self.open_timeout:g} s") from exc
             except (OSError, ConnectionLostError) as exc:
+                if self._sock is None:
+                    sock.close()  # the TLS wrap failed before the socket was ours to drop
                 self._drop("the handshake failed")
                 raise ServerConnectError(self.url, str(exc)) from exc
             if protocol.handshake_exc is not None:
@@ -255,31 +265,46 @@ class EnvClient(SessionClient):
         """Read the reply to the request :meth:`begin` sent, within its ``call_timeout``.
 
         Args:
-            timeout: wait at most this long instead, if it is shorter.
+            timeout: wait at most this long, if that is shorter than what is left of
+                ``call_timeout``; running out of it raises ``TimeoutError`` and leaves the call
+                in flight (call ``complete()`` again), where the call timeout drops the session.
 
         Raises:
             RemoteError: the server answered with an error frame; the session stays usable.
             RequestTimeoutError, ConnectionLostError: the session is dropped (see the class).
         """
         with self._lock:
+            if not self._in_flight:
+                raise ProtocolError(ErrorCode.SESSION_ERROR.value, "complete() with no request in flight")
+            call_deadline = self._deadline
+            patient = timeout is not None and time.monotonic() + timeout < call_deadline
+            if patient:  # the caller's own, shorter wait: running out of it is not the call's fault
+                self._deadline = time.monotonic() + timeout  # type: ignore[operator]
             try:
-                if timeout is not None:
-                    self._deadline = min(self._deadline, time.monotonic() + timeout)
-                reply = self._guarded(self._next_message)
-            finally:
-                self._in_flight = False
+                reply = self._guarded(self._next_message, keep_on_timeout=patient)
+            except _StillWaiting:  # the call stays in flight, with its own deadline
+                self._deadline = call_deadline
+                raise TimeoutError(
+                    f"no reply to {self._call} within {timeout:g} s yet; it is still in flight: call complete() again"
+                ) from None
+            except BaseException:
+                self._in_flight = False  # the session was dropped
+                raise
+            self._in_flight = False
             try:
                 return self._finish(reply)
             except CapacityReachedError:
                 self._drop("the server refused the session: it is at capacity")
                 raise
 
-    def _guarded(self, step: Callable[..., Any], *args: Any) -> Any:
+    def _guarded(self, step: Callable[..., Any], *args: Any, keep_on_timeout: bool = False) -> Any:
         """Run one I/O step of the call in flight, turning failures into our errors and dropping the session."""
         call = self._call
         try:
             return step(*args)
         except TimeoutError:
+            if keep_on_timeout:
+                raise _StillWaiting from None
             self._drop(f"the session was abandoned after {call} timed out; make a new client")
             raise RequestTimeoutError(self.url, call, self.call_timeout) from None
         except ConnectionLostError as exc:

@@ -305,3 +305,14 @@ def test_a_server_that_is_not_http_gives_a_connect_error():
         with pytest.raises(ServerConnectError, match="BadStatusLine"):
             http_get_json(f"http://127.0.0.1:{port}", "/health", timeout=5 * UNIT)
         thread.join(5 * UNIT)
+
+
+def test_complete_without_a_request_is_refused():
+    """complete() with nothing in flight is a ProtocolError, and the session is untouched."""
+    from openenv_gym.errors import ProtocolError
+
+    with running_server(CounterEnvironment) as server, EnvClient(server.url) as client:
+        client.reset()
+        with pytest.raises(ProtocolError, match="no request in flight"):
+            client.complete()
+        assert client.step({"amount": 2}).observation == {"count": 2}

@@ -59,7 +59,7 @@ class _Block:
         self.provider = provider
         self.start = start
         self.stop = stop
-        self.last_observations: list[dict[str, Any]] = []  # wire form, for reporting a loss
+        self.last_observations: list[Any] = []  # as received (wire objects or arrays), for reporting a loss
         self.reset_next = False  # a restarted block under NextStep: its next step is a reset
 
     @property
@@ -179,8 +179,9 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         self.metadata = {"autoreset_mode": self.autoreset_mode}
         self.call_timeout = call_timeout
         self._pending = _Pending.NONE
-        # Per block: None, or the failure its request met while being sent (handled in step_wait).
+        # Per block: the failure its step request met while being sent, and what step_wait read.
         self._send_failures: list[Exception | None] = []
+        self._outcomes: list[Any] = []
         self._providers = self._make_providers(
             server, base_urls, provider, env_kwargs, max_episode_steps, sessions_per_server, startup_timeout
         )
@@ -285,13 +286,27 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             )
         options = dict(options) if options is not None else None
         mask = self._reset_mask(options)
-        selected = []
-        for block in self._blocks:  # send every request first: the servers work in parallel
-            sub_mask = mask[block.start : block.stop] if mask is not None else None
-            if sub_mask is None or any(sub_mask):
-                block.client.begin_batch_reset(seeds[block.start : block.stop], options, sub_mask)
-                selected.append(block)
-        results = dict(zip(map(id, selected), _complete_all([block.client.complete for block in selected])))
+        def sub_mask(block: _Block) -> list[bool] | None:
+            return mask[block.start : block.stop] if mask is not None else None
+
+        def reset_block(block: _Block) -> None:
+            block.client.begin_batch_reset(seeds[block.start : block.stop], options, sub_mask(block))
+
+        selected = [block for block in self._blocks if sub_mask(block) is None or any(sub_mask(block))]
+        # Send every request first (the servers work in parallel), then read every reply.
+        outcomes = _complete_all(
+            [
+                functools.partial(self._read_reply, block, failure)
+                for block, failure in zip(selected, self._send_all(selected, reset_block))
+            ]
+        )
+        results = {}
+        for block, outcome in zip(selected, outcomes):
+            if isinstance(outcome, Exception):  # its server is gone: reset it on a healthy one
+                self._replace_client(block, outcome)
+                reset_block(block)
+                outcome = block.client.complete()
+            results[id(block)] = outcome
         infos: dict[str, Any] = {}
         observations: list[Any] = []
         current = list(iterate(self.observation_space, self._observations)) if len(selected) < len(self._blocks) else []
@@ -321,7 +336,14 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         wire = self._encode_actions(actions)
         if len(wire) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} actions, got {len(wire)}")
-        self._send_failures = [self._begin_step(block, wire[block.start : block.stop]) for block in self._blocks]
+        def send_step(block: _Block) -> None:
+            if block.reset_next:  # NextStep right after a restart: this step is the reset
+                block.client.begin_batch_reset()
+            else:
+                block.client.begin_batch_step(wire[block.start : block.stop])
+
+        self._send_failures = self._send_all(self._blocks, send_step)
+        self._outcomes = [None] * len(self._blocks)
         self._pending = _Pending.STEP
 
     def step_wait(
@@ -340,18 +362,30 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         """
         if self._pending is not _Pending.STEP:
             raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
-        self._pending = _Pending.NONE
         deadline = None if timeout is None else time.monotonic() + timeout
-        # Read every healthy server's reply first, then restart the failed blocks.
-        outcomes = _complete_all(
-            [
-                functools.partial(self._read_step, block, failure, deadline)
-                for block, failure in zip(self._blocks, self._send_failures)
-            ]
-        )
+        error: Exception | None = None  # a RemoteError of one block, raised after the rest
+        for index, (block, failure) in enumerate(zip(self._blocks, self._send_failures)):
+            if self._outcomes[index] is not None:
+                continue  # read by an earlier step_wait that ran out of time
+            try:
+                self._outcomes[index] = self._read_step(block, failure, deadline)
+            except RequestTimeoutError:
+                raise  # not raised by _read_step: its call timeout means a restart
+            except TimeoutError:
+                raise TimeoutError(
+                    f"step_wait got no results from every server within {timeout:g} s; the step is still "
+                    "pending: call step_wait again"
+                ) from None
+            except Exception as exc:  # the env's own error: keep reading the others, then raise it
+                error = error or exc
+                self._outcomes[index] = exc
+        self._pending = _Pending.NONE
+        if error is not None:
+            raise error
+        # Every healthy server's reply is read; now restart the failed blocks.
         results = [
             self._recover(block, outcome) if isinstance(outcome, Exception) else outcome
-            for block, outcome in zip(self._blocks, outcomes)
+            for block, outcome in zip(self._blocks, self._outcomes)
         ]
         return self._assemble_step(results)
 
@@ -381,10 +415,16 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         self._check_not_pending(frame.op)
         if not self._batched:
             raise NotImplementedError(f"{frame.op} of sub-env attributes needs batch sessions (batched=True)")
-        for block in self._blocks:
+        def send_call(block: _Block) -> None:
             values = frame.values[block.start : block.stop] if frame.values is not None else None
             block.client.begin_batch_call(BatchCallFrame(frame.op, frame.name, frame.args, frame.kwargs, values))  # type: ignore[union-attr]
-        results = _complete_all([block.client.complete for block in self._blocks])
+
+        failures = self._send_all(self._blocks, send_call)
+        sent = [block for block, failure in zip(self._blocks, failures) if failure is None]
+        results = _complete_all([block.client.complete for block in sent])
+        lost = next((failure for failure in failures if failure is not None), None)
+        if lost is not None:
+            raise lost
         return tuple(value for result in results for value in result.values)
 
     def close_extras(self, **kwargs: Any) -> None:
@@ -396,43 +436,63 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
 
     # Faults -------------------------------------------------------------------------------------
 
-    def _begin_step(self, block: _Block, wire: list[dict[str, Any]]) -> Exception | None:
-        """Send one block's step (a reset, right after a restart under NextStep); keep a send failure."""
-        try:
-            if block.reset_next:
-                block.client.begin_batch_reset()
-            else:
-                block.client.begin_batch_step(wire)
-        except _RECOVERABLE as exc:
-            return exc
-        return None
+    def _send_all(self, blocks: list[_Block], send: Callable[[_Block], None]) -> list[Exception | None]:
+        """Send one request per block; return per block the failure that needs a restart, if any.
 
-    def _read_step(
-        self, block: _Block, failure: Exception | None, deadline: float | None
-    ) -> BatchResultFrame | Exception:
-        """One block's result, or the failure that costs it a restart (a lost or silent server)."""
+        If a send raises anything else, the requests already sent are read before it propagates:
+        an unread reply would make those sessions refuse every later call.
+        """
+        failures: list[Exception | None] = []
+        for block in blocks:
+            try:
+                send(block)
+                failures.append(None)
+            except _RECOVERABLE as exc:
+                failures.append(exc)
+            except BaseException:
+                for sent, failure in zip(blocks, failures):
+                    if failure is None:
+                        try:
+                            sent.client.complete()
+                        except Exception:
+                            pass  # that session is dropped, and the next step restarts it
+                raise
+        return failures
+
+    def _read_reply(self, block: _Block, failure: Exception | None, deadline: float | None = None) -> Any:
+        """One block's reply, or the failure that costs it a restart (a lost or silent server)."""
         if failure is not None:
             return failure
         try:
             timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            result: BatchResultFrame = block.client.complete(timeout)
+            return block.client.complete(timeout)
         except _RECOVERABLE as exc:
             return exc
-        if not block.reset_next:
-            return result
+
+    def _read_step(
+        self, block: _Block, failure: Exception | None, deadline: float | None
+    ) -> BatchResultFrame | Exception:
+        """One block's step result (zeros after a NextStep restart's reset), or its failure."""
+        result = self._read_reply(block, failure, deadline)
+        if isinstance(result, Exception) or not block.reset_next:
+            return result  # type: ignore[no-any-return]
         block.reset_next = False  # NextStep after a restart: this step was the reset
         zeros, no = [0.0] * block.size, [False] * block.size
         return BatchResultFrame(result.observations, result.infos, zeros, no, no)
 
-    def _recover(self, block: _Block, exc: Exception) -> BatchResultFrame:
-        """Restart ``block`` on a healthy server and report its sub-envs truncated, saying why."""
+    def _replace_client(self, block: _Block, exc: Exception) -> None:
+        """Give ``block`` a new session on a healthy server, after ``exc`` lost the old one."""
         reason = f"{type(exc).__name__}: {exc}"
         logger.warning("sub-envs %d-%d of %r restarted after: %s", block.start, block.stop - 1, self, reason)
         block.client.close()
         url = self._healthy_url(block, isinstance(exc, RequestTimeoutError))
         block.client = block.make_client(url)
         block.client.connect()
-        size, flag = block.size, {FAILURE_INFO_KEY: reason}
+
+    def _recover(self, block: _Block, exc: Exception) -> BatchResultFrame:
+        """Restart ``block`` on a healthy server and report its sub-envs truncated, saying why."""
+        self._replace_client(block, exc)
+        size, flag = block.size, {FAILURE_INFO_KEY: f"{type(exc).__name__}: {exc}"}
         truncated = [True] * size
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
             result = block.client.reset_batch()

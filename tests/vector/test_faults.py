@@ -74,3 +74,52 @@ def test_errors_of_the_env_itself_are_not_swallowed():
             envs.step(np.array([0, 7]))
     finally:
         envs.close()
+
+
+def test_reset_recovers_a_dead_server():
+    """reset() after a server died resets its sub-envs on a new server instead of failing."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, sessions_per_server=2)
+    providers = envs.unwrapped._providers
+    try:
+        envs.reset(seed=0)
+        os.kill(providers[1].pid, signal.SIGKILL)
+        obs, _ = envs.reset(seed=3)
+        expected, _ = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)]).reset(seed=3)
+        np.testing.assert_array_equal(obs, expected)
+        assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
+    finally:
+        envs.close()
+
+
+def test_a_refused_send_leaves_no_session_waiting():
+    """When one sub-env refuses a step before it is sent, the others' replies are read, so later calls work."""
+    envs = gym.make_vec(
+        "openenv/CartPole-v1", num_envs=2, max_episode_steps=2, autoreset_mode="Disabled", batched=False
+    )
+    try:
+        envs.reset(seed=0)
+        envs.step(np.array([0, 0]))
+        envs.step(np.array([0, 0]))  # both truncated
+        envs.reset(options={"reset_mask": np.array([True, False])})
+        with pytest.raises(openenv_gym.ProtocolError, match="sub-env 0 ended"):
+            envs.step(np.array([0, 0]))  # sub-env 1 still ended
+        envs.reset(options={"reset_mask": np.array([False, True])})
+        assert envs.step(np.array([0, 0]))[1].tolist() == [1.0, 1.0]
+    finally:
+        envs.close()
+
+
+def test_step_wait_timeout_keeps_the_step_pending():
+    """A step_wait that runs out of its own timeout raises and keeps the step; no server is restarted."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, sessions_per_server=1)
+    pids = [provider.pid for provider in envs.unwrapped._providers]
+    try:
+        envs.reset(seed=0)
+        envs.step_async(np.array([1, 1]))
+        with pytest.raises(TimeoutError, match="the step is still pending: call step_wait again"):
+            envs.step_wait(timeout=0)
+        obs, rewards, terminations, truncations, infos = envs.step_wait()
+        assert rewards.tolist() == [1.0, 1.0] and not truncations.any() and FAILURE_INFO_KEY not in infos
+        assert [provider.pid for provider in envs.unwrapped._providers] == pids
+    finally:
+        envs.close()
