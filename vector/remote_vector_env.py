@@ -379,6 +379,9 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             except Exception as exc:  # the env's own error: keep reading the others, then raise it
                 error = error or exc
                 self._outcomes[index] = exc
+            except BaseException:  # interrupted (Ctrl-C): that session is gone; a later step_wait restarts it
+                self._outcomes[index] = ConnectionLostError(block.client.url, "batch_step", None, "interrupted")
+                raise
         self._pending = _Pending.NONE
         if error is not None:
             raise error

@@ -123,3 +123,28 @@ def test_step_wait_timeout_keeps_the_step_pending():
         assert [provider.pid for provider in envs.unwrapped._providers] == pids
     finally:
         envs.close()
+
+
+def test_interrupted_step_wait_can_be_resumed():
+    """A Ctrl-C while reading one server leaves the step pending; the next step_wait reads the rest and restarts that block."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, sessions_per_server=1)
+    try:
+        envs.reset(seed=0)
+        client = envs.unwrapped._blocks[0].client
+        real_complete = client.complete
+
+        def interrupted(timeout=None):
+            client._drop("interrupted by the test")
+            raise KeyboardInterrupt
+
+        client.complete = interrupted
+        envs.step_async(np.array([1, 1]))
+        with pytest.raises(KeyboardInterrupt):
+            envs.step_wait()
+        client.complete = real_complete
+        _, rewards, _, truncations, infos = envs.step_wait()
+        assert truncations.tolist() == [True, False] and rewards.tolist() == [0.0, 1.0]
+        assert infos[FAILURE_INFO_KEY][0].startswith("ConnectionLostError")
+        assert envs.step(np.array([0, 0]))[0].shape == (2, 4)
+    finally:
+        envs.close()
