@@ -128,8 +128,15 @@ class GymEnvironment(Environment[Any, Any, State]):
 
     def parse_action(self, data: dict[str, Any]) -> Any:
         action = from_wire(self.action_space, data, ACTION_FIELD)
-        if not self.action_space.contains(action):
-            raise ValueError(f"action {data!r:.200} is outside the action space {self.action_space}")
+        space = self.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            # decode() already made it an integer of the space's dtype; Discrete.contains would
+            # re-check that at a cost comparable to a CartPole step.
+            inside = space.start <= action < space.start + space.n
+        else:
+            inside = space.contains(action)
+        if not inside:
+            raise ValueError(f"action {data!r:.200} is outside the action space {space}")
         return action
 
     def observation_frame(self, observation: ObservationFrame) -> ObservationFrame:
