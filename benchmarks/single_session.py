@@ -22,82 +22,18 @@ import asyncio
 import os
 import platform
 import selectors
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from importlib.metadata import version
-from typing import IO, Any
+from typing import Any
+
+from servers import SPAWNED, START_TIMEOUT, Server, spawn, start_openenv_core, wait_health
 
 ACTION = {"message": "hello"}
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-START_TIMEOUT = 60.0  # openenv-core imports gradio on start-up: allow for a cold disk
 SESSION_TIMEOUT = 600.0
 CALL_TIMEOUT = 30.0
-
-
-@dataclass
-class Server:
-    name: str
-    proc: subprocess.Popen[bytes]
-    log: IO[bytes]
-    url: str = ""
-    startup_s: float = 0.0
-
-    def stop(self) -> None:
-        for escalate in (self.proc.terminate, self.proc.kill):  # each wait bounded
-            if self.proc.poll() is None:
-                escalate()
-                try:
-                    self.proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    pass
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self.log.close()
-
-    def fail(self, why: str) -> RuntimeError:
-        try:
-            self.log.seek(0)
-            tail = self.log.read()[-2000:].decode(errors="replace")
-        except (OSError, ValueError):
-            tail = ""
-        self.stop()
-        return RuntimeError(f"{self.name} server: {why}\n{tail}")
-
-
-SPAWNED: list[Server] = []  # every server started, so the `finally` in main() stops them all
-
-
-def spawn(name: str, cmd: list[str], url: str = "", env: dict[str, str] | None = None) -> tuple[Server, float]:
-    log = tempfile.TemporaryFile()
-    t0 = time.perf_counter()
-    stdout = subprocess.PIPE if not url else log  # ours reports its port on stdout
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=log, env=env, cwd=REPO_ROOT)
-    server = Server(name, proc, log, url)
-    SPAWNED.append(server)
-    return server, t0
-
-
-def wait_health(server: Server, t0: float) -> None:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
-    while time.perf_counter() < t0 + START_TIMEOUT:
-        if server.proc.poll() is not None:
-            raise server.fail(f"exited with code {server.proc.returncode}")
-        try:
-            with opener.open(server.url + "/health", timeout=1.0) as reply:
-                if reply.status == 200:
-                    server.startup_s = time.perf_counter() - t0
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.005)
-    raise server.fail("no 200 from /health in time")
 
 
 def start_ours() -> Server:
@@ -122,16 +58,8 @@ def start_ours() -> Server:
 
 
 def start_openenv(async_step: bool = False) -> Server:
-    with socket.socket() as s:  # pick a free port: uvicorn does not print the one it gets for port 0
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     # The same openenv-core echo env the interoperability tests use.
-    cmd = [sys.executable, "-m", "tests.openenv_core_server", str(port)]
-    cmd += ["--async-step"] if async_step else []
-    env = dict(os.environ, ENABLE_WEB_INTERFACE="false")
-    server, t0 = spawn("openenv-core", cmd, f"http://127.0.0.1:{port}", env)
-    wait_health(server, t0)
-    return server
+    return start_openenv_core(*(["--async-step"] if async_step else []))
 
 
 def vm_rss_mib(pid: int) -> float:

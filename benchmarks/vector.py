@@ -27,74 +27,23 @@ import asyncio
 import inspect
 import os
 import platform
-import socket
-import subprocess
-import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from importlib.metadata import version
-from typing import IO, Any
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 import openenv_gym  # noqa: F401  (registers the openenv/... ids)
 from openenv_gym.vector import RemoteVectorEnv
+from servers import Server, start_openenv_core
 
 ENV_ID = "CartPole-v1"
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-START_TIMEOUT = 60.0  # openenv-core imports gradio on start-up: allow for a cold disk
 CALL_TIMEOUT = 30.0
 RUN_TIMEOUT = 900.0  # one openenv-core fan-out run, end to end
 
 SYNC, ASYNC, PER_SESSION, CORE = "SyncVectorEnv", "AsyncVectorEnv", "ours JSON per-session", "openenv-core x N"
-
-
-class CoreServer:
-    """openenv-core's own server (FastAPI under uvicorn) serving CartPole, in a child process."""
-
-    def __init__(self) -> None:
-        with socket.socket() as s:  # uvicorn does not print the port it gets for port 0
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        self.log: IO[bytes] = tempfile.TemporaryFile()
-        cmd = [sys.executable, "-m", "tests.openenv_core_server", str(port), "--env", "cartpole"]
-        env = dict(os.environ, ENABLE_WEB_INTERFACE="false")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-                                     env=env, cwd=REPO_ROOT)
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
-        deadline = time.perf_counter() + START_TIMEOUT
-        while time.perf_counter() < deadline:
-            if self.proc.poll() is not None:
-                raise self.fail(f"exited with code {self.proc.returncode}")
-            try:
-                with opener.open(self.url + "/health", timeout=1.0) as reply:
-                    if reply.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.05)
-        raise self.fail("no 200 from /health in time")
-
-    def stop(self) -> None:
-        for escalate in (self.proc.terminate, self.proc.kill):  # each wait bounded
-            if self.proc.poll() is None:
-                escalate()
-                try:
-                    self.proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    pass
-        self.log.close()
-
-    def fail(self, why: str) -> RuntimeError:
-        self.log.seek(0)
-        tail = self.log.read()[-2000:].decode(errors="replace")
-        self.stop()
-        return RuntimeError(f"openenv-core server: {why}\n{tail}")
 
 
 def close_env(envs: Any) -> None:
@@ -196,10 +145,10 @@ def main() -> None:
 
     rates: dict[tuple[str, int], float | str] = {}
     errors: list[str] = []
-    server: CoreServer | None = None
+    server: Server | None = None
     try:
         try:
-            server = CoreServer()
+            server = start_openenv_core("--env", "cartpole")
         except Exception as exc:  # measure the rest without it
             errors.append(f"{CORE}: {type(exc).__name__}: {str(exc)[:500]}")
         for n in sizes:
