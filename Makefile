@@ -26,6 +26,7 @@ test: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/single_session.py
 	$(BIN)/python benchmarks/vector.py
+	$(BIN)/python benchmarks/codec.py
 
 clean:
 	rm -rf $(VENV) *.egg-info
