@@ -13,7 +13,24 @@ from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .sync_client import EnvClient
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, space_from_json, to_wire
 
-__all__ = ["RemoteEnv"]
+__all__ = ["RemoteEnv", "server_spaces"]
+
+
+def server_spaces(base_url: str, timeout: float) -> tuple[gym.Space[Any], gym.Space[Any]]:
+    """The action and observation spaces a server publishes in ``/schema``.
+
+    Raises:
+        ServerConnectError: the server does not answer.
+        ValueError: its ``/schema`` has no ``spaces`` (an OpenEnv server, so far).
+    """
+    schema = http_get_json(base_url, "/schema", timeout=timeout)
+    spaces = schema.get("spaces") if isinstance(schema, dict) else None
+    if not spaces:
+        raise ValueError(
+            f"the server at {base_url} publishes no Gymnasium spaces in /schema; "
+            "openenv-gym's Gymnasium envs need servers that do (openenv-gym servers always do)"
+        )
+    return space_from_json(spaces["action"]), space_from_json(spaces["observation"])
 
 
 def _shutdown(client: EnvClient, provider: Provider) -> None:
@@ -89,15 +106,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         self._client = EnvClient(self.base_url, open_timeout=open_timeout, call_timeout=call_timeout, env_id=server)
         self._closer = weakref.finalize(self, _shutdown, self._client, provider)
         try:
-            schema = http_get_json(self.base_url, "/schema", timeout=open_timeout)
-            spaces = schema.get("spaces") if isinstance(schema, dict) else None
-            if not spaces:
-                raise ValueError(
-                    f"the server at {self.base_url} publishes no Gymnasium spaces in /schema; "
-                    "RemoteEnv needs servers that do (openenv-gym servers always do)"
-                )
-            self.action_space = space_from_json(spaces["action"])
-            self.observation_space = space_from_json(spaces["observation"])
+            self.action_space, self.observation_space = server_spaces(self.base_url, open_timeout)
             self._client.connect()
         except BaseException:
             self.close()

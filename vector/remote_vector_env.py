@@ -24,7 +24,8 @@ from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_
 from openenv_gym.errors import ConnectionLostError, OpenEnvGymError, RequestTimeoutError, ServerConnectError
 from openenv_gym.providers import Provider, URLProvider, make_provider
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
-from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, space_from_json, to_wire
+from openenv_gym.env import server_spaces
+from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, to_wire
 
 from .plain_session import PlainSessionBatch
 
@@ -190,12 +191,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         try:
             urls = _start_all(self._providers, desc=f"starting {server or 'env'} servers")
             ranges = _split(num_envs, len(urls))
-            schema = http_get_json(urls[0], "/schema", timeout=open_timeout)
-            described = schema.get("spaces") if isinstance(schema, dict) else None
-            if not described:
-                raise ValueError(f"the server at {urls[0]} publishes no Gymnasium spaces in /schema")
-            self.single_action_space = space_from_json(described["action"])
-            self.single_observation_space = space_from_json(described["observation"])
+            self.single_action_space, self.single_observation_space = server_spaces(urls[0], open_timeout)
             self.action_space = batch_space(self.single_action_space, num_envs)
             self.observation_space = batch_space(self.single_observation_space, num_envs)
             self._observations = create_empty_array(self.single_observation_space, num_envs)
