@@ -88,8 +88,8 @@ def make_blocking_cartpole(blocking: bool = True):
     return GymEnvironment(gym.make("CartPole-v1"), blocking=blocking)
 
 
-def make_sleepy():
-    """A Gymnasium env whose action 1 hangs for a minute, as a stuck simulator would."""
+def make_sleepy(seconds: float = 60):
+    """A Gymnasium env whose action 1 hangs for ``seconds`` (a minute: a stuck simulator)."""
     import gymnasium as gym
     import numpy as np
 
@@ -104,7 +104,7 @@ def make_sleepy():
 
         def step(self, action):
             if action == 1:
-                time.sleep(60)
+                time.sleep(seconds)
             self.t += 1
             return np.array([self.t], np.float32), 1.0, False, False, {}
 

@@ -109,18 +109,22 @@ def test_a_refused_send_leaves_no_session_waiting():
         envs.close()
 
 
-def test_step_wait_timeout_keeps_the_step_pending():
+def test_step_wait_timeout_keeps_the_step_pending(monkeypatch):
     """A step_wait that runs out of its own timeout raises and keeps the step; no server is restarted."""
-    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, sessions_per_server=1)
-    pids = [provider.pid for provider in envs.unwrapped._providers]
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    envs = openenv_gym.vector.RemoteVectorEnv(
+        "tests.testing_env:make_sleepy", num_envs=2, sessions_per_server=1, env_kwargs={"seconds": 1.0}
+    )
+    pids = [provider.pid for provider in envs._providers]
     try:
         envs.reset(seed=0)
-        envs.step_async(np.array([1, 1]))
+        envs.step_async(np.array([1, 1]))  # each step sleeps 1 s on the server
         with pytest.raises(TimeoutError, match="the step is still pending: call step_wait again"):
-            envs.step_wait(timeout=0)
+            envs.step_wait(timeout=0.05)
         obs, rewards, terminations, truncations, infos = envs.step_wait()
         assert rewards.tolist() == [1.0, 1.0] and not truncations.any() and FAILURE_INFO_KEY not in infos
-        assert [provider.pid for provider in envs.unwrapped._providers] == pids
+        assert obs[:, 0].tolist() == [1.0, 1.0]
+        assert [provider.pid for provider in envs._providers] == pids
     finally:
         envs.close()
 
