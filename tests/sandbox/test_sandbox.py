@@ -1,0 +1,242 @@
+"""The sandbox confines runs of untrusted code: each limit is hit for real, and nothing is left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from openenv_gym.sandbox import Limits, Sandbox, SandboxUnavailableError
+from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE
+from tests.utils import REPO_ROOT, UNIT, pid_alive, sandbox_pids, wait_until
+
+LIMITS = Limits(wall_time=2 * UNIT, processes=16, memory=512 * 1024 * 1024, output_limit=4096)
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with Sandbox(LIMITS) as box:
+        yield box
+
+
+def run_uid_processes(box: Sandbox) -> list[int]:
+    """Processes running as the sandbox's run uid (the runs' processes) right now."""
+    uid = SANDBOX_UID_BASE + box.pid
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            if int(status.split("\nUid:")[1].split()[0]) == uid and "State:\tZ" not in status:
+                found.append(int(entry))
+    return found
+
+
+def test_a_run_returns_output_exit_code_and_case_results(sandbox):
+    result = sandbox.run(
+        "def double(x):\n    return 2 * x\nprint('defined')",
+        entry_point="double",
+        cases=[[1], ["ab"], [[1, 2]], [None]],
+    )
+    assert (result.exit_code, result.stdout, result.stderr, result.timed_out) == (0, "defined\n", "", False)
+    assert result.results[:3] == [{"value": 2}, {"value": "abab"}, {"value": [1, 2, 1, 2]}]
+    assert result.results[3]["error"].startswith("TypeError: unsupported operand")
+    assert result.results[3]["exception"] == ["TypeError", "Exception", "BaseException", "object"]
+
+
+def test_each_run_starts_clean(sandbox):
+    """Globals, files and monkeypatches of one run are gone in the next."""
+    first = sandbox.run("import builtins\nbuiltins.len = None\nX = 1\nopen('left.txt', 'w').write('x')")
+    assert first.exit_code == 0
+    second = sandbox.run("import os\nprint(len('abc'), 'X' in globals(), os.listdir('.'))")
+    assert second.stdout == "3 False []\n"
+
+
+def test_errors_look_like_pythons_without_sandbox_frames(sandbox):
+    result = sandbox.run("def f():\n    raise ValueError('bad')\nf()")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Traceback (most recent call last):\n  File \"<solution>\", line 3")
+    assert result.stderr.rstrip().endswith("ValueError: bad")
+    assert "worker" not in result.stderr and "<string>" not in result.stderr
+
+
+def test_missing_entry_point_is_reported_per_case(sandbox):
+    result = sandbox.run("x = 1", entry_point="solve", cases=[[1], [2]])
+    assert [item["error"] for item in result.results] == ["NameError: the code defines no function named 'solve'"] * 2
+
+
+def test_results_that_are_not_json_are_errors(sandbox):
+    result = sandbox.run("def f():\n    return {1, 2}", entry_point="f", cases=[[]])
+    assert result.results[0]["error"].startswith("TypeError: Object of type set is not JSON serializable")
+
+
+# --- hostile code: each case, then a normal run, and no process of the run left ---------------
+
+HOSTILE = {
+    "infinite loop": ("while True:\n    pass", "wall-clock limit"),
+    "sleep": ("import time\ntime.sleep(60)", "wall-clock limit"),
+    "fork bomb": ("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass", "wall-clock"),
+    "allocate 10 GB": ("x = bytearray(10 * 1024 ** 3)", "MemoryError"),
+    "write a 10 GB file": (
+        "with open('big', 'wb') as f:\n    for _ in range(10 * 1024):\n        f.write(b'x' * 1024 * 1024)",
+        "File too large",
+    ),
+    "fill the scratch directory": (
+        "for i in range(1000):\n    open(f'f{i}', 'wb').write(b'x' * 8 * 1024 * 1024)",
+        "No space left on device",
+    ),
+    "read /etc/shadow": ("print(open('/etc/shadow').read())", "FileNotFoundError"),
+    "read the project": (f"print(open({str(REPO_ROOT / 'pyproject.toml')!r}).read())", "FileNotFoundError"),
+    "write outside the scratch directory": ("open('/usr/evil', 'w')", "Read-only file system"),
+    "kill the parent": ("import os\nos.kill(os.getppid(), 9)", "PermissionError"),
+    "kill everything": ("import os, signal\nos.kill(-1, signal.SIGKILL)\nprint('alive')", "alive"),
+    "sys.exit": ("import sys\nsys.exit(3)", ""),
+    "segfault": ("import ctypes\nctypes.string_at(0)", "SIGSEGV"),
+    "close stdout": ("import os\nos.close(1)\nprint('lost')", ""),
+    "null byte": ("print(1)\x00", "source code string cannot contain null bytes"),
+    "invalid UTF-8": ("print('\udcff')", "can't decode byte 0xff"),
+    "escape the session": ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)", ""),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_code_is_contained(sandbox, name):
+    code, expected = HOSTILE[name]
+    result = sandbox.run(code)
+    assert expected in result.stdout + result.stderr
+    assert result.exit_code != 0 or name in ("close stdout", "kill everything", "escape the session")
+    assert run_uid_processes(sandbox) == [], "a process of the run outlived it"
+    after = sandbox.run("print(sum(range(10)))")
+    assert (after.exit_code, after.stdout) == (0, "45\n")
+
+
+def test_printing_100_mb_is_capped_and_counted(sandbox):
+    result = sandbox.run("import sys\nfor _ in range(100):\n    sys.stdout.write('y' * 1024 * 1024)")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("y" * LIMITS.output_limit)
+    assert result.stdout.endswith(f"[... output truncated: {100 * 1024 * 1024 - LIMITS.output_limit} more bytes]")
+
+
+def test_no_network_not_even_the_hosts_loopback(sandbox):
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        result = sandbox.run(f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=1)")
+    assert "ConnectionRefusedError" in result.stderr
+    result = sandbox.run("import socket\nsocket.getaddrinfo('pypi.org', 443)")
+    assert "gaierror" in result.stderr
+
+
+def test_runs_cannot_see_host_processes(sandbox):
+    result = sandbox.run("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
+    assert os.getpid() not in eval(result.stdout)  # noqa: S307 - a list of ints we printed
+    assert len(eval(result.stdout)) <= 3  # noqa: S307 - init, the worker and the run
+
+
+def test_runs_have_an_unprivileged_uid_of_their_own(sandbox):
+    """As root, each sandbox's runs drop to a uid of their own; otherwise they keep the user's."""
+    result = sandbox.run("import os\nprint(os.getuid(), os.getgid(), os.getgroups())")
+    uid = SANDBOX_UID_BASE + sandbox.pid if os.geteuid() == 0 else os.getuid()
+    assert result.stdout.split()[:2] == [str(uid), str(uid if os.geteuid() == 0 else os.getgid())]
+
+
+def test_a_worker_that_dies_is_replaced(sandbox):
+    """If the worker is killed from outside, the next run starts a new one."""
+    box = Sandbox(LIMITS)
+    try:
+        box.start()
+        inner = [pid for pid in sandbox_pids() if pid != box.pid and _parent(pid) == box.pid]
+        assert inner, "no worker process under bubblewrap"
+        os.kill(inner[0], signal.SIGKILL)
+        result = box.run("print('again')")
+        if result.stdout != "again\n":  # the kill raced the run: it is reported, and the next one works
+            assert "replaced" in result.stderr
+            result = box.run("print('again')")
+        assert result.stdout == "again\n" and box.restarts == 1
+    finally:
+        box.close()
+
+
+def test_close_leaves_no_process_and_is_idempotent():
+    box = Sandbox(LIMITS)
+    box.start()
+    box.run("import os, time\nif os.fork() == 0:\n    time.sleep(60)", timeout=0.5 * UNIT)
+    pid = box.pid
+    box.close()
+    box.close()
+    assert not pid_alive(pid)
+    assert wait_until(lambda: not [p for p in sandbox_pids() if _uid(p) == SANDBOX_UID_BASE + pid], 5 * UNIT)
+
+
+def test_an_owner_killed_with_sigkill_leaves_no_sandbox_behind():
+    script = (
+        "import sys, time\n"
+        "from openenv_gym.sandbox import Sandbox\n"
+        "box = Sandbox()\n"
+        "box.start()\n"
+        "print(box.pid, flush=True)\n"
+        "box.run('import time\\ntime.sleep(60)', timeout=60)\n"
+    )
+    before = sandbox_pids()
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, cwd=REPO_ROOT)
+    try:
+        worker_pid = int(owner.stdout.readline())
+        assert wait_until(lambda: len(sandbox_pids() - before) >= 3, 5 * UNIT)  # bwrap, worker, run
+        owner.kill()
+        owner.wait(10)
+        assert wait_until(lambda: not (sandbox_pids() - before), 5 * UNIT), "a sandbox outlived its owner"
+        assert not pid_alive(worker_pid)
+    finally:
+        owner.kill()
+        owner.stdout.close()
+        owner.wait(10)
+
+
+def test_missing_bubblewrap_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr("openenv_gym.sandbox.sandbox.find_bwrap", lambda: None)
+    with pytest.raises(SandboxUnavailableError, match=r"bubblewrap is not installed.*sandbox='none'"):
+        Sandbox()
+
+
+def test_a_bubblewrap_that_cannot_start_is_a_clear_error(monkeypatch, tmp_path):
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr("openenv_gym.sandbox.sandbox.find_bwrap", lambda: str(fake))
+    with pytest.raises(SandboxUnavailableError, match="No permissions to create new namespace"):
+        Sandbox(startup_timeout=5 * UNIT).start()
+
+
+def test_unsandboxed_mode_runs_code_with_the_limits_but_no_confinement(tmp_path):
+    with Sandbox(LIMITS, mechanism="none") as box:
+        result = box.run(f"print(open({str(REPO_ROOT / 'pyproject.toml')!r}).read()[:9])")
+        assert result.stdout == "[build-sy\n"
+        assert "MemoryError" in box.run("x = bytearray(10 * 1024 ** 3)").stderr
+        assert box.run("while True:\n    pass", timeout=0.5 * UNIT).timed_out
+
+
+def test_bad_limits_are_refused():
+    with pytest.raises(ValueError, match="Limits.memory must be a positive number"):
+        Limits(memory=0)
+    with pytest.raises(ValueError, match="unknown sandbox mechanism 'docker'"):
+        Sandbox(mechanism="docker")  # type: ignore[arg-type]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _uid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/status").read_text().split("\nUid:")[1].split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
