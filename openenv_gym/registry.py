@@ -79,7 +79,14 @@ def builtin_entries() -> list[CatalogEntry]:
             id="openenv/Echo-v0",
             server="openenv_gym.envs.echo:EchoEnvironment",
             description="Echoes a message back; the protocol's reference environment",
-        )
+        ),
+        CatalogEntry(
+            id="openenv/Coding-v0",
+            server="openenv_gym.envs.coding:CodingEnvironment",
+            max_episode_steps=8,
+            reward_threshold=1.0,
+            description="Python function-writing tasks with hidden tests; code runs in a sandbox",
+        ),
     ]
     entries += [CatalogEntry.from_gymnasium(gym_id) for gym_id in _CLASSIC_CONTROL]
     return entries

@@ -1,0 +1,257 @@
+"""`CodingEnvironment`: write a Python function; each step's code runs in a sandbox; hidden tests give the reward.
+
+In task mode (the default) :meth:`reset` picks a task and shows its prompt; each step submits a
+whole program, which must define the task's function. The program runs in the sandbox, then the
+function is called on every hidden test's arguments; the results are scored outside the sandbox.
+
+In free mode there is no task: each step runs the code and returns its stdout, stderr and exit
+code, the observation of OpenEnv's coding env, so its clients work unchanged::
+
+    -> {"type":"step","data":{"code":"print(1)"}}
+    <- {"type":"observation","data":{"observation":{"stdout":"1\\n","stderr":"","exit_code":0},
+        "reward":0.0,"done":false,...}}
+
+Every step is a fresh program: nothing of one step's globals or files is left for the next.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+import uuid
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from openenv_gym.sandbox import Limits, Sandbox
+from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
+
+from .scoring import passed_tests
+from .tasks import MAX_PROMPT_LENGTH, MAX_TESTS, Task, load_tasks
+
+__all__ = ["MAX_CODE_LENGTH", "CodeAction", "CodeObservation", "CodingEnvironment", "CodingState", "TaskObservation"]
+
+MAX_CODE_LENGTH = 65536
+DEFAULT_MAX_EPISODE_STEPS = 8
+OUTPUT_MARKER_ROOM = 256  # characters the truncation markers and sandbox notes may add to a capped stream
+RewardMode = Literal["fraction", "binary", "improvement"]
+_REWARD_MODES = ("fraction", "binary", "improvement")
+_CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x09), *range(0x0E, 0x20), 0x7F]}
+
+
+class CodeAction(Action):
+    """A whole Python program (its source code)."""
+
+    code: str = Field(max_length=MAX_CODE_LENGTH)
+
+
+class CodeObservation(Observation):
+    """What the program printed and how it exited (the free mode's observation)."""
+
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int = 0
+
+
+class TaskObservation(CodeObservation):
+    """The task's prompt, what the program printed and how it exited, and how many hidden tests passed."""
+
+    prompt: str = ""
+    tests_passed: int = 0
+    tests_total: int = 0
+
+
+class CodingState(State):
+    """The episode's task and its best score so far."""
+
+    task_id: str | None = None
+    best_fraction: float = 0.0
+
+
+class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
+    """Python function-writing tasks with hidden tests, run in a sandbox (or free code execution).
+
+    Args:
+        mode: ``"tasks"`` (the default) or ``"free"`` (no task, no reward: OpenEnv's coding env).
+        tasks: the task set: ``None`` for the 56 shipped tasks, a JSONL path, or
+            ``hf://datasets/ORG/NAME[@REVISION]/PATH.jsonl`` (see :func:`load_tasks`).
+        difficulties: only tasks of these difficulties (``"easy"``, ``"medium"``, ``"hard"``).
+        reward: ``"fraction"`` of hidden tests passed (the default), ``"binary"`` (1 when all
+            pass), or ``"improvement"`` of the fraction over the episode's best so far.
+        max_episode_steps: steps after which an unsolved episode is truncated (``None``: never).
+        sandbox: ``"bubblewrap"`` (the default), or ``"none"`` to run agent code without a
+            sandbox; only for trusted code, or when the server itself runs in a container.
+        limits: :class:`~openenv_gym.sandbox.Limits` fields, such as ``{"wall_time": 5}``.
+
+    Raises:
+        SandboxUnavailableError: no sandbox mechanism here, and ``sandbox="none"`` not given.
+        ValueError: a bad argument or task file.
+    """
+
+    action_type = CodeAction
+    state_type = CodingState
+    SUPPORTS_CONCURRENT_SESSIONS = True  # each session has its own sandbox
+    blocking = True
+
+    def __init__(
+        self,
+        mode: Literal["tasks", "free"] = "tasks",
+        tasks: str | Path | list[dict[str, Any]] | None = None,
+        difficulties: list[str] | None = None,
+        reward: RewardMode = "fraction",
+        max_episode_steps: int | None = DEFAULT_MAX_EPISODE_STEPS,
+        sandbox: Literal["bubblewrap", "none"] = "bubblewrap",
+        limits: dict[str, Any] | None = None,
+    ) -> None:
+        if mode not in ("tasks", "free"):
+            raise ValueError(f"mode must be 'tasks' or 'free', got {mode!r}")
+        if reward not in _REWARD_MODES:
+            raise ValueError(f"reward must be one of {_REWARD_MODES}, got {reward!r}")
+        if max_episode_steps is not None and max_episode_steps < 1:
+            raise ValueError(f"max_episode_steps must be at least 1, got {max_episode_steps}")
+        self.mode = mode
+        self.reward_mode = reward
+        self.max_episode_steps = max_episode_steps
+        self.limits = Limits(**(limits or {}))
+        self.tasks: list[Task] = []
+        if mode == "tasks":
+            self.tasks = load_tasks(tasks)
+            if difficulties is not None:
+                self.tasks = [task for task in self.tasks if task.difficulty in difficulties]
+                if not self.tasks:
+                    raise ValueError(f"no task has a difficulty in {difficulties}")
+            self._by_id = {task.task_id: task for task in self.tasks}
+        self.observation_type = TaskObservation if mode == "tasks" else CodeObservation  # type: ignore[misc]
+        self.space_descriptions = _space_descriptions(mode, self.limits.output_limit)  # type: ignore[misc]
+        self._sandbox = Sandbox(self.limits, mechanism=sandbox)  # raises if no sandbox can run here
+        self._rng = random.Random()
+        self._task: Task | None = None
+        self._state = CodingState()
+
+    # --- Environment API ---------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> CodeObservation:
+        options = kwargs.get("options") or {}
+        unknown = set(options) - {"task_id"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; the coding env takes 'task_id'")
+        if seed is not None:
+            self._rng = random.Random(seed)
+        self._sandbox.start()
+        self._state = CodingState(episode_id=episode_id or str(uuid.uuid4()))
+        if self.mode == "free":
+            return CodeObservation(reward=0.0)
+        if "task_id" in options:
+            try:
+                self._task = self._by_id[options["task_id"]]
+            except KeyError:
+                raise ValueError(f"no task with id {options['task_id']!r}") from None
+        else:
+            self._task = self._rng.choice(self.tasks)
+        self._state.task_id = self._task.task_id
+        return TaskObservation(
+            prompt=self._task.statement,
+            tests_total=len(self._task.tests),
+            reward=0.0,
+            info={"task_id": self._task.task_id, "difficulty": self._task.difficulty},
+        )
+
+    def step(self, action: CodeAction) -> CodeObservation:
+        if self.mode == "tasks" and self._task is None:
+            raise RuntimeError("reset before the first step")
+        self._state.step_count += 1
+        truncated = self.max_episode_steps is not None and self._state.step_count >= self.max_episode_steps
+        task = self._task
+        result = self._sandbox.run(
+            action.code,
+            entry_point=task.entry_point if task else None,
+            cases=[test.args for test in task.tests] if task else None,
+        )
+        stdout = _fit(result.stdout, self.limits.output_limit)
+        stderr = _fit(result.stderr, self.limits.output_limit)
+        exit_code = max(-128, min(255, result.exit_code))
+        info: dict[str, Any] = {"timed_out": result.timed_out}  # no duration: info stays deterministic
+        if task is None:
+            return CodeObservation(
+                stdout=stdout, stderr=stderr, exit_code=exit_code, reward=0.0, truncated=truncated, info=info
+            )
+        passed = passed_tests(task.tests, result.results)
+        fraction = sum(passed) / len(passed)
+        solved = all(passed)
+        if self.reward_mode == "binary":
+            reward = float(solved)
+        elif self.reward_mode == "improvement":
+            reward = max(0.0, fraction - self._state.best_fraction)
+        else:
+            reward = fraction
+        self._state.best_fraction = max(self._state.best_fraction, fraction)
+        info.update(task_id=task.task_id, difficulty=task.difficulty, tests=passed)
+        return TaskObservation(
+            prompt=task.statement,
+            stdout=stdout,
+            stderr=stderr,
+            exit_code=exit_code,
+            tests_passed=sum(passed),
+            tests_total=len(passed),
+            reward=reward,
+            done=solved,
+            truncated=truncated and not solved,
+            info=info,
+        )
+
+    @property
+    def state(self) -> CodingState:
+        return self._state
+
+    def close(self) -> None:
+        self._sandbox.close()
+
+    def parse_action(self, data: dict[str, Any]) -> CodeAction:
+        """Accept OpenEnv's ``{"code": ...}`` and the Gymnasium wire form ``{"action": ...}`` of a Text action."""
+        if "action" in data and "code" not in data:
+            data = {**data, "code": data["action"]}
+            del data["action"]
+        return CodeAction.model_validate(data)
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return EnvironmentMetadata(
+            name="coding_env",
+            description=(
+                "Write Python functions for hidden tests; code runs in a sandbox"
+                if self.mode == "tasks"
+                else "Run Python code in a sandbox; observe stdout, stderr and the exit code"
+            ),
+            version="0.1.0",
+        )
+
+
+def _fit(text: str, limit: int) -> str:
+    """``text`` in the observation's charset (other characters escaped), capped near ``limit``."""
+    if not text.isascii() or any(ord(char) in _CONTROL for char in text):
+        text = text.encode("ascii", "backslashreplace").decode("ascii").translate(_CONTROL)
+    if len(text) > limit + OUTPUT_MARKER_ROOM:
+        text = text[:limit] + f"\n[... truncated: {len(text) - limit} more characters]"
+    return text
+
+
+def _space_descriptions(mode: str, output_limit: int) -> dict[str, Any]:
+    """The Gymnasium spaces, as data (the server never imports gymnasium)."""
+
+    def text(max_length: int) -> dict[str, Any]:
+        return {"type": "Text", "min_length": 0, "max_length": max_length, "charset": string.printable}
+
+    output = text(output_limit + OUTPUT_MARKER_ROOM)
+    observation: dict[str, Any] = {
+        "stdout": output,
+        "stderr": output,
+        "exit_code": {"type": "Discrete", "n": 384, "start": -128, "dtype": "int64"},
+    }
+    if mode == "tasks":
+        observation = {
+            "prompt": text(MAX_PROMPT_LENGTH + 64),
+            **observation,
+            "tests_passed": {"type": "Discrete", "n": MAX_TESTS + 1, "start": 0, "dtype": "int64"},
+            "tests_total": {"type": "Discrete", "n": MAX_TESTS + 1, "start": 0, "dtype": "int64"},
+        }
+    return {"action": text(MAX_CODE_LENGTH), "observation": {"type": "Dict", "spaces": observation}}

