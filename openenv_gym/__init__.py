@@ -75,6 +75,9 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
+        # gymnasium first: its import registers the catalog, which imports the registry whole; a
+        # registry imported first would meet that hook half-initialised.
+        importlib.import_module("gymnasium")
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'openenv_gym' has no attribute {name!r}")
 

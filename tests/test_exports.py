@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import subprocess
+from pathlib import Path
 import sys
 
 import pytest
@@ -23,8 +24,13 @@ PUBLIC = {
         "Action", "EnvServer", "Environment", "EnvironmentMetadata", "GymEnvironment", "Observation", "State",
         "load_factory", "run",
     },
-    "openenv_gym.providers": {"ProcessProvider", "Provider", "URLProvider", "make_provider"},
+    "openenv_gym.providers": {"DockerProvider", "ProcessProvider", "Provider", "URLProvider", "make_provider"},
+    "openenv_gym.sandbox": {"Limits", "RunResult", "Sandbox", "SandboxUnavailableError", "find_bwrap"},
     "openenv_gym.envs.echo": {"EchoAction", "EchoEnvironment", "EchoObservation"},
+    "openenv_gym.envs.coding": {
+        "CodeAction", "CodeObservation", "CodingEnvironment", "CodingState", "Task", "TaskObservation", "TestCase",
+        "load_tasks",
+    },
 }
 
 
@@ -53,3 +59,20 @@ def test_layers_are_not_top_level_names(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[None, None, None]"
+
+
+def test_every_package_of_the_source_tree_is_in_the_distribution():
+    """pyproject lists packages by hand: a new package missing there would be absent from wheels and images."""
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    mapped = {"openenv_gym": "openenv_gym", "openenv_gym.envs": "envs", "openenv_gym.vector": "vector",
+              "openenv_gym.wrappers": "wrappers"}
+    found = set()
+    for package, folder in mapped.items():
+        for init in (root / folder).rglob("__init__.py"):
+            relative = init.parent.relative_to(root / folder)
+            if "__pycache__" not in relative.parts:
+                found.add(".".join([package, *relative.parts]))
+    assert found == listed

@@ -67,6 +67,17 @@ def test_submodule_import_triggers_registration_too():
     assert output == "True"
 
 
+def test_lazy_names_before_gymnasium_is_imported():
+    """openenv_gym.catalog as the first use of gymnasium: the registry must not meet its own hook half-made."""
+    output = run_python(
+        """
+        import openenv_gym
+        print(len(openenv_gym.catalog) > 5, openenv_gym.CatalogEntry.__name__)
+        """
+    )
+    assert output == "True CatalogEntry"
+
+
 def test_echo_server_never_loads_numpy():
     """The Echo server process serves a session without numpy (so without gymnasium, which needs it)."""
     from openenv_gym.sync_client import EnvClient
