@@ -1,4 +1,4 @@
-"""The ``openenv-gym`` command line: ``serve`` an environment (more commands come with providers)."""
+"""The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps`` and ``clean`` its Docker containers."""
 
 from __future__ import annotations
 
@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("target", help="a Gymnasium id, or module:attr")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind; 0 picks a free one (default: 8000)")
+    serve.add_argument(
+        "--unix-socket", default=None, metavar="PATH", help="listen on this Unix socket instead of --host/--port"
+    )
     serve.add_argument("--max-sessions", type=int, default=None, help="sessions served at once")
     serve.add_argument(
         "--idle-timeout",
@@ -92,7 +95,77 @@ def build_parser() -> argparse.ArgumentParser:
     # Used by the process provider: stop when the owner's pipe closes; report readiness on an fd.
     serve.add_argument("--exit-on-stdin-eof", action="store_true", help=argparse.SUPPRESS)
     serve.add_argument("--ready-fd", type=int, default=None, help=argparse.SUPPRESS)
+
+    build = commands.add_parser(
+        "build",
+        help="build the Docker image of an env in envs/ (and the images below it), offline",
+        description="Build the image of ENV (an env of envs/, e.g. coding) or, with 'runtime', the image "
+        "every Gymnasium env is served from. The base is made with debootstrap unless --base names a "
+        "local image with python3 (e.g. python:3.11-slim); nothing is pulled.",
+    )
+    build.add_argument("env", help="an env of envs/ (echo, coding), 'runtime', or 'base'")
+    build.add_argument("--base", default=None, help="a local image with python3 to build on (default: debootstrap)")
+    build.add_argument("--rebuild", action="store_true", help="build even if the image exists")
+    commands.add_parser("ps", help="list the containers of openenv-gym on this engine and their owners")
+    commands.add_parser("clean", help="remove the containers whose owner process is gone")
     return parser
+
+
+def _docker_client() -> Any:
+    from .providers.docker_provider import docker_client
+
+    return docker_client()
+
+
+def _build(args: argparse.Namespace) -> int:
+    from .providers import docker_images
+
+    client = _docker_client()
+    if args.env == "base":
+        image = docker_images.LOCAL_BASE_IMAGE
+    elif args.env == "runtime":
+        image = docker_images.RUNTIME_IMAGE
+    else:
+        image = docker_images.env_image(args.env)
+    ready = docker_images.image_exists if args.env == "base" else docker_images.image_current
+    if ready(client, image) and not args.rebuild:
+        print(f"{image} is up to date (use --rebuild to build it again)")
+        return 0
+    try:
+        if args.env == "base":
+            docker_images.build_local_base(client)
+        elif args.env == "runtime":
+            docker_images.build_runtime_image(client, base=args.base)
+        else:
+            if args.rebuild:
+                docker_images.build_runtime_image(client, base=args.base)
+            docker_images.build_env_image(client, args.env, base=args.base)
+    except docker_images.ImageBuildError as exc:
+        print(f"openenv-gym build: {exc}", file=sys.stderr)
+        return 1
+    print(image)
+    return 0
+
+
+def _ps(args: argparse.Namespace) -> int:
+    from .providers.docker_owners import owned_containers
+
+    rows = [("CONTAINER", "STATUS", "TARGET", "OWNER", "PORTS")]
+    for item in owned_containers(_docker_client()):
+        owner = f"{item.owner_host}:{item.owner_pid}" + ("" if item.owner_alive else " (gone)")
+        rows.append((item.id, item.status, item.target, owner, item.ports))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+    return 0
+
+
+def _clean(args: argparse.Namespace) -> int:
+    from .providers.docker_owners import reap
+
+    removed = reap(_docker_client())
+    print(f"removed {len(removed)} container(s) of owners that are gone" + (": " + " ".join(removed) if removed else ""))
+    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -111,6 +184,7 @@ def _serve(args: argparse.Namespace) -> int:
             factory,
             host=args.host,
             port=args.port,
+            unix_socket=args.unix_socket,
             max_sessions=args.max_sessions,
             idle_timeout=args.idle_timeout,
             max_frame_bytes=args.max_frame_bytes,
@@ -118,7 +192,8 @@ def _serve(args: argparse.Namespace) -> int:
             ready_fd=args.ready_fd,
         )
     except OSError as exc:
-        print(f"openenv-gym serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        where = args.unix_socket or f"{args.host}:{args.port}"
+        print(f"openenv-gym serve: cannot listen on {where}: {exc}", file=sys.stderr)
         return 1
     return 0
 
@@ -126,5 +201,13 @@ def _serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``openenv-gym`` console script."""
     args = build_parser().parse_args(argv)
-    if args.command == "serve":
-        sys.exit(_serve(args))
+    commands = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean}
+    if args.command != "serve":
+        from .providers.docker_provider import DockerUnavailableError
+
+        try:
+            sys.exit(commands[args.command](args))
+        except DockerUnavailableError as exc:
+            print(f"openenv-gym {args.command}: {exc}", file=sys.stderr)
+            sys.exit(1)
+    sys.exit(_serve(args))

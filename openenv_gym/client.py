@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import socket
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any, Callable
 
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from .errors import (
@@ -29,6 +30,7 @@ from .errors import (
     ServerConnectError,
 )
 from .protocol import ClientSession, ErrorCode, ErrorFrame, ObservationFrame, StateFrame
+from .urls import http_url, tcp_form, unix_socket_path, ws_url
 
 __all__ = ["AsyncEnvClient", "SessionClient", "http_get_json", "http_url", "remote_error", "ws_url"]
 
@@ -39,28 +41,6 @@ MAX_HTTP_BODY_BYTES = 16 * 2**20  # /schema and /metadata are small; refuse a ru
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def ws_url(base_url: str) -> str:
-    """The session endpoint of a server: ``http://h:p`` or ``ws://h:p`` becomes ``ws://h:p/ws``."""
-    parts = urllib.parse.urlsplit(base_url)
-    scheme = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}.get(parts.scheme)
-    if scheme is None or not parts.netloc:
-        raise ValueError(f"expected a URL like 'http://127.0.0.1:8000' or 'ws://host:port', got {base_url!r}")
-    path = parts.path.rstrip("/")
-    if not path.endswith("/ws"):
-        path += "/ws"
-    return urllib.parse.urlunsplit((scheme, parts.netloc, path, parts.query, ""))
-
-
-def http_url(base_url: str, path: str) -> str:
-    """The HTTP URL of ``path`` (``"/schema"``) on the server behind ``base_url``."""
-    parts = urllib.parse.urlsplit(base_url)
-    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
-    root = parts.path.rstrip("/")
-    if root.endswith("/ws"):
-        root = root[: -len("/ws")]
-    return urllib.parse.urlunsplit((scheme, parts.netloc, root + path, "", ""))
-
-
 def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOUT) -> Any:
     """``GET`` a JSON endpoint of the server (``/health``, ``/schema``, ``/metadata``).
 
@@ -68,6 +48,9 @@ def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOU
         ServerConnectError: the server is unreachable, answered an error status, or not JSON.
     """
     url = http_url(base_url, path)
+    socket_path = unix_socket_path(url)
+    if socket_path is not None:
+        return _unix_get_json(url, socket_path, timeout)
     handlers = []
     if urllib.parse.urlsplit(url).hostname in _LOOPBACK:
         handlers.append(urllib.request.ProxyHandler({}))
@@ -80,12 +63,36 @@ def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOU
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
         raise ServerConnectError(url, str(reason)) from exc
+    return _json_body(url, body)
+
+
+def _json_body(url: str, body: bytes) -> Any:
     if len(body) > MAX_HTTP_BODY_BYTES:
         raise ServerConnectError(url, f"answer is larger than {MAX_HTTP_BODY_BYTES} bytes")
     try:
         return json.loads(body)
     except (ValueError, RecursionError) as exc:
         raise ServerConnectError(url, f"answer is not JSON: {exc}") from exc
+
+
+def _unix_get_json(url: str, socket_path: str, timeout: float) -> Any:
+    """``GET`` over a Unix socket (urllib speaks TCP only)."""
+    connection = http.client.HTTPConnection("localhost", timeout=timeout)
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.sock = sock
+        sock.settimeout(timeout)
+        sock.connect(socket_path)
+        connection.request("GET", urllib.parse.urlsplit(url).path)
+        response = connection.getresponse()
+        body = response.read(MAX_HTTP_BODY_BYTES + 1)
+    except (OSError, http.client.HTTPException) as exc:
+        raise ServerConnectError(url, f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        connection.close()
+    if response.status >= 400:
+        raise ServerConnectError(url, f"HTTP {response.status}: {body[:500].decode(errors='replace')}")
+    return _json_body(url, body)
 
 
 def remote_error(frame: ErrorFrame, env_id: str | None) -> RemoteError:
@@ -177,16 +184,19 @@ class AsyncEnvClient(SessionClient):
         if self._ws is not None:
             return self
         loopback = urllib.parse.urlsplit(self.url).hostname in _LOOPBACK
+        options: dict[str, Any] = {
+            "open_timeout": self.open_timeout,
+            "max_size": self.max_frame_bytes,
+            "compression": None,
+            "close_timeout": 2,
+            "subprotocols": self.subprotocols,
+        }
+        socket_path = unix_socket_path(self.url)
         try:
-            self._ws = await connect(
-                self.url,
-                open_timeout=self.open_timeout,
-                max_size=self.max_frame_bytes,
-                compression=None,
-                proxy=None if loopback else True,
-                close_timeout=2,
-                subprotocols=self.subprotocols,  # type: ignore[arg-type]
-            )
+            if socket_path is not None:
+                self._ws = await unix_connect(socket_path, tcp_form(self.url), **options)
+            else:
+                self._ws = await connect(self.url, proxy=None if loopback else True, **options)
         except TimeoutError as exc:
             raise ServerConnectError(self.url, f"no handshake within {self.open_timeout:g} s") from exc
         except (OSError, InvalidHandshake, InvalidURI) as exc:

@@ -60,8 +60,9 @@ class RemoteEnv(gym.Env[Any, Any]):
         server: what the provider serves: a Gymnasium id or ``"module:attr"``.
         base_url: attach to a running server instead (``"ws://127.0.0.1:8000"``); sets
             ``provider="url"``.
-        provider: ``"process"`` (default: a child process on loopback), ``"url"``, or a
-            :class:`~openenv_gym.providers.Provider` instance.
+        provider: ``"process"`` (default: a child process on loopback), ``"docker"`` (a
+            container), ``"url"``, or a :class:`~openenv_gym.providers.Provider` instance.
+        provider_kwargs: options of the provider, such as ``{"memory": "1g"}`` for Docker.
         env_kwargs: keyword arguments for the environment on the server.
         open_timeout: seconds to connect to the server.
         call_timeout: seconds to wait for each reset or step.
@@ -78,6 +79,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         *,
         base_url: str | None = None,
         provider: str | Provider = "process",
+        provider_kwargs: dict[str, Any] | None = None,
         env_kwargs: dict[str, Any] | None = None,
         open_timeout: float = DEFAULT_OPEN_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
@@ -99,6 +101,7 @@ class RemoteEnv(gym.Env[Any, Any]):
                 # The client's TimeLimit (from the registered spec) is the only time limit.
                 max_episode_steps=None,
                 startup_timeout=startup_timeout,
+                **(provider_kwargs or {}),
             )
         self.server = server
         self.provider = provider

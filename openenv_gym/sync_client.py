@@ -29,6 +29,7 @@ from websockets.uri import parse_uri
 from .client import SessionClient
 from .errors import CapacityReachedError, ConnectionLostError, ProtocolError, RequestTimeoutError, ServerConnectError
 from .protocol import ErrorCode, ObservationFrame, StateFrame
+from .urls import tcp_form, unix_socket_path
 
 __all__ = ["EnvClient"]
 
@@ -110,13 +111,23 @@ class EnvClient(SessionClient):
         with self._lock:
             if self._ws is not None:
                 return self
-            uri = parse_uri(self.url)
+            uri = parse_uri(tcp_form(self.url))
+            socket_path = unix_socket_path(self.url)
             deadline = time.monotonic() + self.open_timeout
             try:
-                sock = socket.create_connection((uri.host, uri.port), timeout=self.open_timeout)
+                if socket_path is not None:
+                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    sock.settimeout(self.open_timeout)
+                    try:
+                        sock.connect(socket_path)
+                    except OSError:
+                        sock.close()
+                        raise
+                else:
+                    sock = socket.create_connection((uri.host, uri.port), timeout=self.open_timeout)
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError as exc:
                 raise ServerConnectError(self.url, str(exc)) from exc
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             try:
                 if uri.secure:
                     sock = ssl.create_default_context().wrap_socket(sock, server_hostname=uri.host)

@@ -6,14 +6,16 @@ import asyncio
 import http
 import json
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any, Callable
 
-from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from ..batch_protocol import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
+from ..urls import unix_url
 from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from .batch_session import BatchSession
@@ -55,6 +57,8 @@ class EnvServer:
     Args:
         factory: makes one environment per session (an ``Environment`` subclass or any callable).
         host: the address to bind; loopback unless told otherwise.
+        unix_socket: listen on this Unix socket path instead of ``host``/``port`` (made
+            connectable for every user who can reach its directory).
         port: the port to bind; 0 picks a free one (read :attr:`port` after :meth:`start`).
         max_sessions: sessions served at once; more are refused with ``CAPACITY_REACHED``.
             Defaults to 1 when the factory declares ``SUPPORTS_CONCURRENT_SESSIONS = False`` (as
@@ -74,6 +78,7 @@ class EnvServer:
         *,
         host: str = "127.0.0.1",
         port: int = 8000,
+        unix_socket: str | None = None,
         max_sessions: int | None = None,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
@@ -89,10 +94,12 @@ class EnvServer:
         self.factory = factory
         self.host = host
         self.port = port
+        self.unix_socket = unix_socket
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.max_frame_bytes = max_frame_bytes
-        self.send_tracebacks = host in _LOOPBACK if send_tracebacks is None else send_tracebacks
+        local = host in _LOOPBACK or unix_socket is not None
+        self.send_tracebacks = local if send_tracebacks is None else send_tracebacks
         self.sessions: set[Session] = set()
         #: Whether an environment's close() overran its timeout (its thread may still be stuck).
         self.stuck = False
@@ -107,24 +114,29 @@ class EnvServer:
 
     @property
     def url(self) -> str:
-        """The HTTP base URL of the server."""
+        """The HTTP base URL of the server (``http+unix://<quoted path>`` on a Unix socket)."""
+        if self.unix_socket is not None:
+            return unix_url(self.unix_socket)
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 
     async def start(self) -> None:
         """Bind and start accepting connections."""
-        self._server = await serve(
-            self._handle_connection,
-            self.host,
-            self.port,
-            process_request=self._process_request,
-            max_size=self.max_frame_bytes,
-            compression=None,  # frames are small: deflate costs more CPU than it saves bytes
-            ping_interval=None,  # the idle reaper, not pings, decides when a session is gone
-            max_queue=2,  # strict request/response: never buffer many big frames per session
-            select_subprotocol=_select_subprotocol,
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+        options: dict[str, Any] = {
+            "process_request": self._process_request,
+            "max_size": self.max_frame_bytes,
+            "compression": None,  # frames are small: deflate costs more CPU than it saves bytes
+            "ping_interval": None,  # the idle reaper, not pings, decides when a session is gone
+            "max_queue": 2,  # strict request/response: never buffer many big frames per session
+            "select_subprotocol": _select_subprotocol,
+        }
+        if self.unix_socket is not None:
+            self._server = await unix_serve(self._handle_connection, self.unix_socket, **options)
+            # Who may connect is decided by who can reach the socket's directory.
+            os.chmod(self.unix_socket, 0o666)
+        else:
+            self._server = await serve(self._handle_connection, self.host, self.port, **options)
+            self.port = self._server.sockets[0].getsockname()[1]
         if self.idle_timeout is not None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_idle_sessions())
 

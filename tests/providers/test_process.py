@@ -102,7 +102,7 @@ def test_a_server_that_never_gets_ready_times_out_and_is_killed(tmp_path):
 def test_make_provider():
     """Providers are found by name, and a wrong name lists the right ones."""
     assert isinstance(make_provider("url", base_url="http://127.0.0.1:1"), URLProvider)
-    with pytest.raises(ValueError, match=re.escape("unknown provider 'dockr'; expected one of ['process', 'url']")):
+    with pytest.raises(ValueError, match=re.escape("unknown provider 'dockr'; expected one of ['docker', 'process', 'url']")):
         make_provider("dockr")
 
 

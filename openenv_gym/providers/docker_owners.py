@@ -1,0 +1,111 @@
+"""Which process owns a container: the labels every container of ours carries, and the reaper.
+
+A container is labelled with its owner's host, pid and process start time (the pair pid + start
+time names one process even after the pid is reused). Owners remove their containers on close
+and at interpreter exit; containers of owners that died without doing so (SIGKILL, a crash) are
+removed by :func:`reap`, which the Docker provider runs when it first starts in a process and
+``openenv-gym clean`` runs on demand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LABEL_PREFIX", "OWNER_LABELS", "OwnedContainer", "owned_containers", "owner_labels", "reap"]
+
+LABEL_PREFIX = "openenv-gym"
+OWNER_HOST = f"{LABEL_PREFIX}.owner-host"
+OWNER_PID = f"{LABEL_PREFIX}.owner-pid"
+OWNER_STARTED = f"{LABEL_PREFIX}.owner-started"
+TARGET = f"{LABEL_PREFIX}.target"
+OWNER_LABELS = (OWNER_HOST, OWNER_PID, OWNER_STARTED)
+
+
+def process_start_time(pid: int) -> str | None:
+    """The start time of process ``pid`` in clock ticks since boot (``/proc/PID/stat`` field 22)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner_labels(target: str) -> dict[str, str]:
+    """The labels naming this process as a container's owner, and what the container serves."""
+    return {
+        OWNER_HOST: socket.gethostname(),
+        OWNER_PID: str(os.getpid()),
+        OWNER_STARTED: process_start_time(os.getpid()) or "",
+        TARGET: target,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class OwnedContainer:
+    """A container of ours, as ``openenv-gym ps`` lists it."""
+
+    id: str
+    name: str
+    status: str
+    target: str
+    owner_pid: int
+    owner_host: str
+    owner_alive: bool
+    ports: str
+
+
+def _owner_alive(labels: dict[str, str]) -> bool:
+    if labels.get(OWNER_HOST) != socket.gethostname():
+        return True  # another machine's process: not ours to judge
+    try:
+        pid = int(labels.get(OWNER_PID, ""))
+    except ValueError:
+        return False
+    return process_start_time(pid) == labels.get(OWNER_STARTED)
+
+
+def owned_containers(client: Any) -> list[OwnedContainer]:
+    """Every container (running or not) that carries our owner labels."""
+    found = []
+    for container in client.containers.list(all=True, filters={"label": OWNER_PID}):
+        labels = container.labels
+        ports = ", ".join(
+            f"{binding['HostIp']}:{binding['HostPort']}->{port}"
+            for port, bindings in (container.ports or {}).items()
+            for binding in bindings or []
+        )
+        found.append(
+            OwnedContainer(
+                id=container.short_id,
+                name=container.name,
+                status=container.status,
+                target=labels.get(TARGET, "?"),
+                owner_pid=int(labels.get(OWNER_PID) or 0),
+                owner_host=labels.get(OWNER_HOST, "?"),
+                owner_alive=_owner_alive(labels),
+                ports=ports,
+            )
+        )
+    return found
+
+
+def reap(client: Any) -> list[str]:
+    """Remove the containers of owners on this host that are no longer running; return their ids."""
+    import docker.errors
+
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": OWNER_PID}):
+        if not _owner_alive(container.labels):
+            try:
+                container.remove(force=True)
+                removed.append(container.short_id)
+            except docker.errors.NotFound:
+                pass  # removed meanwhile (its owner's exit handler, another reaper)
+            except docker.errors.APIError as exc:
+                if "already in progress" not in str(exc):
+                    raise
+    return removed

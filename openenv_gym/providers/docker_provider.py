@@ -1,0 +1,377 @@
+"""`DockerProvider`: an env server in a locked-down Docker container, through the docker SDK."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+from typing import Any
+
+from ..client import http_get_json
+from ..errors import OpenEnvGymError, ServerConnectError
+from ..urls import unix_url
+from .base import Provider
+from .docker_images import (
+    RUNTIME_IMAGE,
+    SERVER_UID,
+    ImageBuildError,
+    build_env_image,
+    build_runtime_image,
+    env_image,
+    envs_directory,
+    image_current,
+    image_exists,
+)
+from .docker_owners import owner_labels, reap
+
+__all__ = ["CONTAINER_PORT", "DockerProvider", "DockerUnavailableError", "docker_client", "image_and_limits"]
+
+CONTAINER_PORT = 8000
+SOCKET_DIR = "/run/openenv-gym"  # where a no-network container's socket directory is mounted
+SOCKET_NAME = "server.sock"
+DEFAULT_LIMITS = {"memory": "512m", "cpus": 1.0, "pids": 256, "open_files": 4096, "scratch": "64m"}
+MAX_OPEN_FILES = 20000  # more fails on these engines
+_STOP_TIMEOUT = 5
+_reaped = False
+_reap_lock = threading.Lock()
+
+
+class DockerUnavailableError(OpenEnvGymError, ConnectionError):
+    """No Docker Engine answers (or the docker SDK cannot reach it)."""
+
+
+def docker_client() -> Any:
+    """A docker SDK client for the engine of ``DOCKER_HOST`` (or the default socket), checked to answer.
+
+    Raises:
+        DockerUnavailableError: no engine answers.
+    """
+    import docker
+    import docker.errors
+
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise DockerUnavailableError(
+            f"no Docker Engine answers ({exc}); start one (`dockerd`, or scripts/docker-engine.sh in a "
+            "source checkout) or choose another provider"
+        ) from None
+    return client
+
+
+def image_and_limits(target: str) -> tuple[str, dict[str, Any]]:
+    """The image that serves ``target``, and the container settings its manifest asks for.
+
+    An env of ``envs/`` (``openenv_gym.envs.NAME:Class``) has its own image and may set
+    ``image``, ``resources`` (memory, cpus, pids, open_files, scratch), ``network`` and
+    ``security_opt`` in its ``openenv.yaml``; anything else (a Gymnasium id, an
+    importable factory) is served from the runtime image with the default limits.
+    """
+    prefix = "openenv_gym.envs."
+    if target.startswith(prefix):
+        name = target[len(prefix) :].split(":", 1)[0].split(".", 1)[0]
+        manifest_path = envs_directory() / name / "openenv.yaml"
+        if manifest_path.is_file():
+            import yaml
+
+            manifest = yaml.safe_load(manifest_path.read_text()) or {}
+            settings = dict(manifest.get("resources") or {})
+            settings.update({key: manifest[key] for key in ("network", "security_opt") if key in manifest})
+            return manifest.get("image") or env_image(name), settings
+    return RUNTIME_IMAGE, {}
+
+
+class DockerProvider(Provider):
+    """Runs ``openenv-gym serve TARGET`` in a container and returns its loopback URL.
+
+    The container runs as an unprivileged user, with a read-only root filesystem, a tmpfs at
+    ``/tmp``, all capabilities dropped, ``no-new-privileges``, and memory, CPU, process and
+    open-file limits; its port 8000 is published on 127.0.0.1 only. It carries labels naming its
+    owner process (see :mod:`.docker_owners`) and is removed by :meth:`stop`, at interpreter exit,
+    or by the reaper after its owner died. A missing image of ours is built on first use
+    (``build=False`` makes that an error); nothing is ever pulled.
+
+    Args:
+        target: what to serve: a Gymnasium id or ``module:factory`` (as ``openenv-gym serve``).
+        env_kwargs: keyword arguments for the env factory.
+        max_sessions: sessions the server accepts at once.
+        max_episode_steps: for Gymnasium ids: ``-1`` keeps the spec's time limit, ``None``
+            removes it, a number replaces it.
+        startup_timeout: seconds until the server must answer ``/health``.
+        image: the image to run; default: the env's own (see :func:`image_and_limits`).
+        memory: memory limit (``"512m"``, bytes); ``cpus``: CPUs; ``pids``: processes;
+            ``open_files``: open-file limit (at most 20000); ``scratch``: size of the ``/tmp``
+            tmpfs. Each defaults to the env manifest's ``resources``, then to the defaults.
+        network: ``"bridge"`` (port 8000 published on 127.0.0.1) or ``"none"``: no network at
+            all, the server listens on a Unix socket in a private host directory mounted into the
+            container. Default: the env manifest's ``network``, else ``"bridge"``.
+        security_opt: extra ``--security-opt`` values (the manifest's, else none).
+        build: build a missing image of ours instead of failing.
+        docker_client: a ``docker.DockerClient`` (default: ``docker.from_env()``).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        env_kwargs: dict[str, Any] | None = None,
+        max_sessions: int | None = None,
+        max_episode_steps: int | None = -1,
+        startup_timeout: float = 60.0,
+        image: str | None = None,
+        memory: str | int | None = None,
+        cpus: float | None = None,
+        pids: int | None = None,
+        open_files: int | None = None,
+        scratch: str | None = None,
+        network: str | None = None,
+        security_opt: list[str] | None = None,
+        build: bool = True,
+        docker_client: Any = None,
+    ) -> None:
+        default_image, manifest_limits = image_and_limits(target)
+        manifest_limits = dict(manifest_limits)
+        self.target = target
+        self.image = image or default_image
+        self.network = network or manifest_limits.pop("network", None) or "bridge"
+        manifest_limits.pop("network", None)
+        if self.network not in ("bridge", "none"):
+            raise ValueError(f"network must be 'bridge' or 'none', got {self.network!r}")
+        self.security_opt = list(security_opt or manifest_limits.pop("security_opt", None) or [])
+        manifest_limits.pop("security_opt", None)
+        if self.network == "none":
+            listen = ["--unix-socket", f"{SOCKET_DIR}/{SOCKET_NAME}"]
+        else:
+            listen = ["--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
+        self.command = [target, *listen, "--idle-timeout", "none"]
+        asked = {"memory": memory, "cpus": cpus, "pids": pids, "open_files": open_files, "scratch": scratch}
+        self.limits = {**DEFAULT_LIMITS, **manifest_limits, **{k: v for k, v in asked.items() if v is not None}}
+        if int(self.limits["open_files"]) > MAX_OPEN_FILES:
+            raise ValueError(f"open_files={self.limits['open_files']} is above {MAX_OPEN_FILES}, which the engine refuses")
+        if max_sessions is not None:
+            self.command += ["--max-sessions", str(max_sessions)]
+        self.command += ["--max-episode-steps", "none" if max_episode_steps is None else str(max_episode_steps)]
+        if env_kwargs:
+            self.command += ["--env-kwargs", json.dumps(env_kwargs)]
+        self.startup_timeout = startup_timeout
+        self.build = build
+        self._client = docker_client
+        self._container: Any = None
+        self._url: str | None = None
+        self._socket_root: str | None = None  # the private host directory of a no-network container
+        self._lock = threading.Lock()
+        self._finalizer: weakref.finalize | None = None
+
+    @property
+    def container_id(self) -> str | None:
+        """The running container's id, if any."""
+        return self._container.id if self._container is not None else None
+
+    def start(self) -> str:
+        with self._lock:
+            if self._container is not None and self._running():
+                assert self._url is not None
+                return self._url
+            self._remove()
+            client = self._docker()
+            _reap_once(client)
+            self._ensure_image(client)
+            self._container = self._run(client)
+            self._finalizer = weakref.finalize(self, _remove_container, client, self._container.id, self._socket_root)
+            try:
+                self._url = self._wait_until_healthy()
+            except BaseException:
+                self._remove()
+                raise
+            return self._url
+
+    def stop(self) -> None:
+        with self._lock:
+            self._remove(graceful=True)
+
+    def kill(self) -> None:
+        with self._lock:
+            self._remove()
+
+    def is_alive(self) -> bool:
+        with self._lock:
+            return self._container is not None and self._running()
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _docker(self) -> Any:
+        if self._client is None:
+            self._client = docker_client()
+        return self._client
+
+    def _ensure_image(self, client: Any) -> None:
+        ours = {RUNTIME_IMAGE: None}
+        ours.update({env_image(path.parent.name): path.parent.name for path in envs_directory().glob("*/Dockerfile")})
+        if self.image not in ours:
+            if image_exists(client, self.image):
+                return
+            raise ImageBuildError(f"image {self.image!r} is not in the local Docker cache, and images are never pulled")
+        if image_current(client, self.image):
+            return
+        if not self.build:
+            raise ImageBuildError(
+                f"image {self.image!r} is missing or was built from other code; build it with `openenv-gym build`"
+            )
+        name = ours[self.image]
+        if name is None:
+            build_runtime_image(client)
+        else:
+            build_env_image(client, name)
+
+    def _run(self, client: Any) -> Any:
+        """Create and start the container (through the low-level API: the high-level one cannot unmask /proc)."""
+        open_files = int(self.limits["open_files"])
+        security_opt = ["no-new-privileges", *(opt for opt in self.security_opt if opt != _UNMASK_PROC)]
+        host_config = client.api.create_host_config(
+            read_only=True,
+            tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.limits['scratch']},mode=1777"},
+            cap_drop=["ALL"],
+            security_opt=security_opt,
+            mem_limit=self.limits["memory"],
+            memswap_limit=self.limits["memory"],  # no swap beyond the limit: past it, the OOM killer
+            nano_cpus=int(float(self.limits["cpus"]) * 1e9),
+            pids_limit=int(self.limits["pids"]),
+            ulimits=[{"Name": "nofile", "Soft": open_files, "Hard": open_files}],
+            **self._network_config(),
+        )
+        if _UNMASK_PROC in self.security_opt:  # what the docker CLI's --security-opt systempaths=unconfined does
+            host_config["MaskedPaths"] = []
+            host_config["ReadonlyPaths"] = []
+        probe = _UNIX_HEALTH_PROBE if self.network == "none" else _TCP_HEALTH_PROBE
+        created = client.api.create_container(
+            self.image,
+            self.command,
+            labels=owner_labels(self.target),
+            user=f"{SERVER_UID}:{SERVER_UID}",
+            environment={"PYTHONUNBUFFERED": "1"},
+            ports=[CONTAINER_PORT] if self.network == "bridge" else None,
+            host_config=host_config,
+            healthcheck={
+                "test": ["CMD", "python3", "-c", probe],
+                "interval": 2_000_000_000,
+                "timeout": 2_000_000_000,
+                "retries": 3,
+                "start_period": 1_000_000_000,
+            },
+        )
+        container = client.containers.get(created["Id"])
+        try:
+            container.start()
+        except BaseException:
+            _remove_container(client, container.id)
+            raise
+        return container
+
+    def _network_config(self) -> dict[str, Any]:
+        if self.network == "none":
+            self._socket_root = _private_socket_directory()
+            socket_dir = os.path.join(self._socket_root, "socket")
+            return {"network_mode": "none", "binds": {socket_dir: {"bind": SOCKET_DIR, "mode": "rw"}}}
+        return {"port_bindings": {CONTAINER_PORT: ("127.0.0.1", None)}}
+
+    def _wait_until_healthy(self) -> str:
+        deadline = time.monotonic() + self.startup_timeout
+        container = self._container
+        url = None
+        while time.monotonic() < deadline:
+            container.reload()
+            if container.status in ("exited", "dead"):
+                logs = container.logs(tail=20).decode("utf-8", "replace").strip()
+                raise ServerConnectError(
+                    f"docker:{self.image}", f"the container exited with {container.attrs['State']['ExitCode']}: {logs}"
+                )
+            if url is None and self._socket_root is not None:
+                url = unix_url(os.path.join(self._socket_root, "socket", SOCKET_NAME))
+            bindings = (container.ports or {}).get(f"{CONTAINER_PORT}/tcp")
+            if bindings and url is None:
+                url = f"http://127.0.0.1:{bindings[0]['HostPort']}"
+            if url is not None:
+                try:
+                    http_get_json(url, "/health", timeout=1.0)
+                    return url
+                except OpenEnvGymError:
+                    pass
+            time.sleep(0.02)
+        raise ServerConnectError(
+            f"docker:{self.image}", f"the server did not answer /health within {self.startup_timeout:g} s"
+        )
+
+    def _running(self) -> bool:
+        import docker.errors
+
+        try:
+            self._container.reload()
+        except docker.errors.NotFound:
+            return False
+        return self._container.status == "running"
+
+    def _remove(self, graceful: bool = False) -> None:
+        container, self._container, self._url = self._container, None, None
+        socket_root, self._socket_root = self._socket_root, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if container is not None:
+            _remove_container(self._client, container.id, socket_root, graceful)
+        elif socket_root is not None:
+            shutil.rmtree(socket_root, ignore_errors=True)
+
+
+_UNMASK_PROC = "systempaths=unconfined"
+_TCP_HEALTH_PROBE = (
+    "import urllib.request; urllib.request.urlopen('http://127.0.0.1:%d/health', timeout=2)" % CONTAINER_PORT
+)
+_UNIX_HEALTH_PROBE = (
+    "import socket; s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect('%s/%s'); "
+    "s.sendall(b'GET /health HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n'); assert s.recv(64).split()[1] == b'200'"
+) % (SOCKET_DIR, SOCKET_NAME)
+
+
+def _private_socket_directory() -> str:
+    """A host directory only this user can reach, holding one the container's server user may write."""
+    root = tempfile.mkdtemp(prefix="openenv-gym-docker-")  # mode 0700: other users cannot reach inside
+    socket_dir = os.path.join(root, "socket")
+    os.mkdir(socket_dir)
+    if os.geteuid() == 0:
+        os.chown(socket_dir, SERVER_UID, SERVER_UID)
+    else:
+        os.chmod(socket_dir, 0o777)  # the container's user is not us; the 0700 parent keeps others out
+    return root
+
+
+def _remove_container(client: Any, container_id: str, socket_root: str | None = None, graceful: bool = False) -> None:
+    """Stop (SIGTERM, then SIGKILL after a few seconds, if graceful) and remove a container."""
+    import docker.errors
+
+    try:
+        container = client.containers.get(container_id)
+        if graceful:
+            container.stop(timeout=_STOP_TIMEOUT)
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if "already in progress" not in str(exc):
+            raise
+    finally:
+        if socket_root is not None:
+            shutil.rmtree(socket_root, ignore_errors=True)
+
+
+def _reap_once(client: Any) -> None:
+    """Remove containers of dead owners, the first time this process starts a container."""
+    global _reaped
+    with _reap_lock:
+        if not _reaped:
+            reap(client)
+            _reaped = True

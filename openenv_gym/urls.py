@@ -1,0 +1,58 @@
+"""Server addresses as URLs, over TCP or a Unix socket: pure functions, no I/O.
+
+A server on TCP is ``http://host:port`` (sessions at ``ws://host:port/ws``). A server on a Unix
+socket is ``http+unix://<percent-quoted socket path>`` (sessions at ``ws+unix://.../ws``), the
+convention of requests-unixsocket; the WebSocket handshake itself then names ``localhost``.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+__all__ = ["http_url", "tcp_form", "unix_socket_path", "unix_url", "ws_url"]
+
+_WS_SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss", "http+unix": "ws+unix", "ws+unix": "ws+unix"}
+_HTTP_SCHEMES = {"ws": "http", "wss": "https", "ws+unix": "http+unix"}
+
+
+def unix_url(path: str) -> str:
+    """The base URL of a server listening on the Unix socket ``path``."""
+    return "http+unix://" + urllib.parse.quote(path, safe="")
+
+
+def unix_socket_path(url: str) -> str | None:
+    """The socket path of an ``http+unix://`` or ``ws+unix://`` URL; ``None`` for a TCP URL."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.scheme.endswith("+unix"):
+        return None
+    return urllib.parse.unquote(parts.netloc)
+
+
+def tcp_form(url: str) -> str:
+    """``url`` with a Unix socket address replaced by ``localhost`` (what the handshake names)."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.scheme.endswith("+unix"):
+        return url
+    return urllib.parse.urlunsplit((parts.scheme[: -len("+unix")], "localhost", parts.path, parts.query, ""))
+
+
+def ws_url(base_url: str) -> str:
+    """The session endpoint of a server: ``http://h:p`` or ``ws://h:p`` becomes ``ws://h:p/ws``."""
+    parts = urllib.parse.urlsplit(base_url)
+    scheme = _WS_SCHEMES.get(parts.scheme)
+    if scheme is None or not parts.netloc:
+        raise ValueError(f"expected a URL like 'http://127.0.0.1:8000' or 'ws://host:port', got {base_url!r}")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/ws"):
+        path += "/ws"
+    return urllib.parse.urlunsplit((scheme, parts.netloc, path, parts.query, ""))
+
+
+def http_url(base_url: str, path: str) -> str:
+    """The HTTP URL of ``path`` (``"/schema"``) on the server behind ``base_url``."""
+    parts = urllib.parse.urlsplit(base_url)
+    scheme = _HTTP_SCHEMES.get(parts.scheme, parts.scheme)
+    root = parts.path.rstrip("/")
+    if root.endswith("/ws"):
+        root = root[: -len("/ws")]
+    return urllib.parse.urlunsplit((scheme, parts.netloc, root + path, "", ""))
