@@ -143,7 +143,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         server: what each server runs: a Gymnasium id or ``"module:attr"``.
         num_envs: the number of sub-environments.
         base_urls: use these running servers instead of starting any.
-        provider: ``"process"`` (default) or a provider name, for the servers started.
+        provider: ``"process"`` (default), ``"docker"`` or another provider name, for the servers started.
+        provider_kwargs: options of that provider, such as ``{"memory": "1g"}`` for Docker.
         env_kwargs: keyword arguments for each sub-environment.
         max_episode_steps: time limit applied by the servers (``gym.make_vec`` passes the spec's).
         autoreset_mode: a ``gymnasium.vector.AutoresetMode`` (or its value); default NEXT_STEP.
@@ -162,6 +163,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         *,
         base_urls: list[str] | None = None,
         provider: str = "process",
+        provider_kwargs: dict[str, Any] | None = None,
         env_kwargs: dict[str, Any] | None = None,
         max_episode_steps: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
@@ -184,7 +186,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         self._send_failures: list[Exception | None] = []
         self._outcomes: list[Any] = []
         self._providers = self._make_providers(
-            server, base_urls, provider, env_kwargs, max_episode_steps, sessions_per_server, startup_timeout
+            server, base_urls, provider, provider_kwargs or {}, env_kwargs, max_episode_steps, sessions_per_server,
+            startup_timeout,
         )
         self._blocks: list[_Block] = []
         self.closed = False
@@ -234,6 +237,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         server: str | None,
         base_urls: list[str] | None,
         provider: str,
+        provider_kwargs: dict[str, Any],
         env_kwargs: dict[str, Any] | None,
         max_episode_steps: int | None,
         sessions_per_server: int | None,
@@ -256,6 +260,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
                 max_episode_steps=max_episode_steps,
                 max_sessions=sessions_per_server,
                 startup_timeout=startup_timeout,
+                **provider_kwargs,
             )
             for _ in range(count)
         ]
