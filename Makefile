@@ -27,6 +27,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/single_session.py
 	$(BIN)/python benchmarks/vector.py
 	$(BIN)/python benchmarks/codec.py
+	$(BIN)/python benchmarks/coding_step.py
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -53,10 +53,20 @@ def docker_client() -> Any:
     import docker
     import docker.errors
 
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if host.startswith("unix://") and not os.path.exists(host[len("unix://") :]):
+        # Said before docker-py tries: its failed connect would also leak a socket.
+        raise DockerUnavailableError(
+            f"no Docker Engine answers (no socket at {host}); start one (`dockerd`, or scripts/docker-engine.sh "
+            "in a source checkout) or choose another provider"
+        )
+    client = None
     try:
         client = docker.from_env(timeout=30)
         client.ping()
     except docker.errors.DockerException as exc:
+        if client is not None:
+            client.close()
         raise DockerUnavailableError(
             f"no Docker Engine answers ({exc}); start one (`dockerd`, or scripts/docker-engine.sh in a "
             "source checkout) or choose another provider"
@@ -161,6 +171,7 @@ class DockerProvider(Provider):
         self.startup_timeout = startup_timeout
         self.build = build
         self._client = docker_client
+        self._owns_client = docker_client is None
         self._container: Any = None
         self._url: str | None = None
         self._socket_root: str | None = None  # the private host directory of a no-network container
@@ -182,7 +193,8 @@ class DockerProvider(Provider):
             _reap_once(client)
             self._ensure_image(client)
             self._container = self._run(client)
-            self._finalizer = weakref.finalize(self, _remove_container, client, self._container.id, self._socket_root)
+            # At exit the finalizer uses a client of its own: this one may be closed by then.
+            self._finalizer = weakref.finalize(self, _remove_container, None, self._container.id, self._socket_root)
             try:
                 self._url = self._wait_until_healthy()
             except BaseException:
@@ -193,16 +205,25 @@ class DockerProvider(Provider):
     def stop(self) -> None:
         with self._lock:
             self._remove(graceful=True)
+            self._close_client()
 
     def kill(self) -> None:
         with self._lock:
             self._remove()
+            self._close_client()
 
     def is_alive(self) -> bool:
         with self._lock:
             return self._container is not None and self._running()
 
     # --- internals ---------------------------------------------------------------------------
+
+    def _close_client(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._owns_client:
+            client.close()
+        elif client is not None:
+            self._client = client  # the caller's: theirs to close
 
     def _docker(self) -> Any:
         if self._client is None:
@@ -350,9 +371,22 @@ def _private_socket_directory() -> str:
 
 
 def _remove_container(client: Any, container_id: str, socket_root: str | None = None, graceful: bool = False) -> None:
-    """Stop (SIGTERM, then SIGKILL after a few seconds, if graceful) and remove a container."""
+    """Stop (SIGTERM, then SIGKILL after a few seconds, if graceful) and remove a container.
+
+    With ``client=None`` a client is made for the call (the finalizer's case).
+    """
     import docker.errors
 
+    if client is None:
+        try:
+            own = docker_client()
+        except DockerUnavailableError:
+            return  # no engine: nothing to remove now; the reaper will, once one runs again
+        try:
+            _remove_container(own, container_id, socket_root, graceful)
+        finally:
+            own.close()
+        return
     try:
         container = client.containers.get(container_id)
         if graceful:

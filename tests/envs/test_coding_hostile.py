@@ -1,0 +1,288 @@
+"""Hostile code through ``openenv/Coding-v0`` end to end: each case is contained, and the server keeps serving.
+
+One server (a short wall-clock limit) holds two sessions on the same task: A and B. Each case
+steps A with hostile code and checks that the observation carries a clear error (or at least a
+failed-tests result), that no process of the run is left, and that the sandboxes are the same
+processes as before (no worker had to be replaced). Then a normal step in A and in B solves the
+task with its reference solution, and both sessions are reset for the next case.
+
+Invalid UTF-8 cannot reach the sandbox through the env: a Python ``str`` with a lone surrogate
+cannot be encoded for the WebSocket, escaped JSON is refused by the action's validation, and
+raw invalid bytes in a text frame end the connection. Each of those three paths has its own test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import socket
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import pytest
+from websockets.exceptions import ConnectionClosedError
+from websockets.sync.client import connect
+
+import openenv_gym  # noqa: F401 - registers openenv/Coding-v0
+from openenv_gym.client import http_get_json, ws_url
+from openenv_gym.envs.coding.tasks import BUILTIN_TASKS
+from openenv_gym.errors import ConnectionLostError
+from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE
+from tests.envs.coding_reference import SOLUTIONS
+from tests.utils import REPO_ROOT, UNIT, pid_alive, sandbox_pids, server_pids, wait_until
+
+ENV_ID = "openenv/Coding-v0"
+TASK = "digit-square-sum"  # easy, 7 hidden tests
+SOLUTION = SOLUTIONS[TASK]
+WALL_TIME = 2 * UNIT
+OUTPUT_LIMIT = 64 * 1024  # Limits.output_limit's default
+PROCESSES_PER_SESSION = 3  # bubblewrap, its init in the pid namespace, the warm worker
+MARKER = "openenv-gym-hostile-test"  # the name of files the write cases try to create
+
+# Placeholders a case's code may hold, filled in when the case runs.
+SERVER_PORT, SERVICE_PORT = "SERVER_PORT", "SERVICE_PORT"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    code: str
+    expected: str  # text the observation's stdout + stderr must hold
+    exit_code: int
+    timed_out: bool = False
+
+
+HOSTILE = {
+    "infinite loop": Case("while True:\n    pass", f"wall-clock limit of {WALL_TIME:g} s", -9, timed_out=True),
+    "fork bomb": Case("import os\nwhile True:\n    os.fork()", "BlockingIOError: [Errno 11]", 1),
+    "fork bomb that ignores errors": Case(
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+        "wall-clock limit",
+        -9,
+        timed_out=True,
+    ),
+    "allocate 10 GB": Case("x = bytearray(10 * 1024 ** 3)", "MemoryError", 1),
+    "write a 10 GB file": Case(
+        "with open('big', 'wb') as f:\n    for _ in range(10 * 1024):\n        f.write(b'x' * 1024 * 1024)",
+        "OSError: [Errno 27] File too large",
+        1,
+    ),
+    "print 100 MB": Case(
+        "import sys\nfor _ in range(100):\n    sys.stdout.write('y' * 1024 * 1024)",
+        f"[... output truncated: {100 * 1024 * 1024 - OUTPUT_LIMIT} more bytes]",
+        0,
+    ),
+    "read /etc/shadow": Case("print(open('/etc/shadow').read())", "FileNotFoundError", 1),
+    "read the project's files": Case(
+        f"print(open({str(REPO_ROOT / 'pyproject.toml')!r}).read())", "FileNotFoundError", 1
+    ),
+    "read the hidden tests": Case(f"print(open({str(BUILTIN_TASKS.resolve())!r}).read())", "FileNotFoundError", 1),
+    "write to /usr": Case(f"open('/usr/{MARKER}', 'w').write('x')", "Read-only file system", 1),
+    "write to /": Case(f"open('/{MARKER}', 'w').write('x')", "PermissionError", 1),
+    "write into the project": Case(
+        f"open({str(REPO_ROOT / MARKER)!r}, 'w').write('x')", "FileNotFoundError", 1
+    ),
+    "connect to the env server's port": Case(
+        f"import socket\nsocket.create_connection(('127.0.0.1', {SERVER_PORT}), timeout=1)",
+        "ConnectionRefusedError",
+        1,
+    ),
+    "connect to another loopback service": Case(
+        f"import socket\nsocket.create_connection(('127.0.0.1', {SERVICE_PORT}), timeout=1)",
+        "ConnectionRefusedError",
+        1,
+    ),
+    "kill the parent": Case("import os\nos.kill(os.getppid(), 9)", "PermissionError", 1),
+    "sys.exit": Case("import sys\nsys.exit(3)", "", 3),
+    "segfault via ctypes": Case("import ctypes\nctypes.string_at(0)", "killed by signal SIGSEGV", -11),
+    "close stdout": Case("import os\nos.close(1)\nprint('lost', flush=True)", "Bad file descriptor", 1),
+    "null byte": Case("print(1)\x00", "source code string cannot contain null bytes", 1),
+    "leave a process behind": Case(
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n"
+        "print('forked')",
+        "forked",
+        0,
+    ),
+}
+
+
+@dataclasses.dataclass
+class Served:
+    """The server, its two sessions, and the processes to compare against."""
+
+    a: gym.Env[Any, Any]
+    b: gym.Env[Any, Any]
+    url: str
+    port: int
+    server_pid: int
+    sandboxes: set[int]  # the sessions' sandbox processes after setup (updated when A reconnects)
+    before_sandboxes: set[int]  # sandbox processes already there before this module
+    before_servers: set[int]
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    before_sandboxes, before_servers = sandbox_pids(), server_pids()
+    a = gym.make(ENV_ID, env_kwargs={"limits": {"wall_time": WALL_TIME}})
+    b = None
+    try:
+        url = a.unwrapped.base_url
+        b = gym.make(ENV_ID, base_url=url)
+        for env in (a, b):
+            obs, info = env.reset(options={"task_id": TASK})
+            assert info["task_id"] == TASK and obs["tests_total"] == 7
+        sandboxes = sandbox_pids() - before_sandboxes
+        assert len(sandboxes) == 2 * PROCESSES_PER_SESSION, sandboxes
+        port = urllib.parse.urlsplit(url).port
+        assert port is not None
+        yield Served(a, b, url, port, a.unwrapped.provider.pid, sandboxes, before_sandboxes, before_servers)
+    finally:
+        if b is not None:
+            b.close()  # before A: closing A stops the server
+        a.close()
+
+
+def run_processes() -> dict[int, bool]:
+    """Live processes with a run's uid, each with whether a SIGKILL is pending for it.
+
+    As root, each sandbox's runs use the uid SANDBOX_UID_BASE + its bubblewrap pid.
+    """
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+                uid = int(status.split("\nUid:")[1].split()[0])
+                pending = int(status.split("\nSigPnd:")[1].split()[0], 16)
+                pending |= int(status.split("\nShdPnd:")[1].split()[0], 16)
+            except (OSError, IndexError, ValueError):
+                continue
+            if uid >= SANDBOX_UID_BASE and "State:\tZ" not in status:
+                found[int(entry.name)] = bool(pending & (1 << (signal.SIGKILL - 1)))
+    return found
+
+
+def ours(served: Served) -> set[int]:
+    return sandbox_pids() - served.before_sandboxes
+
+
+def assert_nothing_left(served: Served) -> None:
+    """No process of a run is left, and the sandboxes are the very processes of setup.
+
+    The worker answers once it has sent SIGKILL to every process of the run, not once they are
+    gone: when the reply arrives, a few may still be exiting (seen after a fork bomb). So right
+    after a step every process of a run must already be killed, and soon none may exist.
+    """
+    survivors = [pid for pid, killed in run_processes().items() if not killed]
+    assert survivors == [], "a process of the run outlived it, and no SIGKILL is on its way"
+    assert wait_until(lambda: not run_processes(), 1 * UNIT), f"processes of the run left: {run_processes()}"
+    assert wait_until(lambda: ours(served) == served.sandboxes, 1 * UNIT), (
+        f"sandbox processes were added, lost or replaced: {ours(served) ^ served.sandboxes}"
+    )
+
+
+def solve(env: gym.Env[Any, Any]) -> None:
+    """A normal step: the reference solution solves the task; then a fresh episode of the same task."""
+    obs, reward, terminated, truncated, info = env.step(SOLUTION)
+    assert (reward, terminated, truncated) == (1.0, True, False), obs["stderr"]
+    assert obs["tests_passed"] == obs["tests_total"] == 7
+    assert obs["exit_code"] == 0 and not info["timed_out"]
+    env.reset(options={"task_id": TASK})
+
+
+def assert_still_serving(served: Served) -> None:
+    """The same server answers /health, and both sessions solve the task, leaving nothing behind."""
+    assert pid_alive(served.server_pid)
+    assert http_get_json(served.url, "/health", timeout=5 * UNIT) is not None
+    solve(served.a)
+    solve(served.b)
+    assert_nothing_left(served)
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_code_is_contained_and_the_server_keeps_serving(served, name):
+    case = HOSTILE[name]
+    with socket.create_server(("127.0.0.1", 0)) as service:
+        service.setblocking(False)
+        code = case.code.replace(SERVER_PORT, str(served.port))
+        code = code.replace(SERVICE_PORT, str(service.getsockname()[1]))
+        obs, reward, terminated, truncated, info = served.a.step(code)
+        with pytest.raises(BlockingIOError):
+            service.accept()  # nothing got through to the test's own loopback service
+    output = obs["stdout"] + obs["stderr"]
+    assert case.expected in output, output[-2000:]
+    assert obs["exit_code"] == case.exit_code, output[-2000:]
+    assert info["timed_out"] is case.timed_out
+    assert obs["tests_passed"] == 0 < obs["tests_total"] == 7
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert len(obs["stdout"]) <= OUTPUT_LIMIT + 256 and len(obs["stderr"]) <= OUTPUT_LIMIT + 256
+    for written in (Path("/usr") / MARKER, Path("/") / MARKER, REPO_ROOT / MARKER):
+        assert not written.exists(), f"the run wrote {written} on the host"
+    assert_nothing_left(served)  # right after the step returns: the worker cleaned up before replying
+    assert_still_serving(served)
+
+
+def test_invalid_utf8_as_a_lone_surrogate_fails_in_the_client(served):
+    """``'\\udcff'`` (invalid UTF-8 as Python decodes it with surrogateescape) cannot be sent as WebSocket text.
+
+    The client raises before anything is sent; but it then drops the session as if the call had
+    been interrupted, so the next step reports a lost connection and ``reset`` reconnects, with
+    a new session (and a new sandbox) on the same server.
+    """
+    with pytest.raises(UnicodeEncodeError, match="surrogates not allowed"):
+        served.a.step("print('\udcff')")
+    with pytest.raises(ConnectionLostError, match="abandoned"):
+        served.a.step(SOLUTION)
+    served.a.reset(options={"task_id": TASK})
+    # The old session's sandbox goes when the server notices the connection is gone.
+    assert wait_until(lambda: len(ours(served)) == 2 * PROCESSES_PER_SESSION, 10 * UNIT), ours(served)
+    served.sandboxes = ours(served)
+    assert_nothing_left(served)
+    assert_still_serving(served)
+
+
+def _call(ws: Any, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    ws.send(json.dumps({"type": kind, "data": data}))  # ensure_ascii: a lone surrogate travels as \udcff
+    return json.loads(ws.recv(timeout=10 * UNIT))
+
+
+def test_invalid_utf8_as_escaped_json_is_a_validation_error(served):
+    """A client that escapes non-ASCII (``json.dumps``'s default) gets the action refused; its session goes on."""
+    with connect(ws_url(served.url), open_timeout=5 * UNIT, close_timeout=5 * UNIT) as ws:
+        reply = _call(ws, "reset", {"options": {"task_id": TASK}})
+        assert reply["type"] == "observation"
+        reply = _call(ws, "step", {"action": "print('\udcff')"})
+        assert reply["type"] == "error" and reply["data"]["code"] == "VALIDATION_ERROR", reply
+        assert "unable to parse raw data as a unicode string" in json.dumps(reply["data"]["errors"])
+        reply = _call(ws, "step", {"action": SOLUTION})  # a normal step in the same session
+        assert reply["type"] == "observation", reply
+        assert (reply["data"]["reward"], reply["data"]["done"]) == (1.0, True)
+    assert wait_until(lambda: ours(served) == served.sandboxes, 10 * UNIT), "the raw session's sandbox outlived it"
+    assert_nothing_left(served)
+    assert_still_serving(served)
+
+
+def test_invalid_utf8_bytes_in_a_text_frame_close_that_connection_only(served):
+    """Raw 0xff in a WebSocket text frame is a protocol error: that connection is closed with 1007."""
+    with connect(ws_url(served.url), open_timeout=5 * UNIT, close_timeout=5 * UNIT) as ws:
+        assert _call(ws, "reset", {"options": {"task_id": TASK}})["type"] == "observation"
+        ws.send(b'{"type":"step","data":{"action":"print(\'\xff\')"}}', text=True)
+        with pytest.raises(ConnectionClosedError) as closed:
+            ws.recv(timeout=10 * UNIT)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1007, closed.value
+    assert "invalid start byte" in closed.value.rcvd.reason
+    assert wait_until(lambda: ours(served) == served.sandboxes, 10 * UNIT), "the raw session's sandbox outlived it"
+    assert_nothing_left(served)
+    assert_still_serving(served)
+
+
+def test_closing_both_envs_leaves_no_sandbox_and_no_server(served):
+    served.b.close()
+    served.a.close()
+    assert wait_until(lambda: not ours(served), 10 * UNIT), f"sandbox processes left: {ours(served)}"
+    assert wait_until(lambda: not (server_pids() - served.before_servers), 10 * UNIT), "a server process was left"
+    assert not pid_alive(served.server_pid)
+    assert not run_processes()

@@ -1,0 +1,271 @@
+"""The Docker provider on a real Docker Engine: equivalence, lock-down seen from inside, faults, cleanup.
+
+The README's test command starts an engine (scripts/docker-engine.sh) and builds the images
+before pytest runs. Without an engine these tests skip, except in CI (CI=true), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import SyncVectorEnv
+
+import openenv_gym
+from openenv_gym.providers.docker_images import RUNTIME_IMAGE, SERVER_UID, ImageBuildError
+from openenv_gym.providers.docker_owners import OWNER_PID, owned_containers
+from openenv_gym.providers.docker_provider import DockerProvider, DockerUnavailableError
+from openenv_gym.sync_client import EnvClient
+from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
+from tests.test_env import checker_warnings, gym_check, play
+from tests.utils import REPO_ROOT, UNIT, wait_until
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def docker():
+    from openenv_gym.providers.docker_provider import docker_client
+
+    try:
+        client = docker_client()
+    except DockerUnavailableError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the Docker tests: {exc}")
+        pytest.skip(f"no Docker Engine here: {exc}")
+    yield client
+    client.close()
+
+
+def our_containers(client) -> list:
+    """Containers labelled as owned by this test process."""
+    return client.containers.list(all=True, filters={"label": f"{OWNER_PID}={os.getpid()}"})
+
+
+@pytest.fixture(autouse=True)
+def no_container_left(docker):
+    yield
+    assert wait_until(lambda: not our_containers(docker), 10 * UNIT), "a container outlived its test"
+
+
+def test_episodes_match_gymnasium_in_a_container():
+    local = gym.make("CartPole-v1")
+    remote = gym.make("openenv/CartPole-v1", provider="docker")
+    try:
+        expected = play(local, seed=42, steps=300, action_seed=7)
+        actual = play(remote, seed=42, steps=300, action_seed=7)
+    finally:
+        remote.close()
+        local.close()
+    assert len(actual) == len(expected)
+    for (obs_a, *rest_a), (obs_e, *rest_e) in zip(actual, expected):
+        np.testing.assert_array_equal(obs_a, obs_e)
+        assert rest_a == rest_e
+
+
+def test_check_env_passes_in_a_container():
+    """Gymnasium's checker passes, warning about nothing the local env does not."""
+    env = gym.make("openenv/CartPole-v1", provider="docker")
+    try:
+        remote_warnings = checker_warnings(gym_check, env.unwrapped)
+    finally:
+        env.close()
+    assert remote_warnings <= checker_warnings(gym_check, gym.make("CartPole-v1").unwrapped)
+
+
+INSIDE = r"""
+import json, os, resource
+def read(path):
+    try:
+        return open(path).read().strip()
+    except OSError:
+        return None
+try:
+    open("/etc/probe", "w")
+    root_writable = True
+except OSError as exc:
+    root_writable = exc.strerror
+status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\t" in line)
+print(json.dumps({
+    "uid": os.getuid(), "gid": os.getgid(),
+    "root_writable": root_writable,
+    "cap_eff": status["CapEff"].strip(), "no_new_privs": status["NoNewPrivs"].strip(),
+    "memory": read("/sys/fs/cgroup/memory/memory.limit_in_bytes") or read("/sys/fs/cgroup/memory.max"),
+    "pids": read("/sys/fs/cgroup/pids/pids.max") or read("/sys/fs/cgroup/pids.max"),
+    "nofile": resource.getrlimit(resource.RLIMIT_NOFILE)[1],
+    "interfaces": sorted(os.listdir("/sys/class/net")),
+    "tmp_writable": os.access("/tmp", os.W_OK),
+}))
+"""
+
+
+def inside(docker, provider: DockerProvider) -> dict:
+    """What a process in the provider's container sees (run with docker exec, as the container's user)."""
+    result = docker.containers.get(provider.container_id).exec_run(["python3", "-c", INSIDE])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_the_container_is_locked_down_as_seen_from_inside(docker):
+    provider = DockerProvider("CartPole-v1", memory="300m", pids=100, open_files=2048)
+    try:
+        url = provider.start()
+        seen = inside(docker, provider)
+        ports = docker.containers.get(provider.container_id).ports["8000/tcp"]
+    finally:
+        provider.stop()
+    assert (seen["uid"], seen["gid"]) == (SERVER_UID, SERVER_UID)
+    assert seen["root_writable"] == "Read-only file system" and seen["tmp_writable"]
+    assert seen["cap_eff"] == "0000000000000000" and seen["no_new_privs"] == "1"
+    assert int(seen["memory"]) == 300 * 2**20 and seen["pids"] == "100" and seen["nofile"] == 2048
+    assert "eth0" in seen["interfaces"]
+    assert [binding["HostIp"] for binding in ports] == ["127.0.0.1"] and url.startswith("http://127.0.0.1:")
+
+
+def test_no_network_mode_serves_through_a_unix_socket(docker):
+    provider = DockerProvider("CartPole-v1", network="none")
+    try:
+        url = provider.start()
+        assert url.startswith("http+unix://")
+        assert inside(docker, provider)["interfaces"] == ["lo"]
+        client = EnvClient(url)
+        try:
+            client.reset(seed=0)
+            assert client.step({"action": 1}).reward == 1.0
+        finally:
+            client.close()
+        socket_root = os.path.dirname(os.path.dirname(openenv_gym.urls.unix_socket_path(url)))
+        assert os.stat(socket_root).st_mode & 0o777 == 0o700  # no other host user reaches the socket
+    finally:
+        provider.stop()
+    assert not os.path.exists(socket_root)
+
+
+def test_the_memory_limit_is_enforced_by_an_oom_kill_the_client_survives(docker):
+    provider = DockerProvider("CartPole-v1", memory="200m")
+    client = None
+    try:
+        client = EnvClient(provider.start())
+        client.reset(seed=0)
+        hog = "b = []\nwhile True:\n    b.append(bytearray(16 * 2**20))\n    b[-1][::4096] = b'x' * len(b[-1][::4096])"
+        result = docker.containers.get(provider.container_id).exec_run(["python3", "-c", hog])
+        assert result.exit_code == 137  # SIGKILL from the OOM killer
+        assert client.step({"action": 0}).reward == 1.0  # the server and its session live on
+    finally:
+        if client is not None:
+            client.close()
+        provider.stop()
+
+
+def test_make_vec_packs_sessions_into_containers_and_matches_sync_vector_env(docker):
+    num_envs = 8
+    remote = gym.make_vec("openenv/CartPole-v1", num_envs=num_envs, provider="docker", sessions_per_server=4)
+    local = SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(num_envs)])
+    try:
+        assert len(our_containers(docker)) == 2
+        obs_r, _ = remote.reset(seed=3)
+        obs_l, _ = local.reset(seed=3)
+        np.testing.assert_array_equal(obs_r, obs_l)
+        rng = np.random.default_rng(0)
+        for _ in range(60):
+            actions = rng.integers(0, 2, num_envs)
+            for got, want in zip(remote.step(actions), local.step(actions)):
+                if isinstance(want, np.ndarray):
+                    np.testing.assert_array_equal(got, want)
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_a_killed_container_restarts_its_sub_envs_truncated(docker):
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, provider="docker", sessions_per_server=2)
+    try:
+        envs.reset(seed=0)
+        victim = envs.unwrapped._providers[0]
+        docker.containers.get(victim.container_id).kill()
+        _, rewards, _, truncations, infos = envs.step(np.zeros(4, dtype=np.int64))
+        assert truncations.tolist() == [True, True, False, False]
+        assert infos[FAILURE_INFO_KEY][0] and not infos[f"_{FAILURE_INFO_KEY}"][2:].any()
+        _, rewards, _, truncations, _ = envs.step(np.zeros(4, dtype=np.int64))
+        assert rewards.tolist() == [0.0, 0.0, 1.0, 1.0] or rewards.tolist() == [1.0] * 4
+        assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
+    finally:
+        envs.close()
+
+
+_OWNER = """
+import sys, time
+sys.path.insert(0, {root!r})
+from openenv_gym.providers.docker_provider import DockerProvider
+provider = DockerProvider("CartPole-v1")
+provider.start()
+print(provider.container_id, flush=True)
+if sys.argv[1] == "hang":
+    time.sleep(600)
+"""
+
+
+def _run_owner(mode: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", _OWNER.format(root=str(REPO_ROOT)), mode], stdout=subprocess.PIPE, text=True
+    )
+
+
+def test_an_owner_that_exits_removes_its_container(docker):
+    owner = _run_owner("exit")
+    with owner.stdout:
+        container_id = owner.stdout.readline().strip()
+    assert owner.wait(60) == 0
+    assert wait_until(lambda: not docker.containers.list(all=True, filters={"id": container_id}), 10 * UNIT)
+
+
+def test_containers_of_a_sigkilled_owner_are_listed_then_cleaned(docker):
+    owner = _run_owner("hang")
+    try:
+        container_id = owner.stdout.readline().strip()
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+    finally:
+        owner.kill()
+        owner.stdout.close()
+    assert docker.containers.list(all=True, filters={"id": container_id}), "the container went with its owner"
+    ps = subprocess.run([sys.executable, "-m", "openenv_gym", "ps"], capture_output=True, text=True, timeout=60)
+    assert ps.returncode == 0 and f":{owner.pid} (gone)" in ps.stdout
+    clean = subprocess.run([sys.executable, "-m", "openenv_gym", "clean"], capture_output=True, text=True, timeout=60)
+    assert clean.returncode == 0 and container_id[:10] in clean.stdout
+    assert not docker.containers.list(all=True, filters={"id": container_id})
+    assert all(item.owner_alive for item in owned_containers(docker))
+
+
+def test_a_missing_image_is_a_clear_error_and_nothing_is_pulled(docker):
+    with pytest.raises(ImageBuildError, match="not in the local Docker cache, and images are never pulled"):
+        DockerProvider("CartPole-v1", image="openenv-gym/absent:0").start()
+    assert docker.images.list(name="openenv-gym/absent") == []
+
+
+def test_an_engine_that_is_down_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    with pytest.raises(DockerUnavailableError, match="no Docker Engine answers"):
+        DockerProvider("CartPole-v1").start()
+    result = subprocess.run(
+        [sys.executable, "-m", "openenv_gym", "ps"], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"},
+    )  # fmt: skip
+    assert result.returncode == 1 and "no Docker Engine answers" in result.stderr
+
+
+def test_open_file_limits_above_what_the_engine_takes_are_refused():
+    with pytest.raises(ValueError, match="above 20000"):
+        DockerProvider("CartPole-v1", open_files=65536)
+
+
+def test_the_runtime_image_is_built_from_this_source(docker):
+    from openenv_gym.providers.docker_images import SOURCE_LABEL, source_digest
+
+    assert docker.images.get(RUNTIME_IMAGE).labels[SOURCE_LABEL] == source_digest()
