@@ -418,6 +418,15 @@ class ClientSession:
                 "one call at a time per session",
             )
         text = frame.serialize()  # may raise (a value JSON cannot carry): then nothing is in flight
+        if not text.isascii():
+            try:
+                text.encode()
+            except UnicodeEncodeError as exc:
+                bad = text[exc.start : exc.end]
+                raise ValueError(
+                    f"the {kind.value} frame holds {bad!r}, a lone surrogate: not valid Unicode, so it cannot "
+                    "travel as UTF-8 (decode bytes with errors='replace', or send them base64-encoded)"
+                ) from None
         self.pending = kind
         return text
 

@@ -547,3 +547,14 @@ def test_error_frame_str_with_enum_code_shows_wire_code() -> None:
     """str() of an ErrorFrame built with an ErrorCode member shows the bare wire code."""
     reply = ServerSession().receive('{"type":"step","data":{}}')
     assert str(reply) == "error SESSION_ERROR: step before reset: send a reset frame first"
+
+
+def test_a_lone_surrogate_is_refused_before_anything_is_in_flight():
+    """A str that is not valid Unicode cannot travel as UTF-8: ValueError, and the session can still send."""
+    from openenv_gym.protocol import ClientSession
+
+    session = ClientSession()
+    with pytest.raises(ValueError, match="lone surrogate"):
+        session.send_step({"code": "print('\udcff')"})
+    assert session.pending is None
+    assert "caf\u00e9" in session.send_step({"code": "caf\u00e9"})

@@ -28,7 +28,7 @@ from openenv_gym.sandbox import Limits, Sandbox
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 
 from .scoring import passed_tests
-from .tasks import MAX_PROMPT_LENGTH, MAX_TESTS, Task, load_tasks
+from .tasks import BUILTIN_TASKS, HF_PREFIX, MAX_PROMPT_LENGTH, MAX_TESTS, Task, load_tasks
 
 __all__ = ["MAX_CODE_LENGTH", "CodeAction", "CodeObservation", "CodingEnvironment", "CodingState", "TaskObservation"]
 
@@ -124,7 +124,10 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             self._by_id = {task.task_id: task for task in self.tasks}
         self.observation_type = TaskObservation if mode == "tasks" else CodeObservation  # type: ignore[misc]
         self.space_descriptions = _space_descriptions(mode, self.limits.output_limit)  # type: ignore[misc]
-        self._sandbox = Sandbox(self.limits, mechanism=sandbox)  # raises if no sandbox can run here
+        # The task file holds the expected values: never readable by agent code, wherever it lives.
+        hidden = [BUILTIN_TASKS if tasks is None else tasks] if isinstance(tasks, (str, Path, type(None))) else []
+        hidden = [path for path in hidden if not str(path).startswith(HF_PREFIX)]
+        self._sandbox = Sandbox(self.limits, mechanism=sandbox, hidden_paths=hidden)  # raises if no sandbox here
         self._rng = random.Random()
         self._task: Task | None = None
         self._state = CodingState()

@@ -13,11 +13,13 @@ the worker has no privileges at all.
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["ROOT_WORKER_CAPABILITIES", "SCRATCH_DIR", "bwrap_command", "find_bwrap"]
+__all__ = ["ROOT_WORKER_CAPABILITIES", "SCRATCH_DIR", "bwrap_command", "find_bwrap", "site_directories"]
 
 SCRATCH_DIR = "/tmp"
 # What the worker keeps when bubblewrap runs as root: setuid/setgid to drop each run to its own
@@ -48,7 +50,15 @@ def find_bwrap() -> str | None:
         return None
 
 
-def bwrap_command(bwrap: str, python: str, program: list[str], *, scratch_size: int, privileged: bool) -> list[str]:
+def bwrap_command(
+    bwrap: str,
+    python: str,
+    program: list[str],
+    *,
+    scratch_size: int,
+    privileged: bool,
+    hidden: Sequence[str] = (),
+) -> list[str]:
     """The argv that runs ``python *program`` confined.
 
     Args:
@@ -57,6 +67,12 @@ def bwrap_command(bwrap: str, python: str, program: list[str], *, scratch_size: 
         program: the interpreter's arguments.
         scratch_size: bytes of the tmpfs at ``/tmp``.
         privileged: whether bubblewrap runs as root (see the module docstring).
+        hidden: paths inside the bound directories the sandbox must not read (an empty
+            read-only directory is put over each directory, ``/dev/null`` without device
+            access over each file, so reading it is refused). Every site-packages and
+            dist-packages directory of the bound trees is hidden as well: the sandbox runs
+            Python without ``site``, and installed packages may hold data it must not see
+            (such as an environment's hidden tests).
     """
     argv = [bwrap, "--die-with-parent", "--new-session"]
     argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
@@ -82,11 +98,33 @@ def bwrap_command(bwrap: str, python: str, program: list[str], *, scratch_size: 
         for parent in reversed(Path(prefix).parents[:-1]):
             argv += ["--perms", "0755", "--dir", str(parent)]
         argv += ["--ro-bind", prefix, prefix]
+    bound = ["/usr", prefix] + [f"/{name}" for name in _MERGED_USR_NAMES if os.path.isdir(f"/{name}")]
+    for path in sorted({*site_directories(prefix), *map(os.path.realpath, hidden)}):
+        if not any(_is_under(path, root) for root in bound):
+            continue  # not visible in the sandbox anyway
+        if os.path.isdir(path):
+            argv += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.exists(path):
+            argv += ["--ro-bind", "/dev/null", path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(int(scratch_size)), "--tmpfs", SCRATCH_DIR]
     argv += ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
     argv += ["--setenv", "HOME", SCRATCH_DIR, "--setenv", "PYTHONHASHSEED", "0"]
     argv += ["--chdir", SCRATCH_DIR, python, *program]
     return argv
+
+
+def site_directories(prefix: str) -> list[str]:
+    """The installed-package directories of the interpreter at ``prefix`` and of the system's Pythons."""
+    patterns = [
+        os.path.join(prefix, "lib", "python3*", "site-packages"),
+        os.path.join(prefix, "lib", "python3*", "dist-packages"),
+        "/usr/lib/python3*/site-packages",
+        "/usr/lib/python3*/dist-packages",
+        "/usr/lib/python3/dist-packages",
+        "/usr/local/lib/python3*/site-packages",
+        "/usr/local/lib/python3*/dist-packages",
+    ]
+    return sorted({os.path.realpath(path) for pattern in patterns for path in glob.glob(pattern)})
 
 
 def _is_under(path: str, root: str) -> bool:

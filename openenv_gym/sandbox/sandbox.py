@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -60,8 +61,8 @@ class RunResult:
 class Sandbox:
     """A confined Python worker that runs code, one run at a time, each from a clean state.
 
-    Every run is a fork of a warm worker, so a trivial run costs about a millisecond, not a new
-    interpreter. Runs get no network, a read-only view of the interpreter, a private scratch
+    Every run is a fork of a warm worker, so a trivial run costs a few milliseconds (the fork),
+    not a new interpreter. Runs get no network, a read-only view of the interpreter, a private scratch
     directory emptied after each run, and the :class:`Limits`. After each run every process it
     left is killed. A worker that dies (a run can kill it when bubblewrap is not run as root) or
     stops answering is replaced on the next run. Thread-safe: runs are serialised.
@@ -73,6 +74,8 @@ class Sandbox:
             provides its own isolation, such as a container).
         python: the interpreter to run code with; default: the one running this process (its
             base installation, not a virtual environment).
+        hidden_paths: files or directories under the interpreter's tree or ``/usr`` that runs
+            must not read (installed packages are hidden always).
         startup_timeout: seconds the worker may take to start.
 
     Raises:
@@ -86,6 +89,7 @@ class Sandbox:
         *,
         mechanism: Mechanism = "bubblewrap",
         python: str | None = None,
+        hidden_paths: Sequence[str | os.PathLike[str]] = (),
         startup_timeout: float = 10.0,
     ) -> None:
         if mechanism not in MECHANISMS:
@@ -93,6 +97,7 @@ class Sandbox:
         self.limits = limits or Limits()
         self.mechanism = mechanism
         self.python = os.path.realpath(python or _base_interpreter())
+        self.hidden_paths = [os.fspath(path) for path in hidden_paths]
         self.startup_timeout = startup_timeout
         self._bwrap = find_bwrap() if mechanism == "bubblewrap" else None
         if mechanism == "bubblewrap" and self._bwrap is None:
@@ -196,7 +201,12 @@ class Sandbox:
         if self.mechanism == "bubblewrap":
             assert self._bwrap is not None
             argv = bwrap_command(
-                self._bwrap, self.python, program, scratch_size=self.limits.scratch_size, privileged=privileged
+                self._bwrap,
+                self.python,
+                program,
+                scratch_size=self.limits.scratch_size,
+                privileged=privileged,
+                hidden=self.hidden_paths,
             )
             workdir = f"{SCRATCH_DIR}/work"
         else:

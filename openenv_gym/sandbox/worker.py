@@ -124,12 +124,24 @@ def _run_child(request: dict[str, Any], config: dict[str, Any], out: int, err: i
         _print_traceback()
         exit_code = 1
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:  # noqa: BLE001 - the code may have closed it
-                pass
-        os._exit(exit_code)
+        os._exit(_flush_like_python(exit_code))
+
+
+def _flush_like_python(exit_code: int) -> int:
+    """Flush stdout and stderr at exit as CPython does: a failed stdout flush is reported, exit 120."""
+    try:
+        sys.stdout.flush()
+    except BaseException as exc:  # noqa: BLE001 - the code closed or broke its stdout
+        try:
+            sys.stderr.write(f"Exception ignored on flushing sys.stdout:\n{type(exc).__name__}: {exc}\n")
+        except BaseException:  # noqa: BLE001
+            pass
+        exit_code = exit_code or 120
+    try:
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - nothing is left to report it on
+        pass
+    return exit_code
 
 
 def _run_solution(request: dict[str, Any]) -> int:
@@ -297,6 +309,7 @@ def _kill_leftovers(pid: int, config: dict[str, Any]) -> None:
             os.kill(-1, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        _wait_until_alone()
     else:
         try:
             os.killpg(pid, signal.SIGKILL)
@@ -306,6 +319,29 @@ def _kill_leftovers(pid: int, config: dict[str, Any]) -> None:
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass  # already reaped by _collect
+
+
+def _wait_until_alone(timeout: float = 2.0) -> None:
+    """Wait until the killed processes are gone, so none counts against the next run's limits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        others = [pid for pid in _namespace_pids() if pid not in (1, os.getpid())]
+        if not others:
+            return
+        time.sleep(0.001)
+
+
+def _namespace_pids() -> list[int]:
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as stat:
+                    if stat.read().rsplit(b")", 1)[1].split()[0] != b"Z":  # zombies wait for init to reap them
+                        pids.append(int(name))
+            except OSError:
+                pass  # gone meanwhile
+    return pids
 
 
 def _empty(workdir: str, uid: int | None) -> None:
