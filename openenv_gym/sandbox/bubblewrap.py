@@ -99,9 +99,11 @@ def bwrap_command(
             argv += ["--perms", "0755", "--dir", str(parent)]
         argv += ["--ro-bind", prefix, prefix]
     bound = ["/usr", prefix] + [f"/{name}" for name in _MERGED_USR_NAMES if os.path.isdir(f"/{name}")]
+    covered: list[str] = []
     for path in sorted({*site_directories(prefix), *map(os.path.realpath, hidden)}):
-        if not any(_is_under(path, root) for root in bound):
-            continue  # not visible in the sandbox anyway
+        if not any(_is_under(path, root) for root in bound) or any(_is_under(path, done) for done in covered):
+            continue  # not visible in the sandbox anyway, or inside a directory hidden already
+        covered.append(path)
         if os.path.isdir(path):
             argv += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.exists(path):
@@ -109,7 +111,8 @@ def bwrap_command(
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(int(scratch_size)), "--tmpfs", SCRATCH_DIR]
     argv += ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
     argv += ["--setenv", "HOME", SCRATCH_DIR, "--setenv", "PYTHONHASHSEED", "0"]
-    argv += ["--chdir", SCRATCH_DIR, python, *program]
+    # Everything but /tmp read-only, the root's own tmpfs included (it is writable before this).
+    argv += ["--remount-ro", "/", "--chdir", SCRATCH_DIR, python, *program]
     return argv
 
 

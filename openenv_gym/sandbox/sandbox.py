@@ -160,6 +160,10 @@ class Sandbox:
                 reply = None
             if reply is None:
                 self._stop()
+                try:
+                    self._ensure_started()  # a fresh worker now, so the next run does not wait for it
+                except SandboxUnavailableError:
+                    pass  # the next run tries again, and raises
                 return RunResult(
                     exit_code=-signal.SIGKILL,
                     stdout="",
