@@ -14,6 +14,7 @@ from typing import Any
 from ..client import http_get_json
 from ..errors import OpenEnvGymError, ServerConnectError
 from ..urls import unix_url
+from . import docker_pool
 from .base import Provider
 from .docker_images import (
     RUNTIME_IMAGE,
@@ -121,6 +122,8 @@ class DockerProvider(Provider):
             all, the server listens on a Unix socket in a private host directory mounted into the
             container. Default: the env manifest's ``network``, else ``"bridge"``.
         security_opt: extra ``--security-opt`` values (the manifest's, else none).
+        pool: take a warm container of the same kind from this process's pool, and give it
+            back on :meth:`stop` (see :mod:`.docker_pool`).
         build: build a missing image of ours instead of failing.
         docker_client: a ``docker.DockerClient`` (default: ``docker.from_env()``).
     """
@@ -141,6 +144,7 @@ class DockerProvider(Provider):
         scratch: str | None = None,
         network: str | None = None,
         security_opt: list[str] | None = None,
+        pool: bool = False,
         build: bool = True,
         docker_client: Any = None,
     ) -> None:
@@ -169,6 +173,7 @@ class DockerProvider(Provider):
         if env_kwargs:
             self.command += ["--env-kwargs", json.dumps(env_kwargs)]
         self.startup_timeout = startup_timeout
+        self.pool = pool
         self.build = build
         self._client = docker_client
         self._owns_client = docker_client is None
@@ -191,6 +196,9 @@ class DockerProvider(Provider):
             self._remove()
             client = self._docker()
             _reap_once(client)
+            if self.pool and self._take_from_pool(client):
+                assert self._url is not None
+                return self._url
             self._ensure_image(client)
             self._container = self._run(client)
             # At exit the finalizer uses a client of its own: this one may be closed by then.
@@ -203,8 +211,10 @@ class DockerProvider(Provider):
             return self._url
 
     def stop(self) -> None:
+        """Remove the container; with ``pool=True``, keep it warm for the next provider of its kind."""
         with self._lock:
-            self._remove(graceful=True)
+            if not (self.pool and self._give_to_pool()):
+                self._remove(graceful=True)
             self._close_client()
 
     def kill(self) -> None:
@@ -217,6 +227,43 @@ class DockerProvider(Provider):
             return self._container is not None and self._running()
 
     # --- internals ---------------------------------------------------------------------------
+
+    def _pool_key(self) -> tuple[Any, ...]:
+        limits = tuple(sorted((key, str(value)) for key, value in self.limits.items()))
+        return (self.image, tuple(self.command), limits, self.network, tuple(self.security_opt))
+
+    def _take_from_pool(self, client: Any) -> bool:
+        """Adopt a warm container of this kind whose server still answers; ``False`` if none."""
+        import docker.errors
+
+        while (item := docker_pool.take(self._pool_key())) is not None:
+            try:
+                container = client.containers.get(item.container_id)
+                http_get_json(item.url, "/health", timeout=2.0)
+            except (docker.errors.NotFound, OpenEnvGymError):
+                _remove_pooled(item)
+                continue
+            self._container, self._url, self._socket_root = container, item.url, item.socket_root
+            self._finalizer = weakref.finalize(self, _remove_container, None, container.id, item.socket_root)
+            return True
+        return False
+
+    def _give_to_pool(self) -> bool:
+        """Hand a healthy container to the pool instead of removing it."""
+        if self._container is None or self._url is None:
+            return False
+        try:
+            http_get_json(self._url, "/health", timeout=2.0)
+        except OpenEnvGymError:
+            return False
+        item = docker_pool.PooledContainer(self._container.id, self._url, self._socket_root)
+        if not docker_pool.put(self._pool_key(), item, _remove_pooled):
+            return False
+        if self._finalizer is not None:
+            self._finalizer.detach()  # the pool owns the container now
+            self._finalizer = None
+        self._container = self._url = self._socket_root = None
+        return True
 
     def _close_client(self) -> None:
         client, self._client = self._client, None
@@ -346,6 +393,10 @@ class DockerProvider(Provider):
             _remove_container(self._client, container.id, socket_root, graceful)
         elif socket_root is not None:
             shutil.rmtree(socket_root, ignore_errors=True)
+
+
+def _remove_pooled(item: docker_pool.PooledContainer) -> None:
+    _remove_container(None, item.container_id, item.socket_root)
 
 
 _UNMASK_PROC = "systempaths=unconfined"

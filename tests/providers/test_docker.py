@@ -269,3 +269,25 @@ def test_the_runtime_image_is_built_from_this_source(docker):
     from openenv_gym.providers.docker_images import SOURCE_LABEL, source_digest
 
     assert docker.images.get(RUNTIME_IMAGE).labels[SOURCE_LABEL] == source_digest()
+
+
+def test_the_warm_pool_reuses_containers_between_make_vec_calls(docker):
+    from openenv_gym.providers import docker_pool
+
+    kwargs = {"num_envs": 4, "provider": "docker", "sessions_per_server": 2, "provider_kwargs": {"pool": True}}
+    try:
+        first = gym.make_vec("openenv/CartPole-v1", **kwargs)
+        ids = {provider.container_id for provider in first.unwrapped._providers}
+        first.close()
+        assert docker_pool.pooled() == 2 and {c.id for c in our_containers(docker)} == ids
+        second = gym.make_vec("openenv/CartPole-v1", **kwargs)
+        try:
+            assert {provider.container_id for provider in second.unwrapped._providers} == ids
+            assert docker_pool.pooled() == 0
+            obs, _ = second.reset(seed=0)
+            assert second.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
+        finally:
+            second.close()
+    finally:
+        docker_pool.clear()
+    assert not our_containers(docker)
