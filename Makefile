@@ -1,11 +1,12 @@
 # Two entry points, each doing its own set-up in .venv:
 #   make demo   trains SB3 PPO on 16 remote CartPole sub-envs and reports return and steps/s
-#   make test   runs the whole test suite (what CI runs)
+#   make test   runs the whole test suite (what CI runs): it starts a Docker Engine when none
+#               answers and builds the env images offline first (kept in Docker's cache)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench clean
+.PHONY: demo test images bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,13 +22,23 @@ demo: $(VENV)/.installed
 	$(BIN)/python examples/train_ppo.py
 
 test: $(VENV)/.installed
+	@if bash scripts/docker-engine.sh; then $(MAKE) --no-print-directory images; \
+	elif [ -n "$$CI" ]; then echo "make test: CI runs the Docker tests, and no engine could be started" >&2; exit 1; \
+	else echo "make test: no Docker Engine: the Docker tests will be skipped" >&2; fi
 	$(BIN)/python -m pytest
+
+# The images the Docker tests use; each is rebuilt only when openenv-gym's code changed.
+images: $(VENV)/.installed
+	@command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
+	$(BIN)/openenv-gym build echo
+	$(BIN)/openenv-gym build coding
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/single_session.py
 	$(BIN)/python benchmarks/vector.py
 	$(BIN)/python benchmarks/codec.py
 	$(BIN)/python benchmarks/coding_step.py
+	$(BIN)/python benchmarks/containers.py
 
 clean:
 	rm -rf $(VENV) *.egg-info
