@@ -19,6 +19,11 @@ if ! command -v dockerd >/dev/null || ! command -v docker >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null
 fi
+# A dockerd that was killed (the end of an earlier session) leaves its pid files: remove them, or
+# a reused pid makes the new dockerd refuse to start.
+if ! pgrep -x dockerd >/dev/null; then
+    rm -f /var/run/docker.pid /var/run/docker/containerd/containerd.pid
+fi
 # No IP forwarding or masquerading: containers publish ports on loopback and need no route out.
 nohup dockerd --ip-forward=false --ip-masq=false >"$LOG" 2>&1 &
 for _ in $(seq 1 300); do

@@ -150,14 +150,14 @@ class DockerProvider(Provider):
     ) -> None:
         default_image, manifest_limits = image_and_limits(target)
         manifest_limits = dict(manifest_limits)
+        manifest_network = manifest_limits.pop("network", None)
+        manifest_security_opt = manifest_limits.pop("security_opt", None)
         self.target = target
         self.image = image or default_image
-        self.network = network or manifest_limits.pop("network", None) or "bridge"
-        manifest_limits.pop("network", None)
+        self.network = network or manifest_network or "bridge"
         if self.network not in ("bridge", "none"):
             raise ValueError(f"network must be 'bridge' or 'none', got {self.network!r}")
-        self.security_opt = list(security_opt or manifest_limits.pop("security_opt", None) or [])
-        manifest_limits.pop("security_opt", None)
+        self.security_opt = list(security_opt if security_opt is not None else manifest_security_opt or [])
         if self.network == "none":
             listen = ["--unix-socket", f"{SOCKET_DIR}/{SOCKET_NAME}"]
         else:

@@ -54,12 +54,14 @@ def no_container_left(docker):
     assert wait_until(lambda: not our_containers(docker), 10 * UNIT), "a container outlived its test"
 
 
-def test_episodes_match_gymnasium_in_a_container():
-    local = gym.make("CartPole-v1")
-    remote = gym.make("openenv/CartPole-v1", provider="docker")
+@pytest.mark.parametrize(("gym_id", "steps"), [("CartPole-v1", 300), ("Pendulum-v1", 250)])
+def test_episodes_match_gymnasium_in_a_container(gym_id, steps):
+    """Same seeds and actions, same observations, rewards and flags as the local env, exactly."""
+    local = gym.make(gym_id)
+    remote = gym.make(f"openenv/{gym_id}", provider="docker")
     try:
-        expected = play(local, seed=42, steps=300, action_seed=7)
-        actual = play(remote, seed=42, steps=300, action_seed=7)
+        expected = play(local, seed=42, steps=steps, action_seed=7)
+        actual = play(remote, seed=42, steps=steps, action_seed=7)
     finally:
         remote.close()
         local.close()
@@ -77,6 +79,16 @@ def test_check_env_passes_in_a_container():
     finally:
         env.close()
     assert remote_warnings <= checker_warnings(gym_check, gym.make("CartPole-v1").unwrapped)
+
+
+def test_check_env_passes_on_the_echo_env_in_its_own_image(docker):
+    env = gym.make("openenv/Echo-v0", provider="docker")
+    try:
+        image = docker.containers.get(env.unwrapped.provider.container_id).image.tags
+        assert checker_warnings(gym_check, env.unwrapped) == set()
+    finally:
+        env.close()
+    assert image == ["openenv-gym/echo:0.1.0"]
 
 
 INSIDE = r"""
