@@ -83,10 +83,11 @@ def __getattr__(name: str) -> Any:
 
 
 def _register_catalog() -> None:
-    from .registry import builtin_entries, register, register_plugins
+    from .registry import builtin_entries, register, register_hub_id, register_plugins
 
     for entry in builtin_entries():
         register(entry)
+    register_hub_id()
     register_plugins()
 
 

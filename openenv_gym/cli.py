@@ -1,4 +1,4 @@
-"""The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps`` and ``clean`` its Docker containers."""
+"""The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps``, ``clean`` containers; ``pull``, ``push`` Hub envs."""
 
 from __future__ import annotations
 
@@ -106,6 +106,24 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("env", help="an env of envs/ (echo, coding), 'runtime', or 'base'")
     build.add_argument("--base", default=None, help="a local image with python3 to build on (default: debootstrap)")
     build.add_argument("--rebuild", action="store_true", help="build even if the image exists")
+    pull = commands.add_parser(
+        "pull",
+        help="download an env's manifest from the Hugging Face Hub, check it, and show how it runs",
+        description="Download REPO_ID's openenv.yaml (cached; offline from the cache), validate it and print "
+        "the Gymnasium id it registers as. No code is imported or installed.",
+    )
+    pull.add_argument("repo_id", help="org/name on the Hub")
+    pull.add_argument("--revision", default=None, help="a branch, tag or commit (default: main)")
+    pull.add_argument("--repo-type", default="space", choices=("space", "model", "dataset"))
+    push = commands.add_parser(
+        "push",
+        help="publish an env directory (with its openenv.yaml) as a Docker Space on the Hub",
+        description="Upload ENV_DIR as a Docker Space: its files, a README.md with Space front matter "
+        "(sdk: docker, app_port, tag openenv) and a Dockerfile serving the manifest's app.",
+    )
+    push.add_argument("env_dir", help="a directory holding openenv.yaml (e.g. envs/echo)")
+    push.add_argument("--repo-id", required=True, help="org/name of the Space")
+    push.add_argument("--private", action="store_true", help="make the Space private")
     commands.add_parser("ps", help="list the containers of openenv-gym on this engine and their owners")
     commands.add_parser("clean", help="remove the containers whose owner process is gone")
     return parser
@@ -144,6 +162,37 @@ def _build(args: argparse.Namespace) -> int:
         print(f"openenv-gym build: {exc}", file=sys.stderr)
         return 1
     print(image)
+    return 0
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from .hub import HubError, pull
+    from .manifest import ManifestError
+
+    try:
+        manifest = pull(args.repo_id, args.revision, repo_type=args.repo_type)
+    except (HubError, ManifestError) as exc:
+        print(f"openenv-gym pull: {exc}", file=sys.stderr)
+        return 1
+    ways = [way for way, possible in (("process", True), ("docker", manifest.image), ("url", manifest.space_url)) if possible]
+    print(f"{manifest.default_gym_id()}: {manifest.description or manifest.name} (version {manifest.version})")
+    print(f"  app: {manifest.app}" + ("  (Python code: run='process' needs trust_remote_code=True)" if manifest.app_is_code else ""))
+    print(f"  runs with: {', '.join(ways)}" + (f"; image {manifest.image}" if manifest.image else "")
+          + (f"; space {manifest.space_url}" if manifest.space_url else ""))
+    print(f'  use: openenv_gym.hub.register("{args.repo_id}") or gym.make("openenv/Hub-v0", repo_id="{args.repo_id}")')
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from .hub import push
+    from .manifest import ManifestError
+
+    try:
+        url = push(args.env_dir, args.repo_id, private=args.private)
+    except ManifestError as exc:
+        print(f"openenv-gym push: {exc}", file=sys.stderr)
+        return 1
+    print(url)
     return 0
 
 
@@ -201,7 +250,9 @@ def _serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``openenv-gym`` console script."""
     args = build_parser().parse_args(argv)
-    commands = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean}
+    commands = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean, "pull": _pull, "push": _push}
+    if args.command in ("pull", "push"):
+        sys.exit(commands[args.command](args))
     if args.command != "serve":
         from .providers.docker_provider import DockerUnavailableError
 

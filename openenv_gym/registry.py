@@ -130,3 +130,17 @@ def register_plugins() -> list[str]:
                 stacklevel=2,
             )
     return registered
+
+
+HUB_ID = "openenv/Hub-v0"
+
+
+def register_hub_id() -> None:
+    """Register ``openenv/Hub-v0``: ``gym.make(HUB_ID, repo_id="org/name")`` makes a Hub manifest's env."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Overriding environment.*")
+        gym.register(
+            id=HUB_ID,
+            entry_point="openenv_gym.hub:make_hub_env",
+            vector_entry_point="openenv_gym.hub:make_hub_vector_env",
+        )

@@ -25,6 +25,11 @@ PUBLIC = {
         "load_factory", "run",
     },
     "openenv_gym.providers": {"DockerProvider", "ProcessProvider", "Provider", "URLProvider", "make_provider"},
+    "openenv_gym.hub": {
+        "MANIFEST_FILENAME", "HubError", "TrustRemoteCodeError", "make_hub_env", "make_hub_vector_env", "pull",
+        "push", "register", "register_manifest",
+    },
+    "openenv_gym.manifest": {"Manifest", "ManifestError", "Resources", "load_manifest"},
     "openenv_gym.sandbox": {"Limits", "RunResult", "Sandbox", "SandboxUnavailableError", "find_bwrap"},
     "openenv_gym.envs.echo": {"EchoAction", "EchoEnvironment", "EchoObservation"},
     "openenv_gym.envs.coding": {

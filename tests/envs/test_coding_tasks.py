@@ -14,6 +14,7 @@ from openenv_gym.envs.coding.scoring import passed_tests, same_value
 from openenv_gym.envs.coding.tasks import BUILTIN_TASKS, load_tasks
 from openenv_gym.sandbox import Limits, Sandbox
 from tests.envs.coding_reference import SOLUTIONS
+from tests.hf_cache import seed_hf_cache
 from tests.utils import REPO_ROOT
 
 TASKS = load_tasks()
@@ -108,14 +109,12 @@ _PINNED = "fedcba9876543210fedcba9876543210fedcba98"
 
 
 def _seed_hf_cache(home, rows_by_commit):
-    """Lay out a Hugging Face cache holding dataset org/tasks, as hf_hub_download leaves it."""
-    repo = home / "hub" / "datasets--org--tasks"
-    (repo / "refs").mkdir(parents=True)
-    (repo / "refs" / "main").write_text(_COMMIT)
-    for commit, rows in rows_by_commit.items():
-        snapshot = repo / "snapshots" / commit / "data"
-        snapshot.mkdir(parents=True)
-        (snapshot / "train.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    """A Hugging Face cache holding dataset org/tasks, as hf_hub_download leaves it."""
+    files = {
+        commit: {"data/train.jsonl": "".join(json.dumps(row) + "\n" for row in rows)}
+        for commit, rows in rows_by_commit.items()
+    }
+    seed_hf_cache(home, "dataset", "org/tasks", files, main=_COMMIT)
 
 
 def _load_offline(home, url):

@@ -1,0 +1,317 @@
+"""Env specs from the Hugging Face Hub: pull a manifest, register a Gymnasium id, publish an env.
+
+    >>> import gymnasium as gym, openenv_gym.hub
+    >>> env_id = openenv_gym.hub.register("org/cartpole")      # doctest: +SKIP
+    >>> env = gym.make(env_id)                                  # doctest: +SKIP
+
+Only the manifest (``openenv.yaml``) is downloaded, through ``huggingface_hub.hf_hub_download``:
+pulls are cached, a revision can be pinned, and a cached manifest is found offline
+(``HF_HUB_OFFLINE=1``). How the env then runs is the user's choice (``run=``):
+
+- ``"url"``: the Space's running server (the manifest's ``space_url``);
+- ``"docker"``: the manifest's image, through the Docker provider (never pulled);
+- ``"process"``: a local server process; it imports the manifest's ``app``, so when that is
+  Python code (``module:attr``) it needs ``trust_remote_code=True``, and the package providing it
+  must be installed already (nothing is ever installed). A Gymnasium id registered in this
+  process (``CartPole-v1``) needs no trust: it is code you installed and registered yourself.
+
+``"auto"`` (the default) takes the first that is possible, in that order: process, docker, url.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from .errors import OpenEnvGymError
+from .manifest import Manifest, ManifestError, load_manifest
+
+__all__ = [
+    "MANIFEST_FILENAME",
+    "HubError",
+    "TrustRemoteCodeError",
+    "make_hub_env",
+    "make_hub_vector_env",
+    "pull",
+    "push",
+    "register",
+    "register_manifest",
+]
+
+MANIFEST_FILENAME = "openenv.yaml"
+RepoType = Literal["space", "model", "dataset"]
+Run = Literal["auto", "process", "docker", "url"]
+_RUNS = ("auto", "process", "docker", "url")
+
+
+class HubError(OpenEnvGymError):
+    """A manifest could not be pulled (no such repo, revision or file, or offline without a cache)."""
+
+
+class TrustRemoteCodeError(OpenEnvGymError, PermissionError):
+    """Running the env would import code named by a downloaded manifest, and that was not allowed."""
+
+
+def pull(repo_id: str, revision: str | None = None, *, repo_type: RepoType = "space") -> Manifest:
+    """Download (or find in the cache) and validate the manifest of ``repo_id``.
+
+    Raises:
+        HubError: no such repo, revision or manifest, or offline with nothing cached.
+        ManifestError: the manifest does not validate (the message names the field).
+    """
+    return load_manifest(_download(repo_id, revision, repo_type))
+
+
+def register(
+    repo_id: str,
+    revision: str | None = None,
+    *,
+    repo_type: RepoType = "space",
+    run: Run = "auto",
+    trust_remote_code: bool = False,
+    env_id: str | None = None,
+    provider_kwargs: dict[str, Any] | None = None,
+) -> str:
+    """Pull ``repo_id``'s manifest and register it with Gymnasium; return the id to ``gym.make``.
+
+    Args:
+        repo_id: ``"org/name"`` on the Hub.
+        revision: a branch, tag or commit to pin (default: the main branch).
+        repo_type: where the manifest lives: a Space (default), a model or a dataset repo.
+        run: how the env runs (see the module docstring).
+        trust_remote_code: allow a local server process to import the manifest's ``app``.
+        env_id: register under this id instead of the manifest's ``gym_id``.
+        provider_kwargs: options of the provider (for Docker: ``memory``, ``pool``, ...).
+
+    Raises:
+        HubError, ManifestError: as for :func:`pull`.
+        TrustRemoteCodeError: ``run="process"`` would import code and ``trust_remote_code`` is false.
+    """
+    manifest = pull(repo_id, revision, repo_type=repo_type)
+    return register_manifest(
+        manifest,
+        run=run,
+        trust_remote_code=trust_remote_code,
+        env_id=env_id,
+        provider_kwargs=provider_kwargs,
+        source=f"{repo_id}@{revision or 'main'}",
+    )
+
+
+def register_manifest(
+    manifest: Manifest | str | Path,
+    *,
+    run: Run = "auto",
+    trust_remote_code: bool = False,
+    env_id: str | None = None,
+    provider_kwargs: dict[str, Any] | None = None,
+    source: str = "a manifest",
+) -> str:
+    """Register a manifest (or a path to one) with Gymnasium; return its id. See :func:`register`."""
+    from .registry import CatalogEntry
+    from .registry import register as register_entry
+
+    if not isinstance(manifest, Manifest):
+        manifest = load_manifest(manifest)
+    kwargs = _run_kwargs(manifest, run, trust_remote_code, provider_kwargs or {}, source)
+    entry_id = env_id or manifest.default_gym_id()
+    register_entry(
+        CatalogEntry(
+            id=entry_id,
+            server=manifest.app,
+            max_episode_steps=manifest.max_episode_steps,
+            reward_threshold=manifest.reward_threshold,
+            nondeterministic=manifest.nondeterministic,
+            kwargs=kwargs,
+            description=manifest.description or f"{manifest.name} from {source}",
+        )
+    )
+    return entry_id
+
+
+def make_hub_env(
+    repo_id: str,
+    revision: str | None = None,
+    *,
+    repo_type: RepoType = "space",
+    run: Run = "auto",
+    trust_remote_code: bool = False,
+    provider_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """``gym.make("openenv/Hub-v0", repo_id=...)``: the env of a Hub manifest, with its time limit."""
+    import gymnasium as gym
+    from gymnasium.wrappers import TimeLimit
+
+    from .env import RemoteEnv
+
+    env_id = register(
+        repo_id, revision, repo_type=repo_type, run=run, trust_remote_code=trust_remote_code,
+        provider_kwargs=provider_kwargs,
+    )  # fmt: skip
+    spec = gym.spec(env_id)
+    env = RemoteEnv(**{**spec.kwargs, **kwargs})
+    return TimeLimit(env, spec.max_episode_steps) if spec.max_episode_steps else env
+
+
+def make_hub_vector_env(
+    num_envs: int = 1,
+    *,
+    repo_id: str,
+    revision: str | None = None,
+    repo_type: RepoType = "space",
+    run: Run = "auto",
+    trust_remote_code: bool = False,
+    provider_kwargs: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """``gym.make_vec("openenv/Hub-v0", num_envs, repo_id=...)``: a RemoteVectorEnv of a Hub manifest."""
+    import gymnasium as gym
+
+    env_id = register(
+        repo_id, revision, repo_type=repo_type, run=run, trust_remote_code=trust_remote_code,
+        provider_kwargs=provider_kwargs,
+    )  # fmt: skip
+    return gym.make_vec(env_id, num_envs=num_envs, **kwargs)
+
+
+def push(
+    env_dir: str | Path,
+    repo_id: str,
+    *,
+    private: bool = False,
+    token: str | None = None,
+    api: Any = None,
+) -> str:
+    """Publish an env directory as a Docker Space; return the Space's URL.
+
+    The directory must hold an ``openenv.yaml``. The upload is the directory plus a ``README.md``
+    whose front matter declares a Docker Space (``sdk: docker``, ``app_port``, tag ``openenv``)
+    and a ``Dockerfile`` that installs openenv-gym from the index and serves the manifest's
+    ``app`` on that port (the directory's own files win if it has them).
+
+    Raises:
+        ManifestError: no valid manifest in ``env_dir``.
+    """
+    from huggingface_hub import CommitOperationAdd, HfApi
+
+    env_dir = Path(env_dir)
+    manifest = load_manifest(env_dir / MANIFEST_FILENAME)
+    api = api or HfApi(token=token)
+    api.create_repo(repo_id, repo_type="space", space_sdk="docker", private=private, exist_ok=True)
+    generated = {"README.md": space_readme(manifest, env_dir), "Dockerfile": space_dockerfile(manifest)}
+    operations = [
+        CommitOperationAdd(path_in_repo=path.relative_to(env_dir).as_posix(), path_or_fileobj=str(path))
+        for path in sorted(env_dir.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path.name not in generated
+    ]
+    operations += [
+        CommitOperationAdd(path_in_repo=name, path_or_fileobj=content.encode())
+        for name, content in generated.items()
+    ]
+    api.create_commit(
+        repo_id, operations, repo_type="space", commit_message=f"openenv-gym push {manifest.name} {manifest.version}"
+    )
+    return f"https://huggingface.co/spaces/{repo_id}"
+
+
+def space_readme(manifest: Manifest, env_dir: Path) -> str:
+    """The Space's README: front matter for a Docker Space, then the env's own README, if any."""
+    front = (
+        "---\n"
+        f"title: {manifest.name}\n"
+        "sdk: docker\n"
+        f"app_port: {manifest.port}\n"
+        "tags:\n  - openenv\n  - openenv-gym\n"
+        "---\n\n"
+    )
+    readme = env_dir / "README.md"
+    if readme.is_file():
+        body = readme.read_text(encoding="utf-8")
+        body = re.sub(r"\A---\n.*?\n---\n+", "", body, flags=re.DOTALL)  # its own front matter goes
+    else:
+        body = f"# {manifest.name}\n\n{manifest.description}\n"
+    return front + body
+
+
+def space_dockerfile(manifest: Manifest) -> str:
+    """A Dockerfile for the Space: openenv-gym from the index, serving the manifest's app."""
+    from . import __version__
+
+    packages = " ".join(filter(None, [f"openenv-gym=={__version__}", manifest.package]))
+    return (
+        "FROM python:3.11-slim\n"
+        f"RUN pip install --no-cache-dir {packages}\n"
+        "USER 1000\n"
+        f"EXPOSE {manifest.port}\n"
+        f'CMD ["python", "-m", "openenv_gym", "serve", "{manifest.app}", "--host", "0.0.0.0", '
+        f'"--port", "{manifest.port}"]\n'
+    )
+
+
+# --- internals ---------------------------------------------------------------------------------
+
+
+def _download(repo_id: str, revision: str | None, repo_type: str) -> Path:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    if not re.match(r"^[\w.-]+/[\w.-]+$", repo_id):
+        raise HubError(f"expected a repo id like 'org/name', got {repo_id!r}")
+    where = f"{repo_type} {repo_id}" + (f" at revision {revision}" if revision else "")
+    try:
+        return Path(hf_hub_download(repo_id, MANIFEST_FILENAME, repo_type=repo_type, revision=revision))
+    except RepositoryNotFoundError:
+        raise HubError(f"no {where} on the Hub (or it is private: log in with `hf auth login`)") from None
+    except RevisionNotFoundError:
+        raise HubError(f"no revision {revision!r} in {repo_type} {repo_id}") from None
+    except LocalEntryNotFoundError:  # a subclass of EntryNotFoundError: caught first
+        raise HubError(
+            f"{MANIFEST_FILENAME} of {where} is not in the local cache and the Hub cannot be reached "
+            "(offline, or HF_HUB_OFFLINE=1): pull it once while online"
+        ) from None
+    except EntryNotFoundError:
+        raise HubError(f"{where} has no {MANIFEST_FILENAME}: it is not an openenv-gym env") from None
+
+
+def _run_kwargs(
+    manifest: Manifest, run: str, trust_remote_code: bool, provider_kwargs: dict[str, Any], source: str
+) -> dict[str, Any]:
+    """RemoteEnv's keyword arguments for running ``manifest`` the way ``run`` says."""
+    if run not in _RUNS:
+        raise ValueError(f"run must be one of {_RUNS}, got {run!r}")
+    process_ok = trust_remote_code or not manifest.app_is_code
+    if run == "auto":
+        run = "process" if process_ok else "docker" if manifest.image else "url" if manifest.space_url else ""
+        if not run:
+            raise TrustRemoteCodeError(
+                f"{source} runs {manifest.app!r}, Python code named by a downloaded manifest; it has no "
+                "image or space_url to use instead. Pass trust_remote_code=True to import it in a local "
+                "process (its package must be installed)."
+            )
+    if run == "process":
+        if not process_ok:
+            raise TrustRemoteCodeError(
+                f"running {source} in a local process imports {manifest.app!r}, code named by a downloaded "
+                "manifest: pass trust_remote_code=True if you trust it (or run='docker' / run='url')"
+            )
+        return {"provider": "process", "provider_kwargs": provider_kwargs}
+    if run == "docker":
+        if not manifest.image:
+            raise ManifestError(f"{source} names no image: it cannot run with run='docker'")
+        limits = {key: value for key, value in manifest.resources.model_dump().items() if value is not None}
+        options: dict[str, Any] = {"image": manifest.image, **limits}
+        if manifest.network:
+            options["network"] = manifest.network
+        if manifest.security_opt:
+            options["security_opt"] = list(manifest.security_opt)
+        return {"provider": "docker", "provider_kwargs": {**options, **provider_kwargs}}
+    if not manifest.space_url:
+        raise ManifestError(f"{source} has no space_url: it cannot run with run='url'")
+    return {"base_url": manifest.space_url}

@@ -1,0 +1,287 @@
+"""Hub manifests: validation, the real hf_hub_download path offline, trust, registration, push."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import openenv_gym  # noqa: F401 - registers the catalog
+from openenv_gym.hub import TrustRemoteCodeError, push, register_manifest, space_dockerfile, space_readme
+from openenv_gym.manifest import Manifest, ManifestError, load_manifest
+from tests.hf_cache import seed_hf_cache
+from tests.test_env import checker_warnings, gym_check
+from tests.utils import REPO_ROOT
+
+MAIN = "1111111111111111111111111111111111111111"
+PINNED = "2222222222222222222222222222222222222222"
+
+CARTPOLE = """\
+spec_version: 1
+name: cartpole-hub
+version: "1.0.0"
+description: "CartPole from the Hub, 200 steps"
+type: space
+runtime: openenv-gym
+app: CartPole-v1
+port: 8000
+gym_id: hubtest/CartPole200-v0
+max_episode_steps: 200
+reward_threshold: 195.0
+image: openenv-gym/runtime:0.1.0
+resources:
+  memory: 512m
+  cpus: 1
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "openenv.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# --- the manifest ---------------------------------------------------------------------------
+
+
+def test_the_shipped_manifests_validate():
+    for path in sorted((REPO_ROOT / "envs").glob("*/openenv.yaml")):
+        manifest = load_manifest(path)
+        assert manifest.image and manifest.app.startswith("openenv_gym.envs.")
+
+
+def test_openenv_fields_keep_their_meaning_and_unknown_keys_are_kept(tmp_path):
+    manifest = load_manifest(write(tmp_path, CARTPOLE + "future_field: 3\n"))
+    assert (manifest.name, manifest.app, manifest.port, manifest.max_episode_steps) == (
+        "cartpole-hub", "CartPole-v1", 8000, 200
+    )
+    assert manifest.model_extra == {"future_field": 3} and not manifest.app_is_code
+    assert Manifest(name="x", app="pkg.mod:Env").app_is_code
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("max_episode_steps: 0", "max_episode_steps: Input should be greater than 0"),
+        ("gym_id: CartPole", "gym_id: Value error, 'CartPole' is not a Gymnasium id"),
+        ("port: 99999", "port: Input should be less than or equal to 65535"),
+        ("network: host", "network: Input should be 'bridge' or 'none'"),
+        ("resources: {memory: 1g, gpus: 2}", "resources.gpus: Extra inputs are not permitted"),
+        ("spaces: {action: {type: Discrete, n: 2}}", "spaces: Value error, spaces needs both"),
+        ("spaces: {action: {type: Nope}, observation: {type: Discrete, n: 2}}", "spaces.action is not a space"),
+        ("space_url: ftp://x", "space_url: String should match pattern"),
+    ],
+)
+def test_a_bad_manifest_names_the_field(tmp_path, change, message):
+    key = change.split(":")[0]
+    lines, skipping = [], False
+    for line in CARTPOLE.splitlines():
+        skipping = line.startswith(key + ":") or (skipping and line.startswith(" "))
+        if not skipping:
+            lines.append(line)
+    text = "\n".join(lines) + "\n" + change + "\n"
+    with pytest.raises(ManifestError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_manifest(write(tmp_path, text))
+
+
+def test_unreadable_manifests(tmp_path):
+    with pytest.raises(ManifestError, match="not valid YAML"):
+        load_manifest(write(tmp_path, "name: [unclosed\n"))
+    with pytest.raises(ManifestError, match="must be a mapping of fields, not list"):
+        load_manifest(write(tmp_path, "- a\n- b\n"))
+    with pytest.raises(ManifestError, match="app: Field required"):
+        load_manifest(write(tmp_path, "name: x\n"))
+    with pytest.raises(ManifestError, match="cannot read"):
+        load_manifest(tmp_path / "absent.yaml")
+
+
+# --- registration, trust, running -----------------------------------------------------------
+
+
+def test_a_registered_manifest_makes_env_and_vector_env_and_passes_check_env(tmp_path):
+    env_id = register_manifest(write(tmp_path, CARTPOLE), source="a test")
+    assert env_id == "hubtest/CartPole200-v0" and gym.spec(env_id).max_episode_steps == 200
+    env = gym.make(env_id)
+    try:
+        assert checker_warnings(gym_check, env.unwrapped) <= checker_warnings(gym_check, gym.make("CartPole-v1").unwrapped)
+        env.reset(seed=0)
+        assert env.step(0)[1] == 1.0
+    finally:
+        env.close()
+    envs = gym.make_vec(env_id, num_envs=4)
+    try:
+        obs, _ = envs.reset(seed=0)
+        assert obs.shape == (4, 4) and envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
+    finally:
+        envs.close()
+
+
+def test_code_named_by_a_manifest_needs_trust(tmp_path, monkeypatch):
+    code = CARTPOLE.replace("app: CartPole-v1", "app: tests.testing_env:make_pendulum").replace(
+        "image: openenv-gym/runtime:0.1.0\n", ""
+    )
+    path = write(tmp_path, code)
+    with pytest.raises(TrustRemoteCodeError, match="Python code named by a downloaded manifest.*trust_remote_code=True"):
+        register_manifest(path, source="org/pendulum")
+    with pytest.raises(TrustRemoteCodeError, match="imports 'tests.testing_env:make_pendulum'"):
+        register_manifest(path, run="process")
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    env_id = register_manifest(path, trust_remote_code=True)
+    env = gym.make(env_id)
+    try:
+        assert env.observation_space.shape == (3,)
+    finally:
+        env.close()
+
+
+def test_how_it_runs_is_the_users_choice(tmp_path):
+    manifest = load_manifest(write(tmp_path, CARTPOLE + "space_url: https://org-cartpole.hf.space\n"))
+    for run, kwargs in (
+        ("process", {"provider": "process", "provider_kwargs": {}}),
+        ("url", {"base_url": "https://org-cartpole.hf.space"}),
+        (
+            "docker",
+            {"provider": "docker", "provider_kwargs": {"image": "openenv-gym/runtime:0.1.0", "memory": "512m", "cpus": 1.0}},
+        ),
+    ):
+        env_id = register_manifest(manifest, run=run, env_id=f"hubtest/Run{run}-v0")
+        assert {k: v for k, v in gym.spec(env_id).kwargs.items() if k != "server"} == kwargs
+    code_only = Manifest(name="x", app="pkg.mod:Env", space_url="https://x.hf.space")
+    assert gym.spec(register_manifest(code_only, env_id="hubtest/Auto-v0")).kwargs["base_url"] == "https://x.hf.space"
+    with pytest.raises(ManifestError, match="names no image"):
+        register_manifest(Manifest(name="x", app="CartPole-v1"), run="docker")
+
+
+# --- the real download path, offline, in fresh interpreters -----------------------------------
+
+_SCRIPT = """
+import json, sys
+import gymnasium as gym, numpy as np
+import openenv_gym.hub as hub
+from openenv_gym.errors import OpenEnvGymError
+from openenv_gym.manifest import ManifestError
+repo, revision, mode = sys.argv[1], sys.argv[2] or None, sys.argv[3]
+try:
+    if mode == "pull":
+        print(json.dumps({"name": hub.pull(repo, revision).name}))
+    elif mode == "make":
+        env_id = hub.register(repo, revision)
+        env = gym.make(env_id); env.reset(seed=0); reward = env.step(1)[1]; env.close()
+        envs = gym.make_vec(env_id, num_envs=3); envs.reset(seed=0)
+        rewards = envs.step(np.ones(3, dtype=np.int64))[1].tolist(); envs.close()
+        hub_env = gym.make("openenv/Hub-v0", repo_id=repo); hub_env.reset(seed=0)
+        steps = 0
+        while not any(hub_env.step(0)[2:4]):
+            steps += 1
+        hub_env.close()
+        print(json.dumps({"id": env_id, "reward": reward, "rewards": rewards, "hub_v0_steps": steps + 1}))
+except (OpenEnvGymError, ManifestError) as exc:
+    print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+"""
+
+
+@pytest.fixture
+def hf_home(tmp_path):
+    other = CARTPOLE.replace('version: "1.0.0"', 'version: "0.9.0"').replace("name: cartpole-hub", "name: pinned")
+    seed_hf_cache(tmp_path, "space", "org/cartpole", {MAIN: {"openenv.yaml": CARTPOLE}, PINNED: {"openenv.yaml": other}}, MAIN)
+    seed_hf_cache(tmp_path, "space", "org/broken", {MAIN: {"openenv.yaml": "name: broken\nport: x\n"}}, MAIN)
+    seed_hf_cache(tmp_path, "space", "org/empty", {MAIN: {"README.md": "# nothing\n"}}, MAIN)
+    return tmp_path
+
+
+def offline(hf_home: Path, repo: str, mode: str, revision: str = "") -> dict:
+    env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("HF_TOKEN", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, repo, revision, mode], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_pull_register_make_and_make_vec_from_the_cache_offline(hf_home):
+    result = offline(hf_home, "org/cartpole", "make")
+    assert result.pop("hub_v0_steps") < 200  # always pushing left ends the episode early
+    assert result == {"id": "hubtest/CartPole200-v0", "reward": 1.0, "rewards": [1.0, 1.0, 1.0]}
+
+
+def test_a_pinned_revision_gets_that_revisions_manifest(hf_home):
+    assert offline(hf_home, "org/cartpole", "pull", revision=PINNED) == {"name": "pinned"}
+    assert offline(hf_home, "org/cartpole", "pull") == {"name": "cartpole-hub"}
+
+
+@pytest.mark.parametrize(
+    ("repo", "error", "message"),
+    [
+        ("org/absent", "HubError", "not in the local cache and the Hub cannot be reached"),
+        ("org/empty", "HubError", "not in the local cache"),
+        ("org/broken", "ManifestError", "app: Field required; port: Input should be a valid integer"),
+        ("not a repo id", "HubError", "expected a repo id like 'org/name'"),
+    ],
+)
+def test_pull_errors_are_clear(hf_home, repo, error, message):
+    result = offline(hf_home, repo, "pull")
+    assert result["error"] == error and message in result["message"], result
+
+
+def test_cli_pull_shows_how_an_env_runs(hf_home):
+    env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "openenv_gym", "pull", "org/cartpole"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("hubtest/CartPole200-v0: CartPole from the Hub, 200 steps (version 1.0.0)")
+    assert "runs with: process, docker; image openenv-gym/runtime:0.1.0" in done.stdout
+    failed = subprocess.run(
+        [sys.executable, "-m", "openenv_gym", "pull", "org/broken"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert failed.returncode == 1 and "openenv-gym pull: openenv.yaml: app: Field required" in failed.stderr
+
+
+# --- push ------------------------------------------------------------------------------------
+
+
+class RecordingApi:
+    """Stands in for huggingface_hub.HfApi: records the calls push makes instead of uploading."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple, dict]] = []
+
+    def create_repo(self, *args, **kwargs):
+        self.calls.append(("create_repo", args, kwargs))
+
+    def create_commit(self, *args, **kwargs):
+        self.calls.append(("create_commit", args, kwargs))
+
+
+def test_push_publishes_an_env_dir_as_a_docker_space_up_to_the_upload_call():
+    api = RecordingApi()
+    url = push(REPO_ROOT / "envs" / "echo", "org/echo", api=api)
+    assert url == "https://huggingface.co/spaces/org/echo"
+    (create_name, create_args, create_kwargs), (commit_name, commit_args, commit_kwargs) = api.calls
+    assert (create_name, create_args) == ("create_repo", ("org/echo",))
+    assert create_kwargs == {"repo_type": "space", "space_sdk": "docker", "private": False, "exist_ok": True}
+    assert commit_name == "create_commit" and commit_args[0] == "org/echo" and commit_kwargs["repo_type"] == "space"
+    files = {op.path_in_repo: op for op in commit_args[1]}
+    assert {"openenv.yaml", "environment.py", "__init__.py", "Dockerfile", "README.md"} <= set(files)
+    readme = files["README.md"].path_or_fileobj.decode()
+    assert readme.startswith("---\ntitle: echo_env\nsdk: docker\napp_port: 8000\ntags:\n  - openenv\n")
+    dockerfile = files["Dockerfile"].path_or_fileobj.decode()
+    assert "FROM python:3.11-slim" in dockerfile and '"openenv_gym.envs.echo:EchoEnvironment"' in dockerfile
+
+
+def test_space_files_keep_the_envs_own_readme(tmp_path):
+    (tmp_path / "README.md").write_text("---\ntitle: old\n---\n\n# Mine\n")
+    manifest = Manifest(name="mine", app="CartPole-v1", package="my-envs")
+    assert space_readme(manifest, tmp_path).endswith("---\n\n# Mine\n")
+    assert "pip install --no-cache-dir openenv-gym==" in space_dockerfile(manifest)
+    assert "my-envs" in space_dockerfile(manifest)
+    with pytest.raises(ManifestError, match="cannot read"):
+        push(tmp_path, "org/mine", api=RecordingApi())
