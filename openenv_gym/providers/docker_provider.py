@@ -88,12 +88,15 @@ def image_and_limits(target: str) -> tuple[str, dict[str, Any]]:
         name = target[len(prefix) :].split(":", 1)[0].split(".", 1)[0]
         manifest_path = envs_directory() / name / "openenv.yaml"
         if manifest_path.is_file():
-            import yaml
+            from ..manifest import load_manifest
 
-            manifest = yaml.safe_load(manifest_path.read_text()) or {}
-            settings = dict(manifest.get("resources") or {})
-            settings.update({key: manifest[key] for key in ("network", "security_opt") if key in manifest})
-            return manifest.get("image") or env_image(name), settings
+            manifest = load_manifest(manifest_path)
+            settings: dict[str, Any] = {k: v for k, v in manifest.resources.model_dump().items() if v is not None}
+            if manifest.network:
+                settings["network"] = manifest.network
+            if manifest.security_opt:
+                settings["security_opt"] = list(manifest.security_opt)
+            return manifest.image or env_image(name), settings
     return RUNTIME_IMAGE, {}
 
 
