@@ -74,7 +74,9 @@ def bwrap_command(
             Python without ``site``, and installed packages may hold data it must not see
             (such as an environment's hidden tests).
     """
-    argv = [bwrap, "--die-with-parent", "--new-session"]
+    # --as-pid-1: the worker is the namespace's init (no reaper of bubblewrap's), so a run in the
+    # same namespace cannot signal it, even with the same uid.
+    argv = [bwrap, "--die-with-parent", "--new-session", "--as-pid-1"]
     argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     if privileged:
         argv += ["--cap-drop", "ALL"]

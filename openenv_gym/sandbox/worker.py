@@ -6,10 +6,10 @@ server side imports it for the message framing (:func:`write_message`, :func:`re
 
 One worker lives per sandbox. It waits for requests on stdin and answers on stdout, one at a
 time. For each request it forks a child, so every run starts from the same clean interpreter
-state without paying for a new interpreter. The child gives up its privileges (another uid when
-the worker runs as root, rlimits on CPU time, memory, file size, processes and open files), runs
-the code, then calls the requested function on each case and writes the results to a pipe of
-its own. The worker reads stdout, stderr and results with caps, enforces the wall-clock limit,
+state without paying for a new interpreter. The worker is the pid namespace's init, out of the
+runs' reach. The child gives up its privileges (another uid when the worker runs as root,
+rlimits on CPU time, memory, file size, processes and open files), runs the code, then calls
+the requested function on each case and writes the results to a pipe of its own. The worker reads stdout, stderr and results with caps, enforces the wall-clock limit,
 and afterwards kills every process the run left (the whole pid namespace, when it has one) and
 empties the scratch directory, so nothing leaks into the next run.
 
@@ -106,6 +106,7 @@ def _drop_privileges(config: dict[str, Any]) -> None:
 def _run_child(request: dict[str, Any], config: dict[str, Any], out: int, err: int, results: int) -> None:
     """Run the code and the cases in this (forked) process; never returns."""
     os.setsid()
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the worker ignores it (see main)
     devnull = os.open(os.devnull, os.O_RDONLY)
     for source, target in ((devnull, 0), (out, 1), (err, 2), (results, _RESULT_FD)):
         os.dup2(source, target)
@@ -304,12 +305,11 @@ def _collect(pid: int, streams: dict[int, _Capped], deadline: float) -> tuple[in
 def _kill_leftovers(pid: int, config: dict[str, Any]) -> None:
     """Kill every process of the run, including ones that left its session."""
     if config["isolated"]:
-        # Alone in a pid namespace: every process but ours (and the namespace's init) is the run's.
+        # The worker is the pid namespace's init: every other process in it is the run's.
         try:
             os.kill(-1, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        _wait_until_alone()
     else:
         try:
             os.killpg(pid, signal.SIGKILL)
@@ -319,16 +319,31 @@ def _kill_leftovers(pid: int, config: dict[str, Any]) -> None:
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass  # already reaped by _collect
+    if config["isolated"]:
+        _wait_until_alone()
 
 
 def _wait_until_alone(timeout: float = 2.0) -> None:
-    """Wait until the killed processes are gone, so none counts against the next run's limits."""
+    """Reap the killed processes (orphans are the init's to reap) until none is left.
+
+    So none of them counts against the next run's process limit, and no zombie piles up.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        others = [pid for pid in _namespace_pids() if pid not in (1, os.getpid())]
-        if not others:
+        _reap_orphans()
+        if not [pid for pid in _namespace_pids() if pid != os.getpid()]:
             return
         time.sleep(0.001)
+
+
+def _reap_orphans() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _namespace_pids() -> list[int]:
@@ -374,6 +389,9 @@ def _parse_results(results: _Capped) -> list[dict[str, Any]]:
 def main() -> None:
     """Serve requests from stdin until it closes."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    # As the pid namespace's init, the worker gets only the signals it handles: none, so a run
+    # cannot kill it (SIGKILL from inside the namespace does not reach an init).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     config = read_message(stdin)
     if config is None:
         return

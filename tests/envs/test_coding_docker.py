@@ -22,12 +22,11 @@ from tests.utils import UNIT, wait_until
 pytestmark = pytest.mark.slow
 
 INSTALLED_TASKS = "/usr/local/lib/python3.11/dist-packages/openenv_gym/envs/coding/tasks.jsonl"
-# In the container bubblewrap runs unprivileged: runs keep the worker's uid, so a run can kill
-# its worker. That ends the run and the sandbox, which is replaced; the observation says so.
-REPLACED = "[sandbox] the sandbox worker stopped answering and was replaced"
 CASES = {
     **HOSTILE,
-    "kill the parent": Case("import os\nos.kill(os.getppid(), 9)", REPLACED, -9),
+    # In the container bubblewrap runs unprivileged and runs keep the worker's uid, so the kill is
+    # permitted; but the worker is its pid namespace's init, which SIGKILL from inside never reaches.
+    "kill the parent": Case("import os\nos.kill(os.getppid(), 9)\nprint('worker alive')", "worker alive", 0),
     "read the installed hidden tests": Case(f"print(open({INSTALLED_TASKS!r}).read())", "FileNotFoundError", 1),
     "reach the network": Case(
         "import socket\nsocket.create_connection(('10.0.0.1', 80), timeout=1)", "Network is unreachable", 1
@@ -84,12 +83,6 @@ def test_hostile_code_is_contained_in_the_container(served, name):
     assert obs["exit_code"] == case.exit_code, output[-2000:]
     assert info["timed_out"] is case.timed_out
     assert (obs["tests_passed"], reward, terminated) == (0, 0.0, False)
-    if case.expected == REPLACED:
-        # The old sandbox is gone whole; the new one has as many processes (bubblewrap, init, worker).
-        kept = 4  # the server, and session B's sandbox
-        assert wait_until(lambda: len(container_pids(served.container)) == len(served.processes), 2 * UNIT)
-        assert len(container_pids(served.container) & served.processes) == kept
-        served.processes = container_pids(served.container)
     assert wait_until(lambda: container_pids(served.container) == served.processes, 2 * UNIT), (
         container_pids(served.container) ^ served.processes
     )

@@ -39,7 +39,7 @@ TASK = "digit-square-sum"  # easy, 7 hidden tests
 SOLUTION = SOLUTIONS[TASK]
 WALL_TIME = 2 * UNIT
 OUTPUT_LIMIT = 64 * 1024  # Limits.output_limit's default
-PROCESSES_PER_SESSION = 3  # bubblewrap, its init in the pid namespace, the warm worker
+PROCESSES_PER_SESSION = 2  # bubblewrap, and the warm worker (the init of its pid namespace)
 MARKER = "openenv-gym-hostile-test"  # the name of files the write cases try to create
 
 # Placeholders a case's code may hold, filled in when the case runs.
