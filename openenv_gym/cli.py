@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -67,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="port to bind; 0 picks a free one (default: 8000)")
     serve.add_argument(
         "--unix-socket", default=None, metavar="PATH", help="listen on this Unix socket instead of --host/--port"
+    )
+    serve.add_argument(
+        "--token-env",
+        default=None,
+        metavar="VAR",
+        help="require the token held by environment variable VAR (Authorization: Bearer) on every "
+        "request but /health; use it when binding beyond loopback",
     )
     serve.add_argument("--max-sessions", type=int, default=None, help="sessions served at once")
     serve.add_argument(
@@ -228,12 +236,23 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"openenv-gym serve: {exc}", file=sys.stderr)
         return 2
+    token = None
+    if args.token_env is not None:
+        token = os.environ.get(args.token_env)
+        if not token:
+            print(f"openenv-gym serve: --token-env {args.token_env}: that variable is not set", file=sys.stderr)
+            return 2
+    elif args.host not in ("127.0.0.1", "localhost", "::1") and args.unix_socket is None:
+        logging.getLogger("openenv_gym").warning(
+            "serving on %s without a token: anyone who reaches it can run the env (see --token-env)", args.host
+        )
     try:
         run(
             factory,
             host=args.host,
             port=args.port,
             unix_socket=args.unix_socket,
+            token=token,
             max_sessions=args.max_sessions,
             idle_timeout=args.idle_timeout,
             max_frame_bytes=args.max_frame_bytes,

@@ -41,7 +41,12 @@ MAX_HTTP_BODY_BYTES = 16 * 2**20  # /schema and /metadata are small; refuse a ru
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOUT) -> Any:
+def auth_headers(token: str | None) -> dict[str, str]:
+    """The headers that present ``token`` to a server that requires one."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOUT, token: str | None = None) -> Any:
     """``GET`` a JSON endpoint of the server (``/health``, ``/schema``, ``/metadata``).
 
     Raises:
@@ -50,13 +55,13 @@ def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOU
     url = http_url(base_url, path)
     socket_path = unix_socket_path(url)
     if socket_path is not None:
-        return _unix_get_json(url, socket_path, timeout)
+        return _unix_get_json(url, socket_path, timeout, token)
     handlers = []
     if urllib.parse.urlsplit(url).hostname in _LOOPBACK:
         handlers.append(urllib.request.ProxyHandler({}))
     opener = urllib.request.build_opener(*handlers)
     try:
-        with opener.open(url, timeout=timeout) as response:
+        with opener.open(urllib.request.Request(url, headers=auth_headers(token)), timeout=timeout) as response:
             body = response.read(MAX_HTTP_BODY_BYTES + 1)
     except urllib.error.HTTPError as exc:
         raise ServerConnectError(url, f"HTTP {exc.code}: {exc.read(500).decode(errors='replace')}") from exc
@@ -75,7 +80,7 @@ def _json_body(url: str, body: bytes) -> Any:
         raise ServerConnectError(url, f"answer is not JSON: {exc}") from exc
 
 
-def _unix_get_json(url: str, socket_path: str, timeout: float) -> Any:
+def _unix_get_json(url: str, socket_path: str, timeout: float, token: str | None) -> Any:
     """``GET`` over a Unix socket (urllib speaks TCP only)."""
     connection = http.client.HTTPConnection("localhost", timeout=timeout)
     try:
@@ -83,7 +88,7 @@ def _unix_get_json(url: str, socket_path: str, timeout: float) -> Any:
         connection.sock = sock
         sock.settimeout(timeout)
         sock.connect(socket_path)
-        connection.request("GET", urllib.parse.urlsplit(url).path)
+        connection.request("GET", urllib.parse.urlsplit(url).path, headers=auth_headers(token))
         response = connection.getresponse()
         body = response.read(MAX_HTTP_BODY_BYTES + 1)
     except (OSError, http.client.HTTPException) as exc:
@@ -113,6 +118,7 @@ class SessionClient:
         call_timeout: seconds to wait for each reply.
         env_id: a name used in error messages.
         max_frame_bytes: the largest frame accepted from the server.
+        token: the server's token, sent as ``Authorization: Bearer <token>`` in the handshake.
     """
 
     def __init__(
@@ -123,8 +129,10 @@ class SessionClient:
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         env_id: str | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        token: str | None = None,
     ) -> None:
         self.url = ws_url(base_url)
+        self.token = token
         self.open_timeout = open_timeout
         self.call_timeout = call_timeout
         self.env_id = env_id
@@ -190,6 +198,7 @@ class AsyncEnvClient(SessionClient):
             "compression": None,
             "close_timeout": 2,
             "subprotocols": self.subprotocols,
+            "additional_headers": auth_headers(self.token),
         }
         socket_path = unix_socket_path(self.url)
         try:

@@ -26,7 +26,7 @@ from websockets.http11 import Response
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from .client import SessionClient
+from .client import SessionClient, auth_headers
 from .errors import CapacityReachedError, ConnectionLostError, ProtocolError, RequestTimeoutError, ServerConnectError
 from .protocol import ErrorCode, ObservationFrame, StateFrame
 from .urls import tcp_form, unix_socket_path
@@ -94,6 +94,7 @@ class EnvClient(SessionClient):
         self._ws: ClientProtocol | None = None
         self._lock = threading.RLock()  # reentrant: a locked call may connect first
         self._inbox: collections.deque[str | bytes] = collections.deque()
+        self._handshake_response: Response | None = None  # the last handshake answer, to explain a refusal
         self._fragments: list[bytes] = []
         self._binary = False  # the kind of the message being assembled
         self._call, self._deadline = "call", 0.0  # the request in flight, for complete()
@@ -134,10 +135,12 @@ class EnvClient(SessionClient):
                 protocol = ClientProtocol(
                     uri, max_size=self.max_frame_bytes, subprotocols=self.subprotocols  # type: ignore[arg-type]
                 )
-                protocol.send_request(protocol.connect())
+                request = protocol.connect()
+                request.headers.update(auth_headers(self.token))
+                protocol.send_request(request)
                 self._sock, self._ws = sock, protocol
                 self._flush(deadline)
-                while protocol.state is State.CONNECTING:
+                while protocol.state is State.CONNECTING and protocol.handshake_exc is None:
                     self._read(deadline)
             except TimeoutError as exc:
                 self._drop("the handshake timed out")
@@ -149,7 +152,8 @@ class EnvClient(SessionClient):
                 raise ServerConnectError(self.url, str(exc)) from exc
             if protocol.handshake_exc is not None:
                 self._drop("the handshake was refused")
-                raise ServerConnectError(self.url, str(protocol.handshake_exc)) from protocol.handshake_exc
+                why = _refusal(self._handshake_response, protocol.handshake_exc)
+                raise ServerConnectError(self.url, why) from protocol.handshake_exc
             self._connected()
             _keepalive.add(self)
         return self
@@ -192,7 +196,7 @@ class EnvClient(SessionClient):
             if isinstance(event, Frame):
                 self._assemble(event)
             elif isinstance(event, Response):
-                pass  # the handshake response; the protocol checked it
+                self._handshake_response = event  # the protocol checked it; kept to say why if refused
         if not data and not self._inbox:
             raise self._lost(None)
 
@@ -397,3 +401,12 @@ class EnvClient(SessionClient):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+
+
+def _refusal(response: Response | None, exc: Exception) -> str:
+    """Why a server refused the handshake: its status and the start of its body, if it sent one."""
+    if response is None:
+        return str(exc)
+    reason = f"HTTP {response.status_code}"
+    body = bytes(response.body or b"")[:500].decode(errors="replace")
+    return f"{reason}: {body}" if body else reason

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
 import http
 import json
 import logging
@@ -42,6 +43,12 @@ def _select_subprotocol(connection: ServerConnection, offered: Sequence[str]) ->
     return BINARY_SUBPROTOCOL if BINARY_SUBPROTOCOL in offered else None
 
 
+def bearer_token_matches(header: str | None, token: str) -> bool:
+    """Whether an ``Authorization`` header presents ``token`` (compared in constant time)."""
+    scheme, _, presented = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), token.encode())
+
+
 def _json_response(status: int, body: Any) -> Response:
     payload = json.dumps(body).encode()
     headers = Headers([("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
@@ -59,6 +66,8 @@ class EnvServer:
         host: the address to bind; loopback unless told otherwise.
         unix_socket: listen on this Unix socket path instead of ``host``/``port`` (made
             connectable for every user who can reach its directory).
+        token: when set, every request but ``GET /health`` must carry ``Authorization: Bearer
+            <token>`` (HTTP 401 otherwise): for servers reachable beyond this machine.
         port: the port to bind; 0 picks a free one (read :attr:`port` after :meth:`start`).
         max_sessions: sessions served at once; more are refused with ``CAPACITY_REACHED``.
             Defaults to 1 when the factory declares ``SUPPORTS_CONCURRENT_SESSIONS = False`` (as
@@ -79,6 +88,7 @@ class EnvServer:
         host: str = "127.0.0.1",
         port: int = 8000,
         unix_socket: str | None = None,
+        token: str | None = None,
         max_sessions: int | None = None,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
@@ -95,6 +105,9 @@ class EnvServer:
         self.host = host
         self.port = port
         self.unix_socket = unix_socket
+        if token is not None and not token:
+            raise ValueError("token must not be empty")
+        self._token = token
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.max_frame_bytes = max_frame_bytes
@@ -174,10 +187,12 @@ class EnvServer:
 
     async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         path = request.path.partition("?")[0]
+        if path == "/health":  # open: health probes carry no secrets, and it tells none
+            return _json_response(200, {"status": "healthy"})
+        if self._token is not None and not bearer_token_matches(request.headers.get("Authorization"), self._token):
+            return _json_response(401, {"message": "this server needs its token: Authorization: Bearer <token>"})
         if path in ("/ws", BATCH_PATH):
             return None  # go on with the WebSocket handshake
-        if path == "/health":
-            return _json_response(200, {"status": "healthy"})
         if path in ("/schema", "/metadata"):
             try:
                 description = await self._describe()

@@ -1,0 +1,84 @@
+"""A server with a token refuses every request but /health that does not present it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from openenv_gym.batch_client import BatchClient
+from openenv_gym.batch_protocol import AutoresetMode
+from openenv_gym.client import AsyncEnvClient, http_get_json
+from openenv_gym.errors import ServerConnectError
+from openenv_gym.server.env_server import bearer_token_matches
+from openenv_gym.sync_client import EnvClient
+from tests.testing_env import CounterEnvironment
+from tests.utils import run_async, running_server
+
+TOKEN = "a-per-run-token"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with running_server(CounterEnvironment, token=TOKEN) as running:
+        yield running
+
+
+def test_health_is_open_and_nothing_else_is(server):
+    assert http_get_json(server.url, "/health") == {"status": "healthy"}
+    for token in (None, "wrong", TOKEN + "x"):
+        with pytest.raises(ServerConnectError, match="HTTP 401: .*needs its token"):
+            http_get_json(server.url, "/schema", token=token)
+    assert "action" in http_get_json(server.url, "/schema", token=TOKEN)
+
+
+@pytest.mark.parametrize("token", [None, "wrong"])
+def test_sessions_without_the_token_are_refused(server, token):
+    client = EnvClient(server.url, token=token)
+    with pytest.raises(ServerConnectError, match="HTTP 401"):
+        client.connect()
+    client.close()
+
+    async def connect_async():
+        async_client = AsyncEnvClient(server.url, token=token)
+        try:
+            await async_client.connect()
+        finally:
+            await async_client.close()
+
+    with pytest.raises(ServerConnectError, match="401"):
+        run_async(connect_async())
+    batch = BatchClient(server.url, envs=2, autoreset_mode=AutoresetMode.NEXT_STEP, token=token)
+    with pytest.raises(ServerConnectError, match="HTTP 401"):
+        batch.connect()
+    batch.close()
+    assert server.active_sessions == 0
+
+
+def test_sessions_with_the_token_work(server):
+    with EnvClient(server.url, token=TOKEN) as client:
+        client.reset()
+        assert client.step({"amount": 2}).reward is not None
+
+    async def session():
+        async with AsyncEnvClient(server.url, token=TOKEN) as client:
+            return await client.reset()
+
+    assert run_async(session()).done is False
+
+
+def test_token_comparison():
+    assert bearer_token_matches(f"Bearer {TOKEN}", TOKEN) and bearer_token_matches(f"bearer {TOKEN}", TOKEN)
+    assert not bearer_token_matches(TOKEN, TOKEN) and not bearer_token_matches(None, TOKEN)
+    assert not bearer_token_matches(f"Basic {TOKEN}", TOKEN) and not bearer_token_matches("Bearer ", TOKEN)
+
+
+def test_serve_reads_the_token_from_the_environment_not_argv():
+    env = {key: value for key, value in os.environ.items() if key != "MISSING_TOKEN_VAR"}
+    result = subprocess.run(
+        [sys.executable, "-m", "openenv_gym", "serve", "CartPole-v1", "--port", "0", "--token-env", "MISSING_TOKEN_VAR"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert result.returncode == 2 and "--token-env MISSING_TOKEN_VAR: that variable is not set" in result.stderr
