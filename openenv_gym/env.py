@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 import weakref
+from collections.abc import Callable
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -11,9 +14,86 @@ from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from .providers import Provider, URLProvider, make_provider
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .sync_client import EnvClient
-from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, space_from_json, to_wire
+from .spaces import ACTION_FIELD, OBSERVATION_FIELD, encode, from_wire, space_from_json, to_wire
 
-__all__ = ["RemoteEnv", "server_spaces"]
+__all__ = ["RemoteEnv", "ServerSpaces", "resolve_spaces", "server_spaces"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerSpaces:
+    """A server's action and observation spaces, and how their values travel on the wire.
+
+    Attributes:
+        action_space, observation_space: the Gymnasium spaces.
+        published: ``True`` when the server published them (``/schema["spaces"]``, openenv-gym's
+            extension: exact); ``False`` when they were mapped from its JSON schemas
+            (:mod:`openenv_gym.schema_spaces`), as for servers built with OpenEnv itself.
+        unmapped: for mapped spaces, the fields left out (``"observation.x"`` / ``"action.y"``
+            paths) with the reason.
+    """
+
+    action_space: gym.Space[Any]
+    observation_space: gym.Space[Any]
+    published: bool
+    action_to_wire: Callable[[Any], dict[str, Any]]
+    observation_from_wire: Callable[[dict[str, Any]], Any]
+    unmapped: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def _published(action_space: gym.Space[Any], observation_space: gym.Space[Any]) -> ServerSpaces:
+    def action_to_wire(action: Any) -> dict[str, Any]:
+        wire_form = isinstance(action, dict) and action.keys() == {ACTION_FIELD}
+        if wire_form and not isinstance(action_space, gym.spaces.Dict):
+            return {ACTION_FIELD: encode(action_space, action[ACTION_FIELD])}  # given as {"action": value}
+        return to_wire(action_space, action, ACTION_FIELD)
+
+    return ServerSpaces(
+        action_space,
+        observation_space,
+        True,
+        action_to_wire,
+        lambda data: from_wire(observation_space, data, OBSERVATION_FIELD),
+    )
+
+
+def resolve_spaces(base_url: str, timeout: float, *, json_schema_fallback: bool = False) -> ServerSpaces:
+    """The spaces of the server at ``base_url``, read from its ``/schema``.
+
+    A server's own Gymnasium spaces (``/schema["spaces"]``) are always used when it publishes
+    them. Otherwise, with ``json_schema_fallback``, they are built from its JSON schemas by
+    :func:`openenv_gym.schema_spaces.openenv_spaces`, with one warning naming the fields left out.
+
+    Raises:
+        ServerConnectError: the server does not answer.
+        ValueError: it publishes no Gymnasium spaces and ``json_schema_fallback`` is off.
+        UnsupportedSpaceError: a field every action needs has no space (the message names it).
+    """
+    schema = http_get_json(base_url, "/schema", timeout=timeout)
+    spaces = schema.get("spaces") if isinstance(schema, dict) else None
+    if spaces:
+        return _published(space_from_json(spaces["action"]), space_from_json(spaces["observation"]))
+    if not json_schema_fallback or not isinstance(schema, dict):
+        raise ValueError(
+            f"the server at {base_url} publishes no Gymnasium spaces in /schema (an OpenEnv server?); "
+            "to build spaces from its JSON schemas use gym.make('openenv/Remote-v0', base_url=...) "
+            "or pass json_schema_fallback=True"
+        )
+    from .schema_spaces import openenv_spaces
+
+    action, observation = openenv_spaces(schema)
+    unmapped = {
+        f"{mapped.role}.{path}": reason for mapped in (action, observation) for path, reason in mapped.unmapped.items()
+    }
+    if unmapped:
+        listed = "; ".join(f"{path}: {reason}" for path, reason in unmapped.items())
+        warnings.warn(
+            f"openenv-gym: the server at {base_url} publishes JSON schemas only, and these fields have no "
+            f"Gymnasium space, so they are left out of the spaces (optional action fields take the server's "
+            f"default): {listed}",
+            UserWarning,
+            stacklevel=3,
+        )
+    return ServerSpaces(action.space, observation.space, False, action.to_wire, observation.from_wire, unmapped)
 
 
 def server_spaces(base_url: str, timeout: float) -> tuple[gym.Space[Any], gym.Space[Any]]:
@@ -21,16 +101,10 @@ def server_spaces(base_url: str, timeout: float) -> tuple[gym.Space[Any], gym.Sp
 
     Raises:
         ServerConnectError: the server does not answer.
-        ValueError: its ``/schema`` has no ``spaces`` (an OpenEnv server, so far).
+        ValueError: its ``/schema`` has no ``spaces`` (an OpenEnv server: see :func:`resolve_spaces`).
     """
-    schema = http_get_json(base_url, "/schema", timeout=timeout)
-    spaces = schema.get("spaces") if isinstance(schema, dict) else None
-    if not spaces:
-        raise ValueError(
-            f"the server at {base_url} publishes no Gymnasium spaces in /schema; "
-            "openenv-gym's Gymnasium envs need servers that do (openenv-gym servers always do)"
-        )
-    return space_from_json(spaces["action"]), space_from_json(spaces["observation"])
+    resolved = resolve_spaces(base_url, timeout)
+    return resolved.action_space, resolved.observation_space
 
 
 def _shutdown(client: EnvClient, provider: Provider) -> None:
@@ -44,8 +118,10 @@ class RemoteEnv(gym.Env[Any, Any]):
     """A Gymnasium environment served by another process, container or machine.
 
     The spaces come from the server's ``/schema``; ``reset(seed=, options=)`` and ``step`` are
-    forwarded over one WebSocket session. Rewards are Python ``float`` and flags Python ``bool``,
-    as Gymnasium's and Stable-Baselines3's checkers expect. Usually made with ``gym.make``:
+    forwarded over one WebSocket session. Rewards are Python ``float`` (OpenEnv's ``null`` reward
+    is ``0.0``) and flags Python ``bool``, as Gymnasium's and Stable-Baselines3's checkers expect;
+    a server without our ``truncated`` extension reports every end as ``terminated`` (its
+    ``done``). Usually made with ``gym.make``:
 
     Example:
         >>> import gymnasium as gym, openenv_gym
@@ -56,10 +132,19 @@ class RemoteEnv(gym.Env[Any, Any]):
         (<class 'float'>, <class 'bool'>)
         >>> env.close()
 
+    Any server that speaks OpenEnv's protocol, including one built with OpenEnv itself, is
+    wrapped by ``gym.make("openenv/Remote-v0", base_url="http://host:8000")``: that id sets
+    ``json_schema_fallback=True``.
+
     Args:
         server: what the provider serves: a Gymnasium id or ``"module:attr"``.
         base_url: attach to a running server instead (``"ws://127.0.0.1:8000"``); sets
             ``provider="url"``.
+        json_schema_fallback: when the server publishes no Gymnasium spaces (an OpenEnv server),
+            build them from its JSON schemas (:mod:`openenv_gym.schema_spaces`: fields that
+            cannot be mapped are left out with one warning; a required action field that cannot
+            be mapped raises ``UnsupportedSpaceError``). Off by default: such a server is
+            refused with a ``ValueError``. A server's published spaces are always used as they are.
         provider: ``"process"`` (default: a child process on loopback), ``"docker"`` (a
             container), ``"url"``, or a :class:`~openenv_gym.providers.Provider` instance.
         provider_kwargs: options of the provider, such as ``{"memory": "1g"}`` for Docker.
@@ -85,6 +170,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         render_mode: str | None = None,
+        json_schema_fallback: bool = False,
     ) -> None:
         self.render_mode = render_mode
         if base_url is not None:
@@ -93,7 +179,10 @@ class RemoteEnv(gym.Env[Any, Any]):
             if provider == "url":
                 raise ValueError("provider='url' needs base_url='ws://host:port'")
             if server is None:
-                raise ValueError(f"provider={provider!r} needs server=, the environment to serve")
+                raise ValueError(
+                    "RemoteEnv needs base_url='http://host:port' (a running server, as openenv/Remote-v0 "
+                    f"always does) or server= (the environment for provider={provider!r} to start)"
+                )
             provider = make_provider(
                 provider,
                 target=server,
@@ -109,7 +198,8 @@ class RemoteEnv(gym.Env[Any, Any]):
         self._client = EnvClient(self.base_url, open_timeout=open_timeout, call_timeout=call_timeout, env_id=server)
         self._closer = weakref.finalize(self, _shutdown, self._client, provider)
         try:
-            self.action_space, self.observation_space = server_spaces(self.base_url, open_timeout)
+            self._spaces = resolve_spaces(self.base_url, open_timeout, json_schema_fallback=json_schema_fallback)
+            self.action_space, self.observation_space = self._spaces.action_space, self._spaces.observation_space
             self._client.connect()
         except BaseException:
             self.close()
@@ -128,11 +218,12 @@ class RemoteEnv(gym.Env[Any, Any]):
         if options is not None:
             kwargs["options"] = options
         frame = self._client.reset(**kwargs)
-        return from_wire(self.observation_space, frame.observation, OBSERVATION_FIELD), frame.info
+        return self._spaces.observation_from_wire(frame.observation), frame.info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        frame = self._client.step(to_wire(self.action_space, action, ACTION_FIELD))
-        observation = from_wire(self.observation_space, frame.observation, OBSERVATION_FIELD)
+        """Send ``action`` (a value of ``action_space``; a ``Dict`` action as a plain ``dict``)."""
+        frame = self._client.step(self._spaces.action_to_wire(action))
+        observation = self._spaces.observation_from_wire(frame.observation)
         reward = 0.0 if frame.reward is None else float(frame.reward)
         return observation, reward, bool(frame.done), bool(frame.truncated), frame.info
 

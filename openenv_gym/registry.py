@@ -35,7 +35,8 @@ class CatalogEntry:
 
     Attributes:
         id: the Gymnasium id, ``"openenv/Name-vN"``.
-        server: what the server runs: a Gymnasium id or ``"module:attr"``.
+        server: what the server runs: a Gymnasium id or ``"module:attr"``; ``None`` for an entry
+            that attaches to a running server given by ``base_url=`` (``openenv/Remote-v0``).
         spaces: where the client gets its spaces; ``"schema"`` reads the server's ``/schema``.
         max_episode_steps: the client-side time limit, ``None`` for none.
         reward_threshold: the return at which the task counts as solved, if any.
@@ -45,7 +46,7 @@ class CatalogEntry:
     """
 
     id: str
-    server: str
+    server: str | None
     spaces: str = "schema"
     max_episode_steps: int | None = None
     reward_threshold: float | None = None
@@ -86,6 +87,12 @@ def builtin_entries() -> list[CatalogEntry]:
             max_episode_steps=8,
             reward_threshold=1.0,
             description="Python function-writing tasks with hidden tests; code runs in a sandbox",
+        ),
+        CatalogEntry(
+            id="openenv/Remote-v0",
+            server=None,
+            kwargs={"json_schema_fallback": True},
+            description="Any running OpenEnv-protocol server: base_url= (make_vec: base_urls=[...] or base_url=)",
         ),
     ]
     entries += [CatalogEntry.from_gymnasium(gym_id) for gym_id in _CLASSIC_CONTROL]

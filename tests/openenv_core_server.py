@@ -1,27 +1,36 @@
 """An env built with openenv-core itself, served by its own FastAPI app under uvicorn.
 
-Run as ``python -m tests.openenv_core_server PORT [--async-step] [--env {echo,cartpole}]`` from
+Run as ``python -m tests.openenv_core_server PORT [--async-step] [--env {echo,cartpole,typed-cartpole,grid}]`` from
 the repository root. The tests use the default echo env to prove that our clients speak to
 OpenEnv's real server, not only to ours; ``benchmarks/single_session.py`` measures against it.
 ``--async-step`` gives the env a ``step_async``, so openenv-core runs steps on its event loop
 instead of its thread pool. ``--env cartpole`` serves Gymnasium's ``CartPole-v1`` instead
 (action ``{"action": int}``, observation ``{"observation": [4 floats]}``, reward 1.0 per step,
 done on termination or truncation), with room for 256 concurrent sessions;
-``benchmarks/vector.py`` fans openenv-core's client out over it.
+``benchmarks/vector.py`` fans openenv-core's client out over it. ``--env typed-cartpole`` is
+the same env with its fields constrained the pydantic way (``action: int = Field(ge=0, le=1)``,
+``observation: list[float] = Field(min_length=4, max_length=4)``), so that the spaces mapped from
+its JSON schemas are ``Discrete(2)`` and ``Box((4,))``. ``--env grid`` walks a 5x5 grid from
+(0, 0) to (4, 4) with models full of what pydantic's JSON schemas hold (a str Enum and a nested
+model under ``$defs``, ``Optional`` fields, a bool, a list of models, free-form ``dict`` fields)
+and ``reward: null`` on every step but the one that reaches the goal (reward 1.0, done).
 """
 
 from __future__ import annotations
 
 import argparse
+import enum
 import uuid
-from typing import Any
+from typing import Any, Optional
 
-ENVS = ("echo", "cartpole")
+ENVS = ("echo", "cartpole", "typed-cartpole", "grid")
+GRID_SIZE = 5
 
 
 def main(port: int, async_step: bool = False, env: str = "echo") -> None:
     import uvicorn
     from openenv.core.env_server import Action, Environment, Observation, State, create_app
+    from pydantic import BaseModel, Field
 
     class EchoAction(Action):
         message: str
@@ -58,8 +67,16 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
     class CartPoleObservation(Observation):
         observation: list[float] = []
 
+    class TypedCartPoleAction(Action):
+        action: int = Field(ge=0, le=1, description="push the cart left (0) or right (1)")
+
+    class TypedCartPoleObservation(Observation):
+        observation: list[float] = Field(default_factory=lambda: [0.0] * 4, min_length=4, max_length=4)
+
     class CartPoleEnv(Environment[CartPoleAction, CartPoleObservation, State]):
         """Gymnasium's CartPole-v1 (with its 500-step time limit) behind openenv-core's interface."""
+
+        observation_cls: Any = CartPoleObservation
 
         SUPPORTS_CONCURRENT_SESSIONS = True
 
@@ -75,14 +92,14 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
         ) -> CartPoleObservation:
             self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
             obs, _ = self._env.reset(seed=seed)
-            return CartPoleObservation(observation=obs.tolist())
+            return self.observation_cls(observation=obs.tolist())
 
         def step(
             self, action: CartPoleAction, timeout_s: float | None = None, **kwargs: Any
         ) -> CartPoleObservation:
             self._state.step_count += 1
             obs, _, terminated, truncated, _ = self._env.step(action.action)
-            return CartPoleObservation(observation=obs.tolist(), reward=1.0, done=bool(terminated or truncated))
+            return self.observation_cls(observation=obs.tolist(), reward=1.0, done=bool(terminated or truncated))
 
         @property
         def state(self) -> State:
@@ -91,7 +108,72 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
         def close(self) -> None:
             self._env.close()
 
-    env_cls: Any = EchoEnv if env == "echo" else CartPoleEnv
+    class TypedCartPoleEnv(CartPoleEnv):
+        observation_cls = TypedCartPoleObservation
+
+    class Direction(str, enum.Enum):
+        UP = "up"
+        DOWN = "down"
+        LEFT = "left"
+        RIGHT = "right"
+
+    class GridAction(Action):
+        direction: Direction
+        sprint: bool = False  # two cells instead of one
+        note: Optional[str] = None
+        options: dict[str, Any] = Field(default_factory=dict)  # free-form: no Gymnasium space
+
+    class Position(BaseModel):
+        x: int = Field(ge=0, le=GRID_SIZE - 1)
+        y: int = Field(ge=0, le=GRID_SIZE - 1)
+
+    class GridObservation(Observation):
+        position: Position = Field(default_factory=lambda: Position(x=0, y=0))
+        last_direction: Optional[Direction] = None  # null after a reset
+        visited: list[Position] = Field(default_factory=list)  # any length
+        distance: float = Field(default=0.0, ge=0.0, description="Manhattan distance to the goal")
+        debug: dict[str, Any] = Field(default_factory=dict)  # free-form: no Gymnasium space
+
+    moves = {Direction.UP: (0, -1), Direction.DOWN: (0, 1), Direction.LEFT: (-1, 0), Direction.RIGHT: (1, 0)}
+
+    class GridEnv(Environment[GridAction, GridObservation, State]):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._state = State()
+            self._visited: list[Position] = []
+
+        def _observation(self, last: Direction | None, **kwargs: Any) -> GridObservation:
+            here = self._visited[-1]
+            distance = float(2 * (GRID_SIZE - 1) - here.x - here.y)
+            return GridObservation(
+                position=here, last_direction=last, visited=list(self._visited), distance=distance,
+                debug={"step": self._state.step_count}, **kwargs,
+            )  # fmt: skip
+
+        def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> GridObservation:
+            self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+            self._visited = [Position(x=0, y=0)]
+            return self._observation(None)
+
+        def step(self, action: GridAction, timeout_s: float | None = None, **kwargs: Any) -> GridObservation:
+            self._state.step_count += 1
+            dx, dy = moves[action.direction]
+            cells = 2 if action.sprint else 1
+            here = self._visited[-1]
+            x = min(max(here.x + dx * cells, 0), GRID_SIZE - 1)
+            y = min(max(here.y + dy * cells, 0), GRID_SIZE - 1)
+            self._visited.append(Position(x=x, y=y))
+            at_goal = x == y == GRID_SIZE - 1
+            # reward stays None (null on the wire) until the goal
+            return self._observation(action.direction, done=at_goal, reward=1.0 if at_goal else None)
+
+        @property
+        def state(self) -> State:
+            return self._state
+
+    env_cls: Any = {"echo": EchoEnv, "cartpole": CartPoleEnv, "typed-cartpole": TypedCartPoleEnv, "grid": GridEnv}[env]
     if async_step:
 
         async def step_async(self: Any, action: Any, timeout_s: float | None = None) -> Any:
@@ -101,10 +183,20 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
 
     if env == "echo":
         app = create_app(EchoEnv, EchoAction, EchoObservation, env_name="echo_env", max_concurrent_envs=4)
-    else:
+    elif env == "cartpole":
         app = create_app(
             CartPoleEnv, CartPoleAction, CartPoleObservation, env_name="cartpole_env", max_concurrent_envs=256
         )
+    elif env == "typed-cartpole":
+        app = create_app(
+            TypedCartPoleEnv,
+            TypedCartPoleAction,
+            TypedCartPoleObservation,
+            env_name="typed_cartpole_env",
+            max_concurrent_envs=256,
+        )
+    else:
+        app = create_app(GridEnv, GridAction, GridObservation, env_name="grid_env", max_concurrent_envs=16)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 

@@ -24,7 +24,7 @@ from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_
 from openenv_gym.errors import ConnectionLostError, OpenEnvGymError, RequestTimeoutError, ServerConnectError
 from openenv_gym.providers import Provider, URLProvider, make_provider
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
-from openenv_gym.env import server_spaces
+from openenv_gym.env import resolve_spaces
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, to_wire
 
 from .plain_session import PlainSessionBatch
@@ -116,7 +116,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
     """Many remote sub-environments, stepped together over batch sessions.
 
     Sub-envs are packed onto servers (``sessions_per_server`` each, servers started in
-    parallel), or spread over existing servers given by ``base_urls``. A step sends one frame
+    parallel), or spread over existing servers given by ``base_urls`` (or all on ``base_url``).
+    A step sends one frame
     per server with the actions of all its sub-envs, to every server before it reads any reply,
     so the servers work in parallel. The caller's thread does the I/O over blocking sockets and
     websockets' Sans-I/O protocol: no event loop and no thread hand-off per step (measured 1.2-3×
@@ -139,18 +140,30 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         [1.0, 1.0, 1.0, 1.0]
         >>> envs.close()
 
+    Servers that speak only OpenEnv's protocol (built with OpenEnv itself) work too, through
+    ``gym.make_vec("openenv/Remote-v0", num_envs=8, base_urls=[url, ...])``: their spaces are
+    mapped from their JSON schemas (``json_schema_fallback``) and each sub-env gets its own plain
+    ``/ws`` session (``batched`` decides it by itself), with autoreset on the client.
+
     Args:
         server: what each server runs: a Gymnasium id or ``"module:attr"``.
         num_envs: the number of sub-environments.
-        base_urls: use these running servers instead of starting any.
+        base_urls: use these running servers instead of starting any; the sub-envs are split into
+            contiguous blocks, one per URL (a URL may appear more than once).
+        base_url: one running server for all ``num_envs`` sub-envs (same as ``base_urls=[base_url]``).
+        json_schema_fallback: for servers that publish no Gymnasium spaces, build them from their
+            JSON schemas, as :class:`~openenv_gym.env.RemoteEnv` does (``openenv/Remote-v0`` sets it).
         provider: ``"process"`` (default), ``"docker"`` or another provider name, for the servers started.
         provider_kwargs: options of that provider, such as ``{"memory": "1g"}`` for Docker.
         env_kwargs: keyword arguments for each sub-environment.
         max_episode_steps: time limit applied by the servers (``gym.make_vec`` passes the spec's).
         autoreset_mode: a ``gymnasium.vector.AutoresetMode`` (or its value); default NEXT_STEP.
         sessions_per_server: sub-envs per server; default spreads them over one server per CPU.
-        batched: one batch session per server (default, fastest), or one plain OpenEnv ``/ws``
-            session per sub-env with autoreset on the client (for servers without ``/ws/batch``).
+        batched: ``True``: one batch session per server (fastest; needs openenv-gym's
+            ``/ws/batch``); ``False``: one plain OpenEnv ``/ws`` session per sub-env with autoreset
+            on the client. ``None`` (default) chooses from the first server's ``/schema``: batch
+            sessions when it publishes Gymnasium spaces (every openenv-gym server does, and serves
+            ``/ws/batch``), plain sessions otherwise (an OpenEnv server).
         codec: for batch sessions, ``"binary"`` (default) has the servers send Box observations
             as raw bytes; ``"json"`` keeps every frame JSON. Non-Box observations are JSON either way.
         open_timeout, call_timeout, startup_timeout: seconds, as for ``RemoteEnv``.
@@ -162,13 +175,15 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         num_envs: int = 1,
         *,
         base_urls: list[str] | None = None,
+        base_url: str | None = None,
+        json_schema_fallback: bool = False,
         provider: str = "process",
         provider_kwargs: dict[str, Any] | None = None,
         env_kwargs: dict[str, Any] | None = None,
         max_episode_steps: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         sessions_per_server: int | None = None,
-        batched: bool = True,
+        batched: bool | None = None,
         codec: str = "binary",
         open_timeout: float = DEFAULT_OPEN_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
@@ -176,6 +191,10 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        if base_url is not None:
+            if base_urls:
+                raise ValueError("pass base_url= (one server) or base_urls= (several), not both")
+            base_urls = [base_url]
         self.server = server
         self.num_envs = num_envs
         self.autoreset_mode = AutoresetMode(autoreset_mode)
@@ -194,7 +213,11 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         try:
             urls = _start_all(self._providers, desc=f"starting {server or 'env'} servers")
             ranges = _split(num_envs, len(urls))
-            self.single_action_space, self.single_observation_space = server_spaces(urls[0], open_timeout)
+            self._spaces = resolve_spaces(urls[0], open_timeout, json_schema_fallback=json_schema_fallback)
+            self.single_action_space = self._spaces.action_space
+            self.single_observation_space = self._spaces.observation_space
+            if batched is None:  # openenv-gym servers publish spaces and serve /ws/batch; OpenEnv's do neither
+                batched = self._spaces.published
             self.action_space = batch_space(self.single_action_space, num_envs)
             self.observation_space = batch_space(self.single_observation_space, num_envs)
             self._observations = create_empty_array(self.single_observation_space, num_envs)
@@ -559,6 +582,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
 
     def _encode_actions(self, actions: Any) -> list[dict[str, Any]]:
         space = self.single_action_space
+        if not self._spaces.published:  # mapped from JSON schemas: enums, booleans, optional fields
+            return [self._spaces.action_to_wire(action) for action in iterate(self.action_space, actions)]
         if isinstance(space, (spaces.Discrete, spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
             # Array spaces: one tolist() for the batch instead of one encode() per sub-env.
             return [{ACTION_FIELD: action} for action in np.asarray(actions).tolist()]
@@ -568,6 +593,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         space = self.single_observation_space
         if wire and isinstance(wire[0], np.ndarray):  # a binary result: already arrays
             return wire
+        if not self._spaces.published:
+            return [self._spaces.observation_from_wire(item) for item in wire]
         if isinstance(space, spaces.Box):  # one array conversion for the whole block
             try:
                 stacked = np.asarray([item[OBSERVATION_FIELD] for item in wire], dtype=space.dtype)
