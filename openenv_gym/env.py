@@ -56,7 +56,9 @@ def _published(action_space: gym.Space[Any], observation_space: gym.Space[Any]) 
     )
 
 
-def resolve_spaces(base_url: str, timeout: float, *, json_schema_fallback: bool = False) -> ServerSpaces:
+def resolve_spaces(
+    base_url: str, timeout: float, *, json_schema_fallback: bool = False, token: str | None = None
+) -> ServerSpaces:
     """The spaces of the server at ``base_url``, read from its ``/schema``.
 
     A server's own Gymnasium spaces (``/schema["spaces"]``) are always used when it publishes
@@ -68,7 +70,7 @@ def resolve_spaces(base_url: str, timeout: float, *, json_schema_fallback: bool 
         ValueError: it publishes no Gymnasium spaces and ``json_schema_fallback`` is off.
         UnsupportedSpaceError: a field every action needs has no space (the message names it).
     """
-    schema = http_get_json(base_url, "/schema", timeout=timeout)
+    schema = http_get_json(base_url, "/schema", timeout=timeout, token=token)
     spaces = schema.get("spaces") if isinstance(schema, dict) else None
     if spaces:
         return _published(space_from_json(spaces["action"]), space_from_json(spaces["observation"]))
@@ -145,6 +147,8 @@ class RemoteEnv(gym.Env[Any, Any]):
             cannot be mapped are left out with one warning; a required action field that cannot
             be mapped raises ``UnsupportedSpaceError``). Off by default: such a server is
             refused with a ``ValueError``. A server's published spaces are always used as they are.
+        token: the token the server requires (``Authorization: Bearer``); default: the
+            provider's, when it started a server that requires one.
         provider: ``"process"`` (default: a child process on loopback), ``"docker"`` (a
             container), ``"url"``, or a :class:`~openenv_gym.providers.Provider` instance.
         provider_kwargs: options of the provider, such as ``{"memory": "1g"}`` for Docker.
@@ -171,10 +175,11 @@ class RemoteEnv(gym.Env[Any, Any]):
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         render_mode: str | None = None,
         json_schema_fallback: bool = False,
+        token: str | None = None,
     ) -> None:
         self.render_mode = render_mode
         if base_url is not None:
-            provider = URLProvider(base_url, timeout=open_timeout)
+            provider = URLProvider(base_url, timeout=open_timeout, token=token)
         elif isinstance(provider, str):
             if provider == "url":
                 raise ValueError("provider='url' needs base_url='ws://host:port'")
@@ -195,10 +200,15 @@ class RemoteEnv(gym.Env[Any, Any]):
         self.server = server
         self.provider = provider
         self.base_url = provider.start()
-        self._client = EnvClient(self.base_url, open_timeout=open_timeout, call_timeout=call_timeout, env_id=server)
+        token = token or provider.token
+        self._client = EnvClient(
+            self.base_url, open_timeout=open_timeout, call_timeout=call_timeout, env_id=server, token=token
+        )
         self._closer = weakref.finalize(self, _shutdown, self._client, provider)
         try:
-            self._spaces = resolve_spaces(self.base_url, open_timeout, json_schema_fallback=json_schema_fallback)
+            self._spaces = resolve_spaces(
+                self.base_url, open_timeout, json_schema_fallback=json_schema_fallback, token=token
+            )
             self.action_space, self.observation_space = self._spaces.action_space, self._spaces.observation_space
             self._client.connect()
         except BaseException:

@@ -314,4 +314,5 @@ def _run_kwargs(
         return {"provider": "docker", "provider_kwargs": {**options, **provider_kwargs}}
     if not manifest.space_url:
         raise ManifestError(f"{source} has no space_url: it cannot run with run='url'")
-    return {"base_url": manifest.space_url}
+    # The Space may be a server built with OpenEnv itself: then the spaces come from its schemas.
+    return {"base_url": manifest.space_url, "json_schema_fallback": True}

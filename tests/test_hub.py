@@ -42,6 +42,19 @@ resources:
 """
 
 
+@pytest.fixture(autouse=True)
+def forget_registrations():
+    """Ids a test registers leave the catalog and Gymnasium's registry with it."""
+    from openenv_gym.registry import catalog
+
+    before_catalog, before_gym = set(catalog), set(gym.registry)
+    yield
+    for env_id in set(catalog) - before_catalog:
+        del catalog[env_id]
+    for env_id in set(gym.registry) - before_gym:
+        del gym.registry[env_id]
+
+
 def write(tmp_path: Path, text: str, name: str = "openenv.yaml") -> Path:
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
@@ -145,7 +158,7 @@ def test_how_it_runs_is_the_users_choice(tmp_path):
     manifest = load_manifest(write(tmp_path, CARTPOLE + "space_url: https://org-cartpole.hf.space\n"))
     for run, kwargs in (
         ("process", {"provider": "process", "provider_kwargs": {}}),
-        ("url", {"base_url": "https://org-cartpole.hf.space"}),
+        ("url", {"base_url": "https://org-cartpole.hf.space", "json_schema_fallback": True}),
         (
             "docker",
             {"provider": "docker", "provider_kwargs": {"image": "openenv-gym/runtime:0.1.0", "memory": "512m", "cpus": 1.0}},

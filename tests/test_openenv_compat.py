@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
 
 import pytest
 from openenv.core.generic_client import GenericEnvClient  # a test dependency: openenv-gym[test]
 
 from openenv_gym.client import AsyncEnvClient, http_get_json
-from openenv_gym.errors import RemoteError, ServerConnectError
+from openenv_gym.errors import RemoteError
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.sync_client import EnvClient
-from tests.utils import REPO_ROOT, UNIT, run_async, wait_until
+from tests.utils import openenv_core_servers, run_async
 
 
 @pytest.fixture(scope="module")
@@ -98,36 +94,8 @@ def test_many_openenv_sessions_at_once(echo_url):
 @pytest.fixture(scope="module")
 def openenv_server_url():
     """openenv-core's own server (FastAPI under uvicorn) with an echo env, in a child process."""
-    with socket.socket() as probe:  # uvicorn does not report the port it picks for port 0
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tests.openenv_core_server", str(port)],
-        cwd=REPO_ROOT,
-        env={**os.environ, "ENABLE_WEB_INTERFACE": "false"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-
-    def healthy() -> bool:
-        try:
-            return http_get_json(url, "/health", timeout=1) == {"status": "healthy"}
-        except ServerConnectError:
-            return server.poll() is not None  # stop waiting: it died
-
-    try:
-        # openenv-core imports gradio at start-up: several seconds on this machine.
-        assert wait_until(healthy, 60 * UNIT, interval=0.2) and server.poll() is None, server.stderr.read()
-        yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        server.stderr.close()
+    with openenv_core_servers(("echo",)) as urls:
+        yield urls["echo"]
 
 
 @pytest.mark.slow

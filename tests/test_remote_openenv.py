@@ -6,14 +6,8 @@ on openenv-core's real server (FastAPI under uvicorn, ``tests/openenv_core_serve
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import os
-import socket
 import string
-import subprocess
-import sys
-import tempfile
 import warnings
 from collections.abc import Iterator
 from typing import Any, Literal, Optional
@@ -27,11 +21,10 @@ from openenv.core.env_server.types import Action, Observation
 from pydantic import BaseModel, Field
 
 import openenv_gym  # noqa: F401  (registers the ids)
-from openenv_gym.client import http_get_json
-from openenv_gym.errors import ServerConnectError, SpaceCodecError, UnsupportedSpaceError
+from openenv_gym.errors import SpaceCodecError, UnsupportedSpaceError
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.schema_spaces import DEFAULT_TEXT_MAX_LENGTH, map_schema, openenv_spaces, schema_space
-from tests.utils import REPO_ROOT, UNIT, wait_until
+from tests.utils import openenv_core_servers
 
 INF = np.inf
 TEXT = spaces.Text(DEFAULT_TEXT_MAX_LENGTH, min_length=0, charset=string.printable)
@@ -348,53 +341,6 @@ def test_remote_v0_needs_a_url():
 # End to end, on openenv-core's own server ---------------------------------------------------------
 
 SERVERS = ("echo", "cartpole", "typed-cartpole", "grid")
-
-
-@contextlib.contextmanager
-def openenv_core_servers(names: tuple[str, ...]) -> Iterator[dict[str, str]]:
-    """openenv-core servers (``tests/openenv_core_server.py --env NAME``), started in parallel.
-
-    Their stderr goes to a file, not a pipe: uvicorn logs a traceback for every WebSocket a
-    client closes, and an unread pipe would fill up and block the server.
-    """
-    processes: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
-    logs = tempfile.TemporaryFile()
-    try:
-        for name in names:
-            with socket.socket() as probe:  # uvicorn does not report the port it picks for port 0
-                probe.bind(("127.0.0.1", 0))
-                port = probe.getsockname()[1]
-            process = subprocess.Popen(
-                [sys.executable, "-m", "tests.openenv_core_server", str(port), "--env", name],
-                cwd=REPO_ROOT,
-                env={**os.environ, "ENABLE_WEB_INTERFACE": "false"},
-                stdout=subprocess.DEVNULL,
-                stderr=logs,
-            )
-            processes[name] = (process, f"http://127.0.0.1:{port}")
-        for name, (process, url) in processes.items():
-
-            def healthy(process: subprocess.Popen[bytes] = process, url: str = url) -> bool:
-                try:
-                    return http_get_json(url, "/health", timeout=1) == {"status": "healthy"}
-                except ServerConnectError:
-                    return process.poll() is not None  # stop waiting: it died
-
-            # openenv-core imports gradio at start-up: several seconds each on this machine.
-            if not (wait_until(healthy, 90 * UNIT, interval=0.2) and process.poll() is None):
-                logs.seek(0)
-                pytest.fail(f"openenv-core server {name!r} did not start:\n{logs.read().decode(errors='replace')}")
-        yield {name: url for name, (_, url) in processes.items()}
-    finally:
-        for process, _ in processes.values():
-            process.terminate()
-        for process, _ in processes.values():
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        logs.close()
 
 
 @pytest.fixture(scope="module")

@@ -1,17 +1,25 @@
-"""Shared test helpers: a time unit, process counting, and a server running on a loop thread."""
+"""Shared test helpers: a time unit, process counting, a server on a loop thread, openenv-core servers."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import socket
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.loop_thread import LoopThread
+import pytest
+
+from openenv_gym.client import http_get_json
+from openenv_gym.errors import ServerConnectError
 from openenv_gym.server import EnvServer
+from tests.loop_thread import LoopThread
 
 # One unit of test time; raise OPENENV_GYM_TEST_UNIT on a slow machine instead of editing tests.
 UNIT = float(os.environ.get("OPENENV_GYM_TEST_UNIT", "1.0"))
@@ -91,3 +99,50 @@ def run_async(coroutine: Any, timeout: float = 30.0) -> Any:
         return await asyncio.wait_for(coroutine, timeout)
 
     return asyncio.run(bounded())
+
+
+@contextlib.contextmanager
+def openenv_core_servers(names: tuple[str, ...]) -> Iterator[dict[str, str]]:
+    """openenv-core servers (``tests/openenv_core_server.py --env NAME``), started in parallel.
+
+    Their stderr goes to a file, not a pipe: uvicorn logs a traceback for every WebSocket a
+    client closes, and an unread pipe would fill up and block the server.
+    """
+    processes: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+    logs = tempfile.TemporaryFile()
+    try:
+        for name in names:
+            with socket.socket() as probe:  # uvicorn does not report the port it picks for port 0
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+            process = subprocess.Popen(
+                [sys.executable, "-m", "tests.openenv_core_server", str(port), "--env", name],
+                cwd=REPO_ROOT,
+                env={**os.environ, "ENABLE_WEB_INTERFACE": "false"},
+                stdout=subprocess.DEVNULL,
+                stderr=logs,
+            )
+            processes[name] = (process, f"http://127.0.0.1:{port}")
+        for name, (process, url) in processes.items():
+
+            def healthy(process: subprocess.Popen[bytes] = process, url: str = url) -> bool:
+                try:
+                    return http_get_json(url, "/health", timeout=1) == {"status": "healthy"}
+                except ServerConnectError:
+                    return process.poll() is not None  # stop waiting: it died
+
+            # openenv-core imports gradio at start-up: several seconds each on this machine.
+            if not (wait_until(healthy, 90 * UNIT, interval=0.2) and process.poll() is None):
+                logs.seek(0)
+                pytest.fail(f"openenv-core server {name!r} did not start:\n{logs.read().decode(errors='replace')}")
+        yield {name: url for name, (_, url) in processes.items()}
+    finally:
+        for process, _ in processes.values():
+            process.terminate()
+        for process, _ in processes.values():
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        logs.close()

@@ -156,7 +156,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         provider: ``"process"`` (default), ``"docker"`` or another provider name, for the servers started.
         provider_kwargs: options of that provider, such as ``{"memory": "1g"}`` for Docker.
         env_kwargs: keyword arguments for each sub-environment.
-        max_episode_steps: time limit applied by the servers (``gym.make_vec`` passes the spec's).
+        max_episode_steps: time limit applied by the servers this env starts (``gym.make_vec`` passes
+            the spec's); servers given by URL keep their own.
         autoreset_mode: a ``gymnasium.vector.AutoresetMode`` (or its value); default NEXT_STEP.
         sessions_per_server: sub-envs per server; default spreads them over one server per CPU.
         batched: ``True``: one batch session per server (fastest; needs openenv-gym's
@@ -167,6 +168,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         codec: for batch sessions, ``"binary"`` (default) has the servers send Box observations
             as raw bytes; ``"json"`` keeps every frame JSON. Non-Box observations are JSON either way.
         open_timeout, call_timeout, startup_timeout: seconds, as for ``RemoteEnv``.
+        token: the token the ``base_urls`` servers require; servers this env starts use their
+            provider's.
     """
 
     def __init__(
@@ -188,6 +191,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         open_timeout: float = DEFAULT_OPEN_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        token: str | None = None,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
@@ -206,14 +210,16 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         self._outcomes: list[Any] = []
         self._providers = self._make_providers(
             server, base_urls, provider, provider_kwargs or {}, env_kwargs, max_episode_steps, sessions_per_server,
-            startup_timeout,
+            startup_timeout, token,
         )
         self._blocks: list[_Block] = []
         self.closed = False
         try:
             urls = _start_all(self._providers, desc=f"starting {server or 'env'} servers")
             ranges = _split(num_envs, len(urls))
-            self._spaces = resolve_spaces(urls[0], open_timeout, json_schema_fallback=json_schema_fallback)
+            self._spaces = resolve_spaces(
+                urls[0], open_timeout, json_schema_fallback=json_schema_fallback, token=self._providers[0].token
+            )
             self.single_action_space = self._spaces.action_space
             self.single_observation_space = self._spaces.observation_space
             if batched is None:  # openenv-gym servers publish spaces and serve /ws/batch; OpenEnv's do neither
@@ -228,7 +234,12 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
                 self._blocks = [
                     _Block(
                         functools.partial(
-                            BatchClient, envs=stop - start, autoreset_mode=wire_mode, codec=codec, **timeouts
+                            BatchClient,
+                            envs=stop - start,
+                            autoreset_mode=wire_mode,
+                            codec=codec,
+                            token=provider.token,
+                            **timeouts,
                         ),
                         url,
                         provider,
@@ -240,7 +251,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             else:
                 self._blocks = [
                     _Block(
-                        functools.partial(PlainSessionBatch, autoreset_mode=wire_mode, **timeouts),
+                        functools.partial(PlainSessionBatch, autoreset_mode=wire_mode, token=provider.token, **timeouts),
                         url,
                         provider,
                         index,
@@ -265,9 +276,12 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         max_episode_steps: int | None,
         sessions_per_server: int | None,
         startup_timeout: float,
+        token: str | None,
     ) -> list[Provider]:
         if base_urls:
-            return [URLProvider(url) for url in base_urls[: self.num_envs]]
+            # Servers given by URL keep their own time limits (gym.make_vec passes the spec's
+            # max_episode_steps for every id, so saying so here would be noise).
+            return [URLProvider(url, token=token) for url in base_urls[: self.num_envs]]
         if server is None:
             raise ValueError("RemoteVectorEnv needs server= (what to run) or base_urls= (where it runs)")
         if sessions_per_server is None:

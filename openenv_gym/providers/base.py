@@ -12,7 +12,13 @@ class Provider(abc.ABC):
 
     The rest of openenv-gym only sees the base URL :meth:`start` returns, so a server may be a
     local process, a container, a Ray actor or anything reachable over the network.
+
+    Attributes:
+        token: the token clients must present to the server (``Authorization: Bearer``), if it
+            requires one: a provider that exposes a server beyond loopback generates it.
     """
+
+    token: str | None = None
 
     @abc.abstractmethod
     def start(self) -> str:

@@ -15,10 +15,14 @@ class URLProvider(Provider):
         base_url: ``http://host:port`` or ``ws://host:port``.
         check_health: ask ``GET /health`` in :meth:`start`, so a wrong URL fails early.
         timeout: seconds to wait for the health check.
+        token: the server's token, if it requires one.
     """
 
-    def __init__(self, base_url: str, *, check_health: bool = True, timeout: float = 10.0) -> None:
+    def __init__(
+        self, base_url: str, *, check_health: bool = True, timeout: float = 10.0, token: str | None = None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.token = token
         self.check_health = check_health
         self.timeout = timeout
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from openenv_gym.batch_client import BatchClient
@@ -82,3 +83,28 @@ def test_serve_reads_the_token_from_the_environment_not_argv():
         capture_output=True, text=True, timeout=60, env=env,
     )  # fmt: skip
     assert result.returncode == 2 and "--token-env MISSING_TOKEN_VAR: that variable is not set" in result.stderr
+
+
+def test_remote_env_and_vector_env_present_the_token():
+    import gymnasium as gym
+
+    import openenv_gym  # noqa: F401 - registers the ids
+    from openenv_gym.envs.echo import EchoEnvironment
+
+    with running_server(EchoEnvironment, token=TOKEN) as echo:
+        with pytest.raises(ServerConnectError, match="HTTP 401"):
+            gym.make("openenv/Echo-v0", base_url=echo.url)
+        env = gym.make("openenv/Echo-v0", base_url=echo.url, token=TOKEN)
+        try:
+            env.reset()
+            assert env.step({"message": "hi"})[0]["echoed_message"] == "hi"
+        finally:
+            env.close()
+        for batched in (True, False):
+            envs = gym.make_vec("openenv/Echo-v0", num_envs=2, base_urls=[echo.url], token=TOKEN, batched=batched)
+            try:
+                envs.reset()
+                obs = envs.step({"message": np.array(["a", "bc"], dtype=object)})[0]
+                assert obs["message_length"].tolist() == [1, 2]
+            finally:
+                envs.close()
