@@ -149,6 +149,8 @@ class RemoteEnv(gym.Env[Any, Any]):
             refused with a ``ValueError``. A server's published spaces are always used as they are.
         token: the token the server requires (``Authorization: Bearer``); default: the
             provider's, when it started a server that requires one.
+        sessions_per_server: accepted and unused, so that a registered spec (a Hub manifest's)
+            can set it for ``gym.make_vec``, which packs that many sub-envs per server.
         provider: ``"process"`` (default: a child process on loopback), ``"docker"`` (a
             container), ``"url"``, or a :class:`~openenv_gym.providers.Provider` instance.
         provider_kwargs: options of the provider, such as ``{"memory": "1g"}`` for Docker.
@@ -176,7 +178,9 @@ class RemoteEnv(gym.Env[Any, Any]):
         render_mode: str | None = None,
         json_schema_fallback: bool = False,
         token: str | None = None,
+        sessions_per_server: int | None = None,
     ) -> None:
+        del sessions_per_server  # a single env holds one session; the argument is for make_vec
         self.render_mode = render_mode
         if base_url is not None:
             provider = URLProvider(base_url, timeout=open_timeout, token=token)

@@ -115,6 +115,8 @@ def register_manifest(
     if not isinstance(manifest, Manifest):
         manifest = load_manifest(manifest)
     kwargs = _run_kwargs(manifest, run, trust_remote_code, provider_kwargs or {}, source)
+    if manifest.sessions_per_server is not None and "base_url" not in kwargs:
+        kwargs["sessions_per_server"] = manifest.sessions_per_server  # how make_vec packs sub-envs
     entry_id = env_id or manifest.default_gym_id()
     register_entry(
         CatalogEntry(

@@ -166,6 +166,12 @@ def test_how_it_runs_is_the_users_choice(tmp_path):
     ):
         env_id = register_manifest(manifest, run=run, env_id=f"hubtest/Run{run}-v0")
         assert {k: v for k, v in gym.spec(env_id).kwargs.items() if k != "server"} == kwargs
+    packed = register_manifest(Manifest(name="packed", app="CartPole-v1", sessions_per_server=3), env_id="hubtest/Packed-v0")
+    envs = gym.make_vec(packed, num_envs=6)
+    try:
+        assert len(envs.unwrapped._providers) == 2  # 6 sub-envs, 3 per server
+    finally:
+        envs.close()
     code_only = Manifest(name="x", app="pkg.mod:Env", space_url="https://x.hf.space")
     assert gym.spec(register_manifest(code_only, env_id="hubtest/Auto-v0")).kwargs["base_url"] == "https://x.hf.space"
     with pytest.raises(ManifestError, match="names no image"):
@@ -186,6 +192,8 @@ try:
         print(json.dumps({"name": hub.pull(repo, revision).name}))
     elif mode == "make":
         env_id = hub.register(repo, revision)
+        from gymnasium.utils.env_checker import check_env
+        checked = gym.make(env_id); check_env(checked.unwrapped, skip_render_check=True); checked.close()
         env = gym.make(env_id); env.reset(seed=0); reward = env.step(1)[1]; env.close()
         envs = gym.make_vec(env_id, num_envs=3); envs.reset(seed=0)
         rewards = envs.step(np.ones(3, dtype=np.int64))[1].tolist(); envs.close()
@@ -220,6 +228,7 @@ def offline(hf_home: Path, repo: str, mode: str, revision: str = "") -> dict:
 
 
 def test_pull_register_make_and_make_vec_from_the_cache_offline(hf_home):
+    """The real hf_hub_download path: pulled, registered, check_env'd, made, made as a vector env, stepped."""
     result = offline(hf_home, "org/cartpole", "make")
     assert result.pop("hub_v0_steps") < 200  # always pushing left ends the episode early
     assert result == {"id": "hubtest/CartPole200-v0", "reward": 1.0, "rewards": [1.0, 1.0, 1.0]}
