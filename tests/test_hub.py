@@ -202,6 +202,8 @@ try:
         while not any(hub_env.step(0)[2:4]):
             steps += 1
         hub_env.close()
+        hub_envs = gym.make_vec("openenv/Hub-v0", num_envs=2, repo_id=repo); hub_envs.reset(seed=0)
+        rewards += hub_envs.step(np.zeros(2, dtype=np.int64))[1].tolist(); hub_envs.close()
         print(json.dumps({"id": env_id, "reward": reward, "rewards": rewards, "hub_v0_steps": steps + 1}))
 except (OpenEnvGymError, ManifestError) as exc:
     print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
@@ -231,7 +233,7 @@ def test_pull_register_make_and_make_vec_from_the_cache_offline(hf_home):
     """The real hf_hub_download path: pulled, registered, check_env'd, made, made as a vector env, stepped."""
     result = offline(hf_home, "org/cartpole", "make")
     assert result.pop("hub_v0_steps") < 200  # always pushing left ends the episode early
-    assert result == {"id": "hubtest/CartPole200-v0", "reward": 1.0, "rewards": [1.0, 1.0, 1.0]}
+    assert result == {"id": "hubtest/CartPole200-v0", "reward": 1.0, "rewards": [1.0] * 5}
 
 
 def test_a_pinned_revision_gets_that_revisions_manifest(hf_home):
