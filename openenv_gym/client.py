@@ -56,7 +56,7 @@ def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOU
     socket_path = unix_socket_path(url)
     if socket_path is not None:
         return _unix_get_json(url, socket_path, timeout, token)
-    handlers = []
+    handlers: list[urllib.request.BaseHandler] = [_NoRedirects()]  # a redirect would carry the token elsewhere
     if urllib.parse.urlsplit(url).hostname in _LOOPBACK:
         handlers.append(urllib.request.ProxyHandler({}))
     opener = urllib.request.build_opener(*handlers)
@@ -69,6 +69,13 @@ def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOU
         reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
         raise ServerConnectError(url, str(reason)) from exc
     return _json_body(url, body)
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Refuse redirects: servers of ours never send one, and following it would leak the token."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 def _json_body(url: str, body: bytes) -> Any:

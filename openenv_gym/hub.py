@@ -312,6 +312,11 @@ def _run_kwargs(
         if manifest.network:
             options["network"] = manifest.network
         if manifest.security_opt:
+            if not trust_remote_code:
+                raise TrustRemoteCodeError(
+                    f"{source} asks to loosen its container's confinement (security_opt "
+                    f"{list(manifest.security_opt)}): pass trust_remote_code=True if you trust it"
+                )
             options["security_opt"] = list(manifest.security_opt)
         return {"provider": "docker", "provider_kwargs": {**options, **provider_kwargs}}
     if not manifest.space_url:

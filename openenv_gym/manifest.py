@@ -111,8 +111,13 @@ class Manifest(BaseModel):
 
     @property
     def app_is_code(self) -> bool:
-        """Whether ``app`` names Python code to import (``module:attr``), not a Gymnasium id."""
-        return ":" in self.app and not _GYM_ID.match(self.app)
+        """Whether serving ``app`` imports a module the manifest names.
+
+        Anything with a ``module:`` part does (``pkg.mod:Env``, and also ``pkg.mod:Name-v0``,
+        which Gymnasium resolves by importing ``pkg.mod``); only a bare id like ``CartPole-v1``
+        names no module.
+        """
+        return ":" in self.app
 
     def default_gym_id(self) -> str:
         """The id to register when the manifest names none: ``openenv/<Name>-v0``."""

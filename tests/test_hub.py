@@ -77,6 +77,7 @@ def test_openenv_fields_keep_their_meaning_and_unknown_keys_are_kept(tmp_path):
     )
     assert manifest.model_extra == {"future_field": 3} and not manifest.app_is_code
     assert Manifest(name="x", app="pkg.mod:Env").app_is_code
+    assert Manifest(name="x", app="pkg.mod:Evil-v0").app_is_code  # Gymnasium would import pkg.mod
 
 
 @pytest.mark.parametrize(
@@ -176,6 +177,12 @@ def test_how_it_runs_is_the_users_choice(tmp_path):
     assert gym.spec(register_manifest(code_only, env_id="hubtest/Auto-v0")).kwargs["base_url"] == "https://x.hf.space"
     with pytest.raises(ManifestError, match="names no image"):
         register_manifest(Manifest(name="x", app="CartPole-v1"), run="docker")
+    loosened = Manifest(name="x", app="CartPole-v1", image="openenv-gym/runtime:0.1.0", security_opt=["seccomp=unconfined"])
+    with pytest.raises(TrustRemoteCodeError, match="loosen its container's confinement"):
+        register_manifest(loosened, run="docker")
+    assert gym.spec(register_manifest(loosened, run="docker", trust_remote_code=True, env_id="hubtest/Loose-v0")).kwargs[
+        "provider_kwargs"
+    ]["security_opt"] == ["seccomp=unconfined"]
 
 
 # --- the real download path, offline, in fresh interpreters -----------------------------------

@@ -4,7 +4,9 @@ A container is labelled with its owner's host, pid and process start time (the p
 time names one process even after the pid is reused). Owners remove their containers on close
 and at interpreter exit; containers of owners that died without doing so (SIGKILL, a crash) are
 removed by :func:`reap`, which the Docker provider runs when it first starts in a process and
-``openenv-gym clean`` runs on demand.
+``openenv-gym clean`` runs on demand. Owners are judged through this host's ``/proc``: an owner
+in another pid namespace under the same hostname (a container sharing the engine) would look
+gone, so do not share one engine between such owners.
 """
 
 from __future__ import annotations
@@ -64,8 +66,11 @@ def _owner_alive(labels: dict[str, str]) -> bool:
     try:
         pid = int(labels.get(OWNER_PID, ""))
     except ValueError:
-        return False
-    return process_start_time(pid) == labels.get(OWNER_STARTED)
+        return True  # no owner we can judge: leave it to `docker rm`
+    started = labels.get(OWNER_STARTED)
+    if not started:
+        return process_start_time(pid) is not None  # no start time was recorded: the pid alone decides
+    return process_start_time(pid) == started
 
 
 def owned_containers(client: Any) -> list[OwnedContainer]:

@@ -243,7 +243,7 @@ class DockerProvider(Provider):
             try:
                 container = client.containers.get(item.container_id)
                 http_get_json(item.url, "/health", timeout=2.0)
-            except (docker.errors.NotFound, OpenEnvGymError):
+            except (docker.errors.DockerException, OpenEnvGymError):
                 _remove_pooled(item)
                 continue
             self._container, self._url, self._socket_root = container, item.url, item.socket_root
@@ -319,7 +319,24 @@ class DockerProvider(Provider):
             host_config["MaskedPaths"] = []
             host_config["ReadonlyPaths"] = []
         probe = _UNIX_HEALTH_PROBE if self.network == "none" else _TCP_HEALTH_PROBE
-        created = client.api.create_container(
+        try:
+            created = self._create(client, host_config, probe)
+        except BaseException:
+            if self._socket_root is not None:
+                shutil.rmtree(self._socket_root, ignore_errors=True)
+                self._socket_root = None
+            raise
+        container = client.containers.get(created["Id"])
+        try:
+            container.start()
+        except BaseException:
+            _remove_container(client, container.id, self._socket_root)
+            self._socket_root = None
+            raise
+        return container
+
+    def _create(self, client: Any, host_config: dict[str, Any], probe: str) -> dict[str, Any]:
+        return client.api.create_container(
             self.image,
             self.command,
             labels=owner_labels(self.target),
@@ -335,13 +352,6 @@ class DockerProvider(Provider):
                 "start_period": 1_000_000_000,
             },
         )
-        container = client.containers.get(created["Id"])
-        try:
-            container.start()
-        except BaseException:
-            _remove_container(client, container.id)
-            raise
-        return container
 
     def _network_config(self) -> dict[str, Any]:
         if self.network == "none":

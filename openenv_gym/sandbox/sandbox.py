@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -107,6 +109,7 @@ class Sandbox:
                 "code without a sandbox (only for trusted code or inside a container)."
             )
         self._process: subprocess.Popen[bytes] | None = None
+        self._scratch_root: str | None = None  # the private scratch directory of an unconfined worker
         self._lock = threading.Lock()
         self._finalizer: weakref.finalize | None = None
         self._starts = 0
@@ -215,7 +218,8 @@ class Sandbox:
             workdir = f"{SCRATCH_DIR}/work"
         else:
             argv = [self.python, *program]
-            workdir = os.path.join(_private_tempdir(), "work")
+            self._scratch_root = _private_tempdir()
+            workdir = os.path.join(self._scratch_root, "work")
         process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -243,16 +247,31 @@ class Sandbox:
             )
 
     def _read_reply(self, timeout: float) -> dict[str, Any] | None:
+        """The worker's next message, or ``None`` if it is not complete within ``timeout`` or the pipe ended.
+
+        The whole message has the deadline, not just its first byte: a worker that stalls
+        mid-message (or a forged length) cannot block the caller.
+        """
         assert self._process is not None and self._process.stdout is not None
-        with selectors.DefaultSelector() as selector:
-            selector.register(self._process.stdout, selectors.EVENT_READ)
-            if not selector.select(timeout):
-                return None
-        return worker.read_message(self._process.stdout)
+        fd = self._process.stdout.fileno()  # read unbuffered: only this reader touches the pipe
+        deadline = time.monotonic() + timeout
+        header = _read_exactly(fd, worker.HEADER.size, deadline)
+        if header is None:
+            return None
+        (size,) = worker.HEADER.unpack(header)
+        if size > worker.MAX_MESSAGE_BYTES:
+            return None
+        body = _read_exactly(fd, size, deadline)
+        if body is None:
+            return None
+        return json.loads(body)
 
     def _stop(self) -> str:
         """Kill the worker's whole sandbox; return what it wrote to stderr."""
         process, self._process = self._process, None
+        if self._scratch_root is not None:
+            shutil.rmtree(self._scratch_root, ignore_errors=True)
+            self._scratch_root = None
         if process is None:
             return ""
         if self._finalizer is not None:
@@ -296,6 +315,22 @@ def _read_available(stream: Any) -> str:
 def _base_interpreter() -> str:
     """The interpreter of this process's base installation (a virtual environment's is a link to it)."""
     return os.path.realpath(sys.executable)
+
+
+def _read_exactly(fd: int, size: int, deadline: float) -> bytes | None:
+    """``size`` bytes from ``fd`` before ``deadline``; ``None`` on timeout or end of stream."""
+    data = bytearray()
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while len(data) < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not selector.select(remaining):
+                return None
+            chunk = os.read(fd, size - len(data))
+            if not chunk:
+                return None
+            data += chunk
+    return bytes(data)
 
 
 def _private_tempdir() -> str:

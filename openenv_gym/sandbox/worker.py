@@ -38,9 +38,9 @@ import time
 import traceback
 from typing import Any, BinaryIO
 
-__all__ = ["CONFIG_KEYS", "MAX_MESSAGE_BYTES", "read_message", "write_message"]
+__all__ = ["CONFIG_KEYS", "HEADER", "MAX_MESSAGE_BYTES", "read_message", "write_message"]
 
-_HEADER = struct.Struct(">I")
+HEADER = struct.Struct(">I")
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 CONFIG_KEYS = (
     "uid",  # the uid runs drop to when the worker is root, or null to keep the worker's
@@ -62,16 +62,16 @@ _SOLUTION = "<solution>"
 def write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
     """Write one length-prefixed JSON message and flush it."""
     body = json.dumps(message, separators=(",", ":")).encode()
-    stream.write(_HEADER.pack(len(body)) + body)
+    stream.write(HEADER.pack(len(body)) + body)
     stream.flush()
 
 
 def read_message(stream: BinaryIO) -> dict[str, Any] | None:
     """Read one length-prefixed JSON message; ``None`` at end of stream."""
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
+    header = stream.read(HEADER.size)
+    if len(header) < HEADER.size:
         return None
-    (size,) = _HEADER.unpack(header)
+    (size,) = HEADER.unpack(header)
     if size > MAX_MESSAGE_BYTES:
         raise ValueError(f"message of {size} bytes exceeds {MAX_MESSAGE_BYTES}")
     body = stream.read(size)
@@ -251,7 +251,7 @@ def _run(request: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     _kill_leftovers(pid, config)
     for fd in streams:
         os.close(fd)
-    _empty(config["workdir"], config["uid"])
+    _reset_scratch(config)
     stdout, stderr, results = streams.values()
     if timed_out:
         status = -signal.SIGKILL
@@ -311,10 +311,11 @@ def _kill_leftovers(pid: int, config: dict[str, Any]) -> None:
         except ProcessLookupError:
             pass
     else:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        for kill in (os.killpg, os.kill):  # the group; and the child, in case it had no group yet
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
     try:
         os.waitpid(pid, 0)
     except ChildProcessError:
@@ -359,18 +360,42 @@ def _namespace_pids() -> list[int]:
     return pids
 
 
-def _empty(workdir: str, uid: int | None) -> None:
-    for name in os.listdir(workdir):
-        path = os.path.join(workdir, name)
+def _reset_scratch(config: dict[str, Any]) -> None:
+    """Give the next run a clean slate: every writable place emptied, the work directory made anew."""
+    workdir = config["workdir"]
+    _empty(os.path.dirname(workdir))  # the whole scratch tmpfs, not only the work directory
+    if config["isolated"] and os.path.isdir("/dev/shm"):
+        _empty("/dev/shm")
+    os.mkdir(workdir, 0o700)
+    if config["uid"] is not None and os.getuid() == 0:
+        os.chown(workdir, config["uid"], config["uid"])
+
+
+def _empty(directory: str) -> None:
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
         if os.path.isdir(path) and not os.path.islink(path):
+            _make_removable(path)
             shutil.rmtree(path, ignore_errors=True)
         else:
             try:
                 os.unlink(path)
             except OSError:
                 pass
-    if uid is not None and os.getuid() == 0:
-        os.chown(workdir, uid, uid)
+
+
+def _make_removable(directory: str) -> None:
+    """Undo a run's chmod of its directories (0o500 and the like), so they can be emptied."""
+    for root, dirs, _ in os.walk(directory):
+        for name in dirs:
+            try:
+                os.chmod(os.path.join(root, name), 0o700)
+            except OSError:
+                pass
+    try:
+        os.chmod(directory, 0o700)
+    except OSError:
+        pass
 
 
 def _parse_results(results: _Capped) -> list[dict[str, Any]]:
@@ -386,17 +411,26 @@ def _parse_results(results: _Capped) -> list[dict[str, Any]]:
     return parsed
 
 
+def _set_dumpable(dumpable: bool) -> None:
+    import ctypes
+
+    pr_set_dumpable = 4
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, int(dumpable), 0, 0, 0)
+
+
 def main() -> None:
     """Serve requests from stdin until it closes."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # As the pid namespace's init, the worker gets only the signals it handles: none, so a run
     # cannot kill it (SIGKILL from inside the namespace does not reach an init).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Not dumpable: a run with the worker's uid cannot open /proc/1/fd/* (the reply pipe) or its memory.
+    _set_dumpable(False)
     config = read_message(stdin)
     if config is None:
         return
-    os.makedirs(config["workdir"], exist_ok=True)
-    _empty(config["workdir"], config["uid"])
+    os.makedirs(os.path.dirname(config["workdir"]), exist_ok=True)
+    _reset_scratch(config)
     write_message(stdout, {"ready": True, "python": sys.version.split()[0]})
     while (request := read_message(stdin)) is not None:
         write_message(stdout, _run(request, config))

@@ -95,6 +95,9 @@ HOSTILE = {
         1,
     ),
     "kill the parent": Case("import os\nos.kill(os.getppid(), 9)", "PermissionError", 1),
+    "forge the worker's reply": Case(
+        "import os\nos.write(os.open('/proc/1/fd/1', os.O_WRONLY), (10**7).to_bytes(4, 'big'))", "PermissionError", 1
+    ),
     "sys.exit": Case("import sys\nsys.exit(3)", "", 3),
     "segfault via ctypes": Case("import ctypes\nctypes.string_at(0)", "killed by signal SIGSEGV", -11),
     "close stdout": Case("import os\nos.close(1)\nprint('lost', flush=True)", "Bad file descriptor", 1),

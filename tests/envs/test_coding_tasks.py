@@ -76,6 +76,7 @@ def _task(**changes):
         (_task(entry_point="g"), "entry_point 'g' is not the function of the signature"),
         (_task(tests=[]), "task 0: tests: List should have at least 1 item"),
         (_task(tests=[{"args": [1]}]), "exactly one of 'expected' and 'raises'"),
+        (_task(tests=[{"args": [1], "raises": None}]), "exactly one of 'expected' and 'raises'"),
         (_task(prompt="caf\u00e9"), "printable ASCII"),
         (_task(extra=1), "task 0: extra: Extra inputs are not permitted"),
     ],

@@ -52,11 +52,18 @@ def test_a_run_returns_output_exit_code_and_case_results(sandbox):
 
 
 def test_each_run_starts_clean(sandbox):
-    """Globals, files and monkeypatches of one run are gone in the next."""
-    first = sandbox.run("import builtins\nbuiltins.len = None\nX = 1\nopen('left.txt', 'w').write('x')")
-    assert first.exit_code == 0
-    second = sandbox.run("import os\nprint(len('abc'), 'X' in globals(), os.listdir('.'))")
-    assert second.stdout == "3 False []\n"
+    """Globals, files (anywhere writable) and monkeypatches of one run are gone in the next."""
+    first = sandbox.run(
+        "import builtins, os\nX = 1\nopen('left.txt', 'w').write('x')\n"
+        "try:\n    os.makedirs('/dev/shm/kept')\nexcept PermissionError:\n    pass  # writable only without root\n"
+        "os.makedirs('sub/deeper')\nos.chmod('sub', 0o500)\nos.chmod('.', 0o500)\nbuiltins.len = None"
+    )
+    assert first.exit_code == 0, first.stderr
+    second = sandbox.run(
+        "import os\nprint(len('abc'), 'X' in globals(), os.listdir('.'), os.listdir('/dev/shm'))\n"
+        "open('new.txt', 'w').write('x')"
+    )
+    assert (second.stdout, second.exit_code) == ("3 False [] []\n", 0), second.stderr
 
 
 def test_errors_look_like_pythons_without_sandbox_frames(sandbox):
@@ -96,6 +103,7 @@ HOSTILE = {
     "read the project": (f"print(open({str(REPO_ROOT / 'pyproject.toml')!r}).read())", "FileNotFoundError"),
     "write outside the scratch directory": ("open('/usr/evil', 'w')", "Read-only file system"),
     "kill the parent": ("import os\nos.kill(os.getppid(), 9)", "PermissionError"),
+    "write to the worker's reply pipe": ("import os\nos.open('/proc/1/fd/1', os.O_WRONLY)", "PermissionError"),
     # The worker is the namespace's init: no signal from inside reaches it, so there is nothing to kill.
     "kill everything": ("import os, signal\nos.kill(-1, signal.SIGKILL)", "ProcessLookupError"),
     "sys.exit": ("import sys\nsys.exit(3)", ""),
@@ -237,6 +245,15 @@ def test_unsandboxed_mode_runs_code_with_the_limits_but_no_confinement(tmp_path)
         assert result.stdout == "[build-sy\n"
         assert "MemoryError" in box.run("x = bytearray(10 * 1024 ** 3)").stderr
         assert box.run("while True:\n    pass", timeout=0.5 * UNIT).timed_out
+
+
+def test_unsandboxed_runs_killed_before_they_start_leave_nothing():
+    """A zero timeout can kill a run before it has a process group of its own: it is killed all the same."""
+    with Sandbox(LIMITS, mechanism="none") as box:
+        for _ in range(8):
+            result = box.run("import time\ntime.sleep(30)", timeout=0.0)
+            assert result.timed_out and result.duration < 3 * UNIT
+        assert box.run("print('ok')").stdout == "ok\n" and box.restarts == 0
 
 
 def test_bad_limits_are_refused():

@@ -108,3 +108,35 @@ def test_remote_env_and_vector_env_present_the_token():
                 assert obs["message_length"].tolist() == [1, 2]
             finally:
                 envs.close()
+
+
+def test_redirects_are_refused_so_the_token_never_travels_elsewhere():
+    import http.server
+    import threading
+
+    received = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            received.append(self.headers.get("Authorization"))
+            if self.path == "/schema":
+                self.send_response(302)
+                self.send_header("Location", "/elsewhere")
+                self.end_headers()
+            else:
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+        def log_message(self, *args):
+            pass
+
+    with http.server.HTTPServer(("127.0.0.1", 0), Handler) as httpd:
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            with pytest.raises(ServerConnectError, match="HTTP 302"):
+                http_get_json(f"http://127.0.0.1:{httpd.server_port}", "/schema", token=TOKEN)
+        finally:
+            httpd.shutdown()
+    assert received == [f"Bearer {TOKEN}"]  # the redirect target was never asked
