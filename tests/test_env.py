@@ -72,6 +72,18 @@ def play(env: gym.Env, seed: int, steps: int, action_seed: int) -> list[tuple]:
     return trajectory
 
 
+def assert_same_trajectory(actual: list[tuple], expected: list[tuple]) -> int:
+    """Trajectories from :func:`play` are equal exactly (observations by value and dtype); return the episode ends."""
+    assert len(actual) == len(expected)
+    ends = 0
+    for (obs_a, rew_a, term_a, trunc_a), (obs_e, rew_e, term_e, trunc_e) in zip(actual, expected):
+        assert obs_a.dtype == obs_e.dtype
+        np.testing.assert_array_equal(obs_a, obs_e)
+        assert (rew_a, term_a, trunc_a) == (rew_e, term_e, trunc_e)
+        ends += bool(term_e or trunc_e)
+    return ends
+
+
 @pytest.mark.parametrize(
     ("gym_id", "kwargs", "steps"),
     [
@@ -91,14 +103,7 @@ def test_same_trajectory_as_local(gym_id, kwargs, steps):
     finally:
         remote.close()
         local.close()
-    assert len(actual) == len(expected)
-    ends = 0
-    for (obs_a, rew_a, term_a, trunc_a), (obs_e, rew_e, term_e, trunc_e) in zip(actual, expected):
-        assert obs_a.dtype == obs_e.dtype
-        np.testing.assert_array_equal(obs_a, obs_e)
-        assert (rew_a, term_a, trunc_a) == (rew_e, term_e, trunc_e)
-        ends += bool(term_e or trunc_e)
-    assert ends >= 2, "the trajectory should cross several episode ends"
+    assert assert_same_trajectory(actual, expected) >= 2, "the trajectory should cross several episode ends"
 
 
 def test_types_returned():

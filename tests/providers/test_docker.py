@@ -23,7 +23,7 @@ from openenv_gym.providers.docker_owners import OWNER_PID, owned_containers
 from openenv_gym.providers.docker_provider import DockerProvider, DockerUnavailableError
 from openenv_gym.sync_client import EnvClient
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
-from tests.test_env import checker_warnings, gym_check, play
+from tests.test_env import assert_same_trajectory, checker_warnings, gym_check, play
 from tests.utils import REPO_ROOT, UNIT, wait_until
 
 pytestmark = pytest.mark.slow
@@ -65,10 +65,7 @@ def test_episodes_match_gymnasium_in_a_container(gym_id, steps):
     finally:
         remote.close()
         local.close()
-    assert len(actual) == len(expected)
-    for (obs_a, *rest_a), (obs_e, *rest_e) in zip(actual, expected):
-        np.testing.assert_array_equal(obs_a, obs_e)
-        assert rest_a == rest_e
+    assert_same_trajectory(actual, expected)
 
 
 def test_check_env_passes_in_a_container():
