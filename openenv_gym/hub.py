@@ -305,19 +305,14 @@ def _run_kwargs(
             )
         return {"provider": "process", "provider_kwargs": provider_kwargs}
     if run == "docker":
-        if not manifest.image:
+        options = manifest.docker_options()
+        if "image" not in options:
             raise ManifestError(f"{source} names no image: it cannot run with run='docker'")
-        limits = {key: value for key, value in manifest.resources.model_dump().items() if value is not None}
-        options: dict[str, Any] = {"image": manifest.image, **limits}
-        if manifest.network:
-            options["network"] = manifest.network
-        if manifest.security_opt:
-            if not trust_remote_code:
-                raise TrustRemoteCodeError(
-                    f"{source} asks to loosen its container's confinement (security_opt "
-                    f"{list(manifest.security_opt)}): pass trust_remote_code=True if you trust it"
-                )
-            options["security_opt"] = list(manifest.security_opt)
+        if "security_opt" in options and not trust_remote_code:
+            raise TrustRemoteCodeError(
+                f"{source} asks to loosen its container's confinement (security_opt "
+                f"{options['security_opt']}): pass trust_remote_code=True if you trust it"
+            )
         return {"provider": "docker", "provider_kwargs": {**options, **provider_kwargs}}
     if not manifest.space_url:
         raise ManifestError(f"{source} has no space_url: it cannot run with run='url'")

@@ -119,6 +119,17 @@ class Manifest(BaseModel):
         """
         return ":" in self.app
 
+    def docker_options(self) -> dict[str, Any]:
+        """The Docker provider options this manifest sets: image, resource limits, network, security_opt."""
+        options: dict[str, Any] = {key: value for key, value in self.resources.model_dump().items() if value is not None}
+        if self.image:
+            options["image"] = self.image
+        if self.network:
+            options["network"] = self.network
+        if self.security_opt:
+            options["security_opt"] = list(self.security_opt)
+        return options
+
     def default_gym_id(self) -> str:
         """The id to register when the manifest names none: ``openenv/<Name>-v0``."""
         name = re.sub(r"[^\w.-]", "-", self.name)

@@ -29,7 +29,7 @@ from .docker_images import (
 )
 from .docker_owners import owner_labels, reap
 
-__all__ = ["CONTAINER_PORT", "DockerProvider", "DockerUnavailableError", "docker_client", "image_and_limits"]
+__all__ = ["CONTAINER_PORT", "DockerProvider", "DockerUnavailableError", "docker_client", "env_docker_options"]
 
 CONTAINER_PORT = 8000
 SOCKET_DIR = "/run/openenv-gym"  # where a no-network container's socket directory is mounted
@@ -75,13 +75,13 @@ def docker_client() -> Any:
     return client
 
 
-def image_and_limits(target: str) -> tuple[str, dict[str, Any]]:
-    """The image that serves ``target``, and the container settings its manifest asks for.
+def env_docker_options(target: str) -> dict[str, Any]:
+    """The Docker options that serve ``target``: its image, and what its manifest asks for.
 
     An env of ``envs/`` (``openenv_gym.envs.NAME:Class``) has its own image and may set
     ``image``, ``resources`` (memory, cpus, pids, open_files, scratch), ``network`` and
-    ``security_opt`` in its ``openenv.yaml``; anything else (a Gymnasium id, an
-    importable factory) is served from the runtime image with the default limits.
+    ``security_opt`` in its ``openenv.yaml`` (:meth:`~openenv_gym.manifest.Manifest.docker_options`);
+    anything else (a Gymnasium id, an importable factory) is served from the runtime image.
     """
     prefix = "openenv_gym.envs."
     if target.startswith(prefix):
@@ -90,14 +90,8 @@ def image_and_limits(target: str) -> tuple[str, dict[str, Any]]:
         if manifest_path.is_file():
             from ..manifest import load_manifest
 
-            manifest = load_manifest(manifest_path)
-            settings: dict[str, Any] = {k: v for k, v in manifest.resources.model_dump().items() if v is not None}
-            if manifest.network:
-                settings["network"] = manifest.network
-            if manifest.security_opt:
-                settings["security_opt"] = list(manifest.security_opt)
-            return manifest.image or env_image(name), settings
-    return RUNTIME_IMAGE, {}
+            return {"image": env_image(name), **load_manifest(manifest_path).docker_options()}
+    return {"image": RUNTIME_IMAGE}
 
 
 class DockerProvider(Provider):
@@ -117,7 +111,7 @@ class DockerProvider(Provider):
         max_episode_steps: for Gymnasium ids: ``-1`` keeps the spec's time limit, ``None``
             removes it, a number replaces it.
         startup_timeout: seconds until the server must answer ``/health``.
-        image: the image to run; default: the env's own (see :func:`image_and_limits`).
+        image: the image to run; default: the env's own (see :func:`env_docker_options`).
         memory: memory limit (``"512m"``, bytes); ``cpus``: CPUs; ``pids``: processes;
             ``open_files``: open-file limit (at most 20000); ``scratch``: size of the ``/tmp``
             tmpfs. Each defaults to the env manifest's ``resources``, then to the defaults.
@@ -151,23 +145,23 @@ class DockerProvider(Provider):
         build: bool = True,
         docker_client: Any = None,
     ) -> None:
-        default_image, manifest_limits = image_and_limits(target)
-        manifest_limits = dict(manifest_limits)
-        manifest_network = manifest_limits.pop("network", None)
-        manifest_security_opt = manifest_limits.pop("security_opt", None)
+        asked = {
+            "image": image, "memory": memory, "cpus": cpus, "pids": pids, "open_files": open_files,
+            "scratch": scratch, "network": network, "security_opt": security_opt,
+        }  # fmt: skip
+        options = {**env_docker_options(target), **{k: v for k, v in asked.items() if v is not None}}
         self.target = target
-        self.image = image or default_image
-        self.network = network or manifest_network or "bridge"
+        self.image: str = options.pop("image")
+        self.network: str = options.pop("network", "bridge")
         if self.network not in ("bridge", "none"):
             raise ValueError(f"network must be 'bridge' or 'none', got {self.network!r}")
-        self.security_opt = list(security_opt if security_opt is not None else manifest_security_opt or [])
+        self.security_opt = list(options.pop("security_opt", []))
         if self.network == "none":
             listen = ["--unix-socket", f"{SOCKET_DIR}/{SOCKET_NAME}"]
         else:
             listen = ["--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
         self.command = [target, *listen, "--idle-timeout", "none"]
-        asked = {"memory": memory, "cpus": cpus, "pids": pids, "open_files": open_files, "scratch": scratch}
-        self.limits = {**DEFAULT_LIMITS, **manifest_limits, **{k: v for k, v in asked.items() if v is not None}}
+        self.limits = {**DEFAULT_LIMITS, **options}  # what remains: the resource limits
         if int(self.limits["open_files"]) > MAX_OPEN_FILES:
             raise ValueError(f"open_files={self.limits['open_files']} is above {MAX_OPEN_FILES}, which the engine refuses")
         if max_sessions is not None:
@@ -269,11 +263,9 @@ class DockerProvider(Provider):
         return True
 
     def _close_client(self) -> None:
-        client, self._client = self._client, None
-        if client is not None and self._owns_client:
-            client.close()
-        elif client is not None:
-            self._client = client  # the caller's: theirs to close
+        if self._owns_client and self._client is not None:  # a client the caller gave is theirs to close
+            self._client.close()
+            self._client = None
 
     def _docker(self) -> Any:
         if self._client is None:
