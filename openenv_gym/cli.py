@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .server.env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES
+from .urls import is_loopback_host
 
 __all__ = ["main"]
 
@@ -242,7 +243,7 @@ def _serve(args: argparse.Namespace) -> int:
         if not token:
             print(f"openenv-gym serve: --token-env {args.token_env}: that variable is not set", file=sys.stderr)
             return 2
-    elif args.host not in ("127.0.0.1", "localhost", "::1") and args.unix_socket is None:
+    elif not is_loopback_host(args.host) and args.unix_socket is None:
         logging.getLogger("openenv_gym").warning(
             "serving on %s without a token: anyone who reaches it can run the env (see --token-env)", args.host
         )

@@ -30,7 +30,7 @@ from .errors import (
     ServerConnectError,
 )
 from .protocol import ClientSession, ErrorCode, ErrorFrame, ObservationFrame, StateFrame
-from .urls import http_url, tcp_form, unix_socket_path, ws_url
+from .urls import http_url, is_loopback_host, tcp_form, unix_socket_path, ws_url
 
 __all__ = ["AsyncEnvClient", "SessionClient", "http_get_json", "http_url", "remote_error", "ws_url"]
 
@@ -38,7 +38,6 @@ DEFAULT_OPEN_TIMEOUT = 10.0
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_MAX_FRAME_BYTES = 100 * 2**20  # OpenEnv's servers send frames up to 100 MB
 MAX_HTTP_BODY_BYTES = 16 * 2**20  # /schema and /metadata are small; refuse a runaway answer
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def auth_headers(token: str | None) -> dict[str, str]:
@@ -57,7 +56,7 @@ def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOU
     if socket_path is not None:
         return _unix_get_json(url, socket_path, timeout, token)
     handlers: list[urllib.request.BaseHandler] = [_NoRedirects()]  # a redirect would carry the token elsewhere
-    if urllib.parse.urlsplit(url).hostname in _LOOPBACK:
+    if is_loopback_host(urllib.parse.urlsplit(url).hostname):
         handlers.append(urllib.request.ProxyHandler({}))
     opener = urllib.request.build_opener(*handlers)
     try:
@@ -198,7 +197,7 @@ class AsyncEnvClient(SessionClient):
         """
         if self._ws is not None:
             return self
-        loopback = urllib.parse.urlsplit(self.url).hostname in _LOOPBACK
+        loopback = is_loopback_host(urllib.parse.urlsplit(self.url).hostname)
         options: dict[str, Any] = {
             "open_timeout": self.open_timeout,
             "max_size": self.max_frame_bytes,

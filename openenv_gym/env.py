@@ -152,8 +152,10 @@ class RemoteEnv(gym.Env[Any, Any]):
         sessions_per_server: accepted and unused, so that a registered spec (a Hub manifest's)
             can set it for ``gym.make_vec``, which packs that many sub-envs per server.
         provider: ``"process"`` (default: a child process on loopback), ``"docker"`` (a
-            container), ``"url"``, or a :class:`~openenv_gym.providers.Provider` instance.
-        provider_kwargs: options of the provider, such as ``{"memory": "1g"}`` for Docker.
+            container), ``"ray"`` (a Ray cluster), ``"url"``, or a
+            :class:`~openenv_gym.providers.Provider` instance.
+        provider_kwargs: options of the provider, such as ``{"memory": "1g"}`` for Docker; they
+            may also be given as further keyword arguments (``ray_address="auto"``).
         env_kwargs: keyword arguments for the environment on the server.
         open_timeout: seconds to connect to the server.
         call_timeout: seconds to wait for each reset or step.
@@ -179,8 +181,11 @@ class RemoteEnv(gym.Env[Any, Any]):
         json_schema_fallback: bool = False,
         token: str | None = None,
         sessions_per_server: int | None = None,
+        **provider_options: Any,
     ) -> None:
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
+        if provider_options and (base_url is not None or not isinstance(provider, str)):
+            raise TypeError(f"unexpected keyword arguments {sorted(provider_options)} (options of a provider to start)")
         self.render_mode = render_mode
         if base_url is not None:
             provider = URLProvider(base_url, timeout=open_timeout, token=token)
@@ -200,6 +205,7 @@ class RemoteEnv(gym.Env[Any, Any]):
                 max_episode_steps=None,
                 startup_timeout=startup_timeout,
                 **(provider_kwargs or {}),
+                **provider_options,
             )
         self.server = server
         self.provider = provider

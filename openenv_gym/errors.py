@@ -186,6 +186,10 @@ class ServerStartError(ProviderError):
         self.command = command
         self.output = output
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled whole (a Ray actor raises it in another process), not as its message alone.
+        return type(self), (self.message, self.command, self.output)
+
     def __str__(self) -> str:
         text = f"{self.message}\ncommand: {' '.join(self.command)}"
         if self.output:

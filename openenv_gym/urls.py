@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import urllib.parse
 
-__all__ = ["http_url", "tcp_form", "unix_socket_path", "unix_url", "ws_url"]
+__all__ = ["LOOPBACK_HOSTS", "http_url", "is_loopback_host", "tcp_form", "unix_socket_path", "unix_url", "with_host", "ws_url"]
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 _WS_SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss", "http+unix": "ws+unix", "ws+unix": "ws+unix"}
 _HTTP_SCHEMES = {"ws": "http", "wss": "https", "ws+unix": "http+unix"}
+
+
+def is_loopback_host(host: str | None) -> bool:
+    """Whether ``host`` (an address to bind, or a URL's hostname) is this machine's loopback only."""
+    return host in LOOPBACK_HOSTS
 
 
 def unix_url(path: str) -> str:
@@ -56,3 +63,12 @@ def http_url(base_url: str, path: str) -> str:
     if root.endswith("/ws"):
         root = root[: -len("/ws")]
     return urllib.parse.urlunsplit((scheme, parts.netloc, root + path, "", ""))
+
+
+def with_host(url: str, host: str) -> str:
+    """``url`` with its host replaced by ``host`` (an IPv6 address is bracketed), port kept."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return parts._replace(netloc=netloc).geturl()

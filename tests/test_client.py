@@ -14,6 +14,7 @@ import weakref
 import pytest
 
 from openenv_gym.client import AsyncEnvClient, http_get_json, http_url, ws_url
+from openenv_gym.urls import is_loopback_host, with_host
 from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.errors import (
     CapacityReachedError,
@@ -85,6 +86,15 @@ def test_urls():
     assert http_url("ws://h:1/ws", "/schema") == "http://h:1/schema"
     with pytest.raises(ValueError, match=re.escape("expected a URL like 'http://127.0.0.1:8000'")):
         ws_url("127.0.0.1:8000")
+
+
+def test_host_helpers():
+    """Loopback is recognised exactly; a host is swapped into a URL keeping its port and path."""
+    assert all(is_loopback_host(host) for host in ("127.0.0.1", "localhost", "::1"))
+    assert not any(is_loopback_host(host) for host in ("0.0.0.0", "10.0.0.1", "127.0.0.2", "", None))
+    assert with_host("http://0.0.0.0:8000", "10.1.2.3") == "http://10.1.2.3:8000"
+    assert with_host("http://[::]:8000/x", "fd00::1") == "http://[fd00::1]:8000/x"
+    assert with_host("https://h/prefix", "k") == "https://k/prefix"
 
 
 def test_connection_refused(Client):

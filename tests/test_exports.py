@@ -24,7 +24,9 @@ PUBLIC = {
         "Action", "EnvServer", "Environment", "EnvironmentMetadata", "GymEnvironment", "Observation", "State",
         "load_factory", "run",
     },
-    "openenv_gym.providers": {"DockerProvider", "ProcessProvider", "Provider", "URLProvider", "make_provider"},
+    "openenv_gym.providers": {
+        "DockerProvider", "ProcessProvider", "Provider", "RayProvider", "URLProvider", "make_provider", "make_providers",
+    },
     "openenv_gym.hub": {
         "MANIFEST_FILENAME", "HubError", "TrustRemoteCodeError", "make_hub_env", "make_hub_vector_env", "pull",
         "push", "register", "register_manifest",

@@ -22,7 +22,7 @@ from openenv_gym.batch_protocol import AutoresetMode as WireAutoresetMode
 from openenv_gym.batch_protocol import BatchCallFrame, BatchResultFrame
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from openenv_gym.errors import ConnectionLostError, OpenEnvGymError, RequestTimeoutError, ServerConnectError
-from openenv_gym.providers import Provider, URLProvider, make_provider
+from openenv_gym.providers import Provider, URLProvider, make_providers
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.env import resolve_spaces
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, to_wire
@@ -72,6 +72,26 @@ def _split(num_envs: int, parts: int) -> list[tuple[int, int]]:
     """Contiguous [start, stop) ranges of near-equal size covering ``range(num_envs)``."""
     bounds = [round(i * num_envs / parts) for i in range(parts + 1)]
     return [(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i + 1] > bounds[i]]
+
+
+def _sessions_per_server(num_envs: int, sessions_per_server: int | None, servers: int | None) -> int:
+    """How many sub-envs go on each server started: from ``servers=``, ``sessions_per_server=``, or
+    by default one server per CPU."""
+    if servers is not None:
+        if servers < 1:
+            raise ValueError(f"servers must be at least 1, got {servers}")
+        per_server = math.ceil(num_envs / min(servers, num_envs))
+        if sessions_per_server is not None and per_server > sessions_per_server:
+            raise ValueError(
+                f"servers={servers} puts {per_server} sub-envs on a server, more than sessions_per_server="
+                f"{sessions_per_server}; ask for at least {math.ceil(num_envs / sessions_per_server)} servers"
+            )
+        return per_server
+    if sessions_per_server is None:
+        return math.ceil(num_envs / min(num_envs, os.cpu_count() or 1))
+    if sessions_per_server < 1:
+        raise ValueError(f"sessions_per_server must be at least 1, got {sessions_per_server}")
+    return sessions_per_server
 
 
 def _start_all(providers: list[Provider], desc: str) -> list[str]:
@@ -153,13 +173,17 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         base_url: one running server for all ``num_envs`` sub-envs (same as ``base_urls=[base_url]``).
         json_schema_fallback: for servers that publish no Gymnasium spaces, build them from their
             JSON schemas, as :class:`~openenv_gym.env.RemoteEnv` does (``openenv/Remote-v0`` sets it).
-        provider: ``"process"`` (default), ``"docker"`` or another provider name, for the servers started.
-        provider_kwargs: options of that provider, such as ``{"memory": "1g"}`` for Docker.
+        provider: ``"process"`` (default), ``"docker"``, ``"ray"`` or another provider name, for the
+            servers started.
+        provider_kwargs: options of that provider, such as ``{"memory": "1g"}`` for Docker; they
+            may also be given as further keyword arguments (``ray_address="auto"``).
         env_kwargs: keyword arguments for each sub-environment.
         max_episode_steps: time limit applied by the servers this env starts (``gym.make_vec`` passes
             the spec's); servers given by URL keep their own.
         autoreset_mode: a ``gymnasium.vector.AutoresetMode`` (or its value); default NEXT_STEP.
         sessions_per_server: sub-envs per server; default spreads them over one server per CPU.
+        servers: the number of servers to start instead (sub-envs spread evenly over them); an
+            error if that packs more than ``sessions_per_server`` on one.
         batched: ``True``: one batch session per server (fastest; needs openenv-gym's
             ``/ws/batch``); ``False``: one plain OpenEnv ``/ws`` session per sub-env with autoreset
             on the client. ``None`` (default) chooses from the first server's ``/schema``: batch
@@ -192,6 +216,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         token: str | None = None,
+        servers: int | None = None,
+        **provider_options: Any,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
@@ -199,6 +225,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             if base_urls:
                 raise ValueError("pass base_url= (one server) or base_urls= (several), not both")
             base_urls = [base_url]
+        if provider_options and base_urls:
+            raise TypeError(f"unexpected keyword arguments {sorted(provider_options)} (options of a provider to start)")
         self.server = server
         self.num_envs = num_envs
         self.autoreset_mode = AutoresetMode(autoreset_mode)
@@ -209,8 +237,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         self._send_failures: list[Exception | None] = []
         self._outcomes: list[Any] = []
         self._providers = self._make_providers(
-            server, base_urls, provider, provider_kwargs or {}, env_kwargs, max_episode_steps, sessions_per_server,
-            startup_timeout, token,
+            server, base_urls, provider, {**(provider_kwargs or {}), **provider_options}, env_kwargs,
+            max_episode_steps, _sessions_per_server(num_envs, sessions_per_server, servers), startup_timeout, token,
         )
         self._blocks: list[_Block] = []
         self.closed = False
@@ -274,7 +302,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         provider_kwargs: dict[str, Any],
         env_kwargs: dict[str, Any] | None,
         max_episode_steps: int | None,
-        sessions_per_server: int | None,
+        sessions_per_server: int,
         startup_timeout: float,
         token: str | None,
     ) -> list[Provider]:
@@ -284,23 +312,16 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             return [URLProvider(url, token=token) for url in base_urls[: self.num_envs]]
         if server is None:
             raise ValueError("RemoteVectorEnv needs server= (what to run) or base_urls= (where it runs)")
-        if sessions_per_server is None:
-            sessions_per_server = math.ceil(self.num_envs / min(self.num_envs, os.cpu_count() or 1))
-        if sessions_per_server < 1:
-            raise ValueError(f"sessions_per_server must be at least 1, got {sessions_per_server}")
-        count = math.ceil(self.num_envs / sessions_per_server)
-        return [
-            make_provider(
-                provider,
-                target=server,
-                env_kwargs=env_kwargs,
-                max_episode_steps=max_episode_steps,
-                max_sessions=sessions_per_server,
-                startup_timeout=startup_timeout,
-                **provider_kwargs,
-            )
-            for _ in range(count)
-        ]
+        return make_providers(
+            provider,
+            math.ceil(self.num_envs / sessions_per_server),
+            target=server,
+            env_kwargs=env_kwargs,
+            max_episode_steps=max_episode_steps,
+            max_sessions=sessions_per_server,
+            startup_timeout=startup_timeout,
+            **provider_kwargs,
+        )
 
     def __repr__(self) -> str:
         return f"RemoteVectorEnv({self.server or '?'}, num_envs={self.num_envs})"

@@ -1,7 +1,9 @@
-"""Providers: where environment servers run (a local process by default, a Docker container, or an existing URL)."""
+"""Providers: where environment servers run (a local process by default, a Docker container, a Ray
+cluster, or an existing URL)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any
 
@@ -9,32 +11,55 @@ from .base import Provider
 from .process import ProcessProvider
 from .url import URLProvider
 
-__all__ = ["DockerProvider", "ProcessProvider", "Provider", "URLProvider", "make_provider"]
+__all__ = ["DockerProvider", "ProcessProvider", "Provider", "RayProvider", "URLProvider", "make_provider", "make_providers"]
 
 _PROVIDERS: dict[str, str] = {
     "process": ".process:ProcessProvider",
     "docker": ".docker_provider:DockerProvider",
     "url": ".url:URLProvider",
+    "ray": ".ray_provider:RayProvider",
 }
 
 
-def make_provider(name: str, **kwargs: Any) -> Provider:
-    """Build the provider registered under ``name`` (``"process"``, ``"docker"`` or ``"url"``).
-
-    Raises:
-        ValueError: no provider has that name.
-    """
+def _provider_class(name: str) -> type[Provider]:
     try:
         module, _, attr = _PROVIDERS[name].partition(":")
     except KeyError:
         raise ValueError(f"unknown provider {name!r}; expected one of {sorted(_PROVIDERS)}") from None
-    cls: type[Provider] = getattr(importlib.import_module(module, __name__), attr)
-    return cls(**kwargs)
+    return getattr(importlib.import_module(module, __name__), attr)  # type: ignore[no-any-return]
+
+
+def _build(name: str, build: Any, **kwargs: Any) -> Any:
+    try:
+        return build(**kwargs)
+    except TypeError as exc:  # most often an option meant for another provider
+        raise TypeError(f"provider={name!r}: {exc}") from exc
+
+
+def make_provider(name: str, **kwargs: Any) -> Provider:
+    """Build the provider registered under ``name`` (``"process"``, ``"docker"``, ``"ray"`` or ``"url"``).
+
+    Raises:
+        ValueError: no provider has that name.
+        TypeError: an option that provider does not take.
+    """
+    return _build(name, _provider_class(name), **kwargs)  # type: ignore[no-any-return]
+
+
+def make_providers(name: str, count: int, **kwargs: Any) -> list[Provider]:
+    """Build ``count`` providers of kind ``name`` for the servers of one run (see ``Provider.group``)."""
+    cls = _provider_class(name)
+    return _build(name, functools.partial(cls.group, count), **kwargs)  # type: ignore[no-any-return]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "DockerProvider":  # imports the docker SDK: only when asked for
+    # These import the docker SDK or Ray: only when asked for.
+    if name == "DockerProvider":
         from .docker_provider import DockerProvider
 
         return DockerProvider
+    if name == "RayProvider":
+        from .ray_provider import RayProvider
+
+        return RayProvider
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

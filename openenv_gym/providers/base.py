@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from typing import Any
 
 __all__ = ["Provider"]
 
@@ -19,6 +20,14 @@ class Provider(abc.ABC):
     """
 
     token: str | None = None
+
+    @classmethod
+    def group(cls, count: int, **options: Any) -> list[Provider]:
+        """``count`` providers for the servers of one run (a vector env's), built from ``options``.
+
+        A provider whose servers share something (a token, a reservation on a cluster) overrides it.
+        """
+        return [cls(**options) for _ in range(count)]
 
     @abc.abstractmethod
     def start(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import selectors
 import subprocess
 import sys
@@ -21,12 +22,20 @@ from typing import IO, Any
 from ..client import http_get_json
 from ..errors import ServerConnectError, ServerStartError
 from ..server.runner import READY_PREFIX
+from ..urls import is_loopback_host
 from .base import Provider
 
 __all__ = ["ProcessProvider"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 STOP_GRACE = 5.0
+# The server reads its token from the environment, never from its command line (which `ps` shows).
+TOKEN_ENV_VAR = "OPENENV_GYM_SERVER_TOKEN"
+
+
+def new_token() -> str:
+    """A fresh random token for one server (or one run of servers)."""
+    return secrets.token_urlsafe(32)
 
 
 def _tail(log: IO[bytes], lines: int = 20) -> str:
@@ -66,7 +75,10 @@ class ProcessProvider(Provider):
         env_kwargs: keyword arguments for the environment factory, as JSON.
         max_episode_steps: for Gymnasium ids: ``-1`` keeps the spec's time limit, ``None``
             removes it (the client's ``TimeLimit`` applies), a number replaces it.
-        host: the address the server binds.
+        host: the address the server binds; loopback by default. A server bound beyond
+            loopback requires a token.
+        token: the token clients must present (``Authorization: Bearer``); default: none on
+            loopback, a fresh random one otherwise (read it from :attr:`token`).
         max_sessions: passed to the server; ``None`` lets the server decide.
         idle_timeout: seconds before the server reaps an idle session; ``None`` (the default)
             never reaps, since this server lives exactly as long as its owner anyway, and an
@@ -82,6 +94,7 @@ class ProcessProvider(Provider):
         env_kwargs: dict[str, Any] | None = None,
         max_episode_steps: int | None = -1,
         host: str = "127.0.0.1",
+        token: str | None = None,
         max_sessions: int | None = None,
         idle_timeout: float | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
@@ -91,6 +104,11 @@ class ProcessProvider(Provider):
         self.env_kwargs = env_kwargs or {}
         self.max_episode_steps = max_episode_steps
         self.host = host
+        if token is None and not is_loopback_host(host):
+            token = new_token()
+        if token is not None and not token:
+            raise ValueError("token must not be empty")
+        self.token = token
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.startup_timeout = startup_timeout
@@ -116,6 +134,8 @@ class ProcessProvider(Provider):
         if self.max_sessions is not None:
             command += ["--max-sessions", str(self.max_sessions)]
         command += ["--idle-timeout", "none" if self.idle_timeout is None else str(self.idle_timeout)]
+        if self.token is not None:
+            command += ["--token-env", TOKEN_ENV_VAR]
         return command
 
     def start(self) -> str:
@@ -132,6 +152,7 @@ class ProcessProvider(Provider):
                 stdout=log,
                 stderr=log,
                 pass_fds=(ready_write,),
+                env=None if self.token is None else {**os.environ, TOKEN_ENV_VAR: self.token},
                 # Its own session: a Ctrl-C meant for the owner does not kill the server
                 # under it; the owner stops it in order.
                 start_new_session=True,

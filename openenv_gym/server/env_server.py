@@ -16,7 +16,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from ..batch_protocol import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
-from ..urls import unix_url
+from ..urls import is_loopback_host, unix_url
 from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from .batch_session import BatchSession
@@ -35,7 +35,6 @@ CLOSE_IDLE = 1001
 CLOSE_BAD_REQUEST = 1008
 CLOSE_FACTORY_FAILED = 1011
 CLOSE_AT_CAPACITY = 1013
-_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def _select_subprotocol(connection: ServerConnection, offered: Sequence[str]) -> str | None:
@@ -111,7 +110,7 @@ class EnvServer:
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.max_frame_bytes = max_frame_bytes
-        local = host in _LOOPBACK or unix_socket is not None
+        local = is_loopback_host(host) or unix_socket is not None
         self.send_tracebacks = local if send_tracebacks is None else send_tracebacks
         self.sessions: set[Session] = set()
         #: Whether an environment's close() overran its timeout (its thread may still be stuck).

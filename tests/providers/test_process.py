@@ -10,12 +10,15 @@ import stat
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from openenv_gym.client import http_get_json
-from openenv_gym.errors import ServerStartError
+from openenv_gym.env import RemoteEnv
+from openenv_gym.errors import ServerConnectError, ServerStartError
 from openenv_gym.providers import ProcessProvider, URLProvider, make_provider
+from openenv_gym.sync_client import EnvClient
 from tests.utils import REPO_ROOT, UNIT, pid_alive, server_pids, wait_until
 
 OWNER_SCRIPT = textwrap.dedent(
@@ -102,8 +105,10 @@ def test_a_server_that_never_gets_ready_times_out_and_is_killed(tmp_path):
 def test_make_provider():
     """Providers are found by name, and a wrong name lists the right ones."""
     assert isinstance(make_provider("url", base_url="http://127.0.0.1:1"), URLProvider)
-    with pytest.raises(ValueError, match=re.escape("unknown provider 'dockr'; expected one of ['docker', 'process', 'url']")):
+    with pytest.raises(ValueError, match=re.escape("unknown provider 'dockr'; expected one of ['docker', 'process', 'ray', 'url']")):
         make_provider("dockr")
+    with pytest.raises(TypeError, match=r"^provider='process': .*unexpected keyword argument 'ray_address'"):
+        make_provider("process", target="CartPole-v1", ray_address="auto")
 
 
 def test_server_environment_inherits_no_stdin_terminal():
@@ -132,3 +137,29 @@ def test_kill_is_immediate_and_reaps():
     provider.kill()
     assert not pid_alive(pid)
     assert not provider.is_alive()
+
+
+def test_a_server_bound_beyond_loopback_gets_a_token():
+    """Bound to another address (127.0.0.2 is not in our loopback set), the server requires a fresh
+    token that the provider holds and RemoteEnv presents; it is not on the server's command line."""
+    assert ProcessProvider("CartPole-v1").token is None
+    provider = ProcessProvider("CartPole-v1", host="127.0.0.2")
+    token = provider.token
+    assert token and len(token) >= 32 and token != ProcessProvider("CartPole-v1", host="127.0.0.2").token
+    try:
+        url = provider.start()
+        assert url.startswith("http://127.0.0.2:")
+        assert token.encode() not in Path(f"/proc/{provider.pid}/cmdline").read_bytes()
+        with pytest.raises(ServerConnectError, match="HTTP 401"):
+            http_get_json(url, "/schema")
+        for wrong in (None, "wrong"):
+            client = EnvClient(url, token=wrong)
+            with pytest.raises(ServerConnectError, match="HTTP 401"):
+                client.connect()
+            client.close()
+        env = RemoteEnv("CartPole-v1", provider=provider)
+        env.reset(seed=0)
+        assert env.step(0)[1] == 1.0
+        env.close()
+    finally:
+        provider.stop()

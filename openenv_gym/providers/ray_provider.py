@@ -1,0 +1,377 @@
+"""`RayProvider`: env servers placed across a Ray cluster, each one run by a Ray actor.
+
+A small actor (:class:`ServerActor`) starts ``openenv-gym serve`` on its node, as a
+:class:`~openenv_gym.providers.process.ProcessProvider` does locally, and reports the server's
+address; clients then talk to the server directly, so Ray is never on the path of a step. The
+server binds the node's address, so that a client on another node reaches it, and so it requires a
+token, which the provider generates for each run and the clients present.
+
+Nothing outlives its owner: the actors are not detached, so Ray kills them with the driver that
+made them, and each server watches its actor through a pipe and exits when the actor is gone.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import weakref
+from typing import Any
+
+try:
+    import ray
+    from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
+    from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+except ModuleNotFoundError as exc:  # pragma: no cover - depends on what is installed
+    if exc.name != "ray" and not (exc.name or "").startswith("ray."):
+        raise
+    raise ModuleNotFoundError(
+        "provider='ray' needs Ray: pip install 'openenv-gym[ray]'", name=exc.name
+    ) from exc
+
+from ..client import http_get_json
+from ..errors import OpenEnvGymError, ProviderError
+from ..urls import with_host
+from .base import Provider
+from .process import DEFAULT_STARTUP_TIMEOUT, ProcessProvider, new_token
+
+__all__ = ["ACTOR_NAME_PREFIX", "PLACEMENT_STRATEGIES", "RayProvider", "ServerActor"]
+
+#: Every actor this provider creates is named with this prefix (``ray.util.list_named_actors``).
+ACTOR_NAME_PREFIX = "openenv-gym-server-"
+#: Ray's placement group strategies, by the names ``placement=`` takes.
+PLACEMENT_STRATEGIES = {"pack": "PACK", "spread": "SPREAD", "strict_pack": "STRICT_PACK", "strict_spread": "STRICT_SPREAD"}
+# Seconds for an actor to answer a short call (is its server alive?); a lost node does not answer.
+PING_TIMEOUT = 10.0
+# Seconds for an actor to stop its server (EOF, then TERM, then KILL, a few seconds each).
+STOP_TIMEOUT = 20.0
+# Ray's names for the resources it has actor options for; any other key is a custom resource.
+_RESOURCE_NAMES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
+_WILDCARD_HOSTS = {"0.0.0.0", "::", ""}
+_connect_lock = threading.Lock()
+
+
+class ServerActor:
+    """Runs on a Ray node: one ``openenv-gym serve`` process there, and its address.
+
+    Args:
+        target: what the server serves (see :class:`~openenv_gym.providers.ProcessProvider`).
+        host: the address to bind; ``None``: the node's address. A wildcard (``"0.0.0.0"``)
+            binds every interface and reports the node's address.
+        options: the other arguments of the ``ProcessProvider`` that runs the server.
+    """
+
+    def __init__(self, target: str, host: str | None, options: dict[str, Any]) -> None:
+        node_address = ray.util.get_node_ip_address()
+        bind = node_address if host is None else host
+        self._reported_host = node_address if bind in _WILDCARD_HOSTS else None
+        self._server = ProcessProvider(target, host=bind, **options)
+
+    def start(self) -> str:
+        """Start the server if it is not running (again, if it died), and return its URL."""
+        url = self._server.start()
+        return url if self._reported_host is None else with_host(url, self._reported_host)
+
+    def is_alive(self) -> bool:
+        return self._server.is_alive()
+
+    def server_pid(self) -> int | None:
+        return self._server.pid
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def kill(self) -> None:
+        self._server.kill()
+
+
+_RemoteServerActor = ray.remote(ServerActor)
+
+
+def connect(address: str | None = None) -> None:
+    """Join the Ray cluster at ``address`` (``None``: Ray's default, a local instance unless
+    ``RAY_ADDRESS`` is set; ``"auto"``; ``"ray://host:10001"``), unless this process already has."""
+    with _connect_lock:
+        if not ray.is_initialized():
+            ray.init(address=address)
+
+
+def resource_request(resources: dict[str, float] | None) -> dict[str, float]:
+    """One server's resources in Ray's bundle form: ``{"num_cpus": 2, "gpu_node": 1}`` becomes
+    ``{"CPU": 2, "gpu_node": 1}``; one CPU unless told otherwise (a server is a busy process)."""
+    request: dict[str, float] = {"CPU": 1.0}
+    for key, amount in (resources or {}).items():
+        if not isinstance(amount, (int, float)) or amount < 0:
+            raise ValueError(f"resources[{key!r}] must be a non-negative number, got {amount!r}")
+        request[_RESOURCE_NAMES.get(key, key)] = float(amount)
+    return request
+
+
+def _actor_resources(request: dict[str, float]) -> dict[str, Any]:
+    """The actor options that ask for ``request`` (a bundle's resources)."""
+    options: dict[str, Any] = {"num_cpus": request.get("CPU", 0.0), "num_gpus": request.get("GPU", 0.0)}
+    if "memory" in request:
+        options["memory"] = request["memory"]
+    custom = {key: amount for key, amount in request.items() if key not in ("CPU", "GPU", "memory")}
+    if custom:
+        options["resources"] = custom
+    return options
+
+
+class _SharedPlacementGroup:
+    """One placement group for a run of servers: reserved when the first starts, removed when the
+    last stops (a restarted server finds its bundle still reserved)."""
+
+    def __init__(self, bundles: list[dict[str, float]], strategy: str, timeout: float) -> None:
+        self.bundles = bundles
+        self.strategy = strategy
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._group: PlacementGroup | None = None
+        self._users = 0
+
+    def acquire(self) -> PlacementGroup:
+        with self._lock:
+            if self._group is None:
+                group = placement_group(self.bundles, strategy=self.strategy)
+                ready, _ = ray.wait([group.ready()], timeout=self.timeout)
+                if not ready:
+                    remove_placement_group(group)
+                    raise ProviderError(
+                        f"Ray could not reserve {len(self.bundles)} x {self.bundles[0]} with strategy {self.strategy} "
+                        f"within {self.timeout:g} s; the cluster has {ray.available_resources()} available"
+                    )
+                self._group = group
+            self._users += 1
+            return self._group
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._group is not None:
+                try:
+                    remove_placement_group(self._group)
+                except RayError:
+                    pass  # the cluster is gone, and the group with it
+                self._group = None
+
+
+def _end_actor(actor: Any, group: _SharedPlacementGroup | None) -> None:
+    """Kill ``actor`` (its server follows) and give back its placement; safe if both are gone."""
+    if ray.is_initialized():
+        try:
+            ray.kill(actor, no_restart=True)
+        except (RayError, ValueError):
+            pass
+    if group is not None:
+        group.release()
+
+
+class RayProvider(Provider):
+    """Run one env server on a Ray cluster, started by a Ray actor on the node Ray chooses.
+
+    ``gym.make_vec(id, num_envs=64, provider="ray", servers=8, resources={"num_cpus": 1})``
+    places eight servers; ``placement="spread"`` reserves them together in one placement group,
+    one bundle per server. The servers bind their nodes' addresses and require a token that the
+    provider generates (one for all the servers of a run) and the clients present.
+
+    Args:
+        target: what to serve: a Gymnasium id or ``"module:attr"``, importable on the nodes.
+        env_kwargs, max_episode_steps, max_sessions, idle_timeout: as for
+            :class:`~openenv_gym.providers.ProcessProvider`.
+        startup_timeout: seconds for Ray to place the server and for the server to become healthy.
+        ray_address: the cluster to join if this process has not joined one: ``None`` (Ray's
+            default: a new local instance, or ``RAY_ADDRESS``), ``"auto"``, or ``"ray://host:port"``.
+        resources: what one server asks of Ray: ``num_cpus`` (default 1), ``num_gpus``, ``memory``
+            (bytes) and custom resources by name (``{"env_node": 0.1}``).
+        placement: reserve the run's servers together in a placement group with this strategy:
+            ``"pack"``, ``"spread"``, ``"strict_pack"`` or ``"strict_spread"``; ``None`` (default):
+            each server is placed on its own.
+        placement_group, bundle_index: place the server in this existing placement group (one the
+            caller owns, as RL frameworks on Ray do), in this bundle.
+        host: the address the server binds: default, its node's address; ``"0.0.0.0"`` binds every
+            interface. ``"127.0.0.1"`` keeps a one-machine cluster on loopback.
+        token: the token the server requires; default, a fresh random one.
+        runtime_env: Ray runtime environment of the actor (``{"pip": ["openenv-gym"]}`` for nodes
+            that lack it).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        env_kwargs: dict[str, Any] | None = None,
+        max_episode_steps: int | None = -1,
+        max_sessions: int | None = None,
+        idle_timeout: float | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        ray_address: str | None = None,
+        resources: dict[str, float] | None = None,
+        placement: str | None = None,
+        placement_group: PlacementGroup | None = None,
+        bundle_index: int = -1,
+        host: str | None = None,
+        token: str | None = None,
+        runtime_env: dict[str, Any] | None = None,
+        _shared_group: _SharedPlacementGroup | None = None,
+    ) -> None:
+        self.target = target
+        self.startup_timeout = startup_timeout
+        self.ray_address = ray_address
+        self.request = resource_request(resources)
+        if placement is not None and placement not in PLACEMENT_STRATEGIES:
+            raise ValueError(f"placement must be one of {sorted(PLACEMENT_STRATEGIES)} or None, got {placement!r}")
+        if placement is not None and placement_group is not None:
+            raise ValueError("pass placement= (a group this provider reserves) or placement_group=, not both")
+        if placement is not None and _shared_group is None:
+            _shared_group = _SharedPlacementGroup([self.request], PLACEMENT_STRATEGIES[placement], startup_timeout)
+            bundle_index = 0
+        self.placement = placement
+        self.placement_group = placement_group
+        self.bundle_index = bundle_index
+        self._shared_group = _shared_group
+        self.host = host
+        if token is not None and not token:
+            raise ValueError("token must not be empty")
+        self.token = token or new_token()
+        self.runtime_env = runtime_env
+        self._process_options: dict[str, Any] = {
+            "env_kwargs": env_kwargs,
+            "max_episode_steps": max_episode_steps,
+            "max_sessions": max_sessions,
+            "idle_timeout": idle_timeout,
+            "startup_timeout": startup_timeout,
+            "token": self.token,
+        }
+        self.base_url: str | None = None
+        self.actor_name: str | None = None
+        self._actor: Any = None
+        self._finalizer: weakref.finalize | None = None
+
+    @classmethod
+    def group(cls, count: int, **options: Any) -> list[Provider]:
+        """``count`` servers of one run: one token, and with ``placement=`` one placement group."""
+        token = options.pop("token", None) or new_token()
+        placement = options.get("placement")
+        if placement not in PLACEMENT_STRATEGIES or options.get("placement_group") is not None:
+            return [cls(token=token, **options) for _ in range(count)]  # the constructor reports bad input
+        request = resource_request(options.get("resources"))
+        timeout = options.get("startup_timeout", DEFAULT_STARTUP_TIMEOUT)
+        shared = _SharedPlacementGroup([request] * count, PLACEMENT_STRATEGIES[placement], timeout)
+        return [cls(token=token, bundle_index=index, _shared_group=shared, **options) for index in range(count)]
+
+    def __repr__(self) -> str:
+        return f"RayProvider({self.target!r}, url={self.base_url!r}, actor={self.actor_name!r})"
+
+    def start(self) -> str:
+        """Return the server's URL: ask its actor (which restarts a server that died), or place a
+        new actor if there is none or it is lost; then check the server answers from here."""
+        connect(self.ray_address)
+        if self._actor is not None:
+            try:
+                return self._reachable(self._call(self._actor.start, self.startup_timeout))
+            except ProviderError:
+                self.kill()  # its server runs but cannot be reached: try a new placement
+            except RayError:
+                self._end()  # the actor or its node is lost (or hung): place a new one
+        self._place_actor()
+        try:
+            url = self._call(self._actor.start, self.startup_timeout)
+        except GetTimeoutError:
+            self._end()
+            raise ProviderError(
+                f"Ray did not start a server for {self.target!r} within {self.startup_timeout:g} s: each asks "
+                f"{self.request}, and the cluster has {ray.available_resources()} available"
+            ) from None
+        except RayTaskError as exc:
+            self._end()
+            if isinstance(exc.cause, OpenEnvGymError):  # the server's own failure, as the process provider says it
+                raise exc.cause from None
+            raise ProviderError(f"the Ray actor {self.actor_name} could not start its server: {exc}") from exc
+        except RayError:
+            self._end()
+            raise
+        try:
+            return self._reachable(url)
+        except ProviderError:
+            self.kill()
+            raise
+
+    def _place_actor(self) -> None:
+        options: dict[str, Any] = {**_actor_resources(self.request), "name": ACTOR_NAME_PREFIX + uuid.uuid4().hex}
+        if self.runtime_env is not None:
+            options["runtime_env"] = self.runtime_env
+        group = self.placement_group
+        if self._shared_group is not None:
+            group = self._shared_group.acquire()
+        if group is not None:
+            options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                group, placement_group_bundle_index=self.bundle_index
+            )
+        try:
+            actor = _RemoteServerActor.options(**options).remote(self.target, self.host, self._process_options)
+        except BaseException:
+            if self._shared_group is not None:
+                self._shared_group.release()
+            raise
+        self._actor, self.actor_name = actor, options["name"]
+        self._finalizer = weakref.finalize(self, _end_actor, actor, self._shared_group)
+
+    @staticmethod
+    def _call(method: Any, timeout: float) -> Any:
+        return ray.get(method.remote(), timeout=timeout)
+
+    def _reachable(self, url: str) -> str:
+        """``url``, once its ``/health`` answers from this process (another node may not reach it)."""
+        try:
+            http_get_json(url, "/health", timeout=self.startup_timeout)
+        except OpenEnvGymError as exc:
+            raise ProviderError(
+                f"the server of Ray actor {self.actor_name} at {url} does not answer from this machine: {exc} "
+                "(does the network let this machine reach that node? see host=)"
+            ) from exc
+        self.base_url = url
+        return url
+
+    @property
+    def server_pid(self) -> int | None:
+        """The server's process id on its node (``None`` if there is no live actor)."""
+        if self._actor is None:
+            return None
+        try:
+            return self._call(self._actor.server_pid, PING_TIMEOUT)  # type: ignore[no-any-return]
+        except (RayActorError, GetTimeoutError):
+            return None
+
+    def is_alive(self) -> bool:
+        if self._actor is None:
+            return False
+        try:
+            return bool(self._call(self._actor.is_alive, PING_TIMEOUT))
+        except (RayActorError, GetTimeoutError):
+            return False
+
+    def stop(self) -> None:
+        """Stop the server in order, then kill its actor; safe if either is already gone."""
+        if self._actor is not None and ray.is_initialized():
+            try:
+                self._call(self._actor.stop, STOP_TIMEOUT)
+            except (RayError, GetTimeoutError):
+                pass  # a lost actor: killing it below is all there is to do
+        self._end()
+
+    def kill(self) -> None:
+        """SIGKILL the server (it may be hung), then kill its actor."""
+        if self._actor is not None and ray.is_initialized():
+            try:
+                self._call(self._actor.kill, PING_TIMEOUT)
+            except (RayError, GetTimeoutError):
+                pass
+        self._end()
+
+    def _end(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()  # runs _end_actor once
+            self._finalizer = None
+        self._actor = None
+        self.base_url = None

@@ -1,0 +1,253 @@
+"""The Ray provider on a real local Ray instance, which this module starts and stops.
+
+Servers bind 127.0.0.1 here (``host=``): on a real cluster they bind their node's address.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import ray
+from gymnasium.vector import SyncVectorEnv
+
+import openenv_gym  # noqa: F401
+from openenv_gym.client import http_get_json
+from openenv_gym.errors import ProviderError, ServerConnectError
+from openenv_gym.providers import make_providers
+from openenv_gym.providers.ray_provider import ACTOR_NAME_PREFIX, RayProvider, resource_request
+from openenv_gym.sync_client import EnvClient
+from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
+from tests.test_env import assert_same_trajectory, play
+from tests.utils import REPO_ROOT, UNIT, pid_alive, wait_until
+from tests.vector.test_remote_vector_env import assert_same
+
+pytestmark = pytest.mark.slow
+
+LOOPBACK = {"host": "127.0.0.1"}
+CUSTOM = "env_node"  # a custom resource the test cluster has two of
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=4, resources={CUSTOM: 2}, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+def our_actors() -> list[str]:
+    """Names of the live actors of this provider in the cluster, any job's."""
+    return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(ACTOR_NAME_PREFIX)]
+
+
+def our_placement_groups() -> list[str]:
+    return [pid for pid, group in ray.util.placement_group_table().items() if group["state"] != "REMOVED"]
+
+
+@pytest.fixture(autouse=True)
+def nothing_left(cluster):
+    """Every test leaves no actor and no placement group of ours, and gives back every resource."""
+    before = ray.available_resources()
+    yield
+    assert wait_until(lambda: not our_actors(), 20 * UNIT), our_actors()
+    assert not our_placement_groups()
+    assert wait_until(lambda: ray.available_resources().get("CPU") == before.get("CPU"), 20 * UNIT)
+    assert ray.available_resources().get(CUSTOM) == before.get(CUSTOM)
+
+
+def test_resources_are_read_in_rays_bundle_form():
+    assert resource_request(None) == {"CPU": 1.0}
+    assert resource_request({"num_cpus": 0.5, "num_gpus": 1, "memory": 2**30, CUSTOM: 0.1}) == {
+        "CPU": 0.5, "GPU": 1.0, "memory": 2.0**30, CUSTOM: 0.1,
+    }
+    with pytest.raises(ValueError, match=re.escape("resources['num_cpus'] must be a non-negative number, got -1")):
+        resource_request({"num_cpus": -1})
+    with pytest.raises(ValueError, match="placement must be one of"):
+        RayProvider("CartPole-v1", placement="scatter")
+
+
+def test_episodes_match_gymnasium_through_a_ray_actor():
+    """gym.make(..., provider="ray") plays exactly the local env's episodes; the server is one an actor started."""
+    local = gym.make("CartPole-v1")
+    remote = gym.make("openenv/CartPole-v1", provider="ray", **LOOPBACK)
+    try:
+        provider = remote.unwrapped.provider
+        assert isinstance(provider, RayProvider) and our_actors() == [provider.actor_name]
+        assert provider.token and pid_alive(provider.server_pid)
+        ends = assert_same_trajectory(play(remote, 7, 300, 1), play(local, 7, 300, 1))
+        assert ends >= 10
+    finally:
+        remote.close()
+        local.close()
+    assert not pid_alive(provider.server_pid or -1)
+
+
+def test_make_vec_matches_sync_vector_env_on_ray_servers():
+    """make_vec places servers=3 actors, one per server, and behaves as SyncVectorEnv does."""
+    num_envs, limit = 6, 25
+    remote = gym.make_vec(
+        "openenv/CartPole-v1", num_envs=num_envs, max_episode_steps=limit, provider="ray", servers=3, **LOOPBACK
+    )
+    local = SyncVectorEnv([lambda: gym.make("CartPole-v1", max_episode_steps=limit) for _ in range(num_envs)])
+    try:
+        providers = remote.unwrapped._providers
+        assert len(providers) == 3 and len(set(our_actors())) == 3
+        assert len({provider.token for provider in providers}) == 1, "one token per run"
+        assert ray.available_resources()["CPU"] == 4 - 3, "one CPU per server by default"
+        assert_same(remote.reset(seed=11), local.reset(seed=11), "reset")
+        rng = np.random.default_rng(0)
+        ends = 0
+        for step in range(400):
+            actions = rng.integers(0, 2, num_envs)
+            expected = local.step(actions)
+            assert_same(remote.step(actions), expected, f"step {step}")
+            ends += int((expected[2] | expected[3]).sum())
+        assert ends > 40
+        server_pids = [provider.server_pid for provider in providers]
+    finally:
+        remote.close()
+        local.close()
+    assert not our_actors(), "close() kills every actor at once"
+    assert not any(pid_alive(pid) for pid in server_pids)
+
+
+def test_a_killed_actor_restarts_its_sub_envs_truncated():
+    """An actor killed mid-rollout: its sub-envs come back on a new actor, reported truncated with the reason."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, provider="ray", servers=2, **LOOPBACK)
+    try:
+        envs.reset(seed=0)
+        victim = envs.unwrapped._providers[0]
+        old_name, old_pid = victim.actor_name, victim.server_pid
+        ray.kill(victim._actor)
+        # The server exits when it sees its actor gone; the rollout goes on meanwhile.
+        truncations, infos, steps = np.zeros(4, dtype=bool), {}, 0
+        while not truncations.any():
+            _, _, terminations, truncations, infos = envs.step(np.zeros(4, dtype=np.int64))
+            if terminations.any():  # keep the sub-envs alive: CartPole falls over after ~10 zero actions
+                envs.reset()
+            steps += 1
+            assert steps < 2000, "the lost actor was never noticed"
+        assert truncations.tolist() == [True, True, False, False]
+        assert "ConnectionLostError" in infos[FAILURE_INFO_KEY][0]
+        assert not infos[f"_{FAILURE_INFO_KEY}"][2:].any()
+        assert victim.actor_name != old_name and victim.actor_name in our_actors()
+        assert not pid_alive(old_pid)
+        _, rewards, _, _, _ = envs.step(np.zeros(4, dtype=np.int64))  # NextStep: the restarted pair resets here
+        assert rewards.tolist()[2:] == [1.0, 1.0]
+        assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
+    finally:
+        envs.close()
+
+
+def test_a_server_that_dies_is_restarted_by_its_own_actor():
+    """The actor outlives its server: the provider asks it for a new server, on the same placement."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, provider="ray", servers=1, **LOOPBACK)
+    try:
+        envs.reset(seed=0)
+        provider = envs.unwrapped._providers[0]
+        name, pid = provider.actor_name, provider.server_pid
+        os.kill(pid, signal.SIGKILL)
+        _, _, _, truncations, infos = envs.step(np.zeros(2, dtype=np.int64))
+        assert truncations.all() and infos[FAILURE_INFO_KEY][0]
+        assert provider.actor_name == name and provider.server_pid not in (None, pid)
+    finally:
+        envs.close()
+
+
+def test_a_bad_token_is_refused():
+    """The server an actor starts requires the run's token: none or a wrong one gets HTTP 401."""
+    provider = RayProvider("CartPole-v1", **LOOPBACK)
+    try:
+        url = provider.start()
+        assert http_get_json(url, "/health") == {"status": "healthy"}  # what load balancers probe
+        with pytest.raises(ServerConnectError, match="HTTP 401"):
+            http_get_json(url, "/schema", token="not-the-token")
+        for token in (None, "not-the-token", provider.token + "x"):
+            client = EnvClient(url, token=token)
+            with pytest.raises(ServerConnectError, match="HTTP 401"):
+                client.connect()
+            client.close()
+        with EnvClient(url, token=provider.token) as client:
+            assert client.reset(seed=0).observation
+    finally:
+        provider.stop()
+
+
+def test_resources_and_placement_reserve_and_give_back():
+    """Custom resources and a placement group are taken while the servers run and given back on close."""
+    envs = gym.make_vec(
+        "openenv/CartPole-v1",
+        num_envs=4,
+        provider="ray",
+        servers=2,
+        resources={"num_cpus": 0.5, CUSTOM: 1},
+        placement="pack",
+        **LOOPBACK,
+    )
+    try:
+        assert ray.available_resources().get(CUSTOM, 0) == 0 and ray.available_resources()["CPU"] == 3
+        assert len(our_placement_groups()) == 1
+        envs.reset(seed=0)
+        assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"placement": "strict_spread"}, "Ray could not reserve 2 x {'CPU': 1.0} with strategy STRICT_SPREAD"),
+        ({"resources": {"absent_resource": 1}}, "Ray did not start a server for 'CartPole-v1' within 2 s"),
+    ],
+    ids=["strict-spread-on-one-node", "missing-resource"],
+)
+def test_what_the_cluster_cannot_place_fails_in_time_and_leaves_nothing(options, message):
+    with pytest.raises(ProviderError, match=re.escape(message)):
+        gym.make_vec("openenv/CartPole-v1", num_envs=2, provider="ray", servers=2, startup_timeout=2 * UNIT, **options, **LOOPBACK)
+
+
+def test_options_for_another_provider_are_refused():
+    with pytest.raises(TypeError, match="provider='ray': .*unexpected keyword argument 'memory_limit'"):
+        make_providers("ray", 2, target="CartPole-v1", memory_limit="1g")
+
+
+_OWNER = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {root!r})
+    import ray, gymnasium as gym, openenv_gym
+    ray.init(address=sys.argv[1], log_to_driver=False)
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, provider="ray", servers=2, host="127.0.0.1")
+    print(" ".join(str(p.server_pid) for p in envs.unwrapped._providers), flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_an_owner_killed_with_sigkill_leaves_no_actor_and_no_server(cluster):
+    """Another driver makes a vector env on this cluster and is SIGKILLed: Ray ends its actors, and
+    their servers follow."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER.format(root=str(REPO_ROOT)), cluster], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        line = owner.stdout.readline()
+        server_pids = [int(pid) for pid in line.split()]
+        assert len(server_pids) == 2 and all(map(pid_alive, server_pids)), line
+        assert len(our_actors()) == 2
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+    finally:
+        owner.kill()
+        owner.stdout.close()
+    assert wait_until(lambda: not our_actors(), 30 * UNIT), our_actors()
+    assert wait_until(lambda: not any(map(pid_alive, server_pids)), 30 * UNIT)
