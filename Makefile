@@ -39,6 +39,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/codec.py
 	$(BIN)/python benchmarks/coding_step.py
 	$(BIN)/python benchmarks/containers.py
+	$(BIN)/python benchmarks/ray_vector.py
 
 clean:
 	rm -rf $(VENV) *.egg-info

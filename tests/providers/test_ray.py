@@ -177,7 +177,7 @@ def test_a_bad_token_is_refused():
                 client.connect()
             client.close()
         with EnvClient(url, token=provider.token) as client:
-            assert client.reset(seed=0).observation
+            assert len(client.reset(seed=0).observation["observation"]) == 4  # CartPole
     finally:
         provider.stop()
 
