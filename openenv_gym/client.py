@@ -45,8 +45,13 @@ def auth_headers(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
-def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOUT, token: str | None = None) -> Any:
+def http_get_json(
+    base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOUT, token: str | None = None, *, direct: bool = False
+) -> Any:
     """``GET`` a JSON endpoint of the server (``/health``, ``/schema``, ``/metadata``).
+
+    Requests beyond loopback go through the environment's HTTP proxy, if any, unless ``direct``
+    (a server a provider started on this cluster, which a proxy would not reach).
 
     Raises:
         ServerConnectError: the server is unreachable, answered an error status, or not JSON.
@@ -56,7 +61,7 @@ def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOU
     if socket_path is not None:
         return _unix_get_json(url, socket_path, timeout, token)
     handlers: list[urllib.request.BaseHandler] = [_NoRedirects()]  # a redirect would carry the token elsewhere
-    if is_loopback_host(urllib.parse.urlsplit(url).hostname):
+    if direct or is_loopback_host(urllib.parse.urlsplit(url).hostname):
         handlers.append(urllib.request.ProxyHandler({}))
     opener = urllib.request.build_opener(*handlers)
     try:

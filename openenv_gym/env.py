@@ -147,8 +147,9 @@ class RemoteEnv(gym.Env[Any, Any]):
             cannot be mapped are left out with one warning; a required action field that cannot
             be mapped raises ``UnsupportedSpaceError``). Off by default: such a server is
             refused with a ``ValueError``. A server's published spaces are always used as they are.
-        token: the token the server requires (``Authorization: Bearer``); default: the
-            provider's, when it started a server that requires one.
+        token: the token the server requires (``Authorization: Bearer``); for a server the
+            provider starts, the token it is to require. Default: the provider's (none on
+            loopback, a fresh one for a server beyond it).
         sessions_per_server: accepted and unused, so that a registered spec (a Hub manifest's)
             can set it for ``gym.make_vec``, which packs that many sub-envs per server.
         provider: ``"process"`` (default: a child process on loopback), ``"docker"`` (a
@@ -206,6 +207,8 @@ class RemoteEnv(gym.Env[Any, Any]):
                 startup_timeout=startup_timeout,
                 **(provider_kwargs or {}),
                 **provider_options,
+                # The server started must require the token the caller gave.
+                **({"token": token} if token is not None else {}),
             )
         self.server = server
         self.provider = provider

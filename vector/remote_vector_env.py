@@ -74,24 +74,31 @@ def _split(num_envs: int, parts: int) -> list[tuple[int, int]]:
     return [(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i + 1] > bounds[i]]
 
 
-def _sessions_per_server(num_envs: int, sessions_per_server: int | None, servers: int | None) -> int:
-    """How many sub-envs go on each server started: from ``servers=``, ``sessions_per_server=``, or
-    by default one server per CPU."""
+def _server_layout(num_envs: int, sessions_per_server: int | None, servers: int | None) -> tuple[int, int]:
+    """How many servers to start, and how many sessions each takes (its ``max_sessions``).
+
+    ``servers=`` fixes the count (the sub-envs spread evenly over them), and then
+    ``sessions_per_server`` is what one server may take (room for a failed server's sub-envs);
+    otherwise ``sessions_per_server`` (default: enough for one server per CPU) fixes both.
+    """
+    if sessions_per_server is not None and sessions_per_server < 1:
+        raise ValueError(f"sessions_per_server must be at least 1, got {sessions_per_server}")
     if servers is not None:
         if servers < 1:
             raise ValueError(f"servers must be at least 1, got {servers}")
-        per_server = math.ceil(num_envs / min(servers, num_envs))
-        if sessions_per_server is not None and per_server > sessions_per_server:
+        count = min(servers, num_envs)
+        per_server = math.ceil(num_envs / count)
+        if sessions_per_server is None:
+            return count, per_server
+        if per_server > sessions_per_server:
             raise ValueError(
                 f"servers={servers} puts {per_server} sub-envs on a server, more than sessions_per_server="
                 f"{sessions_per_server}; ask for at least {math.ceil(num_envs / sessions_per_server)} servers"
             )
-        return per_server
+        return count, sessions_per_server
     if sessions_per_server is None:
-        return math.ceil(num_envs / min(num_envs, os.cpu_count() or 1))
-    if sessions_per_server < 1:
-        raise ValueError(f"sessions_per_server must be at least 1, got {sessions_per_server}")
-    return sessions_per_server
+        sessions_per_server = math.ceil(num_envs / min(num_envs, os.cpu_count() or 1))
+    return math.ceil(num_envs / sessions_per_server), sessions_per_server
 
 
 def _start_all(providers: list[Provider], desc: str) -> list[str]:
@@ -109,10 +116,24 @@ def _start_all(providers: list[Provider], desc: str) -> list[str]:
         except BaseException:
             for future in futures:
                 future.cancel()
-            for provider in providers:
-                provider.stop()
+            pool.shutdown(wait=True)  # no provider is stopped while another thread starts it
+            _stop_all(providers)
             raise
     return [url for url in urls if url is not None]
+
+
+def _stop_all(providers: list[Provider]) -> None:
+    """Stop every provider, in parallel: each may wait for its server (or a lost node) to answer."""
+    if len(providers) < 2:
+        for provider in providers:
+            provider.stop()
+        return
+    with ThreadPoolExecutor(max_workers=min(len(providers), 16)) as pool:
+        for future in [pool.submit(provider.stop) for provider in providers]:
+            try:
+                future.result()
+            except Exception:  # one provider's failure to stop must not keep the others running
+                logger.exception("stopping a server failed")
 
 
 def _complete_all(completions: list[Callable[[], Any]]) -> list[Any]:
@@ -182,8 +203,9 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             the spec's); servers given by URL keep their own.
         autoreset_mode: a ``gymnasium.vector.AutoresetMode`` (or its value); default NEXT_STEP.
         sessions_per_server: sub-envs per server; default spreads them over one server per CPU.
-        servers: the number of servers to start instead (sub-envs spread evenly over them); an
-            error if that packs more than ``sessions_per_server`` on one.
+        servers: the number of servers to start (sub-envs spread evenly over them); then
+            ``sessions_per_server``, if given, is how many one server may take (room for the
+            sub-envs of a failed server), an error if fewer than the spread puts on it.
         batched: ``True``: one batch session per server (fastest; needs openenv-gym's
             ``/ws/batch``); ``False``: one plain OpenEnv ``/ws`` session per sub-env with autoreset
             on the client. ``None`` (default) chooses from the first server's ``/schema``: batch
@@ -192,8 +214,9 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         codec: for batch sessions, ``"binary"`` (default) has the servers send Box observations
             as raw bytes; ``"json"`` keeps every frame JSON. Non-Box observations are JSON either way.
         open_timeout, call_timeout, startup_timeout: seconds, as for ``RemoteEnv``.
-        token: the token the ``base_urls`` servers require; servers this env starts use their
-            provider's.
+        token: the token the ``base_urls`` servers require, or that the servers this env starts
+            are to require (default: whatever their provider chooses: none on loopback, a fresh
+            one per run for servers beyond it).
     """
 
     def __init__(
@@ -238,7 +261,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         self._outcomes: list[Any] = []
         self._providers = self._make_providers(
             server, base_urls, provider, {**(provider_kwargs or {}), **provider_options}, env_kwargs,
-            max_episode_steps, _sessions_per_server(num_envs, sessions_per_server, servers), startup_timeout, token,
+            max_episode_steps, _server_layout(num_envs, sessions_per_server, servers), startup_timeout, token,
         )
         self._blocks: list[_Block] = []
         self.closed = False
@@ -302,7 +325,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         provider_kwargs: dict[str, Any],
         env_kwargs: dict[str, Any] | None,
         max_episode_steps: int | None,
-        sessions_per_server: int,
+        layout: tuple[int, int],
         startup_timeout: float,
         token: str | None,
     ) -> list[Provider]:
@@ -312,9 +335,12 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             return [URLProvider(url, token=token) for url in base_urls[: self.num_envs]]
         if server is None:
             raise ValueError("RemoteVectorEnv needs server= (what to run) or base_urls= (where it runs)")
+        count, sessions_per_server = layout
+        if token is not None:  # the servers started must require the token the caller gave
+            provider_kwargs = {**provider_kwargs, "token": token}
         return make_providers(
             provider,
-            math.ceil(self.num_envs / sessions_per_server),
+            count,
             target=server,
             env_kwargs=env_kwargs,
             max_episode_steps=max_episode_steps,
@@ -493,8 +519,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         """Close every session and stop every server this env started."""
         for block in self._blocks:
             block.client.close()
-        for provider in getattr(self, "_providers", []):
-            provider.stop()
+        _stop_all(getattr(self, "_providers", []))
 
     # Faults -------------------------------------------------------------------------------------
 

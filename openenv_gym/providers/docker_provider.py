@@ -28,6 +28,7 @@ from .docker_images import (
     image_exists,
 )
 from .docker_owners import owner_labels, reap
+from .process import TOKEN_ENV_VAR
 
 __all__ = ["CONTAINER_PORT", "DockerProvider", "DockerUnavailableError", "docker_client", "env_docker_options"]
 
@@ -122,6 +123,8 @@ class DockerProvider(Provider):
         pool: take a warm container of the same kind from this process's pool, and give it
             back on :meth:`stop` (see :mod:`.docker_pool`).
         build: build a missing image of ours instead of failing.
+        token: a token the server then requires of every session (``Authorization: Bearer``);
+            none by default, since the container is reached through loopback or a private socket.
         docker_client: a ``docker.DockerClient`` (default: ``docker.from_env()``).
     """
 
@@ -144,6 +147,7 @@ class DockerProvider(Provider):
         pool: bool = False,
         build: bool = True,
         docker_client: Any = None,
+        token: str | None = None,
     ) -> None:
         asked = {
             "image": image, "memory": memory, "cpus": cpus, "pids": pids, "open_files": open_files,
@@ -169,6 +173,11 @@ class DockerProvider(Provider):
         self.command += ["--max-episode-steps", "none" if max_episode_steps is None else str(max_episode_steps)]
         if env_kwargs:
             self.command += ["--env-kwargs", json.dumps(env_kwargs)]
+        if token is not None and not token:
+            raise ValueError("token must not be empty")
+        self.token = token
+        if token is not None:
+            self.command += ["--token-env", TOKEN_ENV_VAR]
         self.startup_timeout = startup_timeout
         self.pool = pool
         self.build = build
@@ -227,7 +236,7 @@ class DockerProvider(Provider):
 
     def _pool_key(self) -> tuple[Any, ...]:
         limits = tuple(sorted((key, str(value)) for key, value in self.limits.items()))
-        return (self.image, tuple(self.command), limits, self.network, tuple(self.security_opt))
+        return (self.image, tuple(self.command), limits, self.network, tuple(self.security_opt), self.token)
 
     def _take_from_pool(self, client: Any) -> bool:
         """Adopt a warm container of this kind whose server still answers; ``False`` if none."""
@@ -333,7 +342,7 @@ class DockerProvider(Provider):
             self.command,
             labels=owner_labels(self.target),
             user=f"{SERVER_UID}:{SERVER_UID}",
-            environment={"PYTHONUNBUFFERED": "1"},
+            environment={"PYTHONUNBUFFERED": "1", **({TOKEN_ENV_VAR: self.token} if self.token else {})},
             ports=[CONTAINER_PORT] if self.network == "bridge" else None,
             host_config=host_config,
             healthcheck={

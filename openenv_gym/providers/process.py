@@ -171,7 +171,7 @@ class ProcessProvider(Provider):
             os.close(ready_read)
         self.base_url = line[len(READY_PREFIX) :].split()[0]
         try:
-            http_get_json(self.base_url, "/health", timeout=self.startup_timeout)
+            http_get_json(self.base_url, "/health", timeout=self.startup_timeout, direct=True)
         except ServerConnectError as exc:
             self.stop()
             raise ServerStartError(f"server at {self.base_url} failed its health check: {exc}", command) from exc

@@ -12,6 +12,7 @@ made them, and each server watches its actor through a pipe and exits when the a
 
 from __future__ import annotations
 
+import math
 import threading
 import uuid
 import weakref
@@ -47,7 +48,9 @@ PING_TIMEOUT = 10.0
 STOP_TIMEOUT = 20.0
 # Ray's names for the resources it has actor options for; any other key is a custom resource.
 _RESOURCE_NAMES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
-_WILDCARD_HOSTS = {"0.0.0.0", "::", ""}
+# Binds every IPv4 interface; the server then reports its node's address. ("::" would bind IPv6
+# only, since asyncio sets IPV6_V6ONLY, while Ray reports nodes by IPv4 address.)
+WILDCARD_HOST = "0.0.0.0"
 _connect_lock = threading.Lock()
 
 
@@ -64,7 +67,7 @@ class ServerActor:
     def __init__(self, target: str, host: str | None, options: dict[str, Any]) -> None:
         node_address = ray.util.get_node_ip_address()
         bind = node_address if host is None else host
-        self._reported_host = node_address if bind in _WILDCARD_HOSTS else None
+        self._reported_host = node_address if bind == WILDCARD_HOST else None
         self._server = ProcessProvider(target, host=bind, **options)
 
     def start(self) -> str:
@@ -101,7 +104,7 @@ def resource_request(resources: dict[str, float] | None) -> dict[str, float]:
     ``{"CPU": 2, "gpu_node": 1}``; one CPU unless told otherwise (a server is a busy process)."""
     request: dict[str, float] = {"CPU": 1.0}
     for key, amount in (resources or {}).items():
-        if not isinstance(amount, (int, float)) or amount < 0:
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not math.isfinite(amount) or amount < 0:
             raise ValueError(f"resources[{key!r}] must be a non-negative number, got {amount!r}")
         request[_RESOURCE_NAMES.get(key, key)] = float(amount)
     return request
@@ -119,52 +122,83 @@ def _actor_resources(request: dict[str, float]) -> dict[str, Any]:
 
 
 class _SharedPlacementGroup:
-    """One placement group for a run of servers: reserved when the first starts, removed when the
-    last stops (a restarted server finds its bundle still reserved)."""
+    """One placement group for a run of servers: reserved when the first of them starts, removed
+    when the last of them stops (a server restarted after a fault finds its bundle reserved).
+
+    Servers that start together wait for one reservation and share its outcome: a group the
+    cluster cannot place fails them all after one ``timeout``, not one after the other.
+    """
 
     def __init__(self, bundles: list[dict[str, float]], strategy: str, timeout: float) -> None:
         self.bundles = bundles
         self.strategy = strategy
         self.timeout = timeout
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # release() may run in a finalizer, on any thread
         self._group: PlacementGroup | None = None
-        self._users = 0
+        self._reserving: threading.Event | None = None
+        self._failure: ProviderError | None = None
+        self._holders = 0
 
     def acquire(self) -> PlacementGroup:
+        """The reserved group, reserving it first if need be; pair each success with :meth:`release`."""
+        with self._lock:
+            reserving = self._reserving
+            if self._group is None and reserving is None:
+                reserving = self._reserving = threading.Event()
+                self._failure = None
+                reserve = True
+            else:
+                reserve = False
+        if reserve:
+            self._reserve(reserving)
+        elif reserving is not None:
+            reserving.wait(self.timeout + PING_TIMEOUT)
         with self._lock:
             if self._group is None:
-                group = placement_group(self.bundles, strategy=self.strategy)
-                ready, _ = ray.wait([group.ready()], timeout=self.timeout)
-                if not ready:
-                    remove_placement_group(group)
-                    raise ProviderError(
-                        f"Ray could not reserve {len(self.bundles)} x {self.bundles[0]} with strategy {self.strategy} "
-                        f"within {self.timeout:g} s; the cluster has {ray.available_resources()} available"
-                    )
-                self._group = group
-            self._users += 1
+                raise self._failure or ProviderError(f"Ray did not reserve the placement group within {self.timeout:g} s")
+            self._holders += 1
             return self._group
+
+    def _reserve(self, done: threading.Event) -> None:
+        try:
+            group = placement_group(self.bundles, strategy=self.strategy)
+            ready, _ = ray.wait([group.ready()], timeout=self.timeout)
+            if not ready:
+                remove_placement_group(group)
+                raise ProviderError(
+                    f"Ray could not reserve {len(self.bundles)} x {self.bundles[0]} with strategy {self.strategy} "
+                    f"within {self.timeout:g} s; the cluster has {ray.available_resources()} available"
+                )
+        except (ProviderError, RayError, ValueError) as exc:
+            with self._lock:
+                self._failure = exc if isinstance(exc, ProviderError) else ProviderError(f"Ray refused the placement group: {exc}")
+                self._reserving = None
+            done.set()
+            return
+        with self._lock:
+            self._group, self._reserving = group, None
+        done.set()
 
     def release(self) -> None:
         with self._lock:
-            self._users -= 1
-            if self._users == 0 and self._group is not None:
-                try:
-                    remove_placement_group(self._group)
-                except RayError:
-                    pass  # the cluster is gone, and the group with it
-                self._group = None
+            self._holders -= 1
+            if self._holders > 0 or self._group is None:
+                return
+            group, self._group = self._group, None
+        if ray.is_initialized():
+            try:
+                remove_placement_group(group)
+            except RayError:
+                pass  # the cluster is gone, and the group with it
 
 
-def _end_actor(actor: Any, group: _SharedPlacementGroup | None) -> None:
-    """Kill ``actor`` (its server follows) and give back its placement; safe if both are gone."""
+def _kill_actor(actor: Any) -> None:
+    """Kill ``actor`` (its server follows it); safe if it, or Ray, is gone already."""
     if ray.is_initialized():
         try:
             ray.kill(actor, no_restart=True)
         except (RayError, ValueError):
             pass
-    if group is not None:
-        group.release()
 
 
 class RayProvider(Provider):
@@ -179,7 +213,8 @@ class RayProvider(Provider):
         target: what to serve: a Gymnasium id or ``"module:attr"``, importable on the nodes.
         env_kwargs, max_episode_steps, max_sessions, idle_timeout: as for
             :class:`~openenv_gym.providers.ProcessProvider`.
-        startup_timeout: seconds for Ray to place the server and for the server to become healthy.
+        startup_timeout: seconds for Ray to place the actor (its worker started, its
+            ``runtime_env`` set up), and then again for its server to become healthy.
         ray_address: the cluster to join if this process has not joined one: ``None`` (Ray's
             default: a new local instance, or ``RAY_ADDRESS``), ``"auto"``, or ``"ray://host:port"``.
         resources: what one server asks of Ray: ``num_cpus`` (default 1), ``num_gpus``, ``memory``
@@ -188,9 +223,9 @@ class RayProvider(Provider):
             ``"pack"``, ``"spread"``, ``"strict_pack"`` or ``"strict_spread"``; ``None`` (default):
             each server is placed on its own.
         placement_group, bundle_index: place the server in this existing placement group (one the
-            caller owns, as RL frameworks on Ray do), in this bundle.
+            caller owns, as RL frameworks on Ray do), in this bundle (``-1``: any).
         host: the address the server binds: default, its node's address; ``"0.0.0.0"`` binds every
-            interface. ``"127.0.0.1"`` keeps a one-machine cluster on loopback.
+            IPv4 interface. ``"127.0.0.1"`` keeps a one-machine cluster on loopback.
         token: the token the server requires; default, a fresh random one.
         runtime_env: Ray runtime environment of the actor (``{"pip": ["openenv-gym"]}`` for nodes
             that lack it).
@@ -223,18 +258,22 @@ class RayProvider(Provider):
             raise ValueError(f"placement must be one of {sorted(PLACEMENT_STRATEGIES)} or None, got {placement!r}")
         if placement is not None and placement_group is not None:
             raise ValueError("pass placement= (a group this provider reserves) or placement_group=, not both")
+        if placement is not None and not any(self.request.values()):
+            raise ValueError(f"a placement group needs a resource to reserve, but each server asks {self.request}")
         if placement is not None and _shared_group is None:
             _shared_group = _SharedPlacementGroup([self.request], PLACEMENT_STRATEGIES[placement], startup_timeout)
             bundle_index = 0
+        if host is not None and (not host or host == "::"):
+            raise ValueError(f"host must be an address to bind, {WILDCARD_HOST!r} or None (the node's), got {host!r}")
+        if token is not None and not token:
+            raise ValueError("token must not be empty")
         self.placement = placement
         self.placement_group = placement_group
         self.bundle_index = bundle_index
-        self._shared_group = _shared_group
         self.host = host
-        if token is not None and not token:
-            raise ValueError("token must not be empty")
         self.token = token or new_token()
         self.runtime_env = runtime_env
+        self._shared_group = _shared_group
         self._process_options: dict[str, Any] = {
             "env_kwargs": env_kwargs,
             "max_episode_steps": max_episode_steps,
@@ -246,12 +285,15 @@ class RayProvider(Provider):
         self.base_url: str | None = None
         self.actor_name: str | None = None
         self._actor: Any = None
-        self._finalizer: weakref.finalize | None = None
+        self._actor_finalizer: weakref.finalize | None = None
+        self._held_group: PlacementGroup | None = None
+        self._group_hold: weakref.finalize | None = None  # releases this server's share of the group
 
     @classmethod
     def group(cls, count: int, **options: Any) -> list[Provider]:
         """``count`` servers of one run: one token, and with ``placement=`` one placement group."""
-        token = options.pop("token", None) or new_token()
+        token = options.pop("token", None)
+        token = new_token() if token is None else token
         placement = options.get("placement")
         if placement not in PLACEMENT_STRATEGIES or options.get("placement_group") is not None:
             return [cls(token=token, **options) for _ in range(count)]  # the constructor reports bad input
@@ -265,32 +307,43 @@ class RayProvider(Provider):
 
     def start(self) -> str:
         """Return the server's URL: ask its actor (which restarts a server that died), or place a
-        new actor if there is none or it is lost; then check the server answers from here."""
+        new actor if there is none or it is lost; then check the server answers from here.
+
+        Raises:
+            ProviderError: Ray could not place the actor, or its server did not start or cannot
+                be reached from this machine, within ``startup_timeout`` (each).
+        """
         connect(self.ray_address)
         if self._actor is not None:
             try:
-                return self._reachable(self._call(self._actor.start, self.startup_timeout))
+                return self._reachable(self._call("start", self.startup_timeout + PING_TIMEOUT))
             except ProviderError:
                 self.kill()  # its server runs but cannot be reached: try a new placement
             except RayError:
-                self._end()  # the actor or its node is lost (or hung): place a new one
+                self._end_actor()  # the actor or its node is lost (or hung): place a new one
         self._place_actor()
         try:
-            url = self._call(self._actor.start, self.startup_timeout)
+            self._call("__ray_ready__", self.startup_timeout)
         except GetTimeoutError:
-            self._end()
+            self._end_actor()
             raise ProviderError(
-                f"Ray did not start a server for {self.target!r} within {self.startup_timeout:g} s: each asks "
+                f"Ray did not place a server for {self.target!r} within {self.startup_timeout:g} s: each asks "
                 f"{self.request}, and the cluster has {ray.available_resources()} available"
             ) from None
+        except RayError as exc:
+            self._end_actor()
+            raise ProviderError(f"the Ray actor for a {self.target!r} server did not start: {exc}") from exc
+        try:
+            # The actor's own ProcessProvider times the server's start: give it room to say why.
+            url = self._call("start", self.startup_timeout + PING_TIMEOUT)
         except RayTaskError as exc:
-            self._end()
+            self._end_actor()
             if isinstance(exc.cause, OpenEnvGymError):  # the server's own failure, as the process provider says it
                 raise exc.cause from None
             raise ProviderError(f"the Ray actor {self.actor_name} could not start its server: {exc}") from exc
-        except RayError:
-            self._end()
-            raise
+        except RayError as exc:
+            self._end_actor()
+            raise ProviderError(f"the Ray actor {self.actor_name} was lost while starting its server: {exc}") from exc
         try:
             return self._reachable(url)
         except ProviderError:
@@ -303,28 +356,25 @@ class RayProvider(Provider):
             options["runtime_env"] = self.runtime_env
         group = self.placement_group
         if self._shared_group is not None:
-            group = self._shared_group.acquire()
+            if self._group_hold is None:  # kept across restarts; given back by stop()
+                self._held_group = self._shared_group.acquire()
+                self._group_hold = weakref.finalize(self, self._shared_group.release)
+            group = self._held_group
         if group is not None:
             options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
                 group, placement_group_bundle_index=self.bundle_index
             )
-        try:
-            actor = _RemoteServerActor.options(**options).remote(self.target, self.host, self._process_options)
-        except BaseException:
-            if self._shared_group is not None:
-                self._shared_group.release()
-            raise
+        actor = _RemoteServerActor.options(**options).remote(self.target, self.host, self._process_options)
         self._actor, self.actor_name = actor, options["name"]
-        self._finalizer = weakref.finalize(self, _end_actor, actor, self._shared_group)
+        self._actor_finalizer = weakref.finalize(self, _kill_actor, actor)
 
-    @staticmethod
-    def _call(method: Any, timeout: float) -> Any:
-        return ray.get(method.remote(), timeout=timeout)
+    def _call(self, method: str, timeout: float) -> Any:
+        return ray.get(getattr(self._actor, method).remote(), timeout=timeout)
 
     def _reachable(self, url: str) -> str:
         """``url``, once its ``/health`` answers from this process (another node may not reach it)."""
         try:
-            http_get_json(url, "/health", timeout=self.startup_timeout)
+            http_get_json(url, "/health", timeout=self.startup_timeout, direct=True)
         except OpenEnvGymError as exc:
             raise ProviderError(
                 f"the server of Ray actor {self.actor_name} at {url} does not answer from this machine: {exc} "
@@ -339,39 +389,43 @@ class RayProvider(Provider):
         if self._actor is None:
             return None
         try:
-            return self._call(self._actor.server_pid, PING_TIMEOUT)  # type: ignore[no-any-return]
-        except (RayActorError, GetTimeoutError):
+            return self._call("server_pid", PING_TIMEOUT)  # type: ignore[no-any-return]
+        except RayError:
             return None
 
     def is_alive(self) -> bool:
         if self._actor is None:
             return False
         try:
-            return bool(self._call(self._actor.is_alive, PING_TIMEOUT))
-        except (RayActorError, GetTimeoutError):
+            return bool(self._call("is_alive", PING_TIMEOUT))
+        except RayError:
             return False
 
     def stop(self) -> None:
-        """Stop the server in order, then kill its actor; safe if either is already gone."""
+        """Stop the server in order, kill its actor, and give back its share of a placement group."""
         if self._actor is not None and ray.is_initialized():
             try:
-                self._call(self._actor.stop, STOP_TIMEOUT)
-            except (RayError, GetTimeoutError):
+                self._call("stop", STOP_TIMEOUT)
+            except RayError:
                 pass  # a lost actor: killing it below is all there is to do
-        self._end()
+        self._end_actor()
+        if self._group_hold is not None:
+            self._group_hold()
+            self._group_hold, self._held_group = None, None
 
     def kill(self) -> None:
-        """SIGKILL the server (it may be hung), then kill its actor."""
+        """SIGKILL the server (it may be hung), then kill its actor; its placement stays reserved
+        for a restart (:meth:`stop` gives it back)."""
         if self._actor is not None and ray.is_initialized():
             try:
-                self._call(self._actor.kill, PING_TIMEOUT)
-            except (RayError, GetTimeoutError):
+                self._call("kill", PING_TIMEOUT)
+            except RayError:
                 pass
-        self._end()
+        self._end_actor()
 
-    def _end(self) -> None:
-        if self._finalizer is not None:
-            self._finalizer()  # runs _end_actor once
-            self._finalizer = None
+    def _end_actor(self) -> None:
+        if self._actor_finalizer is not None:
+            self._actor_finalizer()  # runs _kill_actor once
+            self._actor_finalizer = None
         self._actor = None
         self.base_url = None

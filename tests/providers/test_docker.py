@@ -18,6 +18,9 @@ import pytest
 from gymnasium.vector import SyncVectorEnv
 
 import openenv_gym
+from openenv_gym.client import http_get_json
+from openenv_gym.env import RemoteEnv
+from openenv_gym.errors import ServerConnectError
 from openenv_gym.providers.docker_images import RUNTIME_IMAGE, SERVER_UID, ImageBuildError
 from openenv_gym.providers.docker_owners import OWNER_PID, owned_containers
 from openenv_gym.providers.docker_provider import DockerProvider, DockerUnavailableError
@@ -300,3 +303,22 @@ def test_the_warm_pool_reuses_containers_between_make_vec_calls(docker):
     finally:
         docker_pool.clear()
     assert not our_containers(docker)
+
+
+def test_a_token_given_is_required_by_the_container(docker):
+    """token= makes the server in the container require it; it reaches the server through the
+    container's environment, not its command line."""
+    provider = DockerProvider("CartPole-v1", token="container-token")
+    env = None
+    try:
+        url = provider.start()
+        assert "container-token" not in " ".join(docker.containers.get(provider.container_id).attrs["Args"])
+        with pytest.raises(ServerConnectError, match="HTTP 401"):
+            http_get_json(url, "/schema")
+        env = RemoteEnv("CartPole-v1", provider=provider)
+        env.reset(seed=0)
+        assert env.step(0)[1] == 1.0
+    finally:
+        if env is not None:
+            env.close()
+        provider.stop()

@@ -11,17 +11,20 @@ import signal
 import subprocess
 import sys
 import textwrap
+import urllib.parse
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import ray
 from gymnasium.vector import SyncVectorEnv
+from ray.util.placement_group import placement_group
 
 import openenv_gym  # noqa: F401
 from openenv_gym.client import http_get_json
 from openenv_gym.errors import ProviderError, ServerConnectError
 from openenv_gym.providers import make_providers
+from openenv_gym.providers import ray_provider
 from openenv_gym.providers.ray_provider import ACTOR_NAME_PREFIX, RayProvider, resource_request
 from openenv_gym.sync_client import EnvClient
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
@@ -69,10 +72,26 @@ def test_resources_are_read_in_rays_bundle_form():
     assert resource_request({"num_cpus": 0.5, "num_gpus": 1, "memory": 2**30, CUSTOM: 0.1}) == {
         "CPU": 0.5, "GPU": 1.0, "memory": 2.0**30, CUSTOM: 0.1,
     }
-    with pytest.raises(ValueError, match=re.escape("resources['num_cpus'] must be a non-negative number, got -1")):
-        resource_request({"num_cpus": -1})
-    with pytest.raises(ValueError, match="placement must be one of"):
-        RayProvider("CartPole-v1", placement="scatter")
+    for bad in (-1, float("nan"), float("inf"), True, "1"):
+        with pytest.raises(ValueError, match=re.escape(f"resources['num_cpus'] must be a non-negative number, got {bad!r}")):
+            resource_request({"num_cpus": bad})
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"placement": "scatter"}, "placement must be one of"),
+        ({"placement": "pack", "resources": {"num_cpus": 0}}, "a placement group needs a resource to reserve"),
+        ({"host": ""}, "host must be an address to bind"),
+        ({"host": "::"}, "host must be an address to bind"),
+        ({"token": ""}, "token must not be empty"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_starts(options, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        RayProvider("CartPole-v1", **options)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make_providers("ray", 2, target="CartPole-v1", **options)
 
 
 def test_episodes_match_gymnasium_through_a_ray_actor():
@@ -83,12 +102,32 @@ def test_episodes_match_gymnasium_through_a_ray_actor():
         provider = remote.unwrapped.provider
         assert isinstance(provider, RayProvider) and our_actors() == [provider.actor_name]
         assert provider.token and pid_alive(provider.server_pid)
+        server_pid = provider.server_pid
+        assert server_pid is not None and pid_alive(server_pid)
         ends = assert_same_trajectory(play(remote, 7, 300, 1), play(local, 7, 300, 1))
         assert ends >= 10
     finally:
         remote.close()
         local.close()
-    assert not pid_alive(provider.server_pid or -1)
+    assert not pid_alive(server_pid), "close() stops the server before it returns"
+
+
+def test_the_token_given_is_the_one_the_servers_require():
+    """token= given to gym.make or gym.make_vec is what the Ray-started servers require."""
+    env = gym.make("openenv/CartPole-v1", provider="ray", token="chosen-token", **LOOPBACK)
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, provider="ray", servers=2, token="chosen-token", **LOOPBACK)
+    try:
+        providers = [env.unwrapped.provider, *envs.unwrapped._providers]
+        assert {provider.token for provider in providers} == {"chosen-token"}
+        for provider in providers:
+            with pytest.raises(ServerConnectError, match="HTTP 401"):
+                http_get_json(provider.base_url, "/schema", token="another-token")
+            assert http_get_json(provider.base_url, "/schema", token="chosen-token")["action"]
+        env.reset(seed=0)
+        envs.reset(seed=0)
+    finally:
+        env.close()
+        envs.close()
 
 
 def test_make_vec_matches_sync_vector_env_on_ray_servers():
@@ -102,7 +141,7 @@ def test_make_vec_matches_sync_vector_env_on_ray_servers():
         providers = remote.unwrapped._providers
         assert len(providers) == 3 and len(set(our_actors())) == 3
         assert len({provider.token for provider in providers}) == 1, "one token per run"
-        assert ray.available_resources()["CPU"] == 4 - 3, "one CPU per server by default"
+        assert wait_until(lambda: ray.available_resources().get("CPU") == 4 - 3, 10 * UNIT), "one CPU per server"
         assert_same(remote.reset(seed=11), local.reset(seed=11), "reset")
         rng = np.random.default_rng(0)
         ends = 0
@@ -128,20 +167,47 @@ def test_a_killed_actor_restarts_its_sub_envs_truncated():
         victim = envs.unwrapped._providers[0]
         old_name, old_pid = victim.actor_name, victim.server_pid
         ray.kill(victim._actor)
-        # The server exits when it sees its actor gone; the rollout goes on meanwhile.
-        truncations, infos, steps = np.zeros(4, dtype=bool), {}, 0
-        while not truncations.any():
-            _, _, terminations, truncations, infos = envs.step(np.zeros(4, dtype=np.int64))
-            if terminations.any():  # keep the sub-envs alive: CartPole falls over after ~10 zero actions
-                envs.reset()
-            steps += 1
-            assert steps < 2000, "the lost actor was never noticed"
+        assert wait_until(lambda: not pid_alive(old_pid), 20 * UNIT), "the server exits when its actor is gone"
+        _, _, _, truncations, infos = envs.step(np.zeros(4, dtype=np.int64))
         assert truncations.tolist() == [True, True, False, False]
         assert "ConnectionLostError" in infos[FAILURE_INFO_KEY][0]
         assert not infos[f"_{FAILURE_INFO_KEY}"][2:].any()
         assert victim.actor_name != old_name and victim.actor_name in our_actors()
-        assert not pid_alive(old_pid)
         _, rewards, _, _, _ = envs.step(np.zeros(4, dtype=np.int64))  # NextStep: the restarted pair resets here
+        assert rewards.tolist()[2:] == [1.0, 1.0]
+        assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
+    finally:
+        envs.close()
+
+
+class DyingServerActor:
+    """Stands in for ServerActor: its process dies as it starts a server (a node going down)."""
+
+    def __init__(self, *args: object) -> None:
+        pass
+
+    def start(self) -> str:
+        os._exit(1)
+
+
+def test_sub_envs_move_to_another_server_when_their_actor_cannot_be_replaced(monkeypatch):
+    """The lost actor's replacement dies too: its sub-envs move, truncated, to the run's other
+    server (which has room: sessions_per_server=4), and the rollout goes on."""
+    envs = gym.make_vec(
+        "openenv/CartPole-v1", num_envs=4, provider="ray", servers=2, sessions_per_server=4, **LOOPBACK
+    )
+    try:
+        envs.reset(seed=0)
+        victim, survivor = envs.unwrapped._providers
+        old_pid = victim.server_pid
+        monkeypatch.setattr(ray_provider, "_RemoteServerActor", ray.remote(num_cpus=1)(DyingServerActor))
+        ray.kill(victim._actor)
+        assert wait_until(lambda: not pid_alive(old_pid), 20 * UNIT)
+        _, _, _, truncations, infos = envs.step(np.zeros(4, dtype=np.int64))
+        assert truncations.tolist() == [True, True, False, False]
+        servers = {urllib.parse.urlsplit(block.client.url).netloc for block in envs.unwrapped._blocks}
+        assert servers == {urllib.parse.urlsplit(survivor.base_url).netloc}
+        _, rewards, _, _, _ = envs.step(np.zeros(4, dtype=np.int64))
         assert rewards.tolist()[2:] == [1.0, 1.0]
         assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
     finally:
@@ -206,13 +272,22 @@ def test_resources_and_placement_reserve_and_give_back():
     ("options", "message"),
     [
         ({"placement": "strict_spread"}, "Ray could not reserve 2 x {'CPU': 1.0} with strategy STRICT_SPREAD"),
-        ({"resources": {"absent_resource": 1}}, "Ray did not start a server for 'CartPole-v1' within 2 s"),
+        ({"resources": {"absent_resource": 1}}, "Ray did not place a server for 'CartPole-v1' within 2 s"),
     ],
     ids=["strict-spread-on-one-node", "missing-resource"],
 )
-def test_what_the_cluster_cannot_place_fails_in_time_and_leaves_nothing(options, message):
+def test_what_the_cluster_cannot_place_fails_in_time_and_leaves_nothing(monkeypatch, options, message):
+    """The servers of a run that cannot be placed wait for one reservation, not one each."""
+    reservations = []
+
+    def counted(*args, **kwargs):
+        reservations.append(args)
+        return placement_group(*args, **kwargs)
+
+    monkeypatch.setattr(ray_provider, "placement_group", counted)
     with pytest.raises(ProviderError, match=re.escape(message)):
         gym.make_vec("openenv/CartPole-v1", num_envs=2, provider="ray", servers=2, startup_timeout=2 * UNIT, **options, **LOOPBACK)
+    assert len(reservations) == (1 if "placement" in options else 0)
 
 
 def test_options_for_another_provider_are_refused():

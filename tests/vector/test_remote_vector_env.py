@@ -12,6 +12,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import openenv_gym  # noqa: F401
 from openenv_gym.vector import RemoteVectorEnv
+from openenv_gym.vector.remote_vector_env import _server_layout
 from tests.utils import pid_alive, wait_until
 
 NUM_ENVS = 6
@@ -130,6 +131,58 @@ def test_packing_and_cleanup():
     finally:
         envs.close()
     assert wait_until(lambda: not any(pid_alive(pid) for pid in pids), 10)
+
+
+@pytest.mark.parametrize(
+    ("num_envs", "sessions_per_server", "servers", "layout"),
+    [
+        (64, None, 48, (48, 2)),  # servers= is the count, even when it does not divide num_envs
+        (10, None, 6, (6, 2)),
+        (5, None, 4, (4, 2)),
+        (3, None, 8, (3, 1)),  # never more servers than sub-envs
+        (4, 4, 2, (2, 4)),  # sessions_per_server with servers=: room for a failed server's sub-envs
+        (64, 8, None, (8, 8)),
+        (5, 2, None, (3, 2)),
+    ],
+)
+def test_server_layout(num_envs, sessions_per_server, servers, layout):
+    assert _server_layout(num_envs, sessions_per_server, servers) == layout
+
+
+def test_server_layout_refuses_what_cannot_hold():
+    with pytest.raises(ValueError, match=re.escape("servers=2 puts 4 sub-envs on a server, more than sessions_per_server=3; ask for at least 3 servers")):
+        _server_layout(8, 3, 2)
+    for bad in ({"servers": 0}, {"sessions_per_server": 0}):
+        with pytest.raises(ValueError, match="must be at least 1"):
+            _server_layout(4, bad.get("sessions_per_server"), bad.get("servers"))
+
+
+def test_servers_starts_that_many_servers_with_the_sub_envs_spread_evenly():
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=5, servers=4)
+    try:
+        assert len(envs.unwrapped._providers) == 4
+        assert sorted(b.stop - b.start for b in envs.unwrapped._blocks) == [1, 1, 1, 2]
+    finally:
+        envs.close()
+
+
+def test_a_token_given_is_required_by_the_servers_started():
+    """token= reaches the process provider: the servers started refuse sessions without it."""
+    from openenv_gym.client import http_get_json
+    from openenv_gym.errors import ServerConnectError
+
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, servers=2, token="chosen")
+    env = gym.make("openenv/CartPole-v1", token="chosen")
+    try:
+        for provider in [*envs.unwrapped._providers, env.unwrapped.provider]:
+            assert provider.token == "chosen"
+            with pytest.raises(ServerConnectError, match="HTTP 401"):
+                http_get_json(provider.base_url, "/schema")
+        envs.reset(seed=0)
+        env.reset(seed=0)
+    finally:
+        envs.close()
+        env.close()
 
 
 def test_base_urls_spread_sessions_over_running_servers():
