@@ -25,12 +25,10 @@ import statistics
 import time
 from collections.abc import Callable
 
-import gymnasium as gym
-import numpy as np
-
 import openenv_gym  # noqa: F401  (registers the openenv/... ids)
 from openenv_gym.providers import ProcessProvider, docker_pool
 from openenv_gym.providers.docker_provider import DockerProvider, docker_client
+from rollout import steps_per_second, time_ready
 
 NUM_ENVS = 64
 
@@ -49,24 +47,6 @@ def time_starts(make: Callable[[], object], count: int) -> list[float]:
         times.append(time.perf_counter() - started)
         provider.stop()  # type: ignore[attr-defined]
     return times
-
-
-def time_ready(**kwargs: object) -> tuple[float, gym.vector.VectorEnv]:
-    started = time.perf_counter()
-    envs = gym.make_vec("openenv/CartPole-v1", num_envs=NUM_ENVS, **kwargs)
-    envs.reset(seed=0)
-    return time.perf_counter() - started, envs
-
-
-def steps_per_second(envs: gym.vector.VectorEnv, steps: int) -> float:
-    rng = np.random.default_rng(0)
-    actions = [rng.integers(0, 2, NUM_ENVS) for _ in range(steps + 20)]
-    for action in actions[:20]:
-        envs.step(action)
-    started = time.perf_counter()
-    for action in actions[20:]:
-        envs.step(action)
-    return NUM_ENVS * steps / (time.perf_counter() - started)
 
 
 def main() -> None:
@@ -100,17 +80,17 @@ def main() -> None:
     for per_server in (None, 8):
         packing = "one server per CPU" if per_server is None else f"{per_server} sub-envs per server"
         common = {"sessions_per_server": per_server} if per_server else {}
-        cold, envs = time_ready(provider="docker", **common)
+        cold, envs = time_ready(NUM_ENVS, provider="docker", **common)
         if per_server is None:
             rates["docker"] = steps_per_second(envs, args.steps)
         envs.close()
         pool = {"provider_kwargs": {"pool": True}}
-        first, envs = time_ready(provider="docker", **common, **pool)
+        first, envs = time_ready(NUM_ENVS, provider="docker", **common, **pool)
         envs.close()
-        from_pool, envs = time_ready(provider="docker", **common, **pool)
+        from_pool, envs = time_ready(NUM_ENVS, provider="docker", **common, **pool)
         envs.close()
         docker_pool.clear()
-        process, envs = time_ready(provider="process", **common)
+        process, envs = time_ready(NUM_ENVS, provider="process", **common)
         if per_server is None:
             rates["process"] = steps_per_second(envs, args.steps)
         envs.close()

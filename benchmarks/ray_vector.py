@@ -19,31 +19,12 @@ import platform
 import statistics
 import time
 
-import gymnasium as gym
-import numpy as np
 import ray
 
-import openenv_gym  # noqa: F401  (registers the openenv/... ids)
+import openenv_gym
+from rollout import steps_per_second, time_ready
 
 TARGET = 0.8
-
-
-def time_ready(num_envs: int, **kwargs: object) -> tuple[float, gym.vector.VectorEnv]:
-    started = time.perf_counter()
-    envs = gym.make_vec("openenv/CartPole-v1", num_envs=num_envs, **kwargs)
-    envs.reset(seed=0)
-    return time.perf_counter() - started, envs
-
-
-def steps_per_second(envs: gym.vector.VectorEnv, num_envs: int, steps: int) -> float:
-    rng = np.random.default_rng(0)
-    actions = [rng.integers(0, 2, num_envs) for _ in range(steps + 20)]
-    for action in actions[:20]:
-        envs.step(action)
-    started = time.perf_counter()
-    for action in actions[20:]:
-        envs.step(action)
-    return num_envs * steps / (time.perf_counter() - started)
 
 
 def main() -> None:
@@ -62,6 +43,14 @@ def main() -> None:
         f"python {platform.python_version()}, openenv-gym {openenv_gym.__version__}, ray {ray.__version__}; "
         f"{cpus} CPUs, load {os.getloadavg()}; local Ray instance started in {ray_start:.2f} s"
     )
+    try:
+        run(args, cpus)
+    finally:
+        ray.shutdown()
+    print(f"\nafter the run: load {os.getloadavg()}")
+
+
+def run(args: argparse.Namespace, cpus: int) -> None:
     providers = {
         # Loopback, as the process provider: only placement differs. One CPU per server (the default).
         "ray": {"provider": "ray", "host": "127.0.0.1"},
@@ -74,7 +63,7 @@ def main() -> None:
             for name, options in providers.items():
                 seconds, envs = time_ready(num_envs, servers=cpus, **options)
                 try:
-                    rates[name].append(steps_per_second(envs, num_envs, args.steps))
+                    rates[name].append(steps_per_second(envs, args.steps))
                 finally:
                     envs.close()
                 ready[name].append(seconds)
@@ -87,8 +76,6 @@ def main() -> None:
                 f"   ready in {statistics.median(ready[name]):.2f} s"
             )
         print(f"  ratio ray/process {ratio:.2f}x; target >= {TARGET}x: {'met' if ratio >= TARGET else 'NOT met'}")
-    ray.shutdown()
-    print(f"\nafter the run: load {os.getloadavg()}")
 
 
 if __name__ == "__main__":
