@@ -159,23 +159,31 @@ def test_make_vec_matches_sync_vector_env_on_ray_servers():
     assert not any(pid_alive(pid) for pid in server_pids)
 
 
+def lose_first_server(envs) -> None:
+    """Kill the actor of the first server of ``envs``, wait for its server to go, and check the next
+    step reports the first server's two sub-envs truncated and the rollout goes on after it."""
+    victim = envs.unwrapped._providers[0]
+    old_pid = victim.server_pid
+    ray.kill(victim._actor)
+    assert wait_until(lambda: not pid_alive(old_pid), 20 * UNIT), "the server exits when its actor is gone"
+    _, _, _, truncations, infos = envs.step(np.zeros(4, dtype=np.int64))
+    assert truncations.tolist() == [True, True, False, False]
+    assert "ConnectionLostError" in infos[FAILURE_INFO_KEY][0]
+    assert not infos[f"_{FAILURE_INFO_KEY}"][2:].any()
+    _, rewards, _, _, _ = envs.step(np.zeros(4, dtype=np.int64))  # NextStep: the restarted pair resets here
+    assert rewards.tolist()[2:] == [1.0, 1.0]
+    assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
+
+
 def test_a_killed_actor_restarts_its_sub_envs_truncated():
     """An actor killed mid-rollout: its sub-envs come back on a new actor, reported truncated with the reason."""
     envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, provider="ray", servers=2, **LOOPBACK)
     try:
         envs.reset(seed=0)
         victim = envs.unwrapped._providers[0]
-        old_name, old_pid = victim.actor_name, victim.server_pid
-        ray.kill(victim._actor)
-        assert wait_until(lambda: not pid_alive(old_pid), 20 * UNIT), "the server exits when its actor is gone"
-        _, _, _, truncations, infos = envs.step(np.zeros(4, dtype=np.int64))
-        assert truncations.tolist() == [True, True, False, False]
-        assert "ConnectionLostError" in infos[FAILURE_INFO_KEY][0]
-        assert not infos[f"_{FAILURE_INFO_KEY}"][2:].any()
+        old_name = victim.actor_name
+        lose_first_server(envs)
         assert victim.actor_name != old_name and victim.actor_name in our_actors()
-        _, rewards, _, _, _ = envs.step(np.zeros(4, dtype=np.int64))  # NextStep: the restarted pair resets here
-        assert rewards.tolist()[2:] == [1.0, 1.0]
-        assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
     finally:
         envs.close()
 
@@ -198,18 +206,11 @@ def test_sub_envs_move_to_another_server_when_their_actor_cannot_be_replaced(mon
     )
     try:
         envs.reset(seed=0)
-        victim, survivor = envs.unwrapped._providers
-        old_pid = victim.server_pid
+        survivor = envs.unwrapped._providers[1]
         monkeypatch.setattr(ray_provider, "_RemoteServerActor", ray.remote(num_cpus=1)(DyingServerActor))
-        ray.kill(victim._actor)
-        assert wait_until(lambda: not pid_alive(old_pid), 20 * UNIT)
-        _, _, _, truncations, infos = envs.step(np.zeros(4, dtype=np.int64))
-        assert truncations.tolist() == [True, True, False, False]
+        lose_first_server(envs)
         servers = {urllib.parse.urlsplit(block.client.url).netloc for block in envs.unwrapped._blocks}
         assert servers == {urllib.parse.urlsplit(survivor.base_url).netloc}
-        _, rewards, _, _, _ = envs.step(np.zeros(4, dtype=np.int64))
-        assert rewards.tolist()[2:] == [1.0, 1.0]
-        assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
     finally:
         envs.close()
 
