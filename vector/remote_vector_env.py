@@ -124,16 +124,19 @@ def _start_all(providers: list[Provider], desc: str) -> list[str]:
 
 def _stop_all(providers: list[Provider]) -> None:
     """Stop every provider, in parallel: each may wait for its server (or a lost node) to answer."""
-    if len(providers) < 2:
-        for provider in providers:
-            provider.stop()
-        return
-    with ThreadPoolExecutor(max_workers=min(len(providers), 16)) as pool:
-        for future in [pool.submit(provider.stop) for provider in providers]:
-            try:
-                future.result()
-            except Exception:  # one provider's failure to stop must not keep the others running
-                logger.exception("stopping a server failed")
+    if len(providers) > 1:
+        try:
+            with ThreadPoolExecutor(max_workers=min(len(providers), 16)) as pool:
+                futures = [pool.submit(provider.stop) for provider in providers]
+        except RuntimeError:  # at interpreter exit no new thread starts: stop them one by one below
+            pass
+        else:
+            for future in futures:
+                if future.exception() is not None:  # one failure must not keep the others running
+                    logger.error("stopping a server failed", exc_info=future.exception())
+            return
+    for provider in providers:
+        provider.stop()
 
 
 def _complete_all(completions: list[Callable[[], Any]]) -> list[Any]:
