@@ -230,16 +230,10 @@ def _serve(args: argparse.Namespace) -> int:
     from .server.runner import load_factory, run
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        factory = load_factory(
-            args.target, max_episode_steps=args.max_episode_steps, env_kwargs=args.env_kwargs, inline=args.inline
-        )
-    except ValueError as exc:
-        print(f"openenv-gym serve: {exc}", file=sys.stderr)
-        return 2
     token = None
     if args.token_env is not None:
-        token = os.environ.get(args.token_env)
+        # Taken out of the environment, so nothing the env starts (agent code, a subprocess) inherits it.
+        token = os.environ.pop(args.token_env, None)
         if not token:
             print(f"openenv-gym serve: --token-env {args.token_env}: that variable is not set", file=sys.stderr)
             return 2
@@ -247,6 +241,13 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("openenv_gym").warning(
             "serving on %s without a token: anyone who reaches it can run the env (see --token-env)", args.host
         )
+    try:
+        factory = load_factory(
+            args.target, max_episode_steps=args.max_episode_steps, env_kwargs=args.env_kwargs, inline=args.inline
+        )
+    except ValueError as exc:
+        print(f"openenv-gym serve: {exc}", file=sys.stderr)
+        return 2
     try:
         run(
             factory,

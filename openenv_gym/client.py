@@ -45,13 +45,11 @@ def auth_headers(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
-def http_get_json(
-    base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOUT, token: str | None = None, *, direct: bool = False
-) -> Any:
+def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOUT, token: str | None = None) -> Any:
     """``GET`` a JSON endpoint of the server (``/health``, ``/schema``, ``/metadata``).
 
-    Requests beyond loopback go through the environment's HTTP proxy, if any, unless ``direct``
-    (a server a provider started on this cluster, which a proxy would not reach).
+    It connects directly, never through an HTTP proxy from the environment, as the sessions of
+    the synchronous clients do: a proxy would see the token, and may not reach cluster addresses.
 
     Raises:
         ServerConnectError: the server is unreachable, answered an error status, or not JSON.
@@ -60,10 +58,8 @@ def http_get_json(
     socket_path = unix_socket_path(url)
     if socket_path is not None:
         return _unix_get_json(url, socket_path, timeout, token)
-    handlers: list[urllib.request.BaseHandler] = [_NoRedirects()]  # a redirect would carry the token elsewhere
-    if direct or is_loopback_host(urllib.parse.urlsplit(url).hostname):
-        handlers.append(urllib.request.ProxyHandler({}))
-    opener = urllib.request.build_opener(*handlers)
+    # No proxies, and no redirects: a redirect would carry the token elsewhere.
+    opener = urllib.request.build_opener(_NoRedirects(), urllib.request.ProxyHandler({}))
     try:
         with opener.open(urllib.request.Request(url, headers=auth_headers(token)), timeout=timeout) as response:
             body = response.read(MAX_HTTP_BODY_BYTES + 1)

@@ -187,6 +187,8 @@ class RemoteEnv(gym.Env[Any, Any]):
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
         if provider_options and (base_url is not None or not isinstance(provider, str)):
             raise TypeError(f"unexpected keyword arguments {sorted(provider_options)} (options of a provider to start)")
+        if token is not None and "token" in {**(provider_kwargs or {}), **provider_options}:
+            raise ValueError("pass the token once: token= or the provider's token option")
         self.render_mode = render_mode
         if base_url is not None:
             provider = URLProvider(base_url, timeout=open_timeout, token=token)

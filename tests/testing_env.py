@@ -130,3 +130,26 @@ def make_pixels():
             return self.frame, 1.0, False, False, {}
 
     return Pixels()
+
+
+def make_environ_reporter():
+    """CartPole whose reset info says what the server's environment, and a child process started
+    by the env, see of the server's token variable (both should see nothing)."""
+    import os
+    import subprocess
+    import sys
+
+    import gymnasium as gym
+
+    from openenv_gym.providers.process import TOKEN_ENV_VAR
+
+    class EnvironReporter(gym.Wrapper):
+        def reset(self, **kwargs):
+            observation, info = self.env.reset(**kwargs)
+            child = subprocess.run(
+                [sys.executable, "-c", f"import os; print(os.environ.get({TOKEN_ENV_VAR!r}, ''))"],
+                capture_output=True, text=True, timeout=30,
+            )
+            return observation, {"server_sees": os.environ.get(TOKEN_ENV_VAR, ""), "child_sees": child.stdout.strip()}
+
+    return EnvironReporter(gym.make("CartPole-v1"))

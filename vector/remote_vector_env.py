@@ -136,7 +136,10 @@ def _stop_all(providers: list[Provider]) -> None:
                     logger.error("stopping a server failed", exc_info=future.exception())
             return
     for provider in providers:
-        provider.stop()
+        try:
+            provider.stop()
+        except Exception:  # one failure must not keep the others running
+            logger.exception("stopping a server failed")
 
 
 def _complete_all(completions: list[Callable[[], Any]]) -> list[Any]:
@@ -253,6 +256,10 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             base_urls = [base_url]
         if provider_options and base_urls:
             raise TypeError(f"unexpected keyword arguments {sorted(provider_options)} (options of a provider to start)")
+        if servers is not None and base_urls:
+            raise ValueError("servers= is the number of servers to start; with base_urls= none is started")
+        if token is not None and "token" in {**(provider_kwargs or {}), **provider_options}:
+            raise ValueError("pass the token once: token= or the provider's token option")
         self.server = server
         self.num_envs = num_envs
         self.autoreset_mode = AutoresetMode(autoreset_mode)

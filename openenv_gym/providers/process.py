@@ -117,6 +117,14 @@ class ProcessProvider(Provider):
         self.process: subprocess.Popen[bytes] | None = None
         self._finalizer: weakref.finalize | None = None
 
+    @classmethod
+    def group(cls, count: int, **options: Any) -> list[Provider]:
+        """``count`` servers of one run; beyond loopback they share one token, so a client that
+        loses its server can move to another of the run."""
+        if options.get("token") is None and not is_loopback_host(options.get("host", "127.0.0.1")):
+            options["token"] = new_token()
+        return [cls(**options) for _ in range(count)]
+
     def __repr__(self) -> str:
         return f"ProcessProvider({self.target!r}, url={self.base_url!r})"
 
@@ -171,7 +179,7 @@ class ProcessProvider(Provider):
             os.close(ready_read)
         self.base_url = line[len(READY_PREFIX) :].split()[0]
         try:
-            http_get_json(self.base_url, "/health", timeout=self.startup_timeout, direct=True)
+            http_get_json(self.base_url, "/health", timeout=self.startup_timeout)
         except ServerConnectError as exc:
             self.stop()
             raise ServerStartError(f"server at {self.base_url} failed its health check: {exc}", command) from exc

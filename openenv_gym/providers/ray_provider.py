@@ -52,6 +52,7 @@ _RESOURCE_NAMES = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
 # only, since asyncio sets IPV6_V6ONLY, while Ray reports nodes by IPv4 address.)
 WILDCARD_HOST = "0.0.0.0"
 _connect_lock = threading.Lock()
+_BUNDLE_INDEX_WITH_PLACEMENT = "with placement=, the servers get the bundles of their own group: leave out bundle_index"
 
 
 class ServerActor:
@@ -121,6 +122,14 @@ def _actor_resources(request: dict[str, float]) -> dict[str, Any]:
     return options
 
 
+class _Reservation:
+    """One attempt at reserving a placement group, which servers starting together wait on."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.failure: ProviderError | None = None
+
+
 class _SharedPlacementGroup:
     """One placement group for a run of servers: reserved when the first of them starts, removed
     when the last of them stops (a server restarted after a fault finds its bundle reserved).
@@ -135,49 +144,50 @@ class _SharedPlacementGroup:
         self.timeout = timeout
         self._lock = threading.RLock()  # release() may run in a finalizer, on any thread
         self._group: PlacementGroup | None = None
-        self._reserving: threading.Event | None = None
-        self._failure: ProviderError | None = None
+        self._reservation: _Reservation | None = None
         self._holders = 0
 
     def acquire(self) -> PlacementGroup:
         """The reserved group, reserving it first if need be; pair each success with :meth:`release`."""
         with self._lock:
-            reserving = self._reserving
-            if self._group is None and reserving is None:
-                reserving = self._reserving = threading.Event()
-                self._failure = None
-                reserve = True
-            else:
-                reserve = False
+            reservation, reserve = self._reservation, False
+            if self._group is None and reservation is None:
+                reservation, reserve = _Reservation(), True
+                self._reservation = reservation
         if reserve:
-            self._reserve(reserving)
-        elif reserving is not None:
-            reserving.wait(self.timeout + PING_TIMEOUT)
+            self._reserve(reservation)
+        elif reservation is not None:
+            reservation.done.wait(self.timeout + PING_TIMEOUT)
         with self._lock:
             if self._group is None:
-                raise self._failure or ProviderError(f"Ray did not reserve the placement group within {self.timeout:g} s")
+                assert reservation is not None
+                raise reservation.failure or ProviderError(
+                    f"Ray did not reserve the placement group within {self.timeout:g} s"
+                )
             self._holders += 1
             return self._group
 
-    def _reserve(self, done: threading.Event) -> None:
+    def _reserve(self, reservation: _Reservation) -> None:
+        group, reserved = None, False
         try:
             group = placement_group(self.bundles, strategy=self.strategy)
             ready, _ = ray.wait([group.ready()], timeout=self.timeout)
-            if not ready:
-                remove_placement_group(group)
-                raise ProviderError(
+            reserved = bool(ready)
+            if not reserved:
+                reservation.failure = ProviderError(
                     f"Ray could not reserve {len(self.bundles)} x {self.bundles[0]} with strategy {self.strategy} "
                     f"within {self.timeout:g} s; the cluster has {ray.available_resources()} available"
                 )
-        except (ProviderError, RayError, ValueError) as exc:
+        except Exception as exc:  # what Ray raised, for every server waiting on this reservation
+            reservation.failure = ProviderError(f"Ray refused the placement group: {exc}")
+        finally:  # even when interrupted: nobody may wait on a reservation no one makes
             with self._lock:
-                self._failure = exc if isinstance(exc, ProviderError) else ProviderError(f"Ray refused the placement group: {exc}")
-                self._reserving = None
-            done.set()
-            return
-        with self._lock:
-            self._group, self._reserving = group, None
-        done.set()
+                if reserved:
+                    self._group = group
+                self._reservation = None
+            if not reserved and group is not None:
+                _remove_group(group)
+            reservation.done.set()
 
     def release(self) -> None:
         with self._lock:
@@ -185,11 +195,15 @@ class _SharedPlacementGroup:
             if self._holders > 0 or self._group is None:
                 return
             group, self._group = self._group, None
-        if ray.is_initialized():
-            try:
-                remove_placement_group(group)
-            except RayError:
-                pass  # the cluster is gone, and the group with it
+        _remove_group(group)
+
+
+def _remove_group(group: PlacementGroup) -> None:
+    if ray.is_initialized():
+        try:
+            remove_placement_group(group)
+        except RayError:
+            pass  # the cluster is gone, and the group with it
 
 
 def _kill_actor(actor: Any) -> None:
@@ -261,6 +275,8 @@ class RayProvider(Provider):
         if placement is not None and not any(self.request.values()):
             raise ValueError(f"a placement group needs a resource to reserve, but each server asks {self.request}")
         if placement is not None and _shared_group is None:
+            if bundle_index != -1:
+                raise ValueError(_BUNDLE_INDEX_WITH_PLACEMENT)
             _shared_group = _SharedPlacementGroup([self.request], PLACEMENT_STRATEGIES[placement], startup_timeout)
             bundle_index = 0
         if host is not None and (not host or host == "::"):
@@ -297,6 +313,8 @@ class RayProvider(Provider):
         placement = options.get("placement")
         if placement not in PLACEMENT_STRATEGIES or options.get("placement_group") is not None:
             return [cls(token=token, **options) for _ in range(count)]  # the constructor reports bad input
+        if "bundle_index" in options:
+            raise ValueError(_BUNDLE_INDEX_WITH_PLACEMENT)
         request = resource_request(options.get("resources"))
         timeout = options.get("startup_timeout", DEFAULT_STARTUP_TIMEOUT)
         shared = _SharedPlacementGroup([request] * count, PLACEMENT_STRATEGIES[placement], timeout)
@@ -313,7 +331,10 @@ class RayProvider(Provider):
             ProviderError: Ray could not place the actor, or its server did not start or cannot
                 be reached from this machine, within ``startup_timeout`` (each).
         """
-        connect(self.ray_address)
+        try:
+            connect(self.ray_address)
+        except Exception as exc:  # Ray's own errors here are ConnectionError, RuntimeError, ...
+            raise ProviderError(f"cannot join the Ray cluster ({self.ray_address or 'Ray default'}): {exc}") from exc
         if self._actor is not None:
             try:
                 return self._reachable(self._call("start", self.startup_timeout + PING_TIMEOUT))
@@ -321,7 +342,10 @@ class RayProvider(Provider):
                 self.kill()  # its server runs but cannot be reached: try a new placement
             except RayError:
                 self._end_actor()  # the actor or its node is lost (or hung): place a new one
-        self._place_actor()
+        try:
+            self._place_actor()
+        except (RayError, ValueError, TypeError) as exc:  # options Ray refuses (a bad runtime_env, say)
+            raise ProviderError(f"Ray refused the actor for a {self.target!r} server: {exc}") from exc
         try:
             self._call("__ray_ready__", self.startup_timeout)
         except GetTimeoutError:
@@ -374,7 +398,7 @@ class RayProvider(Provider):
     def _reachable(self, url: str) -> str:
         """``url``, once its ``/health`` answers from this process (another node may not reach it)."""
         try:
-            http_get_json(url, "/health", timeout=self.startup_timeout, direct=True)
+            http_get_json(url, "/health", timeout=self.startup_timeout)
         except OpenEnvGymError as exc:
             raise ProviderError(
                 f"the server of Ray actor {self.actor_name} at {url} does not answer from this machine: {exc} "

@@ -163,3 +163,30 @@ def test_a_server_bound_beyond_loopback_gets_a_token():
         env.close()
     finally:
         provider.stop()
+
+
+def test_the_token_is_not_inherited_by_what_the_env_starts():
+    """serve takes its token out of the environment: neither the env nor a child process it starts
+    (agent code run without a sandbox, say) can read it there."""
+    provider = ProcessProvider("tests.testing_env:make_environ_reporter", host="127.0.0.2")
+    env = RemoteEnv("tests.testing_env:make_environ_reporter", provider=provider)
+    try:
+        _, info = env.reset(seed=0)
+        assert info == {"server_sees": "", "child_sees": ""}
+    finally:
+        env.close()
+
+
+def test_http_requests_never_go_through_a_proxy_from_the_environment(monkeypatch):
+    """A proxy from the environment (here one that refuses every connection) is not used: it would
+    see the token, and could not reach a cluster's addresses anyway."""
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    provider = ProcessProvider("CartPole-v1", host="127.0.0.2")
+    try:
+        url = provider.start()
+        assert "action" in http_get_json(url, "/schema", token=provider.token)
+    finally:
+        provider.stop()

@@ -85,6 +85,7 @@ def test_resources_are_read_in_rays_bundle_form():
         ({"host": ""}, "host must be an address to bind"),
         ({"host": "::"}, "host must be an address to bind"),
         ({"token": ""}, "token must not be empty"),
+        ({"placement": "spread", "bundle_index": 1}, "leave out bundle_index"),
     ],
 )
 def test_bad_options_are_refused_before_anything_starts(options, message):

@@ -185,6 +185,33 @@ def test_a_token_given_is_required_by_the_servers_started():
         env.close()
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"base_url": "http://127.0.0.1:1", "servers": 2}, ValueError, "with base_urls= none is started"),
+        ({"base_url": "http://127.0.0.1:1", "memory": "1g"}, TypeError, "unexpected keyword arguments ['memory']"),
+        ({"token": "a", "provider_kwargs": {"token": "b"}}, ValueError, "pass the token once"),
+    ],
+)
+def test_conflicting_options_are_refused_before_anything_starts(kwargs, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        gym.make_vec("openenv/CartPole-v1", num_envs=2, **kwargs)
+    if "servers" not in kwargs:  # a single env takes the same options, but servers=
+        with pytest.raises(error, match=re.escape(message)):
+            gym.make("openenv/CartPole-v1", **kwargs)
+
+
+def test_servers_bound_beyond_loopback_share_one_token_per_run():
+    """So that sub-envs whose server is lost can move to another server of the run."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, servers=2, host="127.0.0.2")
+    try:
+        tokens = {provider.token for provider in envs.unwrapped._providers}
+        assert len(tokens) == 1 and None not in tokens
+        envs.reset(seed=0)
+    finally:
+        envs.close()
+
+
 def test_base_urls_spread_sessions_over_running_servers():
     """base_urls= spreads sub-envs over servers started elsewhere, which stay up after close()."""
     from openenv_gym.providers import ProcessProvider
