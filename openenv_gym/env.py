@@ -11,7 +11,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
-from .providers import Provider, URLProvider, make_provider
+from .providers import Provider, URLProvider, make_provider, start_options
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .sync_client import EnvClient
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, encode, from_wire, space_from_json, to_wire
@@ -185,10 +185,9 @@ class RemoteEnv(gym.Env[Any, Any]):
         **provider_options: Any,
     ) -> None:
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
-        if provider_options and (base_url is not None or not isinstance(provider, str)):
-            raise TypeError(f"unexpected keyword arguments {sorted(provider_options)} (options of a provider to start)")
-        if token is not None and "token" in {**(provider_kwargs or {}), **provider_options}:
-            raise ValueError("pass the token once: token= or the provider's token option")
+        options = start_options(
+            provider_kwargs, provider_options, token, starts=base_url is None and isinstance(provider, str)
+        )
         self.render_mode = render_mode
         if base_url is not None:
             provider = URLProvider(base_url, timeout=open_timeout, token=token)
@@ -207,10 +206,7 @@ class RemoteEnv(gym.Env[Any, Any]):
                 # The client's TimeLimit (from the registered spec) is the only time limit.
                 max_episode_steps=None,
                 startup_timeout=startup_timeout,
-                **(provider_kwargs or {}),
-                **provider_options,
-                # The server started must require the token the caller gave.
-                **({"token": token} if token is not None else {}),
+                **options,
             )
         self.server = server
         self.provider = provider

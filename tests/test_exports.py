@@ -26,6 +26,7 @@ PUBLIC = {
     },
     "openenv_gym.providers": {
         "DockerProvider", "ProcessProvider", "Provider", "RayProvider", "URLProvider", "make_provider", "make_providers",
+        "start_options",
     },
     "openenv_gym.hub": {
         "MANIFEST_FILENAME", "HubError", "TrustRemoteCodeError", "make_hub_env", "make_hub_vector_env", "pull",

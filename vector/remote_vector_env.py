@@ -22,7 +22,7 @@ from openenv_gym.batch_protocol import AutoresetMode as WireAutoresetMode
 from openenv_gym.batch_protocol import BatchCallFrame, BatchResultFrame
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from openenv_gym.errors import ConnectionLostError, OpenEnvGymError, RequestTimeoutError, ServerConnectError
-from openenv_gym.providers import Provider, URLProvider, make_providers
+from openenv_gym.providers import Provider, URLProvider, make_providers, start_options
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.env import resolve_spaces
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, to_wire
@@ -254,12 +254,9 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             if base_urls:
                 raise ValueError("pass base_url= (one server) or base_urls= (several), not both")
             base_urls = [base_url]
-        if provider_options and base_urls:
-            raise TypeError(f"unexpected keyword arguments {sorted(provider_options)} (options of a provider to start)")
+        options = start_options(provider_kwargs, provider_options, token, starts=not base_urls)
         if servers is not None and base_urls:
             raise ValueError("servers= is the number of servers to start; with base_urls= none is started")
-        if token is not None and "token" in {**(provider_kwargs or {}), **provider_options}:
-            raise ValueError("pass the token once: token= or the provider's token option")
         self.server = server
         self.num_envs = num_envs
         self.autoreset_mode = AutoresetMode(autoreset_mode)
@@ -270,7 +267,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         self._send_failures: list[Exception | None] = []
         self._outcomes: list[Any] = []
         self._providers = self._make_providers(
-            server, base_urls, provider, {**(provider_kwargs or {}), **provider_options}, env_kwargs,
+            server, base_urls, provider, options, env_kwargs,
             max_episode_steps, _server_layout(num_envs, sessions_per_server, servers), startup_timeout, token,
         )
         self._blocks: list[_Block] = []
@@ -332,7 +329,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         server: str | None,
         base_urls: list[str] | None,
         provider: str,
-        provider_kwargs: dict[str, Any],
+        options: dict[str, Any],
         env_kwargs: dict[str, Any] | None,
         max_episode_steps: int | None,
         layout: tuple[int, int],
@@ -346,8 +343,6 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         if server is None:
             raise ValueError("RemoteVectorEnv needs server= (what to run) or base_urls= (where it runs)")
         count, sessions_per_server = layout
-        if token is not None:  # the servers started must require the token the caller gave
-            provider_kwargs = {**provider_kwargs, "token": token}
         return make_providers(
             provider,
             count,
@@ -356,7 +351,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             max_episode_steps=max_episode_steps,
             max_sessions=sessions_per_server,
             startup_timeout=startup_timeout,
-            **provider_kwargs,
+            **options,
         )
 
     def __repr__(self) -> str:

@@ -11,7 +11,7 @@ from .base import Provider
 from .process import ProcessProvider
 from .url import URLProvider
 
-__all__ = ["DockerProvider", "ProcessProvider", "Provider", "RayProvider", "URLProvider", "make_provider", "make_providers"]
+__all__ = ["DockerProvider", "ProcessProvider", "Provider", "RayProvider", "URLProvider", "make_provider", "make_providers", "start_options"]
 
 _PROVIDERS: dict[str, str] = {
     "process": ".process:ProcessProvider",
@@ -50,6 +50,26 @@ def make_providers(name: str, count: int, **kwargs: Any) -> list[Provider]:
     """Build ``count`` providers of kind ``name`` for the servers of one run (see ``Provider.group``)."""
     cls = _provider_class(name)
     return _build(name, functools.partial(cls.group, count), **kwargs)  # type: ignore[no-any-return]
+
+
+def start_options(
+    provider_kwargs: dict[str, Any] | None, options: dict[str, Any], token: str | None, *, starts: bool
+) -> dict[str, Any]:
+    """The options of the provider an env starts: ``provider_kwargs`` and further keyword arguments
+    (``options``) merged, with the caller's ``token`` (which the servers started must require).
+
+    Raises:
+        TypeError: ``options`` were given, but the env starts no server (``starts`` is false).
+        ValueError: the token is given twice, as ``token`` and among the options.
+    """
+    if options and not starts:
+        raise TypeError(f"unexpected keyword arguments {sorted(options)} (options of a provider to start)")
+    merged = {**(provider_kwargs or {}), **options}
+    if token is not None:
+        if "token" in merged:
+            raise ValueError("pass the token once: token= or the provider's token option")
+        merged["token"] = token
+    return merged
 
 
 def __getattr__(name: str) -> Any:

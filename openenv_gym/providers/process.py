@@ -123,7 +123,7 @@ class ProcessProvider(Provider):
         loses its server can move to another of the run."""
         if options.get("token") is None and not is_loopback_host(options.get("host", "127.0.0.1")):
             options["token"] = new_token()
-        return [cls(**options) for _ in range(count)]
+        return super().group(count, **options)
 
     def __repr__(self) -> str:
         return f"ProcessProvider({self.target!r}, url={self.base_url!r})"

@@ -312,7 +312,7 @@ class RayProvider(Provider):
         token = new_token() if token is None else token
         placement = options.get("placement")
         if placement not in PLACEMENT_STRATEGIES or options.get("placement_group") is not None:
-            return [cls(token=token, **options) for _ in range(count)]  # the constructor reports bad input
+            return super().group(count, token=token, **options)  # the constructor reports bad input
         if "bundle_index" in options:
             raise ValueError(_BUNDLE_INDEX_WITH_PLACEMENT)
         request = resource_request(options.get("resources"))

@@ -28,6 +28,7 @@ from openenv_gym.sync_client import EnvClient
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.test_env import assert_same_trajectory, checker_warnings, gym_check, play
 from tests.utils import REPO_ROOT, UNIT, wait_until
+from tests.vector.test_remote_vector_env import assert_lockstep, assert_same
 
 pytestmark = pytest.mark.slow
 
@@ -181,15 +182,8 @@ def test_make_vec_packs_sessions_into_containers_and_matches_sync_vector_env(doc
     local = SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(num_envs)])
     try:
         assert len(our_containers(docker)) == 2
-        obs_r, _ = remote.reset(seed=3)
-        obs_l, _ = local.reset(seed=3)
-        np.testing.assert_array_equal(obs_r, obs_l)
-        rng = np.random.default_rng(0)
-        for _ in range(60):
-            actions = rng.integers(0, 2, num_envs)
-            for got, want in zip(remote.step(actions), local.step(actions)):
-                if isinstance(want, np.ndarray):
-                    np.testing.assert_array_equal(got, want)
+        assert_same(remote.reset(seed=3), local.reset(seed=3), "reset")
+        assert_lockstep(remote, local, 60, np.random.default_rng(0))
     finally:
         remote.close()
         local.close()

@@ -30,7 +30,7 @@ from openenv_gym.sync_client import EnvClient
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.test_env import assert_same_trajectory, play
 from tests.utils import REPO_ROOT, UNIT, pid_alive, wait_until
-from tests.vector.test_remote_vector_env import assert_same
+from tests.vector.test_remote_vector_env import assert_lockstep, assert_same
 
 pytestmark = pytest.mark.slow
 
@@ -144,14 +144,7 @@ def test_make_vec_matches_sync_vector_env_on_ray_servers():
         assert len({provider.token for provider in providers}) == 1, "one token per run"
         assert wait_until(lambda: ray.available_resources().get("CPU") == 4 - 3, 10 * UNIT), "one CPU per server"
         assert_same(remote.reset(seed=11), local.reset(seed=11), "reset")
-        rng = np.random.default_rng(0)
-        ends = 0
-        for step in range(400):
-            actions = rng.integers(0, 2, num_envs)
-            expected = local.step(actions)
-            assert_same(remote.step(actions), expected, f"step {step}")
-            ends += int((expected[2] | expected[3]).sum())
-        assert ends > 40
+        assert assert_lockstep(remote, local, 400, np.random.default_rng(0)) > 40
         server_pids = [provider.server_pid for provider in providers]
     finally:
         remote.close()

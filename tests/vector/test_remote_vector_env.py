@@ -41,6 +41,22 @@ def assert_same(actual, expected, where: str) -> None:
         assert actual == expected, f"{where}: {actual!r} != {expected!r}"
 
 
+def assert_lockstep(remote, local, steps: int, rng: np.random.Generator, after_ends=None) -> int:
+    """Step both vector envs with the same random CartPole actions, asserting identical results at
+    every step; return the number of episode ends. ``after_ends(ended, step)`` runs after each step in
+    which a sub-env ended (a masked reset in Disabled mode, say)."""
+    ends = 0
+    for step in range(steps):
+        actions = rng.integers(0, 2, local.num_envs)
+        expected = local.step(actions)
+        assert_same(remote.step(actions), expected, f"step {step}")
+        ended = expected[2] | expected[3]
+        ends += int(ended.sum())
+        if after_ends is not None and ended.any():
+            after_ends(ended, step)
+    return ends
+
+
 @pytest.mark.parametrize(
     ("batched", "codec"), [(True, "binary"), (True, "json"), (False, "json")], ids=["binary", "json", "per-session"]
 )
@@ -68,20 +84,18 @@ def test_matches_sync_vector_env(mode, batched, codec):
         assert remote.observation_space == local.observation_space and remote.action_space == local.action_space
         assert_same(remote.reset(seed=123), local.reset(seed=123), "reset")
         rng = np.random.default_rng(0)
-        ends = 0
-        for step in range(1000):
-            actions = rng.integers(0, 2, NUM_ENVS)
-            expected = local.step(actions)
-            assert_same(remote.step(actions), expected, f"step {step}")
-            ended = expected[2] | expected[3]
-            ends += int(ended.sum())
-            if mode is AutoresetMode.DISABLED and ended.any():
-                seeds = [int(s) for s in rng.integers(0, 1000, NUM_ENVS)]
-                assert_same(
-                    remote.reset(seed=seeds, options={"reset_mask": ended.copy()}),
-                    local.reset(seed=seeds, options={"reset_mask": ended.copy()}),
-                    f"masked reset {step}",
-                )
+
+        def masked_reset(ended: np.ndarray, step: int) -> None:
+            seeds = [int(s) for s in rng.integers(0, 1000, NUM_ENVS)]
+            assert_same(
+                remote.reset(seed=seeds, options={"reset_mask": ended.copy()}),
+                local.reset(seed=seeds, options={"reset_mask": ended.copy()}),
+                f"masked reset {step}",
+            )
+
+        ends = assert_lockstep(
+            remote, local, 1000, rng, after_ends=masked_reset if mode is AutoresetMode.DISABLED else None
+        )
         assert ends > 100, "the run should cross many episode ends"
     finally:
         remote.close()
