@@ -17,7 +17,9 @@ import urllib.request
 from dataclasses import dataclass
 from typing import IO
 
-__all__ = ["REPO_ROOT", "SPAWNED", "START_TIMEOUT", "Server", "spawn", "start_openenv_core", "wait_health"]
+__all__ = [
+    "REPO_ROOT", "SPAWNED", "START_TIMEOUT", "Server", "spawn", "start_frame_echo", "start_openenv_core", "wait_health"
+]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START_TIMEOUT = 60.0  # openenv-core imports gradio on start-up: allow for a cold disk
@@ -87,13 +89,27 @@ def wait_health(server: Server, t0: float) -> None:
     raise server.fail("no 200 from /health in time")
 
 
+def _free_port() -> int:
+    """A free loopback port (for servers that do not report the one they get for port 0)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def start_openenv_core(*args: str) -> Server:
     """openenv-core's own server (``tests/openenv_core_server.py``, options ``args``), healthy."""
-    with socket.socket() as s:  # pick a free port: uvicorn does not print the one it gets for port 0
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = _free_port()
     cmd = [sys.executable, "-m", "tests.openenv_core_server", str(port), *args]
     env = dict(os.environ, ENABLE_WEB_INTERFACE="false")
     server, t0 = spawn("openenv-core", cmd, f"http://127.0.0.1:{port}", env)
+    wait_health(server, t0)
+    return server
+
+
+def start_frame_echo() -> Server:
+    """``benchmarks/frame_echo_server.py``: a WebSocket server that answers every frame without work."""
+    port = _free_port()
+    cmd = [sys.executable, os.path.join(REPO_ROOT, "benchmarks", "frame_echo_server.py"), str(port)]
+    server, t0 = spawn("frame echo", cmd, f"http://127.0.0.1:{port}")
     wait_health(server, t0)
     return server

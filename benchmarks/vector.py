@@ -8,7 +8,12 @@ For each ``num_envs`` (default 1, 8 and 64), all in one run so the ratios hold o
   sub-envs live in batch sessions on env servers (one per CPU); each codec it accepts, if any;
 * ours, JSON per-session: the same with ``batched=False`` (one OpenEnv WebSocket session per env);
 * openenv-core: N ``GenericEnvClient`` async clients stepped with ``asyncio.gather`` against its
-  own server (``tests/openenv_core_server.py --env cartpole``), reset client-side when done.
+  own server (``tests/openenv_core_server.py --env cartpole``), reset client-side when done;
+* the transport floor of the per-session path: N of our ``EnvClient`` sessions, stepped as ours
+  are (every request sent, then every reply read), against ``benchmarks/frame_echo_server.py``
+  (one per CPU, as ours): websockets' asyncio server answering each frame with a fixed CartPole
+  observation frame, no env and no protocol work. It bounds what any per-session client and
+  server on this WebSocket stack reach here.
 
 Each config: ``reset(seed=0)``, warm-up steps, then ``--steps`` timed steps of seeded random
 actions; env-steps/s = N * steps / seconds. Autoreset is Gymnasium's default (NextStep).
@@ -37,13 +42,14 @@ import numpy as np
 
 import openenv_gym  # noqa: F401  (registers the openenv/... ids)
 from openenv_gym.vector import RemoteVectorEnv
-from servers import Server, start_openenv_core
+from servers import Server, start_frame_echo, start_openenv_core
 
 ENV_ID = "CartPole-v1"
 CALL_TIMEOUT = 30.0
 RUN_TIMEOUT = 900.0  # one openenv-core fan-out run, end to end
 
 SYNC, ASYNC, PER_SESSION, CORE = "SyncVectorEnv", "AsyncVectorEnv", "ours JSON per-session", "openenv-core x N"
+FLOOR = "transport floor: frame echo x N"
 
 
 def close_env(envs: Any) -> None:
@@ -105,6 +111,32 @@ async def core_fanout(url: str, n: int, warmup: np.ndarray, timed: np.ndarray) -
         await asyncio.wait_for(asyncio.gather(*(c.close() for c in clients), return_exceptions=True), 30)
 
 
+def floor_fanout(urls: list[str], n: int, warmup: np.ndarray, timed: np.ndarray) -> float:
+    """env-steps/s of N of our sync sessions spread over frame echo servers, stepped as ours are."""
+    from openenv_gym.sync_client import EnvClient
+
+    clients = [EnvClient(urls[i * len(urls) // n], call_timeout=CALL_TIMEOUT) for i in range(n)]
+
+    def run(rows: np.ndarray) -> None:
+        for row in rows.tolist():
+            for client, action in zip(clients, row):
+                client.begin_step({"action": action})
+            for client in clients:
+                if client.complete().reward != 1.0:
+                    raise RuntimeError("the frame echo server answered something else")
+
+    try:
+        for client in clients:
+            client.reset(seed=0)  # answered with the same frame; it lets the sessions step
+        run(warmup)
+        start = time.perf_counter()
+        run(timed)
+        return n * len(timed) / (time.perf_counter() - start)
+    finally:
+        for client in clients:
+            client.close()
+
+
 def machine() -> str:
     return f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
 
@@ -134,7 +166,7 @@ def main() -> None:
     codecs: list[str | None] = ["json", "binary"] if "codec" in params else [None]
     has_batched = "batched" in params
     ours = {codec: "ours batched" + (f", codec={codec}" if codec else "") for codec in codecs}
-    rows = [SYNC, ASYNC, *ours.values(), PER_SESSION, CORE]
+    rows = [SYNC, ASYNC, *ours.values(), PER_SESSION, CORE, FLOOR]
 
     print(f"python {platform.python_version()}, gymnasium {version('gymnasium')}, openenv-gym "
           f"{version('openenv-gym')}, openenv-core {version('openenv-core')}, numpy {np.__version__}")
@@ -146,11 +178,17 @@ def main() -> None:
     rates: dict[tuple[str, int], float | str] = {}
     errors: list[str] = []
     server: Server | None = None
+    echoes: list[Server] = []
     try:
         try:
             server = start_openenv_core("--env", "cartpole")
         except Exception as exc:  # measure the rest without it
             errors.append(f"{CORE}: {type(exc).__name__}: {str(exc)[:500]}")
+        try:
+            for _ in range(os.cpu_count() or 1):
+                echoes.append(start_frame_echo())
+        except Exception as exc:
+            errors.append(f"{FLOOR}: {type(exc).__name__}: {str(exc)[:500]}")
         for n in sizes:
             rng = np.random.default_rng(0)
             warm = rng.integers(0, 2, size=(args.warmup, n))
@@ -171,6 +209,11 @@ def main() -> None:
                             raise RuntimeError("openenv-core's server did not start")
                         url = server.url
                         rate = asyncio.run(asyncio.wait_for(core_fanout(url, n, warm, timed), RUN_TIMEOUT))
+                    elif label == FLOOR:
+                        if len(echoes) != (os.cpu_count() or 1):
+                            raise RuntimeError("the frame echo servers did not start")
+                        urls = [echo.url for echo in echoes[:n]]
+                        rate = floor_fanout(urls, n, warm, timed)
                     elif label in makers:
                         rate = time_vector(makers[label], n, warm, timed)
                     else:
@@ -182,8 +225,9 @@ def main() -> None:
                     errors.append(f"{label}, N={n}: {type(exc).__name__}: {str(exc)[:500]}")
                     print(f"  FAILED   {label:<30} N={n:<3} {type(exc).__name__}: {str(exc)[:200]}", flush=True)
     finally:
-        if server is not None:
-            server.stop()
+        for started in [server, *echoes]:
+            if started is not None:
+                started.stop()
 
     print(f"\n{'env-steps/s':<34}" + "".join(f"{'N=' + str(n):>12}" for n in sizes))
     for label in rows:
@@ -202,11 +246,20 @@ def main() -> None:
                 if isinstance(x, float) and isinstance(y, float) and y > 0 else "    n/a")
         print(f"  {a + ' / ' + b:<58}{text}")
 
+    def share(a: str, b: str, what: str) -> None:
+        x, y = rates.get((a, at)), rates.get((b, at))
+        text = f"{x / y:>7.2f}x   ({what})" if isinstance(x, float) and isinstance(y, float) and y > 0 else "    n/a"
+        print(f"  {a + ' / ' + b:<58}{text}")
+
     print(f"\nratios at N={at}" + ("" if at == 64 else " (64 not measured; targets are for 64)"))
     for label in ours.values():
         ratio(label, ASYNC, 10)
         ratio(label, SYNC, 0.5)
     ratio(PER_SESSION, CORE, 4)
+    print("what the targets ask of this machine (no targets):")
+    share(SYNC, ASYNC, "10x AsyncVectorEnv means 10 / this x the in-process SyncVectorEnv")
+    share(FLOOR, CORE, "most a per-session client gets over openenv-core on this transport")
+    share(PER_SESSION, FLOOR, "ours per-session, as a share of that floor")
     print(f"\nafter the run: {machine()}")
 
 

@@ -655,12 +655,17 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         return [to_wire(space, action, ACTION_FIELD) for action in iterate(self.action_space, actions)]
 
     def _decode_observations(self, wire: list[Any]) -> list[Any]:
-        space = self.single_observation_space
-        if wire and isinstance(wire[0], np.ndarray):  # a binary result: already arrays
+        """Observations from their wire forms; arrays (binary results) pass through as they are."""
+        arrays = [isinstance(item, np.ndarray) for item in wire]
+        if all(arrays):
             return wire
+        if any(arrays):  # blocks of both kinds (a restarted session may differ): decode the JSON ones
+            json_items = iter(self._decode_observations([item for item, is_array in zip(wire, arrays) if not is_array]))
+            return [item if is_array else next(json_items) for item, is_array in zip(wire, arrays)]
+        space = self.single_observation_space
         if not self._spaces.published:
             return [self._spaces.observation_from_wire(item) for item in wire]
-        if isinstance(space, spaces.Box):  # one array conversion for the whole block
+        if isinstance(space, spaces.Box):  # one array conversion for the whole batch
             try:
                 stacked = np.asarray([item[OBSERVATION_FIELD] for item in wire], dtype=space.dtype)
             except (KeyError, TypeError, ValueError):
@@ -673,18 +678,19 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         return np.copy(self._observations) if isinstance(self._observations, np.ndarray) else self._observations
 
     def _assemble_step(self, results: list[BatchResultFrame]) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
-        terminations = np.zeros(self.num_envs, dtype=np.bool_)
-        truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        # Python lists, converted once: per-block array slices cost more with one sub-env per block.
+        rewards: list[float] = []
+        terminations: list[bool] = []
+        truncations: list[bool] = []
         observations: list[Any] = []
         infos: dict[str, Any] = {}
         for block, result in zip(self._blocks, results):
             assert result.rewards is not None and result.terminated is not None and result.truncated is not None
-            rewards[block.start : block.stop] = result.rewards
-            terminations[block.start : block.stop] = result.terminated
-            truncations[block.start : block.stop] = result.truncated
+            rewards.extend(result.rewards)
+            terminations.extend(result.terminated)
+            truncations.extend(result.truncated)
             block.last_observations = list(result.observations)
-            observations.extend(self._decode_observations(result.observations))
+            observations.extend(result.observations)  # decoded below, once for all blocks
             for offset, info in enumerate(result.infos):
                 index = block.start + offset
                 final = result.final.get(offset)
@@ -693,5 +699,12 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
                     infos = self._add_info(infos, {"final_obs": final_obs, "final_info": final["info"]}, index)
                 if info:  # adding an empty info changes nothing
                     infos = self._add_info(infos, info, index)
+        observations = self._decode_observations(observations)
         self._observations = concatenate(self.single_observation_space, observations, self._observations)
-        return self._copy_observations(), rewards, terminations, truncations, infos
+        return (
+            self._copy_observations(),
+            np.array(rewards, dtype=np.float64),
+            np.array(terminations, dtype=np.bool_),
+            np.array(truncations, dtype=np.bool_),
+            infos,
+        )

@@ -66,6 +66,14 @@ class GymEnvironment(Environment[Any, Any, State]):
             raise TypeError(f"expected a gymnasium.Env, got {type(self.env).__name__}")
         self.action_space = self.env.action_space
         self.observation_space = self.env.observation_space
+        # Discrete actions are most of what arrives: (start, stop, dtype) for a fast path that
+        # accepts exactly what the general decoder accepts as a plain in-range integer.
+        space = self.action_space
+        self._discrete = (
+            (int(space.start), int(space.start + space.n), space.dtype.type)
+            if isinstance(space, gym.spaces.Discrete)
+            else None
+        )
         if blocking is None:
             blocking = not type(self.env.unwrapped).__module__.startswith(_MICROSECOND_ENVS)
         self.blocking = blocking  # type: ignore[misc]
@@ -127,6 +135,10 @@ class GymEnvironment(Environment[Any, Any, State]):
         return EnvironmentMetadata(name=name, description=doc or f"Gymnasium environment {name}")
 
     def parse_action(self, data: dict[str, Any]) -> Any:
+        if self._discrete is not None and type(data) is dict and len(data) == 1:
+            value, (start, stop, dtype) = data.get(ACTION_FIELD), self._discrete
+            if type(value) is int and start <= value < stop:
+                return dtype(value)
         action = from_wire(self.action_space, data, ACTION_FIELD)
         space = self.action_space
         if isinstance(space, gym.spaces.Discrete):

@@ -10,7 +10,7 @@ import pytest
 from gymnasium import spaces
 
 from openenv_gym.server import GymEnvironment
-from openenv_gym.spaces import space_from_json
+from openenv_gym.spaces import from_wire, space_from_json
 
 
 class InfoEnv(gym.Env):
@@ -56,6 +56,27 @@ def test_actions_are_checked_against_the_space():
         env.parse_action({"action": 2})
     with pytest.raises(ValueError, match=re.escape("expected an object with the single field 'action'")):
         env.parse_action({"move": 1})
+
+
+@pytest.mark.parametrize("start", [0, -3, 5])
+def test_discrete_actions_decode_as_the_space_decoder_does(start: int) -> None:
+    """The Discrete fast path gives what from_wire gives, and refuses what it refuses."""
+    space = spaces.Discrete(4, start=start)
+
+    class Shifted(gym.Env):  # type: ignore[type-arg]
+        action_space = space
+        observation_space = spaces.Discrete(1)
+
+    env = GymEnvironment(Shifted())
+    for value in (start, start + 3, float(start + 1)):
+        action = env.parse_action({"action": value})
+        assert action == from_wire(space, {"action": value}, "action") and type(action) is np.int64
+    for bad in (start - 1, start + 4, True, 1.5, "1", None, 2**70):
+        with pytest.raises(ValueError):
+            env.parse_action({"action": bad})
+    for bad_frame in ({"action": start, "extra": 1}, {}, {"actions": start}):
+        with pytest.raises(ValueError):
+            env.parse_action(bad_frame)
 
 
 def test_schema_publishes_the_exact_spaces():
