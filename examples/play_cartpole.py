@@ -1,6 +1,6 @@
 """Play CartPole on a remote env server through plain Gymnasium code, and report what happened.
 
-Run with ``make demo`` (or ``.venv/bin/python examples/play_cartpole.py``). A local server
+Run with ``.venv/bin/python examples/play_cartpole.py`` (``make demo`` trains PPO instead). A local server
 process starts behind ``gym.make``; a random policy and a simple balancing policy each play a few
 episodes; the script prints their returns and the steps per second of the remote env, next to
 the same loop on Gymnasium's local CartPole.
