@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import shutil
 import tempfile
 import threading
@@ -56,12 +57,15 @@ def docker_client() -> Any:
     import docker.errors
 
     host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    if host.startswith("unix://") and not os.path.exists(host[len("unix://") :]):
-        # Said before docker-py tries: its failed connect would also leak a socket.
-        raise DockerUnavailableError(
-            f"no Docker Engine answers (no socket at {host}); start one (`dockerd`, or scripts/docker-engine.sh "
-            "in a source checkout) or choose another provider"
-        )
+    if host.startswith("unix://"):
+        # Said before docker-py tries: its failed connect leaks a socket (and a stopped engine
+        # leaves its socket file behind, so the file alone proves nothing).
+        why = _unix_socket_refusal(host[len("unix://") :])
+        if why is not None:
+            raise DockerUnavailableError(
+                f"no Docker Engine answers ({why} at {host}); start one (`dockerd`, or scripts/docker-engine.sh "
+                "in a source checkout) or choose another provider"
+            )
     client = None
     try:
         client = docker.from_env(timeout=30)
@@ -74,6 +78,19 @@ def docker_client() -> Any:
             "source checkout) or choose another provider"
         ) from None
     return client
+
+
+def _unix_socket_refusal(path: str) -> str | None:
+    """Why nothing accepts connections on the Unix socket ``path``, or ``None`` if something does."""
+    if not os.path.exists(path):
+        return "no socket"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(5.0)
+        try:
+            probe.connect(path)
+        except OSError as exc:
+            return f"nothing listens: {exc.strerror or exc}"
+    return None
 
 
 def env_docker_options(target: str) -> dict[str, Any]:
