@@ -24,7 +24,9 @@ REPLY = json.dumps(
     {
         "type": "observation",
         "data": {
-            "observation": {"observation": [0.013235742226243019, -0.21745604276657104, -0.04686959087848663, 0.2295069843530655]},
+            "observation": {
+                "observation": [0.013235742226243019, -0.21745604276657104, -0.04686959087848663, 0.2295069843530655]
+            },
             "reward": 1.0,
             "done": False,
             "truncated": False,

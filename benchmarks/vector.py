@@ -16,11 +16,14 @@ For each ``num_envs`` (default 1, 8 and 64), all in one run so the ratios hold o
   server on this WebSocket stack reach here.
 
 Each config: ``reset(seed=0)``, warm-up steps, then ``--steps`` timed steps of seeded random
-actions; env-steps/s = N * steps / seconds. Autoreset is Gymnasium's default (NextStep).
-Targets at 64 envs, printed and never asserted: ours batched >= 10x AsyncVectorEnv and >= 0.5x
-SyncVectorEnv; ours JSON per-session >= 4x openenv-core's aggregate. Run from the repository root::
+actions; env-steps/s = N * steps / seconds. Autoreset is Gymnasium's default (NextStep). The
+configs take turns, ``--rounds`` times per N, so a ratio compares runs minutes apart at most on a
+machine whose speed drifts; the table shows each config's median, and each ratio is the median of
+its per-round ratios, with their range. Targets at 64 envs, printed and never asserted: ours
+batched >= 10x AsyncVectorEnv and >= 0.5x SyncVectorEnv; ours JSON per-session >= 4x
+openenv-core's aggregate. Run from the repository root::
 
-    .venv/bin/python benchmarks/vector.py                 # full run (a few minutes)
+    .venv/bin/python benchmarks/vector.py                 # full run (about 15 minutes)
     .venv/bin/python benchmarks/vector.py --quick         # smoke run
     .venv/bin/python benchmarks/vector.py --envs 1,8 --steps 500
 """
@@ -32,6 +35,7 @@ import asyncio
 import inspect
 import os
 import platform
+import statistics
 import time
 from collections.abc import Callable
 from importlib.metadata import version
@@ -145,17 +149,25 @@ def fmt(value: float | str) -> str:
     return f"{value:>12,.0f}" if isinstance(value, float) else f"{value:>12}"
 
 
+def median_rate(rates: dict[tuple[str, int, int], float], label: str, n: int, rounds: int) -> float | str:
+    """The median env-steps/s of ``label`` at ``n`` over the rounds that measured it, else ``"-"``."""
+    measured = [rates[label, n, r] for r in range(rounds) if (label, n, r) in rates]
+    return float(statistics.median(measured)) if measured else "-"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--envs", default="1,8,64", help="comma-separated num_envs values (default 1,8,64)")
     p.add_argument("--steps", type=int, default=None,
                    help="timed vector steps per config (default 1000 for N <= 8, 300 above)")
     p.add_argument("--warmup", type=int, default=200, help="untimed vector steps before timing")
-    p.add_argument("--quick", action="store_true", help="smoke run: 30 warm-up and 50 (N <= 8) or 20 timed steps")
+    p.add_argument("--rounds", type=int, default=3, help="turns each config takes per N (default 3)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: one round, 30 warm-up and 50 (N <= 8) or 20 timed steps")
     args = p.parse_args()
     sizes = [int(x) for x in args.envs.split(",") if x.strip()]
     if args.quick:
-        args.warmup = 30
+        args.warmup, args.rounds = 30, 1
 
     def steps_for(n: int) -> int:
         if args.steps is not None:
@@ -170,12 +182,12 @@ def main() -> None:
 
     print(f"python {platform.python_version()}, gymnasium {version('gymnasium')}, openenv-gym "
           f"{version('openenv-gym')}, openenv-core {version('openenv-core')}, numpy {np.__version__}")
-    print(f"{machine()}; {ENV_ID}; num_envs {sizes}; {args.warmup} warm-up steps, then timed steps "
-          f"{[steps_for(n) for n in sizes]}; random actions from default_rng(0); autoreset NextStep")
+    print(f"{machine()}; {ENV_ID}; num_envs {sizes}; {args.rounds} round(s); {args.warmup} warm-up steps, "
+          f"then timed steps {[steps_for(n) for n in sizes]}; random actions from default_rng(0); autoreset NextStep")
     print(f"RemoteVectorEnv: codec= {'accepted' if 'codec' in params else 'not accepted (default only)'}, "
           f"batched= {'accepted' if has_batched else 'not accepted'}; default servers: one per CPU")
 
-    rates: dict[tuple[str, int], float | str] = {}
+    rates: dict[tuple[str, int, int], float] = {}  # (config, N, round) -> env-steps/s
     errors: list[str] = []
     server: Server | None = None
     echoes: list[Server] = []
@@ -202,7 +214,7 @@ def main() -> None:
                 makers[label] = lambda n=n, kw=kwargs: gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, **kw)
             if has_batched:
                 makers[PER_SESSION] = lambda n=n: gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, batched=False)
-            for label in rows:
+            for label, turn in ((label, turn) for turn in range(args.rounds) for label in rows):
                 try:
                     if label == CORE:
                         if server is None:
@@ -218,12 +230,12 @@ def main() -> None:
                         rate = time_vector(makers[label], n, warm, timed)
                     else:
                         continue
-                    rates[label, n] = rate
-                    print(f"  measured {label:<30} N={n:<3} {rate:>12,.0f} env-steps/s", flush=True)
+                    rates[label, n, turn] = rate
+                    print(f"  round {turn + 1}: {label:<32} N={n:<3} {rate:>12,.0f} env-steps/s", flush=True)
                 except Exception as exc:  # report the failure, measure the rest
-                    rates[label, n] = "error"
                     errors.append(f"{label}, N={n}: {type(exc).__name__}: {str(exc)[:500]}")
-                    print(f"  FAILED   {label:<30} N={n:<3} {type(exc).__name__}: {str(exc)[:200]}", flush=True)
+                    print(f"  round {turn + 1}: FAILED {label:<25} N={n:<3} {type(exc).__name__}: {str(exc)[:200]}",
+                          flush=True)
     finally:
         for started in [server, *echoes]:
             if started is not None:
@@ -234,21 +246,21 @@ def main() -> None:
         if label == PER_SESSION and not has_batched:
             print(f"{label:<34}  n/a (not available: RemoteVectorEnv takes no batched=)")
             continue
-        print(f"{label:<34}" + "".join(fmt(rates.get((label, n), "-")) for n in sizes))
+        print(f"{label:<34}" + "".join(fmt(median_rate(rates, label, n, args.rounds)) for n in sizes))
     for error in errors:
         print(f"error: {error}")
 
     at = 64 if 64 in sizes else max(sizes)
 
-    def ratio(a: str, b: str, target: float) -> None:
-        x, y = rates.get((a, at)), rates.get((b, at))
-        text = (f"{x / y:>7.2f}x   target >= {target:g}x -> {'met' if x / y >= target else 'NOT met'}"
-                if isinstance(x, float) and isinstance(y, float) and y > 0 else "    n/a")
-        print(f"  {a + ' / ' + b:<58}{text}")
-
-    def share(a: str, b: str, what: str) -> None:
-        x, y = rates.get((a, at)), rates.get((b, at))
-        text = f"{x / y:>7.2f}x   ({what})" if isinstance(x, float) and isinstance(y, float) and y > 0 else "    n/a"
+    def ratio(a: str, b: str, target: float | None, what: str = "") -> None:
+        both = [r for r in range(args.rounds) if (a, at, r) in rates and (b, at, r) in rates]
+        per_round = [rates[a, at, r] / rates[b, at, r] for r in both]
+        text = "    n/a"
+        if per_round:
+            spread = f" (rounds {min(per_round):.2f}-{max(per_round):.2f})" if len(per_round) > 1 else ""
+            mid = statistics.median(per_round)
+            verdict = f"target >= {target:g}x -> {'met' if mid >= target else 'NOT met'}" if target else f"({what})"
+            text = f"{mid:>7.2f}x{spread:<20} {verdict}"
         print(f"  {a + ' / ' + b:<58}{text}")
 
     print(f"\nratios at N={at}" + ("" if at == 64 else " (64 not measured; targets are for 64)"))
@@ -257,9 +269,9 @@ def main() -> None:
         ratio(label, SYNC, 0.5)
     ratio(PER_SESSION, CORE, 4)
     print("what the targets ask of this machine (no targets):")
-    share(SYNC, ASYNC, "10x AsyncVectorEnv means 10 / this x the in-process SyncVectorEnv")
-    share(FLOOR, CORE, "most a per-session client gets over openenv-core on this transport")
-    share(PER_SESSION, FLOOR, "ours per-session, as a share of that floor")
+    ratio(SYNC, ASYNC, None, "10x AsyncVectorEnv is 10 / this x the in-process SyncVectorEnv")
+    ratio(FLOOR, CORE, None, "the most a per-session client gets over openenv-core on this transport")
+    ratio(PER_SESSION, FLOOR, None, "ours per-session, as a share of that floor")
     print(f"\nafter the run: {machine()}")
 
 
