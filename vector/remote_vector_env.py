@@ -659,9 +659,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         arrays = [isinstance(item, np.ndarray) for item in wire]
         if all(arrays):
             return wire
-        if any(arrays):  # blocks of both kinds (a restarted session may differ): decode the JSON ones
-            json_items = iter(self._decode_observations([item for item, is_array in zip(wire, arrays) if not is_array]))
-            return [item if is_array else next(json_items) for item, is_array in zip(wire, arrays)]
+        if any(arrays):  # servers that differ in the codec they accept: decode the JSON ones alone
+            return [item if is_array else self._decode_observations([item])[0] for item, is_array in zip(wire, arrays)]
         space = self.single_observation_space
         if not self._spaces.published:
             return [self._spaces.observation_from_wire(item) for item in wire]

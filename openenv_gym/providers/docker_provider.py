@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import shutil
+import socket
 import tempfile
 import threading
 import time

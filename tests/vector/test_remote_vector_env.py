@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import gymnasium as gym
@@ -252,6 +253,23 @@ def test_seed_list_length_is_checked():
             envs.reset(seed=[1, 2, 3])
     finally:
         envs.close()
+
+
+def test_servers_that_differ_in_codec_still_give_sync_vector_env_results():
+    """One block on JSON frames, the other on binary ones (servers of different versions): same results."""
+    remote = gym.make_vec("openenv/CartPole-v1", num_envs=4, sessions_per_server=2, autoreset_mode="SameStep")
+    local = SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)], autoreset_mode=AutoresetMode.SAME_STEP)
+    try:
+        block = remote._blocks[1]
+        block.client.close()
+        block.make_client = functools.partial(block.make_client, codec="json")
+        block.client = block.make_client(block.provider.start()).connect()
+        assert [b.client._ws.subprotocol for b in remote._blocks] == ["openenv-gym.binary.v1", None]
+        assert_same(remote.reset(seed=5), local.reset(seed=5), "reset")
+        assert assert_lockstep(remote, local, 300, np.random.default_rng(2)) > 10
+    finally:
+        remote.close()
+        local.close()
 
 
 def test_image_observations_are_identical_in_both_codecs(monkeypatch):
