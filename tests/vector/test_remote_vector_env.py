@@ -257,7 +257,10 @@ def test_seed_list_length_is_checked():
 
 def test_servers_that_differ_in_codec_still_give_sync_vector_env_results():
     """One block on JSON frames, the other on binary ones (servers of different versions): same results."""
-    remote = gym.make_vec("openenv/CartPole-v1", num_envs=4, sessions_per_server=2, autoreset_mode="SameStep")
+    # Room for 4 sub-envs per server: the replaced session may still count while its server closes it.
+    remote = gym.make_vec(
+        "openenv/CartPole-v1", num_envs=4, servers=2, sessions_per_server=4, autoreset_mode="SameStep"
+    )
     local = SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)], autoreset_mode=AutoresetMode.SAME_STEP)
     try:
         block = remote._blocks[1]
