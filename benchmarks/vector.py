@@ -23,7 +23,7 @@ its per-round ratios, with their range. Targets at 64 envs, printed and never as
 batched >= 10x AsyncVectorEnv and >= 0.5x SyncVectorEnv; ours JSON per-session >= 4x
 openenv-core's aggregate. Run from the repository root::
 
-    .venv/bin/python benchmarks/vector.py                 # full run (about 15 minutes)
+    .venv/bin/python benchmarks/vector.py                 # full run: three rounds of every config
     .venv/bin/python benchmarks/vector.py --quick         # smoke run
     .venv/bin/python benchmarks/vector.py --envs 1,8 --steps 500
 """
