@@ -16,7 +16,7 @@ from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .sync_client import EnvClient
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, encode, from_wire, space_from_json, to_wire
 
-__all__ = ["RemoteEnv", "ServerSpaces", "resolve_spaces", "server_spaces"]
+__all__ = ["RemoteEnv", "ServerSpaces", "resolve_spaces"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,17 +96,6 @@ def resolve_spaces(
             stacklevel=3,
         )
     return ServerSpaces(action.space, observation.space, False, action.to_wire, observation.from_wire, unmapped)
-
-
-def server_spaces(base_url: str, timeout: float) -> tuple[gym.Space[Any], gym.Space[Any]]:
-    """The action and observation spaces a server publishes in ``/schema``.
-
-    Raises:
-        ServerConnectError: the server does not answer.
-        ValueError: its ``/schema`` has no ``spaces`` (an OpenEnv server: see :func:`resolve_spaces`).
-    """
-    resolved = resolve_spaces(base_url, timeout)
-    return resolved.action_space, resolved.observation_space
 
 
 def _shutdown(client: EnvClient, provider: Provider) -> None:

@@ -27,7 +27,7 @@ from tests.loop_thread import LoopThread
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.sync_client import EnvClient
 from tests.testing_env import CounterEnvironment
-from tests.utils import REPO_ROOT, UNIT, run_async, running_server
+from tests.utils import REPO_ROOT, UNIT, free_port, run_async, running_server
 
 
 class AsyncClientDriver:
@@ -61,12 +61,6 @@ class AsyncClientDriver:
 def Client(request):
     """The client class under test."""
     return request.param
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

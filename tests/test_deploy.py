@@ -5,7 +5,6 @@ the Secret's token."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 
@@ -17,7 +16,7 @@ from openenv_gym.client import http_get_json
 from openenv_gym.errors import ServerConnectError
 from openenv_gym.providers.docker_images import SERVER_UID
 from openenv_gym.sync_client import EnvClient
-from tests.utils import REPO_ROOT, UNIT, wait_until
+from tests.utils import REPO_ROOT, UNIT, free_port, stop_process, wait_until
 
 MANIFEST = REPO_ROOT / "deploy" / "kubernetes" / "env-server.yaml"
 
@@ -56,9 +55,7 @@ def test_the_server_the_manifest_describes_requires_the_token(documents):
     """Run serve with the manifest's args (bound to loopback here) and its token variable."""
     (container,) = documents["Deployment"]["spec"]["template"]["spec"]["containers"]
     args = list(container["args"])
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     args[args.index("--host") + 1] = "127.0.0.1"
     args[args.index("--port") + 1] = str(port)
     token = "a-token-from-the-secret"
@@ -86,5 +83,4 @@ def test_the_server_the_manifest_describes_requires_the_token(documents):
         with EnvClient(url, token=token) as client:
             assert len(client.reset(seed=0).observation["observation"]) == 4  # CartPole
     finally:
-        server.terminate()
-        server.wait(10)
+        stop_process(server)

@@ -69,6 +69,24 @@ def pid_alive(pid: int) -> bool:
     return "State:\tZ" not in status
 
 
+def free_port() -> int:
+    """A loopback port free right now (for servers that do not report the one they get for port 0)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """SIGTERM ``process``, then SIGKILL if it has not exited within ``timeout``; it is reaped either way."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
     """Poll ``predicate`` until it holds or ``timeout`` seconds pass; return its last value."""
     deadline = time.monotonic() + timeout
@@ -112,9 +130,7 @@ def openenv_core_servers(names: tuple[str, ...]) -> Iterator[dict[str, str]]:
     logs = tempfile.TemporaryFile()
     try:
         for name in names:
-            with socket.socket() as probe:  # uvicorn does not report the port it picks for port 0
-                probe.bind(("127.0.0.1", 0))
-                port = probe.getsockname()[1]
+            port = free_port()  # uvicorn does not report the port it picks for port 0
             process = subprocess.Popen(
                 [sys.executable, "-m", "tests.openenv_core_server", str(port), "--env", name],
                 cwd=REPO_ROOT,
@@ -138,11 +154,7 @@ def openenv_core_servers(names: tuple[str, ...]) -> Iterator[dict[str, str]]:
         yield {name: url for name, (_, url) in processes.items()}
     finally:
         for process, _ in processes.values():
-            process.terminate()
+            process.terminate()  # all at once, then each waited for
         for process, _ in processes.values():
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process)
         logs.close()

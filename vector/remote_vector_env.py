@@ -25,7 +25,7 @@ from openenv_gym.errors import ConnectionLostError, OpenEnvGymError, RequestTime
 from openenv_gym.providers import Provider, URLProvider, make_providers, start_options
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.env import resolve_spaces
-from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, to_wire
+from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD
 
 from .plain_session import PlainSessionBatch
 
@@ -647,12 +647,11 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
 
     def _encode_actions(self, actions: Any) -> list[dict[str, Any]]:
         space = self.single_action_space
-        if not self._spaces.published:  # mapped from JSON schemas: enums, booleans, optional fields
-            return [self._spaces.action_to_wire(action) for action in iterate(self.action_space, actions)]
-        if isinstance(space, (spaces.Discrete, spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
+        array_space = isinstance(space, (spaces.Discrete, spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary))
+        if self._spaces.published and array_space:
             # Array spaces: one tolist() for the batch instead of one encode() per sub-env.
             return [{ACTION_FIELD: action} for action in np.asarray(actions).tolist()]
-        return [to_wire(space, action, ACTION_FIELD) for action in iterate(self.action_space, actions)]
+        return [self._spaces.action_to_wire(action) for action in iterate(self.action_space, actions)]
 
     def _decode_observations(self, wire: list[Any]) -> list[Any]:
         """Observations from their wire forms; arrays (binary results) pass through as they are."""
@@ -662,16 +661,14 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         if any(arrays):  # servers that differ in the codec they accept: decode the JSON ones alone
             return [item if is_array else self._decode_observations([item])[0] for item, is_array in zip(wire, arrays)]
         space = self.single_observation_space
-        if not self._spaces.published:
-            return [self._spaces.observation_from_wire(item) for item in wire]
-        if isinstance(space, spaces.Box):  # one array conversion for the whole batch
+        if self._spaces.published and isinstance(space, spaces.Box):  # one array conversion for the batch
             try:
                 stacked = np.asarray([item[OBSERVATION_FIELD] for item in wire], dtype=space.dtype)
             except (KeyError, TypeError, ValueError):
                 stacked = None
             if stacked is not None and stacked.shape[1:] == space.shape:
                 return list(stacked)
-        return [from_wire(space, item, OBSERVATION_FIELD) for item in wire]
+        return [self._spaces.observation_from_wire(item) for item in wire]
 
     def _copy_observations(self) -> Any:
         return np.copy(self._observations) if isinstance(self._observations, np.ndarray) else self._observations

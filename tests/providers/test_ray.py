@@ -102,7 +102,7 @@ def test_episodes_match_gymnasium_through_a_ray_actor():
     try:
         provider = remote.unwrapped.provider
         assert isinstance(provider, RayProvider) and our_actors() == [provider.actor_name]
-        assert provider.token and pid_alive(provider.server_pid)
+        assert provider.token
         server_pid = provider.server_pid
         assert server_pid is not None and pid_alive(server_pid)
         ends = assert_same_trajectory(play(remote, 7, 300, 1), play(local, 7, 300, 1))
