@@ -20,9 +20,8 @@ import weakref
 from typing import Any, Callable
 
 from websockets.client import ClientProtocol
-from websockets.exceptions import InvalidState
+from websockets.exceptions import InvalidState, InvalidStatus
 from websockets.frames import Frame, Opcode
-from websockets.http11 import Response
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
@@ -94,7 +93,6 @@ class EnvClient(SessionClient):
         self._ws: ClientProtocol | None = None
         self._lock = threading.RLock()  # reentrant: a locked call may connect first
         self._inbox: collections.deque[str | bytes] = collections.deque()
-        self._handshake_response: Response | None = None  # the last handshake answer, to explain a refusal
         self._fragments: list[bytes] = []
         self._binary = False  # the kind of the message being assembled
         self._call, self._deadline = "call", 0.0  # the request in flight, for complete()
@@ -152,7 +150,7 @@ class EnvClient(SessionClient):
                 raise ServerConnectError(self.url, str(exc)) from exc
             if protocol.handshake_exc is not None:
                 self._drop("the handshake was refused")
-                why = _refusal(self._handshake_response, protocol.handshake_exc)
+                why = _refusal(protocol.handshake_exc)
                 raise ServerConnectError(self.url, why) from protocol.handshake_exc
             self._connected()
             _keepalive.add(self)
@@ -193,10 +191,8 @@ class EnvClient(SessionClient):
             self._ws.receive_eof()
         self._flush(deadline)
         for event in self._ws.events_received():
-            if isinstance(event, Frame):
+            if isinstance(event, Frame):  # the handshake's Response is checked by the protocol itself
                 self._assemble(event)
-            elif isinstance(event, Response):
-                self._handshake_response = event  # the protocol checked it; kept to say why if refused
         if not data and not self._inbox:
             raise self._lost(None)
 
@@ -403,10 +399,11 @@ class EnvClient(SessionClient):
 
 
 
-def _refusal(response: Response | None, exc: Exception) -> str:
+def _refusal(exc: Exception) -> str:
     """Why a server refused the handshake: its status and the start of its body, if it sent one."""
-    if response is None:
+    if not isinstance(exc, InvalidStatus):  # answered 101, but the handshake failed its checks
         return str(exc)
+    response = exc.response
     reason = f"HTTP {response.status_code}"
     body = bytes(response.body or b"")[:500].decode(errors="replace")
     return f"{reason}: {body}" if body else reason
