@@ -269,21 +269,21 @@ class Sandbox:
     def _stop(self) -> str:
         """Kill the worker's whole sandbox; return what it wrote to stderr."""
         process, self._process = self._process, None
-        if self._scratch_root is not None:
+        stderr = ""
+        if process is not None:
+            if self._finalizer is not None:
+                self._finalizer.detach()
+            _kill(process)
+            stderr = _read_available(process.stderr)
+            for stream in (process.stdin, process.stdout, process.stderr):
+                if stream is not None:
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass
+        if self._scratch_root is not None:  # after the kill: a live worker could still write into it
             shutil.rmtree(self._scratch_root, ignore_errors=True)
             self._scratch_root = None
-        if process is None:
-            return ""
-        if self._finalizer is not None:
-            self._finalizer.detach()
-        _kill(process)
-        stderr = _read_available(process.stderr)
-        for stream in (process.stdin, process.stdout, process.stderr):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
         return stderr
 
 
