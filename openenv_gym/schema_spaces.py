@@ -407,8 +407,11 @@ class _Mapper:
         self.required_unmapped: list[str] = []
         self.refs: list[str] = []  # the $refs being mapped, against recursion
 
-    def resolve(self, schema: Any) -> dict[str, Any]:
-        """``schema`` with a ``$ref`` (or a single-member ``allOf``) replaced by its target, siblings kept."""
+    def resolve(self, schema: Any, aliases: tuple[str, ...] = ()) -> dict[str, Any]:
+        """``schema`` with a ``$ref`` (or a single-member ``allOf``) replaced by its target, siblings kept.
+
+        ``aliases``: the definitions already followed to get here, so a cycle of aliases ends.
+        """
         if not isinstance(schema, dict):
             raise _Unmapped(f"not a schema: {schema!r:.80}")
         if "allOf" in schema and len(schema["allOf"]) == 1:
@@ -423,9 +426,9 @@ class _Mapper:
         rest = {key: value for key, value in schema.items() if key != "$ref"}
         target = self.defs[name]
         if isinstance(target, dict) and "$ref" in target:  # an alias of another definition
-            if target["$ref"] == ref:
+            if target["$ref"] == ref or ref in aliases:
                 raise _Unmapped(f"recursive model ({name})")
-            target = {key: value for key, value in self.resolve(target).items() if key != "$ref"}
+            target = {key: value for key, value in self.resolve(target, (*aliases, ref)).items() if key != "$ref"}
         return {**target, **rest, "$ref": ref}
 
     def map(self, schema: Any, path: str) -> _Node:

@@ -298,6 +298,15 @@ def test_recursive_models_and_empty_observations():
     schemas = {"action": action_schema(EchoLikeAction), "observation": OnlyFreeForm.model_json_schema()}
     with pytest.raises(UnsupportedSpaceError, match=r"no field of the observation has a Gymnasium space \(data: "):
         openenv_spaces(schemas)
+    # Definitions that alias each other in a cycle (a hostile /schema) end too.
+    cycle = {
+        "type": "object",
+        "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}},
+        "properties": {"loop": {"$ref": "#/$defs/A"}, "size": {"type": "integer"}},
+    }
+    mapped = map_schema(cycle, "observation")
+    assert mapped.space == spaces.Dict(size=INT)
+    assert mapped.unmapped == {"loop": "recursive model (A)"}
 
 
 def test_schema_variants_other_tools_write():
