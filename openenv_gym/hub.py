@@ -191,7 +191,8 @@ def push(
     The directory must hold an ``openenv.yaml``. The upload is the directory plus a ``README.md``
     whose front matter declares a Docker Space (``sdk: docker``, ``app_port``, tag ``openenv``)
     and a ``Dockerfile`` that installs openenv-gym from the index and serves the manifest's
-    ``app`` on that port (the directory's own files win if it has them).
+    ``app`` on that port; these two replace the directory's own (its README's text goes into the
+    generated one).
 
     Raises:
         ManifestError: no valid manifest in ``env_dir``.
@@ -206,7 +207,7 @@ def push(
     operations = [
         CommitOperationAdd(path_in_repo=path.relative_to(env_dir).as_posix(), path_or_fileobj=str(path))
         for path in sorted(env_dir.rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts and path.name not in generated
+        if path.is_file() and "__pycache__" not in path.parts and path.relative_to(env_dir).as_posix() not in generated
     ]
     operations += [
         CommitOperationAdd(path_in_repo=name, path_or_fileobj=content.encode())

@@ -308,6 +308,22 @@ def test_push_publishes_an_env_dir_as_a_docker_space_up_to_the_upload_call():
     assert "FROM python:3.11-slim" in dockerfile and '"openenv_gym.envs.echo:EchoEnvironment"' in dockerfile
 
 
+def test_push_replaces_the_top_level_readme_and_dockerfile_and_keeps_nested_ones(tmp_path):
+    (tmp_path / "openenv.yaml").write_text("name: mine\napp: CartPole-v1\n")
+    (tmp_path / "README.md").write_text("# Mine\n")
+    (tmp_path / "Dockerfile").write_text("FROM mine\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "README.md").write_text("# Docs\n")
+    api = RecordingApi()
+    push(tmp_path, "org/mine", api=api)
+    operations = api.calls[1][1][1]
+    paths = [op.path_in_repo for op in operations]
+    assert sorted(paths) == ["Dockerfile", "README.md", "docs/README.md", "openenv.yaml"]
+    files = {op.path_in_repo: op.path_or_fileobj for op in operations}
+    assert files["README.md"].decode().endswith("# Mine\n") and b"sdk: docker" in files["README.md"]
+    assert b"FROM mine" not in files["Dockerfile"]
+
+
 def test_space_files_keep_the_envs_own_readme(tmp_path):
     (tmp_path / "README.md").write_text("---\ntitle: old\n---\n\n# Mine\n")
     manifest = Manifest(name="mine", app="CartPole-v1", package="my-envs")
