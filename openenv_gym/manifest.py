@@ -132,8 +132,7 @@ class Manifest(BaseModel):
 
     def default_gym_id(self) -> str:
         """The id to register when the manifest names none: ``openenv/<Name>-v0``."""
-        name = re.sub(r"[^\w.-]", "-", self.name)
-        return self.gym_id or f"openenv/{name}-v0"
+        return self.gym_id or f"openenv/{self.name}-v0"  # the name's pattern already fits an id
 
 
 def load_manifest(path: str | Path) -> Manifest:
