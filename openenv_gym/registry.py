@@ -102,18 +102,23 @@ def builtin_entries() -> list[CatalogEntry]:
 def register(entry: CatalogEntry) -> None:
     """Add ``entry`` to the catalog and register its id with Gymnasium (replacing an older one)."""
     catalog[entry.id] = entry
+    _gym_register(
+        id=entry.id,
+        entry_point=_REMOTE_ENV,
+        vector_entry_point=_REMOTE_VECTOR_ENV,
+        max_episode_steps=entry.max_episode_steps,
+        reward_threshold=entry.reward_threshold,
+        nondeterministic=entry.nondeterministic,
+        kwargs={"server": entry.server, **entry.kwargs},
+    )
+
+
+def _gym_register(**spec: Any) -> None:
+    """``gym.register(**spec)``, replacing an id registered before without a warning."""
     with warnings.catch_warnings():
         # Re-registering the same id (a module reload, a plugin loaded twice) is expected.
         warnings.filterwarnings("ignore", message=".*Overriding environment.*")
-        gym.register(
-            id=entry.id,
-            entry_point=_REMOTE_ENV,
-            vector_entry_point=_REMOTE_VECTOR_ENV,
-            max_episode_steps=entry.max_episode_steps,
-            reward_threshold=entry.reward_threshold,
-            nondeterministic=entry.nondeterministic,
-            kwargs={"server": entry.server, **entry.kwargs},
-        )
+        gym.register(**spec)
 
 
 def register_plugins() -> list[str]:
@@ -144,10 +149,6 @@ HUB_ID = "openenv/Hub-v0"
 
 def register_hub_id() -> None:
     """Register ``openenv/Hub-v0``: ``gym.make(HUB_ID, repo_id="org/name")`` makes a Hub manifest's env."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Overriding environment.*")
-        gym.register(
-            id=HUB_ID,
-            entry_point="openenv_gym.hub:make_hub_env",
-            vector_entry_point="openenv_gym.hub:make_hub_vector_env",
-        )
+    _gym_register(
+        id=HUB_ID, entry_point="openenv_gym.hub:make_hub_env", vector_entry_point="openenv_gym.hub:make_hub_vector_env"
+    )
