@@ -268,18 +268,20 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+# The commands that talk to a Docker Engine: without one they say so in a line, not a traceback.
+_DOCKER_COMMANDS = frozenset({"build", "ps", "clean"})
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``openenv-gym`` console script."""
     args = build_parser().parse_args(argv)
     commands = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean, "pull": _pull, "push": _push}
-    if args.command in ("pull", "push"):
+    if args.command not in _DOCKER_COMMANDS:
         sys.exit(commands[args.command](args))
-    if args.command != "serve":
-        from .providers.docker_provider import DockerUnavailableError
+    from .providers.docker_provider import DockerUnavailableError
 
-        try:
-            sys.exit(commands[args.command](args))
-        except DockerUnavailableError as exc:
-            print(f"openenv-gym {args.command}: {exc}", file=sys.stderr)
-            sys.exit(1)
-    sys.exit(_serve(args))
+    try:
+        sys.exit(commands[args.command](args))
+    except DockerUnavailableError as exc:
+        print(f"openenv-gym {args.command}: {exc}", file=sys.stderr)
+        sys.exit(1)
