@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import json
 import os
 import selectors
 import shutil
@@ -250,21 +249,16 @@ class Sandbox:
         """The worker's next message, or ``None`` if it is not complete within ``timeout`` or the pipe ended.
 
         The whole message has the deadline, not just its first byte: a worker that stalls
-        mid-message (or a forged length) cannot block the caller.
+        mid-message cannot block the caller.
+
+        Raises:
+            ValueError: a length above the limit (a forged one) or a body that is not JSON; the
+                callers treat it as a lost worker, like ``None``.
         """
         assert self._process is not None and self._process.stdout is not None
         fd = self._process.stdout.fileno()  # read unbuffered: only this reader touches the pipe
         deadline = time.monotonic() + timeout
-        header = _read_exactly(fd, worker.HEADER.size, deadline)
-        if header is None:
-            return None
-        (size,) = worker.HEADER.unpack(header)
-        if size > worker.MAX_MESSAGE_BYTES:
-            return None
-        body = _read_exactly(fd, size, deadline)
-        if body is None:
-            return None
-        return json.loads(body)
+        return worker.read_message(lambda size: _read_exactly(fd, size, deadline))
 
     def _stop(self) -> str:
         """Kill the worker's whole sandbox; return what it wrote to stderr."""

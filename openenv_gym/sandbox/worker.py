@@ -36,9 +36,9 @@ import struct
 import sys
 import time
 import traceback
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
-__all__ = ["CONFIG_KEYS", "HEADER", "MAX_MESSAGE_BYTES", "read_message", "write_message"]
+__all__ = ["CONFIG_KEYS", "MAX_MESSAGE_BYTES", "read_message", "write_message"]
 
 HEADER = struct.Struct(">I")
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -66,16 +66,20 @@ def write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
     stream.flush()
 
 
-def read_message(stream: BinaryIO) -> dict[str, Any] | None:
-    """Read one length-prefixed JSON message; ``None`` at end of stream."""
-    header = stream.read(HEADER.size)
-    if len(header) < HEADER.size:
+def read_message(read: Callable[[int], bytes | None]) -> dict[str, Any] | None:
+    """Read one length-prefixed JSON message with ``read(n)``; ``None`` if it ends short (or gives ``None``).
+
+    Raises:
+        ValueError: the length is above :data:`MAX_MESSAGE_BYTES`, or the body is not JSON.
+    """
+    header = read(HEADER.size)
+    if header is None or len(header) < HEADER.size:
         return None
     (size,) = HEADER.unpack(header)
     if size > MAX_MESSAGE_BYTES:
         raise ValueError(f"message of {size} bytes exceeds {MAX_MESSAGE_BYTES}")
-    body = stream.read(size)
-    if len(body) < size:
+    body = read(size)
+    if body is None or len(body) < size:
         return None
     return json.loads(body)
 
@@ -426,13 +430,13 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Not dumpable: a run with the worker's uid cannot open /proc/1/fd/* (the reply pipe) or its memory.
     _set_dumpable(False)
-    config = read_message(stdin)
+    config = read_message(stdin.read)
     if config is None:
         return
     os.makedirs(os.path.dirname(config["workdir"]), exist_ok=True)
     _reset_scratch(config)
     write_message(stdout, {"ready": True, "python": sys.version.split()[0]})
-    while (request := read_message(stdin)) is not None:
+    while (request := read_message(stdin.read)) is not None:
         write_message(stdout, _run(request, config))
 
 

@@ -275,3 +275,21 @@ def _uid(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/status").read_text().split("\nUid:")[1].split()[0])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def test_message_framing_round_trips_and_refuses_forged_lengths():
+    """write_message/read_message over bytes: a message comes back; short input is the end; a forged length is refused."""
+    import io
+    import struct
+
+    from openenv_gym.sandbox import worker
+
+    buffer = io.BytesIO()
+    worker.write_message(buffer, {"exit_code": 0, "stdout": "hi"})
+    framed = buffer.getvalue()
+    assert worker.read_message(io.BytesIO(framed).read) == {"exit_code": 0, "stdout": "hi"}
+    assert worker.read_message(io.BytesIO(framed[:-1]).read) is None  # the body ends short
+    assert worker.read_message(lambda size: None) is None  # a reader that timed out
+    forged = io.BytesIO(struct.pack(">I", worker.MAX_MESSAGE_BYTES + 1) + b"{}")
+    with pytest.raises(ValueError, match="exceeds"):
+        worker.read_message(forged.read)
