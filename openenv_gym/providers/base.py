@@ -5,7 +5,14 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-__all__ = ["Provider"]
+__all__ = ["Provider", "checked_token"]
+
+
+def checked_token(token: str | None) -> str | None:
+    """``token`` as given; an empty one is refused (a server cannot require an empty token)."""
+    if token is not None and not token:
+        raise ValueError("token must not be empty")
+    return token
 
 
 class Provider(abc.ABC):

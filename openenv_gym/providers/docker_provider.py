@@ -16,7 +16,7 @@ from ..client import http_get_json
 from ..errors import OpenEnvGymError, ServerConnectError
 from ..urls import unix_url
 from . import docker_pool
-from .base import Provider
+from .base import Provider, checked_token
 from .docker_images import (
     RUNTIME_IMAGE,
     SERVER_UID,
@@ -190,9 +190,7 @@ class DockerProvider(Provider):
         self.command += ["--max-episode-steps", "none" if max_episode_steps is None else str(max_episode_steps)]
         if env_kwargs:
             self.command += ["--env-kwargs", json.dumps(env_kwargs)]
-        if token is not None and not token:
-            raise ValueError("token must not be empty")
-        self.token = token
+        self.token = checked_token(token)
         if token is not None:
             self.command += ["--token-env", TOKEN_ENV_VAR]
         self.startup_timeout = startup_timeout

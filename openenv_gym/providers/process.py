@@ -23,7 +23,7 @@ from ..client import http_get_json
 from ..errors import ServerConnectError, ServerStartError
 from ..server.runner import READY_PREFIX
 from ..urls import is_loopback_host
-from .base import Provider
+from .base import Provider, checked_token
 
 __all__ = ["ProcessProvider"]
 
@@ -106,9 +106,7 @@ class ProcessProvider(Provider):
         self.host = host
         if token is None and not is_loopback_host(host):
             token = new_token()
-        if token is not None and not token:
-            raise ValueError("token must not be empty")
-        self.token = token
+        self.token = checked_token(token)
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.startup_timeout = startup_timeout

@@ -33,7 +33,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on what is inst
 from ..client import http_get_json
 from ..errors import OpenEnvGymError, ProviderError
 from ..urls import with_host
-from .base import Provider
+from .base import Provider, checked_token
 from .process import DEFAULT_STARTUP_TIMEOUT, ProcessProvider, new_token
 
 __all__ = ["ACTOR_NAME_PREFIX", "PLACEMENT_STRATEGIES", "RayProvider", "ServerActor"]
@@ -281,8 +281,7 @@ class RayProvider(Provider):
             bundle_index = 0
         if host is not None and (not host or host == "::"):
             raise ValueError(f"host must be an address to bind, {WILDCARD_HOST!r} or None (the node's), got {host!r}")
-        if token is not None and not token:
-            raise ValueError("token must not be empty")
+        token = checked_token(token)
         self.placement = placement
         self.placement_group = placement_group
         self.bundle_index = bundle_index

@@ -190,3 +190,12 @@ def test_http_requests_never_go_through_a_proxy_from_the_environment(monkeypatch
         assert "action" in http_get_json(url, "/schema", token=provider.token)
     finally:
         provider.stop()
+
+
+@pytest.mark.parametrize("provider", ["process", "docker"])
+def test_an_empty_token_is_refused_before_anything_starts(provider):
+    from openenv_gym.providers.docker_provider import DockerProvider
+
+    make = {"process": ProcessProvider, "docker": DockerProvider}[provider]
+    with pytest.raises(ValueError, match="token must not be empty"):
+        make("CartPole-v1", token="")
