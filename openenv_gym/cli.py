@@ -249,7 +249,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"openenv-gym serve: {exc}", file=sys.stderr)
         return 2
     try:
-        run(
+        status = run(
             factory,
             host=args.host,
             port=args.port,
@@ -260,12 +260,13 @@ def _serve(args: argparse.Namespace) -> int:
             max_frame_bytes=args.max_frame_bytes,
             exit_on_stdin_eof=args.exit_on_stdin_eof,
             ready_fd=args.ready_fd,
+            target=args.target,
         )
     except OSError as exc:
         where = args.unix_socket or f"{args.host}:{args.port}"
         print(f"openenv-gym serve: cannot listen on {where}: {exc}", file=sys.stderr)
         return 1
-    return 0
+    return status
 
 
 # The commands that talk to a Docker Engine: without one they say so in a line, not a traceback.

@@ -25,6 +25,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from .errors import (
     CapacityReachedError,
     ConnectionLostError,
+    EnvCreationError,
     RemoteError,
     RequestTimeoutError,
     ServerConnectError,
@@ -38,6 +39,7 @@ DEFAULT_OPEN_TIMEOUT = 10.0
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_MAX_FRAME_BYTES = 100 * 2**20  # OpenEnv's servers send frames up to 100 MB
 MAX_HTTP_BODY_BYTES = 16 * 2**20  # /schema and /metadata are small; refuse a runaway answer
+MAX_ERROR_BODY_BYTES = 2**16  # an error answer: a message and perhaps a traceback
 
 
 def auth_headers(token: str | None) -> dict[str, str]:
@@ -52,7 +54,8 @@ def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOU
     the synchronous clients do: a proxy would see the token, and may not reach cluster addresses.
 
     Raises:
-        ServerConnectError: the server is unreachable, answered an error status, or not JSON.
+        EnvCreationError: the server answered that it cannot create its environment.
+        ServerConnectError: the server is unreachable, answered another error status, or not JSON.
     """
     url = http_url(base_url, path)
     socket_path = unix_socket_path(url)
@@ -64,7 +67,7 @@ def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOU
         with opener.open(urllib.request.Request(url, headers=auth_headers(token)), timeout=timeout) as response:
             body = response.read(MAX_HTTP_BODY_BYTES + 1)
     except urllib.error.HTTPError as exc:
-        raise ServerConnectError(url, f"HTTP {exc.code}: {exc.read(500).decode(errors='replace')}") from exc
+        raise _status_error(url, exc.code, exc.read(MAX_ERROR_BODY_BYTES)) from exc
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
         raise ServerConnectError(url, str(reason)) from exc
@@ -103,14 +106,33 @@ def _unix_get_json(url: str, socket_path: str, timeout: float, token: str | None
     finally:
         connection.close()
     if response.status >= 400:
-        raise ServerConnectError(url, f"HTTP {response.status}: {body[:500].decode(errors='replace')}")
+        raise _status_error(url, response.status, body)
     return _json_body(url, body)
 
 
+def _status_error(url: str, status: int, body: bytes) -> Exception:
+    """The error for an HTTP error answer: the env's own failure when the server says so."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict) and data.get("code") == ErrorCode.FACTORY_ERROR.value:
+        details = {key: value for key, value in data.items() if key not in ("code", "message")}
+        return EnvCreationError(ErrorCode.FACTORY_ERROR.value, str(data.get("message", "")), details)
+    return ServerConnectError(url, f"HTTP {status}: {body[:500].decode(errors='replace')}")
+
+
 def remote_error(frame: ErrorFrame, env_id: str | None) -> RemoteError:
-    """The exception that stands for an error frame (``CapacityReachedError`` for ``CAPACITY_REACHED``)."""
-    cls = CapacityReachedError if frame.code == ErrorCode.CAPACITY_REACHED.value else RemoteError
+    """The exception that stands for an error frame (``CapacityReachedError`` for ``CAPACITY_REACHED``,
+    ``EnvCreationError`` for ``FACTORY_ERROR``)."""
+    cls = _REMOTE_ERRORS.get(frame.code, RemoteError)
     return cls(frame.code, frame.message, frame.details, env_id)
+
+
+_REMOTE_ERRORS: dict[str, type[RemoteError]] = {
+    ErrorCode.CAPACITY_REACHED.value: CapacityReachedError,
+    ErrorCode.FACTORY_ERROR.value: EnvCreationError,
+}
 
 
 class SessionClient:

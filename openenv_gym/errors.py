@@ -5,18 +5,25 @@
     OpenEnvGymError
     ├── ProtocolError (ValueError)            a frame that breaks the wire format or the session rules
     ├── SpaceCodecError (ValueError)          a value, or a space's JSON form, that does not fit
+    │   └── InvalidActionError                     an action outside the env's action space
     ├── UnsupportedSpaceError (TypeError)     a Gymnasium space type with no JSON form
     ├── ClientError                           something went wrong talking to a server
     │   ├── ServerConnectError (ConnectionError)   the server could not be reached or refused us
     │   ├── ConnectionLostError (ConnectionError)  the connection dropped while a call was waiting
     │   ├── RequestTimeoutError (TimeoutError)     no reply within the timeout
+    │   ├── EnvMismatchError (ValueError)          the server runs another env than the one asked for
     │   └── RemoteError                            the server answered with an error frame
-    │       └── CapacityReachedError               ... because every session slot is taken
+    │       ├── CapacityReachedError               ... because every session slot is taken
+    │       └── EnvCreationError                   ... because it could not create the environment
     └── ProviderError (RuntimeError)          a server could not be started or stopped
         └── ServerStartError                       ... the server process failed to become healthy
 
 Built-in parents are chosen so that ``except TimeoutError`` or ``except ConnectionError`` keep
 working for callers who do not know this package.
+
+One more lives beside the Gymnasium face, since its second parent is Gymnasium's own and this
+module does not import gymnasium: ``openenv_gym.env.ClosedEnvError`` (``OpenEnvGymError`` and
+``gymnasium.error.ClosedEnvironmentError``), raised by any call on a closed env or vector env.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ __all__ = [
     "CapacityReachedError",
     "ClientError",
     "ConnectionLostError",
+    "EnvCreationError",
+    "EnvMismatchError",
+    "InvalidActionError",
     "OpenEnvGymError",
     "ProtocolError",
     "ProviderError",
@@ -64,6 +74,28 @@ class ProtocolError(OpenEnvGymError, ValueError):
 
 class SpaceCodecError(OpenEnvGymError, ValueError):
     """A Gymnasium space, or a value of one, cannot be converted to or from its JSON form."""
+
+
+class InvalidActionError(SpaceCodecError):
+    """An action that is not in the env's action space, refused before anything is sent.
+
+    Attributes:
+        action: the value given.
+        space: the action space it is not in.
+        reason: what keeps it out (``"expected an integer, got float"``).
+        env_id: the environment, when known.
+    """
+
+    def __init__(self, action: Any, space: Any, reason: str, env_id: str | None = None) -> None:
+        super().__init__(action, space, reason, env_id)
+        self.action = action
+        self.space = space
+        self.reason = reason
+        self.env_id = env_id
+
+    def __str__(self) -> str:
+        where = f" of {self.env_id}" if self.env_id else ""
+        return f"action {self.action!r:.200} is not in the action space {self.space}{where}: {self.reason}"
 
 
 class UnsupportedSpaceError(OpenEnvGymError, TypeError):
@@ -132,6 +164,28 @@ class RequestTimeoutError(ClientError, TimeoutError):
         )
 
 
+class EnvMismatchError(ClientError, ValueError):
+    """The server at a URL runs another environment than the id asked for.
+
+    Attributes:
+        url: the server.
+        expected: what was asked for (a Gymnasium id or ``"module:attr"``).
+        served: what the server's ``/metadata`` says it runs.
+    """
+
+    def __init__(self, url: str, expected: str, served: str) -> None:
+        super().__init__(url, expected, served)
+        self.url = url
+        self.expected = expected
+        self.served = served
+
+    def __str__(self) -> str:
+        return (
+            f"the server at {self.url} serves {self.served!r}, not {self.expected!r}; use the id of what it "
+            f"serves, or gym.make('openenv/Remote-v0', base_url=...) to attach to any server"
+        )
+
+
 class RemoteError(ClientError):
     """The server answered a call with an error frame; the session stays usable.
 
@@ -155,6 +209,10 @@ class RemoteError(ClientError):
         self.details = details or {}
         self.env_id = env_id
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled whole (a Ray actor raises it in another process), not as its arguments alone.
+        return type(self), (self.code, self.message, self.details, self.env_id)
+
     def __str__(self) -> str:
         where = f" in {self.env_id}" if self.env_id else ""
         text = f"server error{where}: {self.message} (code: {self.code})"
@@ -166,6 +224,21 @@ class RemoteError(ClientError):
 
 class CapacityReachedError(RemoteError):
     """The server refused a new session because all of its session slots are taken."""
+
+
+class EnvCreationError(RemoteError):
+    """The server could not create the environment (code ``FACTORY_ERROR``): the env's own
+    constructor failed, e.g. on bad ``env_kwargs`` or a missing tasks file. Its message is the
+    server's; a server started for the env reports it at start-up, a running one on ``/schema``
+    or when a session opens."""
+
+    def __str__(self) -> str:
+        where = f" {self.env_id}" if self.env_id else " the environment"
+        text = f"the server could not create{where}: {self.message}"
+        remote_traceback = self.details.get("traceback")
+        if remote_traceback:
+            text += f"\n\nRemote traceback:\n{remote_traceback}"
+        return text
 
 
 class ProviderError(OpenEnvGymError, RuntimeError):

@@ -20,8 +20,8 @@ import weakref
 from typing import IO, Any
 
 from ..client import http_get_json
-from ..errors import ServerConnectError, ServerStartError
-from ..server.runner import READY_PREFIX
+from ..errors import EnvCreationError, ServerConnectError, ServerStartError
+from ..server.runner import FAILED_PREFIX, READY_PREFIX
 from ..urls import is_loopback_host
 from .base import Provider, checked_token
 
@@ -65,6 +65,16 @@ def _stop_process(process: subprocess.Popen[bytes], log: IO[bytes]) -> None:
         except subprocess.TimeoutExpired:
             continue
     log.close()
+
+
+def _creation_error(report: str, target: str, command: list[str]) -> Exception:
+    """The error for a server that could not make its environment, from the JSON it reported."""
+    try:
+        data = json.loads(report)
+        code, message = data.pop("code"), data.pop("message")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return ServerStartError(f"server could not create its environment: {report}", command)
+    return EnvCreationError(code, message, data, env_id=target)
 
 
 class ProcessProvider(Provider):
@@ -209,6 +219,9 @@ class ProcessProvider(Provider):
                     raise ServerStartError(f"server exited with code {process.returncode} before it was ready", command, output)
                 buffer += chunk
         line = buffer.split(b"\n", 1)[0].decode()
+        if line.startswith(FAILED_PREFIX):
+            self.stop()
+            raise _creation_error(line[len(FAILED_PREFIX) :], self.target, command)
         if not line.startswith(READY_PREFIX):
             self.stop()
             raise ServerStartError(f"unexpected ready line {line!r}", command)

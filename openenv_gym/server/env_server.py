@@ -21,7 +21,7 @@ from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from .batch_session import BatchSession
 from .environment import Environment
-from .session import Session
+from .session import Session, factory_error
 
 __all__ = ["EnvServer"]
 
@@ -78,6 +78,9 @@ class EnvServer:
         send_tracebacks: include the server-side traceback in ``EXECUTION_ERROR`` frames.
             Defaults to true on loopback only: a server exposed to a network does not show its
             internals to whoever connects.
+        target: what the server serves (``openenv-gym serve TARGET``: a Gymnasium id or
+            ``"module:attr"``), published as ``target`` in ``/metadata`` so a client that asks for
+            one env can tell it reached a server of another.
     """
 
     def __init__(
@@ -92,6 +95,7 @@ class EnvServer:
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         send_tracebacks: bool | None = None,
+        target: str | None = None,
     ) -> None:
         if max_sessions is None:
             concurrent = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)
@@ -101,6 +105,7 @@ class EnvServer:
         if idle_timeout is not None and idle_timeout <= 0:
             raise ValueError(f"idle_timeout must be positive or None, got {idle_timeout}")
         self.factory = factory
+        self.target = target
         self.host = host
         self.port = port
         self.unix_socket = unix_socket
@@ -170,16 +175,23 @@ class EnvServer:
 
     # HTTP ---------------------------------------------------------------------------------------
 
-    async def _describe(self) -> dict[str, Any]:
-        """Schema and metadata, read once from a probe instance that is closed right after."""
+    async def describe(self) -> dict[str, Any]:
+        """Schema and metadata, read once from a probe instance that is closed right after.
+
+        ``openenv-gym serve`` calls it before it listens, so an environment that cannot be made
+        stops the server at start-up with the reason, instead of failing every client later.
+
+        Raises:
+            Exception: whatever the factory raised.
+        """
         async with self._describe_lock:  # concurrent first requests share one probe
             if self._description is None:
                 env = await asyncio.to_thread(self.factory)
                 try:
-                    self._description = {
-                        "schema": env.schema(),
-                        "metadata": env.get_metadata().model_dump(),
-                    }
+                    metadata = env.get_metadata().model_dump()
+                    if self.target is not None:
+                        metadata["target"] = self.target
+                    self._description = {"schema": env.schema(), "metadata": metadata}
                 finally:
                     await asyncio.to_thread(env.close)
         return self._description
@@ -194,12 +206,11 @@ class EnvServer:
             return None  # go on with the WebSocket handshake
         if path in ("/schema", "/metadata"):
             try:
-                description = await self._describe()
+                description = await self.describe()
             except Exception as exc:
                 logger.exception("describing the environment failed")
-                return _json_response(
-                    500, {"code": ErrorCode.FACTORY_ERROR.value, "message": f"{type(exc).__name__}: {exc}"}
-                )
+                frame = factory_error(self.factory, exc, self.send_tracebacks)
+                return _json_response(500, {**frame.details, "code": frame.code, "message": frame.message})
             return _json_response(200, description[path[1:]])
         return _json_response(404, {"message": f"no route {path}; try /ws, /health, /schema or /metadata"})
 

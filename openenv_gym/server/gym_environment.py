@@ -12,7 +12,7 @@ from ..protocol import ObservationFrame
 from ..spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, jsonable, to_wire
 from .environment import Action, Environment, EnvironmentMetadata, State
 
-__all__ = ["GymAction", "GymEnvironment", "make_gym_env"]
+__all__ = ["GymAction", "GymEnvironment", "docstring_summary", "make_gym_env"]
 
 # Modules whose environments are cheap enough to step on the event loop.
 _MICROSECOND_ENVS = ("gymnasium.envs.classic_control.", "gymnasium.envs.toy_text.")
@@ -37,6 +37,14 @@ def make_gym_env(env_id: str, max_episode_steps: int | None = -1, **kwargs: Any)
         return gym.make(env_id, **kwargs)
     spec = gym.spec(env_id)
     return gym.make(dataclasses.replace(spec, max_episode_steps=max_episode_steps), **kwargs)
+
+
+def docstring_summary(doc: str | None, limit: int = 300) -> str:
+    """The first paragraph of a docstring that is prose, as one line: Gymnasium's env docstrings
+    open with Markdown headings (``## Description``), which say nothing about the env."""
+    paragraphs = [" ".join(part.split()) for part in (doc or "").split("\n\n")]
+    prose = next((text for text in paragraphs if text and not text.startswith(("#", "|", "```", "<"))), "")
+    return prose if len(prose) <= limit else prose[: limit - 3].rstrip() + "..."
 
 
 class GymEnvironment(Environment[Any, Any, State]):
@@ -131,8 +139,8 @@ class GymEnvironment(Environment[Any, Any, State]):
     def get_metadata(self) -> EnvironmentMetadata:
         spec = self.env.spec
         name = spec.id if spec is not None else type(self.env.unwrapped).__name__
-        doc = (type(self.env.unwrapped).__doc__ or "").strip().split("\n")[0]
-        return EnvironmentMetadata(name=name, description=doc or f"Gymnasium environment {name}")
+        summary = docstring_summary(type(self.env.unwrapped).__doc__)
+        return EnvironmentMetadata(name=name, description=summary or f"Gymnasium environment {name}")
 
     def parse_action(self, data: dict[str, Any]) -> Any:
         if self._discrete is not None and type(data) is dict and len(data) == 1:

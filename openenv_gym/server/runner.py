@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import os
 import signal
 import sys
@@ -11,11 +12,15 @@ from typing import Any, Callable
 
 from .env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, EnvServer
 from .environment import Environment
+from .session import factory_error
 
-__all__ = ["READY_PREFIX", "load_factory", "run"]
+__all__ = ["FAILED_PREFIX", "READY_PREFIX", "load_factory", "run"]
 
 # The line a server prints once it listens; the process provider reads it to learn the port.
 READY_PREFIX = "openenv-gym server listening on "
+# The line a server writes instead when its environment cannot be made, followed by the
+# FACTORY_ERROR frame's data as JSON; the process provider turns it into EnvCreationError.
+FAILED_PREFIX = "openenv-gym server cannot create its environment: "
 # Seconds a stopping server waits for its sessions to close their environments before it exits
 # regardless, so a stuck environment cannot keep an orphaned server alive.
 STOP_TIMEOUT = 10.0
@@ -98,7 +103,7 @@ def _adapting_factory(
     return make
 
 
-async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | None) -> None:
+async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | None) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -111,6 +116,17 @@ async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | Non
                 stop.set()
 
         loop.add_reader(sys.stdin.fileno(), on_stdin)
+    # One environment is made before listening, so one that cannot be made stops the server
+    # now, with the reason, instead of failing every client that connects later.
+    describe = asyncio.ensure_future(server.describe())
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({describe, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if not describe.done():  # the owner left while the environment was being made
+        _exit_now("stopped while creating the environment")
+    stopping.cancel()
+    if describe.exception() is not None:
+        _report_failure(server, describe.exception(), ready_fd)  # type: ignore[arg-type]
+        return 1
     await server.start()
     line = f"{READY_PREFIX}{server.url} (WebSocket {server.url.replace('http', 'ws', 1)}/ws)\n"
     sys.stdout.write(line)
@@ -129,6 +145,18 @@ async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | Non
             # A worker thread is still inside an environment's close(); the interpreter would
             # wait for it at exit, forever.
             _exit_now("an environment's close() never returned; exiting anyway")
+    return 0
+
+
+def _report_failure(server: EnvServer, exc: BaseException, ready_fd: int | None) -> None:
+    """Say why the environment could not be made: in words on stderr, as JSON on ``ready_fd``."""
+    frame = factory_error(server.factory, exc, with_traceback=True)
+    sys.stderr.write(f"{frame.details['traceback']}openenv-gym serve: cannot create the environment: {frame.message}\n")
+    sys.stderr.flush()
+    if ready_fd is not None:
+        data = {**frame.details, "code": frame.code, "message": frame.message}
+        os.write(ready_fd, f"{FAILED_PREFIX}{json.dumps(data)}\n".encode())
+        os.close(ready_fd)
 
 
 def _exit_now(why: str) -> None:
@@ -149,11 +177,17 @@ def run(
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     exit_on_stdin_eof: bool = False,
     ready_fd: int | None = None,
-) -> None:
+    target: str | None = None,
+) -> int:
     """Serve ``factory`` until SIGINT or SIGTERM (or EOF on stdin when asked), then close every session.
 
-    Once listening, the server prints a line starting with :data:`READY_PREFIX` and its URL to
-    stdout, and to ``ready_fd`` (then closed) when one is given.
+    One environment is made (and closed) first. Once listening, the server prints a line
+    starting with :data:`READY_PREFIX` and its URL to stdout, and to ``ready_fd`` (then closed)
+    when one is given. If that environment cannot be made, it says why on stderr (and on
+    ``ready_fd``, after :data:`FAILED_PREFIX`, as JSON) and returns 1 without listening.
+
+    Returns:
+        The exit status: 0 after a normal stop, 1 when the environment could not be made.
     """
     server = EnvServer(
         factory,
@@ -164,5 +198,6 @@ def run(
         max_sessions=max_sessions,
         idle_timeout=idle_timeout,
         max_frame_bytes=max_frame_bytes,
+        target=target,
     )
-    asyncio.run(_serve(server, exit_on_stdin_eof, ready_fd))
+    return asyncio.run(_serve(server, exit_on_stdin_eof, ready_fd))

@@ -26,9 +26,17 @@ from ..protocol import (
 )
 from .environment import Environment
 
-__all__ = ["Session"]
+__all__ = ["Session", "factory_error"]
 
 logger = logging.getLogger(__name__)
+
+
+def factory_error(factory: Callable[..., Any], exc: BaseException, with_traceback: bool = False) -> ErrorFrame:
+    """The ``FACTORY_ERROR`` frame that says why ``factory`` could not make an environment."""
+    details: dict[str, Any] = {"factory_name": getattr(factory, "__name__", repr(factory))}
+    if with_traceback:
+        details["traceback"] = "".join(traceback.format_exception(exc))
+    return ErrorFrame(ErrorCode.FACTORY_ERROR, f"{type(exc).__name__}: {exc}", details)
 
 # An environment's close() gets this long before the session gives up waiting on it.
 CLOSE_TIMEOUT = 10.0
@@ -98,11 +106,7 @@ class Session:
             await self._create()
         except Exception as exc:
             logger.exception("environment factory failed")
-            return ErrorFrame(
-                ErrorCode.FACTORY_ERROR,
-                f"could not create the environment: {type(exc).__name__}: {exc}",
-                {"factory_name": getattr(self.factory, "__name__", repr(self.factory))},
-            )
+            return factory_error(self.factory, exc, self.send_tracebacks)
         finally:
             self.busy = False
             self.last_active = asyncio.get_running_loop().time()

@@ -75,3 +75,33 @@ def test_bad_targets(target, message):
     """Targets that cannot be served raise ValueError saying why."""
     with pytest.raises(ValueError, match=re.escape(message)):
         load_factory(target)
+
+
+def test_serve_exits_at_start_up_when_the_env_cannot_be_made():
+    """`serve --env-kwargs '{"bogus": 1}'` makes one env before listening, and exits 1 with the reason."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "openenv_gym", "serve", "CartPole-v1", "--port", "0", "--env-kwargs", '{"bogus": 1}'],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 1
+    last_line = result.stderr.splitlines()[-1]
+    assert last_line.startswith(
+        "openenv-gym serve: cannot create the environment: "
+        "TypeError: CartPoleEnv.__init__() got an unexpected keyword argument 'bogus'"
+    )
+    assert "listening" not in result.stdout
+
+
+def test_metadata_names_what_the_server_serves():
+    """/metadata carries the served target and a description that is prose, not a Markdown heading."""
+    from openenv_gym.client import http_get_json
+    from tests.utils import running_server
+
+    factory = load_factory("CartPole-v1")
+    with running_server(factory, target="CartPole-v1") as server:
+        metadata = http_get_json(server.url, "/metadata")
+    assert metadata["target"] == "CartPole-v1" and metadata["name"] == "CartPole-v1"
+    assert metadata["description"].startswith("This environment corresponds to the version of the cart-pole problem")
