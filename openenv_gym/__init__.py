@@ -20,6 +20,9 @@ from .errors import (
     CapacityReachedError,
     ClientError,
     ConnectionLostError,
+    EnvCreationError,
+    EnvMismatchError,
+    InvalidActionError,
     OpenEnvGymError,
     ProtocolError,
     ProviderError,
@@ -34,7 +37,8 @@ from .post_import import call_after_import
 from .sync_client import EnvClient
 
 if TYPE_CHECKING:
-    from .env import RemoteEnv
+    from . import hub
+    from .env import ClosedEnvError, RemoteEnv
     from .registry import CatalogEntry, catalog, register
     from .wrappers import make_sb3_vec_env
 
@@ -43,8 +47,12 @@ __all__ = [
     "CapacityReachedError",
     "CatalogEntry",
     "ClientError",
+    "ClosedEnvError",
     "ConnectionLostError",
     "EnvClient",
+    "EnvCreationError",
+    "EnvMismatchError",
+    "InvalidActionError",
     "OpenEnvGymError",
     "ProtocolError",
     "ProviderError",
@@ -57,6 +65,7 @@ __all__ = [
     "UnsupportedSpaceError",
     "__version__",
     "catalog",
+    "hub",
     "make_sb3_vec_env",
     "register",
 ]
@@ -65,6 +74,7 @@ __version__ = "0.1.0"
 
 # Names that import gymnasium, resolved on first use (PEP 562).
 _LAZY = {
+    "ClosedEnvError": "openenv_gym.env",
     "RemoteEnv": "openenv_gym.env",
     "CatalogEntry": "openenv_gym.registry",
     "catalog": "openenv_gym.registry",
@@ -74,6 +84,9 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "hub":  # pydantic and huggingface_hub load on first use
+        importlib.import_module("gymnasium")
+        return importlib.import_module("openenv_gym.hub")
     if name in _LAZY:
         # gymnasium first: its import registers the catalog, which imports the registry whole; a
         # registry imported first would meet that hook half-initialised.

@@ -6,17 +6,35 @@ import dataclasses
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any, SupportsFloat
+from typing import Any, NoReturn, SupportsFloat
 
 import gymnasium as gym
 
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
+from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, SpaceCodecError
 from .providers import Provider, URLProvider, make_provider, start_options
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .sync_client import EnvClient
-from .spaces import ACTION_FIELD, OBSERVATION_FIELD, encode, from_wire, space_from_json, to_wire
+from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
 
-__all__ = ["RemoteEnv", "ServerSpaces", "resolve_spaces"]
+__all__ = ["ClosedEnvError", "RemoteEnv", "ServerSpaces", "check_served", "resolve_spaces"]
+
+
+class ClosedEnvError(OpenEnvGymError, gym.error.ClosedEnvironmentError):
+    """A call on an env or vector env after its ``close()``: nothing is sent, nothing restarts.
+
+    Attributes:
+        env: the ``repr`` of the closed env.
+        call: the method called.
+    """
+
+    def __init__(self, env: str, call: str) -> None:
+        super().__init__(env, call)
+        self.env = env
+        self.call = call
+
+    def __str__(self) -> str:
+        return f"{self.call}() on {self.env} after close(): make a new env"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +48,8 @@ class ServerSpaces:
             (:mod:`openenv_gym.schema_spaces`), as for servers built with OpenEnv itself.
         unmapped: for mapped spaces, the fields left out (``"observation.x"`` / ``"action.y"``
             paths) with the reason.
+        action_to_wire: an action as the wire object to send; raises ``InvalidActionError`` for
+            one outside the action space, before anything is sent.
     """
 
     action_space: gym.Space[Any]
@@ -40,12 +60,32 @@ class ServerSpaces:
     unmapped: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
-def _published(action_space: gym.Space[Any], observation_space: gym.Space[Any]) -> ServerSpaces:
+def _model_fields(model_schema: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """The field names of a pydantic model's JSON schema, and the required ones among them."""
+    if not isinstance(model_schema, dict) or not isinstance(model_schema.get("properties"), dict):
+        return frozenset(), frozenset()
+    required = model_schema.get("required")
+    return frozenset(model_schema["properties"]), frozenset(required if isinstance(required, list) else ())
+
+
+def _published(
+    action_space: gym.Space[Any], observation_space: gym.Space[Any], action_schema: Any = None
+) -> ServerSpaces:
+    fields, required = _model_fields(action_schema)
+
     def action_to_wire(action: Any) -> dict[str, Any]:
-        wire_form = isinstance(action, dict) and action.keys() == {ACTION_FIELD}
-        if wire_form and not isinstance(action_space, gym.spaces.Dict):
-            return {ACTION_FIELD: encode(action_space, action[ACTION_FIELD])}  # given as {"action": value}
-        return to_wire(action_space, action, ACTION_FIELD)
+        value = action
+        if isinstance(action, dict) and not isinstance(action_space, gym.spaces.Dict):
+            if action.keys() == {ACTION_FIELD}:
+                value = action[ACTION_FIELD]  # given in its wire form, {"action": value}
+            elif fields and required <= action.keys() <= fields:
+                # The fields of the server's own action model (OpenEnv's {"code": ...} for the
+                # Coding env): sent as they are, and the server validates them.
+                return dict(action)
+        problem = mismatch(action_space, value)
+        if problem is not None:
+            raise InvalidActionError(action, action_space, problem)
+        return to_wire(action_space, value, ACTION_FIELD)
 
     return ServerSpaces(
         action_space,
@@ -73,7 +113,9 @@ def resolve_spaces(
     schema = http_get_json(base_url, "/schema", timeout=timeout, token=token)
     spaces = schema.get("spaces") if isinstance(schema, dict) else None
     if spaces:
-        return _published(space_from_json(spaces["action"]), space_from_json(spaces["observation"]))
+        return _published(
+            space_from_json(spaces["action"]), space_from_json(spaces["observation"]), schema.get("action")
+        )
     if not json_schema_fallback or not isinstance(schema, dict):
         raise ValueError(
             f"the server at {base_url} publishes no Gymnasium spaces in /schema (an OpenEnv server?); "
@@ -95,7 +137,48 @@ def resolve_spaces(
             UserWarning,
             stacklevel=3,
         )
-    return ServerSpaces(action.space, observation.space, False, action.to_wire, observation.from_wire, unmapped)
+    def action_to_wire(value: Any) -> dict[str, Any]:
+        try:
+            return action.to_wire(value)
+        except InvalidActionError:
+            raise
+        except SpaceCodecError as exc:  # the mapped fields check each value as they convert it
+            raise InvalidActionError(value, action.space, str(exc)) from None
+
+    return ServerSpaces(action.space, observation.space, False, action_to_wire, observation.from_wire, unmapped)
+
+
+def check_served(base_url: str, expected: str | None, timeout: float, token: str | None = None) -> None:
+    """Make sure the server at ``base_url`` serves ``expected`` (a Gymnasium id or ``"module:attr"``).
+
+    openenv-gym servers name what they serve in ``/metadata`` (``target``); a server that does
+    not (an OpenEnv server) is taken as it is.
+
+    Raises:
+        EnvMismatchError: the server serves something else.
+    """
+    if expected is None:
+        return
+    metadata = http_get_json(base_url, "/metadata", timeout=timeout, token=token)
+    served = metadata.get("target") if isinstance(metadata, dict) else None
+    if isinstance(served, str) and expected not in (served, metadata.get("name")):
+        raise EnvMismatchError(base_url, expected, served)
+
+
+_render_warned = False
+
+
+def _warn_render_not_forwarded(render_mode: str) -> None:
+    """Say once per process that remote frames are not forwarded (SB3 asks every env for some)."""
+    global _render_warned
+    if not _render_warned:
+        _render_warned = True
+        warnings.warn(
+            f"openenv-gym: render_mode={render_mode!r} is accepted, but remote envs do not forward frames yet: "
+            "render() raises NotImplementedError (said once per process)",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def _shutdown(client: EnvClient, provider: Provider) -> None:
@@ -123,9 +206,19 @@ class RemoteEnv(gym.Env[Any, Any]):
         (<class 'float'>, <class 'bool'>)
         >>> env.close()
 
+    Keyword arguments that are not the env's own nor its provider's options go to the
+    environment on the server, as with a local ``gym.make``:
+    ``gym.make("openenv/CartPole-v1", sutton_barto_reward=True)``.
+
+    An action outside the action space raises :class:`~openenv_gym.errors.InvalidActionError`
+    before anything is sent (nothing is coerced: ``1.7`` is no Discrete action). A call after
+    :meth:`close` raises :class:`ClosedEnvError`.
+
     Any server that speaks OpenEnv's protocol, including one built with OpenEnv itself, is
     wrapped by ``gym.make("openenv/Remote-v0", base_url="http://host:8000")``: that id sets
-    ``json_schema_fallback=True``.
+    ``json_schema_fallback=True``. With another id, ``base_url`` must be a server of that env
+    (its ``/metadata`` says what it serves; :class:`~openenv_gym.errors.EnvMismatchError`
+    otherwise).
 
     Args:
         server: what the provider serves: a Gymnasium id or ``"module:attr"``.
@@ -146,15 +239,22 @@ class RemoteEnv(gym.Env[Any, Any]):
             :class:`~openenv_gym.providers.Provider` instance.
         provider_kwargs: options of the provider, such as ``{"memory": "1g"}`` for Docker; they
             may also be given as further keyword arguments (``ray_address="auto"``).
-        env_kwargs: keyword arguments for the environment on the server.
+        env_kwargs: keyword arguments for the environment on the server (for one whose name is
+            also a provider option); other keyword arguments go there too.
         open_timeout: seconds to connect to the server.
         call_timeout: seconds to wait for each reset or step.
         startup_timeout: seconds a started server has to become healthy.
         render_mode: accepted and stored (Stable-Baselines3's ``make_vec_env`` passes
-            ``"rgb_array"``), but frames are not forwarded yet: :meth:`render` raises.
+            ``"rgb_array"``), with one warning per process that frames are not forwarded yet:
+            :meth:`render` raises.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    @property
+    def metadata(self) -> dict[str, Any]:
+        # A property, not a class attribute: the render modes are the server's, unknown until
+        # it answers, so gym.make does not judge render_mode against an empty list (and warn for
+        # every env) before the env exists.
+        return {"render_modes": []}
 
     def __init__(
         self,
@@ -171,13 +271,15 @@ class RemoteEnv(gym.Env[Any, Any]):
         json_schema_fallback: bool = False,
         token: str | None = None,
         sessions_per_server: int | None = None,
-        **provider_options: Any,
+        **kwargs: Any,
     ) -> None:
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
-        options = start_options(
-            provider_kwargs, provider_options, token, starts=base_url is None and isinstance(provider, str)
+        options, env_kwargs = start_options(
+            provider, provider_kwargs, kwargs, token, env_kwargs, starts=base_url is None and isinstance(provider, str)
         )
         self.render_mode = render_mode
+        if render_mode is not None:
+            _warn_render_not_forwarded(render_mode)
         if base_url is not None:
             provider = URLProvider(base_url, timeout=open_timeout, token=token)
         elif isinstance(provider, str):
@@ -206,6 +308,8 @@ class RemoteEnv(gym.Env[Any, Any]):
         )
         self._closer = weakref.finalize(self, _shutdown, self._client, provider)
         try:
+            if isinstance(self.provider, URLProvider):  # started by someone else: is it this env?
+                check_served(self.base_url, server, open_timeout, token)
             self._spaces = resolve_spaces(
                 self.base_url, open_timeout, json_schema_fallback=json_schema_fallback, token=token
             )
@@ -218,9 +322,21 @@ class RemoteEnv(gym.Env[Any, Any]):
     def __repr__(self) -> str:
         return f"RemoteEnv({self.server or '?'}, {self.base_url})"
 
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(
+            f"{self!r} holds a live session with its server and cannot be pickled or copied; make the env "
+            "where it is used instead: pass a function that calls gym.make (SB3's SubprocVecEnv and "
+            "Gymnasium's AsyncVectorEnv take env functions), or gym.make_vec(..., num_envs=N) for many"
+        )
+
+    def _check_open(self, call: str) -> None:
+        if not self._closer.alive:
+            raise ClosedEnvError(repr(self), call)
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
+        self._check_open("reset")
         super().reset(seed=seed)
         kwargs: dict[str, Any] = {}
         if seed is not None:
@@ -231,8 +347,20 @@ class RemoteEnv(gym.Env[Any, Any]):
         return self._spaces.observation_from_wire(frame.observation), frame.info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        """Send ``action`` (a value of ``action_space``; a ``Dict`` action as a plain ``dict``)."""
-        frame = self._client.step(self._spaces.action_to_wire(action))
+        """Send ``action``: a value of ``action_space`` (a ``Dict`` action as a plain ``dict``), or
+        the fields of the server's own action model as a dict (OpenEnv's ``{"code": ...}``).
+
+        Raises:
+            InvalidActionError: ``action`` is not in the action space; nothing was sent.
+            ClosedEnvError: the env was closed.
+        """
+        self._check_open("step")
+        try:
+            wire = self._spaces.action_to_wire(action)
+        except InvalidActionError as exc:
+            exc.env_id = self.server
+            raise
+        frame = self._client.step(wire)
         observation = self._spaces.observation_from_wire(frame.observation)
         reward = 0.0 if frame.reward is None else float(frame.reward)
         return observation, reward, bool(frame.done), bool(frame.truncated), frame.info
@@ -243,12 +371,14 @@ class RemoteEnv(gym.Env[Any, Any]):
         Raises:
             NotImplementedError: always, naming the env and the render mode asked for.
         """
+        self._check_open("render")
         raise NotImplementedError(
             f"{self!r}: rendering (render_mode={self.render_mode!r}) is not forwarded from the server yet"
         )
 
     def state(self) -> dict[str, Any]:
         """The session's state on the server (``episode_id``, ``step_count``, ...)."""
+        self._check_open("state")
         return self._client.state()
 
     def close(self) -> None:

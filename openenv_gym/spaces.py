@@ -10,6 +10,9 @@ Three conversions, each one function per space type (``functools.singledispatch`
   requires to be a JSON object. A :class:`~gymnasium.spaces.Dict` space maps to the object's
   fields; any other space travels as the single field named by ``field``
   (``{"action": 1}``, ``{"observation": [0.1, ...]}``).
+
+:func:`mismatch` says why a value is not one a space holds, so a client refuses a wrong action
+before sending it instead of coercing it (``str(None)`` as a program, ``int(1.7)`` as ``1``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ __all__ = [
     "encode",
     "from_wire",
     "jsonable",
+    "mismatch",
     "space_from_json",
     "space_to_json",
     "to_wire",
@@ -295,6 +299,90 @@ def _(space: spaces.Tuple, data: Any) -> Any:
     if not isinstance(data, list) or len(data) != len(space.spaces):
         raise SpaceCodecError(f"expected a list of {len(space.spaces)} items, got {data!r:.200}")
     return tuple(decode(sub, item) for sub, item in zip(space.spaces, data))
+
+
+@functools.singledispatch
+def mismatch(space: spaces.Space[Any], value: Any) -> str | None:
+    """Why ``value`` is not a value of ``space``, or ``None`` when it is.
+
+    As strict as the space's ``contains`` (and as a server decoding the value: a ``bool`` is no
+    ``Discrete`` action, an array of floats no integer one), except that a ``Text`` value's
+    characters are left to the server: its charset is often narrower than what it takes (a
+    program may hold any Unicode character).
+    """
+    try:
+        inside = bool(space.contains(value))
+    except Exception:  # a contains() that cannot handle the type: not a value of the space
+        inside = False
+    return None if inside else f"not a value of {space}"
+
+
+@mismatch.register
+def _(space: spaces.Discrete, value: Any) -> str | None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, np.ndarray)):
+        return f"expected an integer, got {type(value).__name__}"
+    if not space.contains(value):
+        return f"expected an integer in [{space.start}, {space.start + space.n})"
+    return None
+
+
+@mismatch.register(spaces.Box)
+@mismatch.register(spaces.MultiDiscrete)
+@mismatch.register(spaces.MultiBinary)
+def _(space: spaces.Space[Any], value: Any) -> str | None:
+    if isinstance(value, (str, bytes, dict)):
+        return f"expected an array of shape {space.shape}, got {type(value).__name__}"
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        return f"expected an array of shape {space.shape}"
+    assert space.dtype is not None and space.shape is not None
+    # What the server's decoder takes: numbers for float arrays, integers for the others (a bool
+    # too for MultiBinary's 0/1).
+    kinds = "biuf" if space.dtype.kind == "f" else ("biu" if isinstance(space, spaces.MultiBinary) else "iu")
+    if array.dtype.kind not in kinds:
+        return f"expected {'numbers' if 'f' in kinds else 'integers'}, got an array of {array.dtype}"
+    if array.shape != space.shape:
+        return f"expected shape {space.shape}, got shape {array.shape}"
+    with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values fail contains() below
+        inside = space.contains(array.astype(space.dtype))
+    return None if inside else "outside the bounds"
+
+
+@mismatch.register
+def _(space: spaces.Text, value: Any) -> str | None:
+    if not isinstance(value, str):
+        return f"expected a string, got {type(value).__name__}"
+    if not space.min_length <= len(value) <= space.max_length:
+        return f"expected {space.min_length} to {space.max_length} characters, got {len(value)}"
+    return None
+
+
+@mismatch.register
+def _(space: spaces.Dict, value: Any) -> str | None:
+    if not isinstance(value, dict):
+        fields = ", ".join(f"{key!r}: ..." for key in space.spaces)
+        return f"a Dict action is a dict of its fields, {{{fields}}}; got {type(value).__name__}"
+    if value.keys() != space.spaces.keys():
+        missing = [key for key in space.spaces if key not in value]
+        extra = [key for key in value if key not in space.spaces]
+        return f"expected the keys {list(space.spaces)}: missing {missing}, unexpected {extra}"
+    for key, sub in space.spaces.items():
+        problem = mismatch(sub, value[key])
+        if problem is not None:
+            return f"{key!r}: {problem}"
+    return None
+
+
+@mismatch.register
+def _(space: spaces.Tuple, value: Any) -> str | None:
+    if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
+        return f"expected a tuple of {len(space.spaces)} items"
+    for index, (sub, item) in enumerate(zip(space.spaces, value)):
+        problem = mismatch(sub, item)
+        if problem is not None:
+            return f"item {index}: {problem}"
+    return None
 
 
 def to_wire(space: spaces.Space[Any], value: Any, field: str) -> dict[str, Any]:

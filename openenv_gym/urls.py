@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import urllib.parse
 
-__all__ = ["LOOPBACK_HOSTS", "http_url", "is_loopback_host", "tcp_form", "unix_socket_path", "unix_url", "with_host", "ws_url"]
+__all__ = ["LOOPBACK_HOSTS", "check_base_url", "http_url", "is_loopback_host", "tcp_form", "unix_socket_path", "unix_url", "with_host", "ws_url"]
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -43,12 +43,26 @@ def tcp_form(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme[: -len("+unix")], "localhost", parts.path, parts.query, ""))
 
 
+def check_base_url(base_url: str) -> str:
+    """``base_url`` if it is a server URL this package can reach (``http``, ``https``, ``ws``,
+    ``wss``, or their ``+unix`` forms, with an address).
+
+    Raises:
+        ValueError: it is not, naming the expected form (and the fix for a missing scheme).
+    """
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.scheme in _WS_SCHEMES and parts.netloc:
+        return base_url
+    hint = ""
+    if "://" not in base_url:
+        hint = f"; did you mean 'http://{base_url}'?"
+    raise ValueError(f"expected a server URL like 'http://127.0.0.1:8000' or 'ws://host:port', got {base_url!r}{hint}")
+
+
 def ws_url(base_url: str) -> str:
     """The session endpoint of a server: ``http://h:p`` or ``ws://h:p`` becomes ``ws://h:p/ws``."""
-    parts = urllib.parse.urlsplit(base_url)
-    scheme = _WS_SCHEMES.get(parts.scheme)
-    if scheme is None or not parts.netloc:
-        raise ValueError(f"expected a URL like 'http://127.0.0.1:8000' or 'ws://host:port', got {base_url!r}")
+    parts = urllib.parse.urlsplit(check_base_url(base_url))
+    scheme = _WS_SCHEMES[parts.scheme]
     path = parts.path.rstrip("/")
     if not path.endswith("/ws"):
         path += "/ws"

@@ -78,8 +78,18 @@ def test_urls():
     assert ws_url("https://h/prefix") == "wss://h/prefix/ws"
     assert ws_url("ws://h:1/ws") == "ws://h:1/ws"
     assert http_url("ws://h:1/ws", "/schema") == "http://h:1/schema"
-    with pytest.raises(ValueError, match=re.escape("expected a URL like 'http://127.0.0.1:8000'")):
+    with pytest.raises(ValueError, match=re.escape("expected a server URL like 'http://127.0.0.1:8000'")):
         ws_url("127.0.0.1:8000")
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8000", "localhost:8000"])
+def test_a_base_url_without_scheme_names_the_expected_form(url):
+    """gym.make(base_url='host:port') says which URL form is expected and suggests the fix."""
+    import gymnasium as gym
+
+    expected = f"expected a server URL like 'http://127.0.0.1:8000' or 'ws://host:port', got {url!r}; did you mean 'http://{url}'?"
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        gym.make("openenv/CartPole-v1", base_url=url)
 
 
 def test_host_helpers():

@@ -11,8 +11,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import openenv_gym
-from openenv_gym import RemoteEnv, RemoteError
-from tests.utils import pid_alive, wait_until
+from openenv_gym import InvalidActionError, RemoteEnv, RemoteError
+from tests.utils import pid_alive, server_pids, wait_until
 
 
 def checker_warnings(checker, env) -> set[str]:
@@ -148,16 +148,72 @@ def test_echo_env_roundtrip():
         env.close()
 
 
-def test_action_outside_space_is_a_clear_error_and_the_env_lives_on():
-    """An out-of-space action raises RemoteError(VALIDATION_ERROR) naming the space; stepping goes on."""
+@pytest.mark.parametrize(
+    "action, reason",
+    [
+        (5, "expected an integer in [0, 2)"),
+        (1.7, "expected an integer, got float"),
+        ("left", "expected an integer, got str"),
+        (None, "expected an integer, got NoneType"),
+        (True, "expected an integer, got bool"),
+        (np.array([1, 0]), "expected an integer in [0, 2)"),
+    ],
+)
+def test_action_outside_space_is_refused_before_sending_and_the_env_lives_on(action, reason):
+    """An action outside Discrete(2) raises InvalidActionError naming space, value and env; nothing is sent."""
+    env = gym.make("openenv/CartPole-v1", disable_env_checker=True)
+    try:
+        env.reset(seed=0)
+        expected = f"is not in the action space Discrete(2) of CartPole-v1: {reason}"
+        with pytest.raises(InvalidActionError, match=re.escape(expected)) as caught:
+            env.step(action)
+        assert caught.value.action is action and caught.value.env_id == "CartPole-v1"
+        assert isinstance(caught.value, ValueError)
+        assert env.unwrapped.state()["step_count"] == 0  # the server never saw it
+        env.step(np.int64(1))
+        assert env.unwrapped.state()["step_count"] == 1
+    finally:
+        env.close()
+
+
+def test_box_actions_are_checked_for_shape_type_and_bounds():
+    """Pendulum refuses a wrong shape, a string and a torque beyond its bounds; lists and ints are fine."""
+    env = gym.make("openenv/Pendulum-v1", disable_env_checker=True)
+    try:
+        env.reset(seed=0)
+        for action, reason in [([0.5, 0.5], "expected shape (1,), got shape (2,)"), ("0.5", "got str"), ([3.0], "outside the bounds")]:
+            with pytest.raises(InvalidActionError, match=re.escape(reason)):
+                env.step(action)
+        env.step([1])
+        env.step(np.array([-2.0], dtype=np.float64))
+    finally:
+        env.close()
+
+
+def test_echo_refuses_a_bare_string_and_says_how_to_give_a_dict_action():
+    """Echo's Dict action given as a plain string is refused with the dict form to use."""
+    env = gym.make("openenv/Echo-v0")
+    try:
+        env.reset()
+        with pytest.raises(InvalidActionError, match=re.escape("a Dict action is a dict of its fields, {'message': ...}; got str")):
+            env.step("hello")
+        with pytest.raises(InvalidActionError, match=re.escape("missing ['message'], unexpected ['msg']")):
+            env.step({"msg": "hello"})
+    finally:
+        env.close()
+
+
+def test_server_still_validates_what_the_client_lets_through():
+    """A value given in the server's own action model goes out as is, and the server's refusal comes back."""
     env = gym.make("openenv/CartPole-v1", disable_env_checker=True)
     try:
         env.reset(seed=0)
         with pytest.raises(RemoteError, match=re.escape("is outside the action space Discrete(2)")) as caught:
-            env.step(5)
+            env.unwrapped._client.step({"action": 5})
         assert caught.value.code == "VALIDATION_ERROR"
-        assert caught.value.env_id == "CartPole-v1"
-        env.step(0)
+        env.step({"action": 1})  # the wire form of an action is checked like the action itself
+        with pytest.raises(InvalidActionError):
+            env.step({"action": 7})
     finally:
         env.close()
 
@@ -172,15 +228,25 @@ def test_close_is_idempotent_and_stops_the_server():
     assert wait_until(lambda: not pid_alive(pid), 5)
 
 
-def test_render_is_refused_clearly():
-    """A render_mode is accepted (SB3 passes one) but render() says frames are not forwarded yet."""
-    env = RemoteEnv("CartPole-v1", render_mode="rgb_array")
+def test_render_mode_is_accepted_with_one_warning_per_process(monkeypatch):
+    """A render_mode (SB3 passes one to every env) warns once per process, not once per env, and render() refuses."""
+    import openenv_gym.env
+
+    monkeypatch.setattr(openenv_gym.env, "_render_warned", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        envs = [gym.make("openenv/CartPole-v1", render_mode="rgb_array") for _ in range(2)]
     try:
-        assert env.render_mode == "rgb_array"
+        assert [str(w.message) for w in caught] == [
+            "openenv-gym: render_mode='rgb_array' is accepted, but remote envs do not forward frames yet: "
+            "render() raises NotImplementedError (said once per process)"
+        ]
+        assert envs[0].render_mode == "rgb_array"
         with pytest.raises(NotImplementedError, match=re.escape("rendering (render_mode='rgb_array') is not forwarded")):
-            env.render()
+            envs[0].unwrapped.render()
     finally:
-        env.close()
+        for env in envs:
+            env.close()
 
 
 def test_base_url_attaches_to_a_running_server():
@@ -194,3 +260,106 @@ def test_base_url_attaches_to_a_running_server():
         env.close()
         with openenv_gym.EnvClient(url) as client:  # still serving
             assert client.reset(seed=0).observation["observation"] == obs.tolist()
+
+
+@pytest.mark.parametrize("call", ["reset", "step", "state", "render"])
+def test_every_call_after_close_raises_a_clear_error(call):
+    """reset/step/state/render after close() raise ClosedEnvError (Gymnasium's ClosedEnvironmentError); nothing restarts."""
+    env = gym.make("openenv/CartPole-v1")
+    env.reset(seed=0)
+    pid = env.unwrapped.provider.pid
+    env.close()
+    before = server_pids()
+    args = {"step": (0,)}.get(call, ())
+    with pytest.raises(openenv_gym.ClosedEnvError, match=re.escape(f"{call}() on RemoteEnv(CartPole-v1, ")) as caught:
+        getattr(env.unwrapped, call)(*args)
+    assert isinstance(caught.value, gym.error.ClosedEnvironmentError)
+    assert server_pids() <= before and not pid_alive(pid)
+    env.close()  # still idempotent
+
+
+def test_keyword_arguments_beyond_ours_go_to_the_env():
+    """gym.make(id, sutton_barto_reward=True) reaches CartPole on the server, as with a local gym.make."""
+    remote = gym.make("openenv/CartPole-v1", sutton_barto_reward=True)
+    local = gym.make("CartPole-v1", sutton_barto_reward=True)
+    try:
+        remote.reset(seed=0)
+        local.reset(seed=0)
+        rewards = [remote.step(0)[1] for _ in range(3)]
+        assert rewards == [local.step(0)[1] for _ in range(3)] == [0.0, 0.0, 0.0]
+    finally:
+        remote.close()
+
+
+def test_a_keyword_argument_given_twice_is_refused():
+    """A loose env argument that env_kwargs also sets is an error naming it, before a server starts."""
+    with pytest.raises(ValueError, match=re.escape("'sutton_barto_reward' is given twice: as a keyword argument and in env_kwargs")):
+        gym.make("openenv/CartPole-v1", sutton_barto_reward=True, env_kwargs={"sutton_barto_reward": False})
+
+
+def test_keyword_arguments_cannot_reach_an_env_on_a_running_server():
+    """With base_url, an argument that is not ours says the running server makes its env itself."""
+    from openenv_gym.providers import ProcessProvider
+
+    with ProcessProvider("CartPole-v1") as url:
+        with pytest.raises(TypeError, match=re.escape("unexpected keyword arguments ['sutton_barto_reward']: a running server (base_url=) makes its env itself")):
+            gym.make("openenv/CartPole-v1", base_url=url, sutton_barto_reward=True)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"bogus": 1}, "TypeError: CartPoleEnv.__init__() got an unexpected keyword argument 'bogus'"),
+        ({"env_kwargs": {"bogus": 1}}, "TypeError: CartPoleEnv.__init__() got an unexpected keyword argument 'bogus'"),
+    ],
+)
+def test_an_env_that_cannot_be_made_is_an_env_creation_error(kwargs, message):
+    """Bad env kwargs give EnvCreationError with the server's reason, not a connection failure; no server is left."""
+    before = server_pids()
+    with pytest.raises(openenv_gym.EnvCreationError, match=re.escape(f"the server could not create CartPole-v1: {message}")) as caught:
+        gym.make("openenv/CartPole-v1", **kwargs)
+    assert caught.value.code == "FACTORY_ERROR"
+    assert not isinstance(caught.value, ConnectionError)
+    assert wait_until(lambda: server_pids() <= before, 5)
+
+
+def test_a_running_server_whose_env_cannot_be_made_says_so_on_schema():
+    """A server that cannot make its env answers /schema with FACTORY_ERROR, which the client raises as EnvCreationError."""
+    from tests.utils import running_server
+
+    def broken():
+        raise FileNotFoundError("no tasks file at /nowhere.jsonl")
+
+    with running_server(broken) as server:
+        with pytest.raises(openenv_gym.EnvCreationError, match=re.escape("FileNotFoundError: no tasks file at /nowhere.jsonl")):
+            RemoteEnv(base_url=server.url)
+
+
+def test_a_catalog_id_on_a_server_of_another_env_is_refused():
+    """gym.make('openenv/Pendulum-v1', base_url=<a CartPole server>) raises EnvMismatchError; Remote-v0 attaches."""
+    from openenv_gym.providers import ProcessProvider
+
+    with ProcessProvider("CartPole-v1") as url:
+        with pytest.raises(openenv_gym.EnvMismatchError, match=re.escape(f"the server at {url} serves 'CartPole-v1', not 'Pendulum-v1'")):
+            gym.make("openenv/Pendulum-v1", base_url=url)
+        with pytest.raises(openenv_gym.EnvMismatchError):
+            gym.make_vec("openenv/Pendulum-v1", num_envs=2, base_urls=[url])
+        env = gym.make("openenv/Remote-v0", base_url=url)
+        assert env.action_space == gym.spaces.Discrete(2)
+        env.close()
+        gym.make("openenv/CartPole-v1", base_url=url).close()
+
+
+def test_pickling_an_env_says_how_to_make_it_in_a_worker():
+    """pickle and deepcopy of a remote env raise a TypeError that says to pass a function making the env."""
+    import copy
+    import pickle
+
+    env = gym.make("openenv/CartPole-v1")
+    try:
+        for attempt in (pickle.dumps, copy.deepcopy):
+            with pytest.raises(TypeError, match=re.escape("holds a live session with its server and cannot be pickled or copied")):
+                attempt(env)
+        env.reset(seed=0)  # still usable
+    finally:
+        env.close()

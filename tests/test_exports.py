@@ -13,10 +13,11 @@ import openenv_gym
 
 PUBLIC = {
     "openenv_gym": {
-        "AsyncEnvClient", "CapacityReachedError", "CatalogEntry", "ClientError", "ConnectionLostError",
-        "EnvClient", "OpenEnvGymError", "ProtocolError", "ProviderError", "RemoteEnv", "RemoteError",
+        "AsyncEnvClient", "CapacityReachedError", "CatalogEntry", "ClientError", "ClosedEnvError",
+        "ConnectionLostError", "EnvClient", "EnvCreationError", "EnvMismatchError", "InvalidActionError",
+        "OpenEnvGymError", "ProtocolError", "ProviderError", "RemoteEnv", "RemoteError",
         "RequestTimeoutError", "ServerConnectError", "ServerStartError", "SpaceCodecError",
-        "UnsupportedSpaceError", "__version__", "catalog", "make_sb3_vec_env", "register",
+        "UnsupportedSpaceError", "__version__", "catalog", "hub", "make_sb3_vec_env", "register",
     },
     "openenv_gym.vector": {"RemoteVectorEnv"},
     "openenv_gym.wrappers": {"SB3VecEnv", "make_sb3_vec_env"},
@@ -26,7 +27,7 @@ PUBLIC = {
     },
     "openenv_gym.providers": {
         "DockerProvider", "ProcessProvider", "Provider", "RayProvider", "URLProvider", "make_provider", "make_providers",
-        "start_options",
+        "provider_options", "start_options",
     },
     "openenv_gym.hub": {
         "MANIFEST_FILENAME", "HubError", "TrustRemoteCodeError", "make_hub_env", "make_hub_vector_env", "pull",
@@ -84,3 +85,15 @@ def test_every_package_of_the_source_tree_is_in_the_distribution():
             if "__pycache__" not in relative.parts:
                 found.add(".".join([package, *relative.parts]))
     assert found == listed
+
+
+def test_hub_is_a_lazy_attribute():
+    """openenv_gym.hub works without importing it first, and plain `import openenv_gym` does not load it."""
+    code = (
+        "import sys, openenv_gym\n"
+        "print('openenv_gym.hub' in sys.modules, 'huggingface_hub' in sys.modules)\n"
+        "print(callable(openenv_gym.hub.register), 'openenv_gym.hub' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False", "True", "True"]

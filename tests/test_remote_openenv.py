@@ -538,3 +538,26 @@ def test_our_servers_keep_their_published_spaces():
             envs.step(np.array([0, 1, 0, 1]))
         finally:
             envs.close()
+
+
+@pytest.mark.slow
+def test_sub_envs_beyond_capacity_raise_and_an_unclosed_vector_env_leaves_no_socket(urls):
+    """Five sub-envs on an echo server that takes four give CapacityReachedError; garbage collection closes every session."""
+    import gc
+
+    from openenv_gym import CapacityReachedError
+
+    def beyond_capacity() -> None:
+        envs = gym.make_vec("openenv/Remote-v0", num_envs=5, base_url=urls["echo"])
+        envs.reset(seed=0)  # never closed: the error leaves it to the garbage collector
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            beyond_capacity()
+        except CapacityReachedError as exc:
+            assert "4/4 sessions active" in str(exc)
+        else:
+            pytest.fail("no CapacityReachedError")
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []

@@ -153,3 +153,16 @@ def make_environ_reporter():
             return observation, {"server_sees": os.environ.get(TOKEN_ENV_VAR, ""), "child_sees": child.stdout.strip()}
 
     return EnvironReporter(gym.make("CartPole-v1"))
+
+
+def make_failing_on_step():
+    """CartPole whose action 1 raises inside the env (its own error, not a fault of the server)."""
+    import gymnasium as gym
+
+    class FailingOnStep(gym.Wrapper):
+        def step(self, action):
+            if action == 1:
+                raise RuntimeError("the simulator refused the action")
+            return self.env.step(action)
+
+    return FailingOnStep(gym.make("CartPole-v1"))

@@ -8,8 +8,9 @@ import logging
 import math
 import os
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import numpy as np
 from gymnasium import spaces
@@ -21,11 +22,17 @@ from openenv_gym.batch_client import BatchClient
 from openenv_gym.batch_protocol import AutoresetMode as WireAutoresetMode
 from openenv_gym.batch_protocol import BatchCallFrame, BatchResultFrame
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
-from openenv_gym.errors import ConnectionLostError, OpenEnvGymError, RequestTimeoutError, ServerConnectError
+from openenv_gym.env import ClosedEnvError, check_served, resolve_spaces
+from openenv_gym.errors import (
+    ConnectionLostError,
+    InvalidActionError,
+    OpenEnvGymError,
+    RequestTimeoutError,
+    ServerConnectError,
+)
 from openenv_gym.providers import Provider, URLProvider, make_providers, start_options
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
-from openenv_gym.env import resolve_spaces
-from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD
+from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, mismatch
 
 from .plain_session import PlainSessionBatch
 
@@ -142,6 +149,13 @@ def _stop_all(providers: list[Provider]) -> None:
             logger.exception("stopping a server failed")
 
 
+def _release(blocks: list[_Block], providers: list[Provider]) -> None:
+    """Close every block's session, then stop the servers (a finalizer: it must not hold the env)."""
+    for block in blocks:
+        block.client.close()
+    _stop_all(providers)
+
+
 def _complete_all(completions: list[Callable[[], Any]]) -> list[Any]:
     """Run every completion (each reads one server's reply) even if one raises, then raise the first error.
 
@@ -204,7 +218,8 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             servers started.
         provider_kwargs: options of that provider, such as ``{"memory": "1g"}`` for Docker; they
             may also be given as further keyword arguments (``ray_address="auto"``).
-        env_kwargs: keyword arguments for each sub-environment.
+        env_kwargs: keyword arguments for each sub-environment (for one whose name is also a
+            provider option); other keyword arguments go there too, as for ``RemoteEnv``.
         max_episode_steps: time limit applied by the servers this env starts (``gym.make_vec`` passes
             the spec's); servers given by URL keep their own.
         autoreset_mode: a ``gymnasium.vector.AutoresetMode`` (or its value); default NEXT_STEP.
@@ -246,7 +261,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         token: str | None = None,
         servers: int | None = None,
-        **provider_options: Any,
+        **kwargs: Any,
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
@@ -254,7 +269,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             if base_urls:
                 raise ValueError("pass base_url= (one server) or base_urls= (several), not both")
             base_urls = [base_url]
-        options = start_options(provider_kwargs, provider_options, token, starts=not base_urls)
+        options, env_kwargs = start_options(provider, provider_kwargs, kwargs, token, env_kwargs, starts=not base_urls)
         if servers is not None and base_urls:
             raise ValueError("servers= is the number of servers to start; with base_urls= none is started")
         self.server = server
@@ -271,9 +286,14 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             max_episode_steps, _server_layout(num_envs, sessions_per_server, servers), startup_timeout, token,
         )
         self._blocks: list[_Block] = []
+        # Sessions and servers are released when the env is garbage collected or at exit, too.
+        self._closer = weakref.finalize(self, _release, self._blocks, self._providers)
         self.closed = False
         try:
             urls = _start_all(self._providers, desc=f"starting {server or 'env'} servers")
+            if base_urls:  # started by someone else: are they servers of this env?
+                for url, url_provider in dict(zip(urls, self._providers)).items():
+                    check_served(url, server, open_timeout, url_provider.token)
             ranges = _split(num_envs, len(urls))
             self._spaces = resolve_spaces(
                 urls[0], open_timeout, json_schema_fallback=json_schema_fallback, token=self._providers[0].token
@@ -289,7 +309,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             timeouts = {"open_timeout": open_timeout, "call_timeout": call_timeout, "env_id": server}
             self._batched = batched
             if batched:
-                self._blocks = [
+                self._blocks += [
                     _Block(
                         functools.partial(
                             BatchClient,
@@ -307,7 +327,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
                     for url, provider, (start, stop) in zip(urls, self._providers, ranges)
                 ]
             else:
-                self._blocks = [
+                self._blocks += [
                     _Block(
                         functools.partial(PlainSessionBatch, autoreset_mode=wire_mode, token=provider.token, **timeouts),
                         url,
@@ -357,12 +377,23 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
     def __repr__(self) -> str:
         return f"RemoteVectorEnv({self.server or '?'}, num_envs={self.num_envs})"
 
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(
+            f"{self!r} holds live sessions with its servers and cannot be pickled or copied; make it where it "
+            "is used instead (pass a function that calls gym.make_vec)"
+        )
+
+    def _check_open(self, call: str) -> None:
+        if self.closed:
+            raise ClosedEnvError(repr(self), call)
+
     # Gymnasium API ------------------------------------------------------------------------------
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset all sub-envs, or those ``options["reset_mask"]`` selects (as SyncVectorEnv does)."""
+        self._check_open("reset")
         self._check_not_pending("reset")
         if seed is None:
             seeds: list[int | None] = [None] * self.num_envs
@@ -417,11 +448,17 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-env: one frame to each server, all sent before any reply is read."""
+        self._check_open("step")
         self.step_async(actions)
         return self.step_wait()
 
     def step_async(self, actions: Any) -> None:
-        """Send the actions to every server; :meth:`step_wait` collects the results."""
+        """Send the actions to every server; :meth:`step_wait` collects the results.
+
+        Raises:
+            InvalidActionError: an action is not in the action space; nothing was sent.
+        """
+        self._check_open("step_async")
         self._check_not_pending("step_async")
         wire = self._encode_actions(actions)
         if len(wire) != self.num_envs:
@@ -450,6 +487,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             RemoteError: a server refused the step (an invalid action, an exception in the env);
                 raised once every other server's reply has been read.
         """
+        self._check_open("step_wait")
         if self._pending is not _Pending.STEP:
             raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -487,14 +525,17 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
 
         Results travel as JSON (arrays come back as lists). Not available with ``batched=False``.
         """
+        self._check_open("call")
         return self._call_blocks(BatchCallFrame("call", name, list(args), kwargs))
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """A public attribute of every sub-env, as JSON values."""
+        self._check_open("get_attr")
         return self._call_blocks(BatchCallFrame("get", name))
 
     def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
         """Set a public attribute on every sub-env: one value each, or one value for all."""
+        self._check_open("set_attr")
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
@@ -522,9 +563,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session and stop every server this env started."""
-        for block in self._blocks:
-            block.client.close()
-        _stop_all(getattr(self, "_providers", []))
+        self._closer()
 
     # Faults -------------------------------------------------------------------------------------
 
@@ -649,9 +688,16 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         space = self.single_action_space
         array_space = isinstance(space, (spaces.Discrete, spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary))
         if self._spaces.published and array_space:
-            # Array spaces: one tolist() for the batch instead of one encode() per sub-env.
+            # Array spaces: one check and one tolist() for the batch instead of one per sub-env.
+            problem = mismatch(self.action_space, actions)
+            if problem is not None:
+                raise InvalidActionError(actions, self.action_space, problem, self.server)
             return [{ACTION_FIELD: action} for action in np.asarray(actions).tolist()]
-        return [self._spaces.action_to_wire(action) for action in iterate(self.action_space, actions)]
+        try:
+            return [self._spaces.action_to_wire(action) for action in iterate(self.action_space, actions)]
+        except InvalidActionError as exc:
+            exc.env_id = self.server
+            raise
 
     def _decode_observations(self, wire: list[Any]) -> list[Any]:
         """Observations from their wire forms; arrays (binary results) pass through as they are."""

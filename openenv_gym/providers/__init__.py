@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 from typing import Any
 
 from .base import Provider
 from .process import ProcessProvider
 from .url import URLProvider
 
-__all__ = ["DockerProvider", "ProcessProvider", "Provider", "RayProvider", "URLProvider", "make_provider", "make_providers", "start_options"]
+__all__ = ["DockerProvider", "ProcessProvider", "Provider", "RayProvider", "URLProvider", "make_provider", "make_providers", "provider_options", "start_options"]
 
 _PROVIDERS: dict[str, str] = {
     "process": ".process:ProcessProvider",
@@ -52,24 +53,67 @@ def make_providers(name: str, count: int, **kwargs: Any) -> list[Provider]:
     return _build(name, functools.partial(cls.group, count), **kwargs)  # type: ignore[no-any-return]
 
 
+# Options the env or vector env sets itself on the providers it builds.
+_SET_BY_THE_ENV = frozenset({"target", "env_kwargs", "max_episode_steps", "max_sessions", "startup_timeout"})
+
+
+def provider_options(name: str) -> frozenset[str]:
+    """The options a provider takes from the user (the keyword parameters of its constructor)."""
+    parameters = inspect.signature(_provider_class(name).__init__).parameters
+    return frozenset(
+        key
+        for key, parameter in parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and not key.startswith("_") and key not in _SET_BY_THE_ENV
+    )
+
+
 def start_options(
-    provider_kwargs: dict[str, Any] | None, options: dict[str, Any], token: str | None, *, starts: bool
-) -> dict[str, Any]:
-    """The options of the provider an env starts: ``provider_kwargs`` and further keyword arguments
-    (``options``) merged, with the caller's ``token`` (which the servers started must require).
+    provider: Any,
+    provider_kwargs: dict[str, Any] | None,
+    options: dict[str, Any],
+    token: str | None,
+    env_kwargs: dict[str, Any] | None,
+    *,
+    starts: bool,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Sort the keyword arguments of ``gym.make``/``gym.make_vec`` beyond the env's own.
+
+    As with a local ``gym.make(id, **kwargs)``, an argument goes to the environment, except the
+    options of the provider that starts its servers (``memory=`` for Docker, ``ray_address=``
+    for Ray; see each provider), which go to the provider, merged with ``provider_kwargs`` and
+    the caller's ``token`` (which the servers started must require). ``env_kwargs={...}`` passes
+    an env argument whose name a provider option takes.
+
+    Args:
+        provider: the provider's name, or a provider built by the caller.
+        starts: whether a server is started (not one given by ``base_url``, nor a built provider).
+
+    Returns:
+        The provider's options and the env's keyword arguments.
 
     Raises:
-        TypeError: ``options`` were given, but the env starts no server (``starts`` is false).
-        ValueError: the token is given twice, as ``token`` and among the options.
+        TypeError: arguments that cannot reach an env, since no server is started.
+        ValueError: an argument given twice (loose and in ``env_kwargs``; the token twice).
     """
+    env_kwargs = dict(env_kwargs or {})
     if options and not starts:
-        raise TypeError(f"unexpected keyword arguments {sorted(options)} (options of a provider to start)")
-    merged = {**(provider_kwargs or {}), **options}
+        where = "the provider given" if not isinstance(provider, str) else "a running server (base_url=)"
+        raise TypeError(
+            f"unexpected keyword arguments {sorted(options)}: {where} makes its env itself, so env arguments "
+            "cannot be passed here; give them to whatever starts that server"
+        )
+    taken = provider_options(provider) if options else frozenset()
+    merged = dict(provider_kwargs or {})
+    for key, value in options.items():
+        target = merged if key in taken else env_kwargs
+        if key in target:
+            raise ValueError(f"{key!r} is given twice: as a keyword argument and in {'provider' if target is merged else 'env'}_kwargs")
+        target[key] = value
     if token is not None:
         if "token" in merged:
             raise ValueError("pass the token once: token= or the provider's token option")
         merged["token"] = token
-    return merged
+    return merged, env_kwargs
 
 
 def __getattr__(name: str) -> Any:

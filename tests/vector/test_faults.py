@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import openenv_gym  # noqa: F401
+from openenv_gym.vector import RemoteVectorEnv
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.utils import REPO_ROOT, pid_alive, server_pids, wait_until
 
@@ -66,12 +67,16 @@ def test_hung_sub_env_is_restarted_after_its_timeout(monkeypatch):
 
 
 def test_errors_of_the_env_itself_are_not_swallowed():
-    """An action the server rejects is the caller's error: it is raised, not turned into a restart."""
-    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2)
+    """An exception in the env's step is the env's error: it is raised, not turned into a restart."""
+    envs = RemoteVectorEnv("tests.testing_env:make_failing_on_step", num_envs=2)
     try:
         envs.reset(seed=0)
-        with pytest.raises(openenv_gym.RemoteError, match="outside the action space"):
-            envs.step(np.array([0, 7]))
+        pids = [provider.pid for provider in envs._providers]
+        with pytest.raises(openenv_gym.RemoteError, match="the simulator refused the action") as caught:
+            envs.step(np.array([0, 1]))
+        assert caught.value.code == "EXECUTION_ERROR"
+        assert [provider.pid for provider in envs._providers] == pids  # nothing restarted
+        envs.step(np.array([0, 0]))
     finally:
         envs.close()
 

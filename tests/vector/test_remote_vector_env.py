@@ -319,3 +319,66 @@ def test_call_get_attr_set_attr_like_sync_vector_env():
     finally:
         remote.close()
         local.close()
+
+
+@pytest.mark.parametrize("call", ["reset", "step", "step_wait", "call", "get_attr", "set_attr"])
+def test_a_closed_vector_env_stays_closed(call):
+    """Every call after close() raises ClosedEnvError; no server is started again, and close() stays idempotent."""
+    from tests.utils import server_pids
+
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, servers=2)
+    envs.reset(seed=0)
+    envs.close()
+    before = server_pids()
+    args = {"step": (np.zeros(2, dtype=np.int64),), "call": ("reset",), "get_attr": ("gravity",), "set_attr": ("gravity", 1.0)}
+    with pytest.raises(openenv_gym.ClosedEnvError, match=re.escape(f"{call}() on RemoteVectorEnv(CartPole-v1, num_envs=2) after close()")) as caught:
+        getattr(envs, call)(*args.get(call, ()))
+    assert isinstance(caught.value, gym.error.ClosedEnvironmentError)
+    assert server_pids() <= before
+    envs.close()
+    assert server_pids() <= before
+
+
+@pytest.mark.parametrize(
+    "actions, reason",
+    [
+        (np.array([0.0, 1.7]), "expected integers, got an array of float64"),
+        (np.array([0, 2]), "outside the bounds"),
+        ([0, 1, 1], "expected shape (2,), got shape (3,)"),
+        ("left", "got str"),
+    ],
+)
+def test_actions_outside_the_space_are_refused_before_sending(actions, reason):
+    """A batch with a float, an out-of-range or a missing action raises InvalidActionError; the step goes on after."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2)
+    try:
+        envs.reset(seed=0)
+        with pytest.raises(openenv_gym.InvalidActionError, match=re.escape(reason)) as caught:
+            envs.step(actions)
+        assert caught.value.env_id == "CartPole-v1"
+        envs.step(np.array([0, 1]))
+    finally:
+        envs.close()
+
+
+def test_keyword_arguments_beyond_ours_go_to_every_sub_env():
+    """gym.make_vec(id, N, sutton_barto_reward=True) reaches each sub-env, as gym.make's kwargs do."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, sutton_barto_reward=True)
+    try:
+        envs.reset(seed=0)
+        _, rewards, *_ = envs.step(np.array([0, 0]))
+        assert rewards.tolist() == [0.0, 0.0]
+    finally:
+        envs.close()
+
+
+def test_pickling_a_vector_env_says_how_to_make_it_where_it_is_used():
+    """pickle of a remote vector env raises a TypeError that says to pass a function making it."""
+    import pickle
+
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=1)
+    try:
+        with pytest.raises(TypeError, match=re.escape("holds live sessions with its servers and cannot be pickled")):
+            pickle.dumps(envs)
+    finally:
+        envs.close()
