@@ -53,9 +53,12 @@ def _idle_timeout(text: str) -> float | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="openenv-gym", description="Serve Gymnasium and OpenEnv environments over OpenEnv's wire protocol."
     )
+    parser.add_argument("--version", action="version", version=f"openenv-gym {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser(
@@ -133,8 +136,18 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("env_dir", help="a directory holding openenv.yaml (e.g. envs/echo)")
     push.add_argument("--repo-id", required=True, help="org/name of the Space")
     push.add_argument("--private", action="store_true", help="make the Space private")
-    commands.add_parser("ps", help="list the containers of openenv-gym on this engine and their owners")
-    commands.add_parser("clean", help="remove the containers whose owner process is gone")
+    commands.add_parser(
+        "ps",
+        help="list the containers of openenv-gym on this engine and their owners",
+        description="List the containers of openenv-gym on this Docker Engine (running or not): id, status, "
+        "the env served, the owner process (host:pid, '(gone)' once it died) and the published ports.",
+    )
+    commands.add_parser(
+        "clean",
+        help="remove the containers whose owner process is gone",
+        description="Remove the containers of openenv-gym whose owner process is gone (killed, crashed). "
+        "Owners remove their own containers on close and at exit; this catches the ones left behind.",
+    )
     return parser
 
 

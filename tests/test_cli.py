@@ -109,3 +109,27 @@ def test_nonsense_limits_are_refused(option, value):
     )
     assert result.returncode == 2
     assert "expected a positive number" in result.stderr
+
+
+def test_version_prints_the_package_version():
+    """--version prints `openenv-gym <version>` and exits 0."""
+    import openenv_gym
+
+    result = subprocess.run([CONSOLE_SCRIPT, "--version"], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"openenv-gym {openenv_gym.__version__}\n", "")
+
+
+@pytest.mark.parametrize(
+    ("command", "description"),
+    [
+        ("ps", "List the containers of openenv-gym on this Docker Engine"),
+        ("clean", "Remove the containers of openenv-gym whose owner process is gone"),
+    ],
+)
+def test_ps_and_clean_have_help(command, description):
+    """ps and clean are summarized in --help and described in their own --help."""
+    overview = subprocess.run([CONSOLE_SCRIPT, "--help"], capture_output=True, text=True, timeout=60)
+    assert re.search(rf"^    {command} +\S", overview.stdout, re.MULTILINE), overview.stdout
+    result = subprocess.run([CONSOLE_SCRIPT, command, "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    assert description in " ".join(result.stdout.split())
