@@ -56,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     parser = argparse.ArgumentParser(
-        prog="openenv-gym", description="Serve Gymnasium and OpenEnv environments over OpenEnv's wire protocol."
+        prog="openenv-gym",
+        description="Serve Gymnasium and OpenEnv environments over OpenEnv's wire protocol.",
+        epilog=f"A failed command prints one line on stderr and exits 1; {_DEBUG_ENV_VAR}=1 shows the traceback.",
     )
     parser.add_argument("--version", action="version", version=f"openenv-gym {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -171,31 +173,22 @@ def _build(args: argparse.Namespace) -> int:
     if ready(client, image) and not args.rebuild:
         print(f"{image} is up to date (use --rebuild to build it again)")
         return 0
-    try:
-        if args.env == "base":
-            docker_images.build_local_base(client)
-        elif args.env == "runtime":
+    if args.env == "base":
+        docker_images.build_local_base(client)
+    elif args.env == "runtime":
+        docker_images.build_runtime_image(client, base=args.base)
+    else:
+        if args.rebuild:
             docker_images.build_runtime_image(client, base=args.base)
-        else:
-            if args.rebuild:
-                docker_images.build_runtime_image(client, base=args.base)
-            docker_images.build_env_image(client, args.env, base=args.base)
-    except docker_images.ImageBuildError as exc:
-        print(f"openenv-gym build: {exc}", file=sys.stderr)
-        return 1
+        docker_images.build_env_image(client, args.env, base=args.base)
     print(image)
     return 0
 
 
 def _pull(args: argparse.Namespace) -> int:
-    from .hub import HubError, pull
-    from .manifest import ManifestError
+    from .hub import pull
 
-    try:
-        manifest = pull(args.repo_id, args.revision, repo_type=args.repo_type)
-    except (HubError, ManifestError) as exc:
-        print(f"openenv-gym pull: {exc}", file=sys.stderr)
-        return 1
+    manifest = pull(args.repo_id, args.revision, repo_type=args.repo_type)
     ways = [way for way, possible in (("process", True), ("docker", manifest.image), ("url", manifest.space_url)) if possible]
     print(f"{manifest.default_gym_id()}: {manifest.description or manifest.name} (version {manifest.version})")
     print(f"  app: {manifest.app}" + ("  (Python code: run='process' needs trust_remote_code=True)" if manifest.app_is_code else ""))
@@ -207,14 +200,8 @@ def _pull(args: argparse.Namespace) -> int:
 
 def _push(args: argparse.Namespace) -> int:
     from .hub import push
-    from .manifest import ManifestError
 
-    try:
-        url = push(args.env_dir, args.repo_id, private=args.private)
-    except ManifestError as exc:
-        print(f"openenv-gym push: {exc}", file=sys.stderr)
-        return 1
-    print(url)
+    print(push(args.env_dir, args.repo_id, private=args.private))
     return 0
 
 
@@ -281,20 +268,38 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-# The commands that talk to a Docker Engine: without one they say so in a line, not a traceback.
-_DOCKER_COMMANDS = frozenset({"build", "ps", "clean"})
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """The failures a command reports in one line: ours, and the Hub client's (if it was loaded)."""
+    from .errors import OpenEnvGymError
+
+    found: list[type[BaseException]] = [OpenEnvGymError]
+    if "openenv_gym.manifest" in sys.modules:
+        found.append(sys.modules["openenv_gym.manifest"].ManifestError)
+    if "huggingface_hub" in sys.modules:  # nothing of it can fail before it is imported
+        from huggingface_hub import errors
+
+        found += [errors.HTTPError, errors.HfHubHTTPError, errors.OfflineModeIsEnabled]
+    return tuple(found)
+
+
+_COMMANDS = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean, "pull": _pull, "push": _push}
+# Set to show the traceback of a failed command instead of its one-line error.
+_DEBUG_ENV_VAR = "OPENENV_GYM_DEBUG"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of the ``openenv-gym`` console script."""
-    args = build_parser().parse_args(argv)
-    commands = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean, "pull": _pull, "push": _push}
-    if args.command not in _DOCKER_COMMANDS:
-        sys.exit(commands[args.command](args))
-    from .providers.docker_provider import DockerUnavailableError
+    """Entry point of the ``openenv-gym`` console script.
 
+    A command that fails with an error of openenv-gym (or of the Hub client) prints
+    ``openenv-gym COMMAND: error: MESSAGE`` on stderr and exits 1; with ``OPENENV_GYM_DEBUG=1``
+    (or ``serve --log-level DEBUG``) the traceback is shown instead.
+    """
+    args = build_parser().parse_args(argv)
     try:
-        sys.exit(commands[args.command](args))
-    except DockerUnavailableError as exc:
-        print(f"openenv-gym {args.command}: {exc}", file=sys.stderr)
-        sys.exit(1)
+        code = _COMMANDS[args.command](args)
+    except _user_errors() as exc:
+        if os.environ.get(_DEBUG_ENV_VAR) or getattr(args, "log_level", "").upper() == "DEBUG":
+            raise
+        print(f"openenv-gym {args.command}: error: {exc}", file=sys.stderr)
+        code = 1
+    sys.exit(code)

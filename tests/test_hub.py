@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import textwrap
@@ -273,7 +277,7 @@ def test_cli_pull_shows_how_an_env_runs(hf_home):
     failed = subprocess.run(
         [sys.executable, "-m", "openenv_gym", "pull", "org/broken"], env=env, capture_output=True, text=True, timeout=60
     )
-    assert failed.returncode == 1 and "openenv-gym pull: openenv.yaml: app: Field required" in failed.stderr
+    assert failed.returncode == 1 and "openenv-gym pull: error: openenv.yaml: app: Field required" in failed.stderr
 
 
 # --- push ------------------------------------------------------------------------------------
@@ -332,3 +336,85 @@ def test_space_files_keep_the_envs_own_readme(tmp_path):
     assert "my-envs" in space_dockerfile(manifest)
     with pytest.raises(ManifestError, match="cannot read"):
         push(tmp_path, "org/mine", api=RecordingApi())
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (taken from the kernel, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def refusing_hub(status: int):
+    """A local stand-in for the Hub that answers every request with ``status``; yields its URL."""
+    import threading
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def _answer(self):
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            body = b'{"error": "Invalid credentials in Authorization header"}'
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_HEAD = do_PUT = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def cli(*args: str, endpoint: str, tmp_path: Path, **extra_env: str) -> subprocess.CompletedProcess:
+    """Run the CLI with the Hub at ``endpoint`` (never the real one), no token, an empty HF cache."""
+    env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HOME": str(tmp_path / "hf")}
+    for name in ("HF_TOKEN", "HF_HUB_OFFLINE", "OPENENV_GYM_DEBUG"):
+        env.pop(name, None)
+    env.update(extra_env)
+    return subprocess.run(
+        [sys.executable, "-m", "openenv_gym", *args], env=env, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT
+    )
+
+
+def test_cli_push_without_network_is_one_line_and_exit_1(tmp_path):
+    """push with the Hub unreachable prints what failed, why and what to do in one line, no traceback."""
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    done = cli("push", "envs/echo", "--repo-id", "org/echo", endpoint=endpoint, tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert re.fullmatch(
+        re.escape(f"openenv-gym push: error: cannot push envs/echo to the Space org/echo: the Hub at {endpoint} "
+                  "cannot be reached (") + r"[^\n]*" + re.escape("); check the network (or HF_ENDPOINT) and try again\n"),
+        done.stderr,
+    ), done.stderr
+    assert done.stdout == ""
+
+
+def test_cli_push_not_logged_in_says_to_log_in(tmp_path):
+    """push refused with 401 says to log in (hf auth login / HF_TOKEN), in one line."""
+    with refusing_hub(401) as endpoint:
+        done = cli("push", "envs/echo", "--repo-id", "org/echo", endpoint=endpoint, tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == (
+        "openenv-gym push: error: cannot push envs/echo to the Space org/echo: the Hub refused it (HTTP 401: "
+        "not logged in, or the token cannot write to org/echo); log in with `hf auth login` or set HF_TOKEN "
+        "to a token with write access\n"
+    )
+
+
+def test_cli_debug_env_var_shows_the_traceback(tmp_path):
+    """OPENENV_GYM_DEBUG=1 lets a failed command's traceback through."""
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    done = cli("push", "envs/echo", "--repo-id", "org/echo", endpoint=endpoint, tmp_path=tmp_path, OPENENV_GYM_DEBUG="1")
+    assert done.returncode == 1
+    assert done.stderr.startswith("Traceback (most recent call last):")
+    assert "openenv_gym.hub.HubError: cannot push envs/echo to the Space org/echo" in done.stderr
