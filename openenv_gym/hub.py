@@ -46,6 +46,7 @@ MANIFEST_FILENAME = "openenv.yaml"
 RepoType = Literal["space", "model", "dataset"]
 Run = Literal["auto", "process", "docker", "url"]
 _RUNS = ("auto", "process", "docker", "url")
+_PROBE_TIMEOUT = 2.0  # seconds the Hub has to answer before a pull with nothing cached gives up
 
 
 class HubError(OpenEnvGymError):
@@ -309,7 +310,7 @@ def _hub_errors(action: str, repo_id: str) -> Iterator[None]:
 
 
 def _download(repo_id: str, revision: str | None, repo_type: str) -> Path:
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import constants, hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,
         LocalEntryNotFoundError,
@@ -320,6 +321,18 @@ def _download(repo_id: str, revision: str | None, repo_type: str) -> Path:
     if not re.match(r"^[\w.-]+/[\w.-]+$", repo_id):
         raise HubError(f"expected a repo id like 'org/name', got {repo_id!r}")
     where = f"{repo_type} {repo_id}" + (f" at revision {revision}" if revision else "")
+    not_cached = f"{MANIFEST_FILENAME} of {where} is not in the local cache and the Hub"
+    if not constants.HF_HUB_OFFLINE and (why := _unreachable(constants.ENDPOINT)) is not None:
+        # With nothing cached, huggingface_hub would retry for ~20 s before saying the same.
+        try:
+            return Path(
+                hf_hub_download(repo_id, MANIFEST_FILENAME, repo_type=repo_type, revision=revision, local_files_only=True)
+            )
+        except LocalEntryNotFoundError:
+            raise HubError(
+                f"{not_cached} at {constants.ENDPOINT} cannot be reached ({why}): check the network (or "
+                "HF_ENDPOINT); once pulled while online, HF_HUB_OFFLINE=1 uses the cached copy"
+            ) from None
     try:
         return Path(hf_hub_download(repo_id, MANIFEST_FILENAME, repo_type=repo_type, revision=revision))
     except RepositoryNotFoundError:
@@ -327,12 +340,21 @@ def _download(repo_id: str, revision: str | None, repo_type: str) -> Path:
     except RevisionNotFoundError:
         raise HubError(f"no revision {revision!r} in {repo_type} {repo_id}") from None
     except LocalEntryNotFoundError:  # a subclass of EntryNotFoundError: caught first
-        raise HubError(
-            f"{MANIFEST_FILENAME} of {where} is not in the local cache and the Hub cannot be reached "
-            "(offline, or HF_HUB_OFFLINE=1): pull it once while online"
-        ) from None
+        why = "HF_HUB_OFFLINE=1 is set" if constants.HF_HUB_OFFLINE else "offline"
+        raise HubError(f"{not_cached} cannot be reached ({why}): pull it once while online") from None
     except EntryNotFoundError:
         raise HubError(f"{where} has no {MANIFEST_FILENAME}: it is not an openenv-gym env") from None
+
+
+def _unreachable(endpoint: str) -> str | None:
+    """Why one quick request to the Hub got no answer, or ``None`` if it answered (with any status)."""
+    from huggingface_hub.utils import get_session
+
+    try:
+        get_session().head(endpoint, timeout=_PROBE_TIMEOUT)  # its client: the same proxies and certificates
+    except _transport_errors() as exc:
+        return _first_line(exc)
+    return None
 
 
 def _run_kwargs(
