@@ -140,9 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--private", action="store_true", help="make the Space private")
     commands.add_parser(
         "ps",
-        help="list the containers of openenv-gym on this engine and their owners",
-        description="List the containers of openenv-gym on this Docker Engine (running or not): id, status, "
-        "the env served, the owner process (host:pid, '(gone)' once it died) and the published ports.",
+        help="list the env servers of openenv-gym (processes of this user, containers) and their owners",
+        description="List the env servers of openenv-gym: first the `openenv-gym serve` processes of this "
+        "user, started by hand or by the process provider (pid, target, listening address, owner: the "
+        "parent process; 'stops with it' for the provider's), read from /proc (Linux); then the containers "
+        "on this Docker Engine, running or not (id, status, target, owner host:pid, '(gone)' once it died, "
+        "published ports). Without an engine only the processes are listed.",
     )
     commands.add_parser(
         "clean",
@@ -205,16 +208,37 @@ def _push(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ps(args: argparse.Namespace) -> int:
-    from .providers.docker_owners import owned_containers
-
-    rows = [("CONTAINER", "STATUS", "TARGET", "OWNER", "PORTS")]
-    for item in owned_containers(_docker_client()):
-        owner = f"{item.owner_host}:{item.owner_pid}" + ("" if item.owner_alive else " (gone)")
-        rows.append((item.id, item.status, item.target, owner, item.ports))
+def _table(rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+
+
+def _ps(args: argparse.Namespace) -> int:
+    from .providers.docker_owners import owned_containers
+    from .providers.docker_provider import DockerUnavailableError
+    from .providers.process import server_processes
+
+    servers = server_processes()
+    if servers is None:
+        print("openenv-gym ps: server processes not listed: this system has no /proc", file=sys.stderr)
+    else:
+        rows = [("PID", "TARGET", "ADDRESS", "OWNER")]
+        for server in servers:
+            owner = f"{server.owner_pid} {server.owner}" + (" (stops with it)" if server.with_owner else "")
+            rows.append((str(server.pid), server.target, " ".join(server.addresses) or "?", owner))
+        _table(rows)
+    try:
+        containers = owned_containers(_docker_client())
+    except DockerUnavailableError as exc:
+        print(f"openenv-gym ps: containers not listed: {exc}", file=sys.stderr)
+        return 0
+    print()
+    rows = [("CONTAINER", "STATUS", "TARGET", "OWNER", "PORTS")]
+    for item in containers:
+        owner = f"{item.owner_host}:{item.owner_pid}" + ("" if item.owner_alive else " (gone)")
+        rows.append((item.id, item.status, item.target, owner, item.ports))
+    _table(rows)
     return 0
 
 
