@@ -22,7 +22,7 @@ from openenv_gym.hub import TrustRemoteCodeError, push, register_manifest, space
 from openenv_gym.manifest import Manifest, ManifestError, load_manifest
 from tests.hf_cache import seed_hf_cache
 from tests.test_env import checker_warnings, gym_check
-from tests.utils import REPO_ROOT
+from tests.utils import REPO_ROOT, free_port
 
 MAIN = "1111111111111111111111111111111111111111"
 PINNED = "2222222222222222222222222222222222222222"
@@ -338,13 +338,6 @@ def test_space_files_keep_the_envs_own_readme(tmp_path):
         push(tmp_path, "org/mine", api=RecordingApi())
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on (taken from the kernel, then released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextlib.contextmanager
 def refusing_hub(status: int):
     """A local stand-in for the Hub that answers every request with ``status``; yields its URL."""
@@ -431,7 +424,7 @@ def cli(*args: str, endpoint: str, hf_home: Path, **extra_env: str) -> subproces
 
 def test_cli_push_without_network_is_one_line_and_exit_1(tmp_path):
     """push with the Hub unreachable prints what failed, why and what to do in one line, no traceback."""
-    endpoint = f"http://127.0.0.1:{closed_port()}"
+    endpoint = f"http://127.0.0.1:{free_port()}"
     done = cli("push", "envs/echo", "--repo-id", "org/echo", endpoint=endpoint, hf_home=tmp_path)
     assert done.returncode == 1
     assert re.fullmatch(
@@ -456,7 +449,7 @@ def test_cli_push_not_logged_in_says_to_log_in(tmp_path):
 
 def test_cli_debug_env_var_shows_the_traceback(tmp_path):
     """OPENENV_GYM_DEBUG=1 lets a failed command's traceback through."""
-    endpoint = f"http://127.0.0.1:{closed_port()}"
+    endpoint = f"http://127.0.0.1:{free_port()}"
     done = cli("push", "envs/echo", "--repo-id", "org/echo", endpoint=endpoint, hf_home=tmp_path, OPENENV_GYM_DEBUG="1")
     assert done.returncode == 1
     assert done.stderr.startswith("Traceback (most recent call last):")
@@ -475,7 +468,7 @@ def unreachable_hub_message(endpoint: str) -> str:
 
 def test_cli_pull_with_nothing_listening_fails_without_retrying(tmp_path):
     """pull with nothing cached and a refused connection fails with a hint, without huggingface_hub's retries."""
-    endpoint = f"http://127.0.0.1:{closed_port()}"
+    endpoint = f"http://127.0.0.1:{free_port()}"
     done = cli("pull", "org/absent", endpoint=endpoint, hf_home=tmp_path)
     assert done.returncode == 1
     # One line: none of the "Retrying in 1s [Retry 1/5]" warnings that used to take ~23 s.
