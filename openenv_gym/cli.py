@@ -53,9 +53,14 @@ def _idle_timeout(text: str) -> float | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(
-        prog="openenv-gym", description="Serve Gymnasium and OpenEnv environments over OpenEnv's wire protocol."
+        prog="openenv-gym",
+        description="Serve Gymnasium and OpenEnv environments over OpenEnv's wire protocol.",
+        epilog=f"A failed command prints one line on stderr and exits 1; {_DEBUG_ENV_VAR}=1 shows the traceback.",
     )
+    parser.add_argument("--version", action="version", version=f"openenv-gym {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser(
@@ -133,8 +138,21 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("env_dir", help="a directory holding openenv.yaml (e.g. envs/echo)")
     push.add_argument("--repo-id", required=True, help="org/name of the Space")
     push.add_argument("--private", action="store_true", help="make the Space private")
-    commands.add_parser("ps", help="list the containers of openenv-gym on this engine and their owners")
-    commands.add_parser("clean", help="remove the containers whose owner process is gone")
+    commands.add_parser(
+        "ps",
+        help="list the env servers of openenv-gym (processes of this user, containers) and their owners",
+        description="List the env servers of openenv-gym: first the `openenv-gym serve` processes of this "
+        "user, started by hand or by the process provider (pid, target, listening address, owner: the "
+        "parent process; 'stops with it' for the provider's), read from /proc (Linux); then the containers "
+        "on this Docker Engine, running or not (id, status, target, owner host:pid, '(gone)' once it died, "
+        "published ports). Without an engine only the processes are listed.",
+    )
+    commands.add_parser(
+        "clean",
+        help="remove the containers whose owner process is gone",
+        description="Remove the containers of openenv-gym whose owner process is gone (killed, crashed). "
+        "Owners remove their own containers on close and at exit; this catches the ones left behind.",
+    )
     return parser
 
 
@@ -158,31 +176,22 @@ def _build(args: argparse.Namespace) -> int:
     if ready(client, image) and not args.rebuild:
         print(f"{image} is up to date (use --rebuild to build it again)")
         return 0
-    try:
-        if args.env == "base":
-            docker_images.build_local_base(client)
-        elif args.env == "runtime":
+    if args.env == "base":
+        docker_images.build_local_base(client)
+    elif args.env == "runtime":
+        docker_images.build_runtime_image(client, base=args.base)
+    else:
+        if args.rebuild:
             docker_images.build_runtime_image(client, base=args.base)
-        else:
-            if args.rebuild:
-                docker_images.build_runtime_image(client, base=args.base)
-            docker_images.build_env_image(client, args.env, base=args.base)
-    except docker_images.ImageBuildError as exc:
-        print(f"openenv-gym build: {exc}", file=sys.stderr)
-        return 1
+        docker_images.build_env_image(client, args.env, base=args.base)
     print(image)
     return 0
 
 
 def _pull(args: argparse.Namespace) -> int:
-    from .hub import HubError, pull
-    from .manifest import ManifestError
+    from .hub import pull
 
-    try:
-        manifest = pull(args.repo_id, args.revision, repo_type=args.repo_type)
-    except (HubError, ManifestError) as exc:
-        print(f"openenv-gym pull: {exc}", file=sys.stderr)
-        return 1
+    manifest = pull(args.repo_id, args.revision, repo_type=args.repo_type)
     ways = [way for way, possible in (("process", True), ("docker", manifest.image), ("url", manifest.space_url)) if possible]
     print(f"{manifest.default_gym_id()}: {manifest.description or manifest.name} (version {manifest.version})")
     print(f"  app: {manifest.app}" + ("  (Python code: run='process' needs trust_remote_code=True)" if manifest.app_is_code else ""))
@@ -194,27 +203,42 @@ def _pull(args: argparse.Namespace) -> int:
 
 def _push(args: argparse.Namespace) -> int:
     from .hub import push
-    from .manifest import ManifestError
 
-    try:
-        url = push(args.env_dir, args.repo_id, private=args.private)
-    except ManifestError as exc:
-        print(f"openenv-gym push: {exc}", file=sys.stderr)
-        return 1
-    print(url)
+    print(push(args.env_dir, args.repo_id, private=args.private))
     return 0
+
+
+def _table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
 
 
 def _ps(args: argparse.Namespace) -> int:
     from .providers.docker_owners import owned_containers
+    from .providers.docker_provider import DockerUnavailableError
+    from .providers.process import server_processes
 
+    servers = server_processes()
+    if servers is None:
+        print("openenv-gym ps: server processes not listed: this system has no /proc", file=sys.stderr)
+    else:
+        rows = [("PID", "TARGET", "ADDRESS", "OWNER")]
+        for server in servers:
+            owner = f"{server.owner_pid} {server.owner}" + (" (stops with it)" if server.with_owner else "")
+            rows.append((str(server.pid), server.target, " ".join(server.addresses) or "?", owner))
+        _table(rows)
+    try:
+        containers = owned_containers(_docker_client())
+    except DockerUnavailableError as exc:
+        print(f"openenv-gym ps: containers not listed: {exc}", file=sys.stderr)
+        return 0
+    print()
     rows = [("CONTAINER", "STATUS", "TARGET", "OWNER", "PORTS")]
-    for item in owned_containers(_docker_client()):
+    for item in containers:
         owner = f"{item.owner_host}:{item.owner_pid}" + ("" if item.owner_alive else " (gone)")
         rows.append((item.id, item.status, item.target, owner, item.ports))
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1])
+    _table(rows)
     return 0
 
 
@@ -269,20 +293,38 @@ def _serve(args: argparse.Namespace) -> int:
     return status
 
 
-# The commands that talk to a Docker Engine: without one they say so in a line, not a traceback.
-_DOCKER_COMMANDS = frozenset({"build", "ps", "clean"})
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """The failures a command reports in one line: ours, and the Hub client's (if it was loaded)."""
+    from .errors import OpenEnvGymError
+
+    found: list[type[BaseException]] = [OpenEnvGymError]
+    if "openenv_gym.manifest" in sys.modules:
+        found.append(sys.modules["openenv_gym.manifest"].ManifestError)
+    if "huggingface_hub" in sys.modules:  # nothing of it can fail before it is imported
+        from huggingface_hub import errors
+
+        found += [errors.HTTPError, errors.HfHubHTTPError, errors.OfflineModeIsEnabled]
+    return tuple(found)
+
+
+_COMMANDS = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean, "pull": _pull, "push": _push}
+# Set to show the traceback of a failed command instead of its one-line error.
+_DEBUG_ENV_VAR = "OPENENV_GYM_DEBUG"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of the ``openenv-gym`` console script."""
-    args = build_parser().parse_args(argv)
-    commands = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean, "pull": _pull, "push": _push}
-    if args.command not in _DOCKER_COMMANDS:
-        sys.exit(commands[args.command](args))
-    from .providers.docker_provider import DockerUnavailableError
+    """Entry point of the ``openenv-gym`` console script.
 
+    A command that fails with an error of openenv-gym (or of the Hub client) prints
+    ``openenv-gym COMMAND: error: MESSAGE`` on stderr and exits 1; with ``OPENENV_GYM_DEBUG=1``
+    (or ``serve --log-level DEBUG``) the traceback is shown instead.
+    """
+    args = build_parser().parse_args(argv)
     try:
-        sys.exit(commands[args.command](args))
-    except DockerUnavailableError as exc:
-        print(f"openenv-gym {args.command}: {exc}", file=sys.stderr)
-        sys.exit(1)
+        code = _COMMANDS[args.command](args)
+    except _user_errors() as exc:
+        if os.environ.get(_DEBUG_ENV_VAR) or getattr(args, "log_level", "").upper() == "DEBUG":
+            raise
+        print(f"openenv-gym {args.command}: error: {exc}", file=sys.stderr)
+        code = 1
+    sys.exit(code)

@@ -20,7 +20,10 @@ pulls are cached, a revision can be pinned, and a cached manifest is found offli
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,6 +46,7 @@ MANIFEST_FILENAME = "openenv.yaml"
 RepoType = Literal["space", "model", "dataset"]
 Run = Literal["auto", "process", "docker", "url"]
 _RUNS = ("auto", "process", "docker", "url")
+_PROBE_TIMEOUT = 2.0  # seconds the Hub has to answer before a pull with nothing cached gives up
 
 
 class HubError(OpenEnvGymError):
@@ -196,13 +200,16 @@ def push(
 
     Raises:
         ManifestError: no valid manifest in ``env_dir``.
+        HubError: the Hub cannot be reached, or refused the upload (not logged in, no write access).
     """
     from huggingface_hub import CommitOperationAdd, HfApi
 
     env_dir = Path(env_dir)
     manifest = load_manifest(env_dir / MANIFEST_FILENAME)
     api = api or HfApi(token=token)
-    api.create_repo(repo_id, repo_type="space", space_sdk="docker", private=private, exist_ok=True)
+    action = f"push {env_dir} to the Space {repo_id}"
+    with _hub_errors(action, repo_id):
+        api.create_repo(repo_id, repo_type="space", space_sdk="docker", private=private, exist_ok=True)
     generated = {"README.md": space_readme(manifest, env_dir), "Dockerfile": space_dockerfile(manifest)}
     operations = [
         CommitOperationAdd(path_in_repo=path.relative_to(env_dir).as_posix(), path_or_fileobj=str(path))
@@ -213,9 +220,10 @@ def push(
         CommitOperationAdd(path_in_repo=name, path_or_fileobj=content.encode())
         for name, content in generated.items()
     ]
-    api.create_commit(
-        repo_id, operations, repo_type="space", commit_message=f"openenv-gym push {manifest.name} {manifest.version}"
-    )
+    with _hub_errors(action, repo_id):
+        api.create_commit(
+            repo_id, operations, repo_type="space", commit_message=f"openenv-gym push {manifest.name} {manifest.version}"
+        )
     return f"https://huggingface.co/spaces/{repo_id}"
 
 
@@ -256,8 +264,53 @@ def space_dockerfile(manifest: Manifest) -> str:
 # --- internals ---------------------------------------------------------------------------------
 
 
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions huggingface_hub lets through when a request gets no answer at all.
+
+    Its HTTP client changed across versions (requests, httpx): whichever is loaded counts.
+    """
+    from huggingface_hub import errors
+
+    found: list[type[BaseException]] = [ConnectionError, TimeoutError, errors.HTTPError]
+    requests = sys.modules.get("requests")
+    if requests is not None:
+        found.append(requests.exceptions.RequestException)
+    return tuple(found)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+@contextlib.contextmanager
+def _hub_errors(action: str, repo_id: str) -> Iterator[None]:
+    """Turn huggingface_hub's failures while doing ``action`` into one-line ``HubError`` exceptions."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import HfHubHTTPError, LocalTokenNotFoundError, OfflineModeIsEnabled
+
+    try:
+        yield
+    except OfflineModeIsEnabled as exc:
+        raise HubError(f"cannot {action}: HF_HUB_OFFLINE is set; unset it to reach the Hub") from exc
+    except LocalTokenNotFoundError as exc:
+        raise HubError(f"cannot {action}: not logged in to the Hub; log in with `hf auth login` or set HF_TOKEN") from exc
+    except HfHubHTTPError as exc:  # the Hub answered, with an error
+        status = exc.response.status_code if exc.response is not None else None
+        if status in (401, 403):
+            raise HubError(
+                f"cannot {action}: the Hub refused it (HTTP {status}: not logged in, or the token cannot write "
+                f"to {repo_id}); log in with `hf auth login` or set HF_TOKEN to a token with write access"
+            ) from exc
+        raise HubError(f"cannot {action}: the Hub answered {_first_line(exc)}") from exc
+    except _transport_errors() as exc:  # no answer at all
+        raise HubError(
+            f"cannot {action}: the Hub at {constants.ENDPOINT} cannot be reached ({_first_line(exc)}); "
+            "check the network (or HF_ENDPOINT) and try again"
+        ) from exc
+
+
 def _download(repo_id: str, revision: str | None, repo_type: str) -> Path:
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import constants, hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,
         LocalEntryNotFoundError,
@@ -268,6 +321,18 @@ def _download(repo_id: str, revision: str | None, repo_type: str) -> Path:
     if not re.match(r"^[\w.-]+/[\w.-]+$", repo_id):
         raise HubError(f"expected a repo id like 'org/name', got {repo_id!r}")
     where = f"{repo_type} {repo_id}" + (f" at revision {revision}" if revision else "")
+    not_cached = f"{MANIFEST_FILENAME} of {where} is not in the local cache and the Hub"
+    if not constants.HF_HUB_OFFLINE and (why := _unreachable(constants.ENDPOINT)) is not None:
+        # With nothing cached, huggingface_hub would retry for ~20 s before saying the same.
+        try:
+            return Path(
+                hf_hub_download(repo_id, MANIFEST_FILENAME, repo_type=repo_type, revision=revision, local_files_only=True)
+            )
+        except LocalEntryNotFoundError:
+            raise HubError(
+                f"{not_cached} at {constants.ENDPOINT} cannot be reached ({why}): check the network (or "
+                "HF_ENDPOINT); once pulled while online, HF_HUB_OFFLINE=1 uses the cached copy"
+            ) from None
     try:
         return Path(hf_hub_download(repo_id, MANIFEST_FILENAME, repo_type=repo_type, revision=revision))
     except RepositoryNotFoundError:
@@ -275,12 +340,21 @@ def _download(repo_id: str, revision: str | None, repo_type: str) -> Path:
     except RevisionNotFoundError:
         raise HubError(f"no revision {revision!r} in {repo_type} {repo_id}") from None
     except LocalEntryNotFoundError:  # a subclass of EntryNotFoundError: caught first
-        raise HubError(
-            f"{MANIFEST_FILENAME} of {where} is not in the local cache and the Hub cannot be reached "
-            "(offline, or HF_HUB_OFFLINE=1): pull it once while online"
-        ) from None
+        why = "HF_HUB_OFFLINE=1 is set" if constants.HF_HUB_OFFLINE else "offline"
+        raise HubError(f"{not_cached} cannot be reached ({why}): pull it once while online") from None
     except EntryNotFoundError:
         raise HubError(f"{where} has no {MANIFEST_FILENAME}: it is not an openenv-gym env") from None
+
+
+def _unreachable(endpoint: str) -> str | None:
+    """Why one quick request to the Hub got no answer, or ``None`` if it answered (with any status)."""
+    from huggingface_hub.utils import get_session
+
+    try:
+        get_session().head(endpoint, timeout=_PROBE_TIMEOUT)  # its client: the same proxies and certificates
+    except _transport_errors() as exc:
+        return _first_line(exc)
+    return None
 
 
 def _run_kwargs(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from openenv_gym.server.runner import READY_PREFIX
-from tests.utils import REPO_ROOT, UNIT
+from tests.utils import REPO_ROOT, UNIT, stop_process
 
 CONSOLE_SCRIPT = str(Path(sys.executable).with_name("openenv-gym"))
 
@@ -109,3 +110,114 @@ def test_nonsense_limits_are_refused(option, value):
     )
     assert result.returncode == 2
     assert "expected a positive number" in result.stderr
+
+
+def test_version_prints_the_package_version():
+    """--version prints `openenv-gym <version>` and exits 0."""
+    import openenv_gym
+
+    result = subprocess.run([CONSOLE_SCRIPT, "--version"], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"openenv-gym {openenv_gym.__version__}\n", "")
+
+
+@pytest.mark.parametrize(
+    ("command", "description"),
+    [
+        ("ps", "List the env servers of openenv-gym: first the `openenv-gym serve` processes of this user"),
+        ("clean", "Remove the containers of openenv-gym whose owner process is gone"),
+    ],
+)
+def test_ps_and_clean_have_help(command, description):
+    """ps and clean are summarized in --help and described in their own --help."""
+    overview = subprocess.run([CONSOLE_SCRIPT, "--help"], capture_output=True, text=True, timeout=60)
+    assert re.search(rf"^    {command} +\S", overview.stdout, re.MULTILINE), overview.stdout
+    result = subprocess.run([CONSOLE_SCRIPT, command, "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    assert description in " ".join(result.stdout.split())
+
+
+def ps_without_docker(tmp_path: Path) -> subprocess.CompletedProcess:
+    """``openenv-gym ps`` with DOCKER_HOST at a socket that does not exist (no engine)."""
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    return subprocess.run([CONSOLE_SCRIPT, "ps"], capture_output=True, text=True, timeout=60, env=env)
+
+
+def ps_row(stdout: str, pid: int) -> str:
+    """The row of ``pid`` in ps's process table, with its columns' padding squeezed to one space."""
+    rows = [" ".join(line.split()) for line in stdout.splitlines() if line.split()[:1] == [str(pid)]]
+    assert len(rows) == 1, stdout
+    return rows[0]
+
+
+def test_ps_lists_a_server_started_by_hand_and_says_docker_is_unavailable(tmp_path):
+    """ps shows an `openenv-gym serve` process (pid, target, address, parent) and, with no engine, says so and exits 0."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "openenv_gym", "serve", "CartPole-v1", "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        url = server.stdout.readline()[len(READY_PREFIX) :].split()[0]
+        result = ps_without_docker(tmp_path)
+    finally:
+        stop_process(server)
+        server.stdout.close()
+    owner = Path("/proc/self/comm").read_text().strip()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].split() == ["PID", "TARGET", "ADDRESS", "OWNER"]
+    assert ps_row(result.stdout, server.pid) == f"{server.pid} CartPole-v1 {url.removeprefix('http://')} {os.getpid()} {owner}"
+    assert result.stderr == (
+        f"openenv-gym ps: containers not listed: no Docker Engine answers (no socket at unix://{tmp_path}/no-engine.sock); "
+        "start one (`dockerd`, or scripts/docker-engine.sh in a source checkout) or choose another provider\n"
+    )
+
+
+def test_ps_lists_a_server_of_the_process_provider_with_its_owner(tmp_path):
+    """A server the process provider started is listed with this process as its owner, stopping with it."""
+    from openenv_gym.providers import ProcessProvider
+
+    provider = ProcessProvider("Pendulum-v1")
+    try:
+        url = provider.start()
+        result = ps_without_docker(tmp_path)
+        pid = provider.pid
+    finally:
+        provider.stop()
+    owner = Path("/proc/self/comm").read_text().strip()
+    assert result.returncode == 0, result.stderr
+    assert ps_row(result.stdout, pid) == f"{pid} Pendulum-v1 {url.removeprefix('http://')} {os.getpid()} {owner} (stops with it)"
+
+
+class StubContainers:
+    """Stands in for a docker client's ``containers``: lists one container of ours whose owner is gone."""
+
+    def list(self, all, filters):
+        import socket
+        import types
+
+        labels = {
+            "openenv-gym.owner-host": socket.gethostname(), "openenv-gym.owner-pid": "999999999",
+            "openenv-gym.owner-started": "1", "openenv-gym.target": "CartPole-v1",
+        }  # fmt: skip
+        ports = {"8000/tcp": [{"HostIp": "127.0.0.1", "HostPort": "49153"}]}
+        return [types.SimpleNamespace(short_id="abc123", name="x", status="running", labels=labels, ports=ports)]
+
+
+def test_ps_lists_processes_then_containers(monkeypatch, capsys):
+    """With an engine, ps prints the process table, a blank line, then the containers with their owners."""
+    import socket
+    import types
+
+    from openenv_gym import cli
+    from openenv_gym.providers import process
+
+    monkeypatch.setattr(process, "server_processes", lambda: [])
+    monkeypatch.setattr(cli, "_docker_client", lambda: types.SimpleNamespace(containers=StubContainers()))
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["ps"])
+    assert exited.value.code == 0
+    owner = f"{socket.gethostname()}:999999999 (gone)"
+    assert capsys.readouterr().out == (
+        "PID  TARGET  ADDRESS  OWNER\n"
+        "\n"
+        f"CONTAINER  STATUS   TARGET       {'OWNER'.ljust(len(owner))}  PORTS\n"
+        f"abc123     running  CartPole-v1  {owner}  127.0.0.1:49153->8000/tcp\n"
+    )

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import textwrap
@@ -18,7 +22,7 @@ from openenv_gym.hub import TrustRemoteCodeError, push, register_manifest, space
 from openenv_gym.manifest import Manifest, ManifestError, load_manifest
 from tests.hf_cache import seed_hf_cache
 from tests.test_env import checker_warnings, gym_check
-from tests.utils import REPO_ROOT
+from tests.utils import REPO_ROOT, free_port
 
 MAIN = "1111111111111111111111111111111111111111"
 PINNED = "2222222222222222222222222222222222222222"
@@ -273,7 +277,7 @@ def test_cli_pull_shows_how_an_env_runs(hf_home):
     failed = subprocess.run(
         [sys.executable, "-m", "openenv_gym", "pull", "org/broken"], env=env, capture_output=True, text=True, timeout=60
     )
-    assert failed.returncode == 1 and "openenv-gym pull: openenv.yaml: app: Field required" in failed.stderr
+    assert failed.returncode == 1 and "openenv-gym pull: error: openenv.yaml: app: Field required" in failed.stderr
 
 
 # --- push ------------------------------------------------------------------------------------
@@ -332,3 +336,158 @@ def test_space_files_keep_the_envs_own_readme(tmp_path):
     assert "my-envs" in space_dockerfile(manifest)
     with pytest.raises(ManifestError, match="cannot read"):
         push(tmp_path, "org/mine", api=RecordingApi())
+
+
+@contextlib.contextmanager
+def refusing_hub(status: int):
+    """A local stand-in for the Hub that answers every request with ``status``; yields its URL."""
+    import threading
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def _answer(self):
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            body = b'{"error": "Invalid credentials in Authorization header"}'
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_HEAD = do_PUT = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@contextlib.contextmanager
+def hanging_up_hub():
+    """A local stand-in for an unreachable Hub: reads each request's first line, then hangs up.
+
+    Yields its URL and the request lines received so far, to count attempts.
+    """
+    import threading
+
+    requests: list[str] = []
+    stop = threading.Event()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    listener.settimeout(0.05)
+
+    def serve():
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.settimeout(1.0)
+                try:
+                    requests.append(connection.recv(4096).decode(errors="replace").split("\r\n")[0])
+                except TimeoutError:
+                    requests.append("")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", requests
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def manifest_requests(requests: list[str]) -> list[str]:
+    """The requests for a file of a repo (hf_hub_download's), among those a stand-in Hub received."""
+    return [line for line in requests if "/resolve/" in line]
+
+
+def cli(*args: str, endpoint: str, hf_home: Path, **extra_env: str) -> subprocess.CompletedProcess:
+    """Run the CLI with the Hub at ``endpoint`` (never the real one), no token, the HF cache in ``hf_home``."""
+    env = {**os.environ, "HF_ENDPOINT": endpoint, "HF_HOME": str(hf_home)}
+    for name in ("HF_TOKEN", "HF_HUB_OFFLINE", "OPENENV_GYM_DEBUG"):
+        env.pop(name, None)
+    env.update(extra_env)
+    return subprocess.run(
+        [sys.executable, "-m", "openenv_gym", *args], env=env, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT
+    )
+
+
+def test_cli_push_without_network_is_one_line_and_exit_1(tmp_path):
+    """push with the Hub unreachable prints what failed, why and what to do in one line, no traceback."""
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    done = cli("push", "envs/echo", "--repo-id", "org/echo", endpoint=endpoint, hf_home=tmp_path)
+    assert done.returncode == 1
+    assert re.fullmatch(
+        re.escape(f"openenv-gym push: error: cannot push envs/echo to the Space org/echo: the Hub at {endpoint} "
+                  "cannot be reached (") + r"[^\n]*" + re.escape("); check the network (or HF_ENDPOINT) and try again\n"),
+        done.stderr,
+    ), done.stderr
+    assert done.stdout == ""
+
+
+def test_cli_push_not_logged_in_says_to_log_in(tmp_path):
+    """push refused with 401 says to log in (hf auth login / HF_TOKEN), in one line."""
+    with refusing_hub(401) as endpoint:
+        done = cli("push", "envs/echo", "--repo-id", "org/echo", endpoint=endpoint, hf_home=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == (
+        "openenv-gym push: error: cannot push envs/echo to the Space org/echo: the Hub refused it (HTTP 401: "
+        "not logged in, or the token cannot write to org/echo); log in with `hf auth login` or set HF_TOKEN "
+        "to a token with write access\n"
+    )
+
+
+def test_cli_debug_env_var_shows_the_traceback(tmp_path):
+    """OPENENV_GYM_DEBUG=1 lets a failed command's traceback through."""
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    done = cli("push", "envs/echo", "--repo-id", "org/echo", endpoint=endpoint, hf_home=tmp_path, OPENENV_GYM_DEBUG="1")
+    assert done.returncode == 1
+    assert done.stderr.startswith("Traceback (most recent call last):")
+    assert "openenv_gym.hub.HubError: cannot push envs/echo to the Space org/echo" in done.stderr
+
+
+def unreachable_hub_message(endpoint: str) -> str:
+    """A regular expression for pull's one-line error when nothing is cached and ``endpoint`` does not answer."""
+    return (
+        re.escape(f"openenv-gym pull: error: openenv.yaml of space org/absent is not in the local cache and the Hub "
+                  f"at {endpoint} cannot be reached (") + r"[^\n]*"
+        + re.escape("): check the network (or HF_ENDPOINT); once pulled while online, HF_HUB_OFFLINE=1 uses the "
+                    "cached copy\n")
+    )  # fmt: skip
+
+
+def test_cli_pull_with_nothing_listening_fails_without_retrying(tmp_path):
+    """pull with nothing cached and a refused connection fails with a hint, without huggingface_hub's retries."""
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    done = cli("pull", "org/absent", endpoint=endpoint, hf_home=tmp_path)
+    assert done.returncode == 1
+    # One line: none of the "Retrying in 1s [Retry 1/5]" warnings that used to take ~23 s.
+    assert re.fullmatch(unreachable_hub_message(endpoint), done.stderr), done.stderr
+
+
+def test_cli_pull_with_the_hub_hanging_up_fails_after_one_attempt(tmp_path):
+    """pull with nothing cached and a Hub that hangs up tries once, then fails with the hint."""
+    with hanging_up_hub() as (endpoint, requests):
+        done = cli("pull", "org/absent", endpoint=endpoint, hf_home=tmp_path)
+    assert done.returncode == 1
+    assert re.fullmatch(unreachable_hub_message(endpoint), done.stderr), done.stderr
+    assert requests.count("HEAD / HTTP/1.1") == 1 and manifest_requests(requests) == [], requests
+
+
+def test_cli_pull_with_the_hub_unreachable_uses_the_cache_after_one_attempt(hf_home):
+    """Without HF_HUB_OFFLINE, an unreachable Hub still gives the cached manifest, after one quick try."""
+    with hanging_up_hub() as (endpoint, requests):
+        done = cli("pull", "org/cartpole", endpoint=endpoint, hf_home=hf_home)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("hubtest/CartPole200-v0: CartPole from the Hub, 200 steps (version 1.0.0)")
+    assert requests.count("HEAD / HTTP/1.1") == 1 and manifest_requests(requests) == [], requests

@@ -3,20 +3,24 @@
 No server outlives its owner: the child watches its stdin, whose only write end the owner holds,
 and stops when it reads EOF. That covers a normal :meth:`ProcessProvider.stop`, garbage
 collection and interpreter exit (through ``weakref.finalize``), and an owner killed with SIGKILL
-(the kernel closes the pipe).
+(the kernel closes the pipe). :func:`server_processes` finds the running servers of this user
+(``openenv-gym ps``), whoever started them, through ``/proc`` (Linux only).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import secrets
+import socket
 import selectors
 import subprocess
 import sys
 import tempfile
 import time
 import weakref
+from pathlib import Path
 from typing import IO, Any
 
 from ..client import http_get_json
@@ -25,7 +29,7 @@ from ..server.runner import FAILED_PREFIX, READY_PREFIX
 from ..urls import is_loopback_host
 from .base import Provider, checked_token
 
-__all__ = ["ProcessProvider"]
+__all__ = ["ProcessProvider", "ServerProcess", "serve_arguments", "server_processes"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 STOP_GRACE = 5.0
@@ -241,3 +245,126 @@ class ProcessProvider(Provider):
             self._finalizer()  # runs _stop_process once; later calls do nothing
             self._finalizer = None
         self.base_url = None
+
+
+# --- the servers running on this machine ------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerProcess:
+    """A running ``openenv-gym serve`` process of this user, as ``openenv-gym ps`` lists it.
+
+    Attributes:
+        pid: the server's process id.
+        target: what it serves (``CartPole-v1``, ``module:attr``).
+        addresses: where it listens (``127.0.0.1:8000``, ``unix:/path``); empty if unknown.
+        owner_pid: its parent process: the owner, for a server of the process provider.
+        owner: the parent's command name (``python3``, ``bash``), or ``"?"``.
+        with_owner: started by the process provider, so it stops when its owner goes.
+    """
+
+    pid: int
+    target: str
+    addresses: tuple[str, ...]
+    owner_pid: int
+    owner: str
+    with_owner: bool
+
+
+def serve_arguments(argv: list[str]) -> list[str] | None:
+    """The arguments after ``serve`` if ``argv`` runs ``openenv-gym serve``, else ``None``.
+
+    Example:
+        >>> serve_arguments(["python3", "-m", "openenv_gym", "serve", "CartPole-v1", "--port", "0"])
+        ['CartPole-v1', '--port', '0']
+        >>> serve_arguments(["python3", "/venv/bin/openenv-gym", "serve", "CartPole-v1"])
+        ['CartPole-v1']
+        >>> serve_arguments(["python3", "-m", "openenv_gym", "ps"]) is None
+        True
+    """
+    for index, arg in enumerate(argv):
+        if (arg == "openenv_gym" and argv[index - 1 : index] == ["-m"]) or os.path.basename(arg) == "openenv-gym":
+            return argv[index + 2 :] if argv[index + 1 : index + 2] == ["serve"] else None
+    return None
+
+
+def server_processes() -> list[ServerProcess] | None:
+    """The ``openenv-gym serve`` processes of this user, or ``None`` where there is no ``/proc``."""
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        return None
+    listening = _listening_tcp_sockets()
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid != os.getuid():
+                continue
+            argv = [arg.decode(errors="replace") for arg in (entry / "cmdline").read_bytes().split(b"\0")[:-1]]
+            arguments = serve_arguments(argv)
+            if arguments is None or not arguments or arguments[0].startswith("-"):
+                continue
+            owner_pid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            sockets = {link[len("socket:[") : -1] for link in _fd_links(entry) if link.startswith("socket:[")}
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile, or not ours to read
+        addresses = [listening[inode] for inode in sorted(sockets) if inode in listening]
+        unix_socket = _option(arguments, "--unix-socket")
+        if unix_socket is not None:
+            addresses.append(f"unix:{unix_socket}")
+        try:
+            owner = (proc / str(owner_pid) / "comm").read_text().strip()
+        except OSError:
+            owner = "?"
+        found.append(
+            ServerProcess(
+                pid=int(entry.name),
+                target=arguments[0],
+                addresses=tuple(addresses),
+                owner_pid=owner_pid,
+                owner=owner,
+                with_owner="--exit-on-stdin-eof" in arguments,
+            )
+        )
+    return sorted(found, key=lambda server: server.pid)
+
+
+def _option(arguments: list[str], name: str) -> str | None:
+    for index, arg in enumerate(arguments):
+        if arg == name and index + 1 < len(arguments):
+            return arguments[index + 1]
+        if arg.startswith(name + "="):
+            return arg[len(name) + 1 :]
+    return None
+
+
+def _fd_links(entry: Path) -> list[str]:
+    links = []
+    for fd in os.scandir(entry / "fd"):
+        try:
+            links.append(os.readlink(fd.path))
+        except OSError:
+            pass  # closed meanwhile
+    return links
+
+
+def _listening_tcp_sockets() -> dict[str, str]:
+    """Socket inode -> ``host:port`` of every listening TCP socket of this network namespace."""
+    found = {}
+    for name, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        try:
+            lines = Path("/proc/net", name).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 10 or fields[3] != "0A":  # 0A: TCP_LISTEN
+                continue
+            host_hex, port_hex = fields[1].split(":")
+            packed = bytes.fromhex(host_hex)
+            if sys.byteorder == "little":  # the kernel prints the address as 32-bit words in host order
+                packed = b"".join(packed[i : i + 4][::-1] for i in range(0, len(packed), 4))
+            host = socket.inet_ntop(family, packed)
+            found[fields[9]] = f"[{host}]:{int(port_hex, 16)}" if family == socket.AF_INET6 else f"{host}:{int(port_hex, 16)}"
+    return found

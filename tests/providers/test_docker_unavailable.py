@@ -18,10 +18,10 @@ def test_an_engine_that_is_down_is_a_clear_error(monkeypatch, tmp_path):
     with pytest.raises(DockerUnavailableError, match="no Docker Engine answers"):
         DockerProvider("CartPole-v1").start()
     result = subprocess.run(
-        [sys.executable, "-m", "openenv_gym", "ps"], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "openenv_gym", "clean"], capture_output=True, text=True, timeout=60,
         env={**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"},
     )  # fmt: skip
-    assert result.returncode == 1 and "no Docker Engine answers" in result.stderr
+    assert result.returncode == 1 and result.stderr.startswith("openenv-gym clean: error: no Docker Engine answers")
 
 
 def test_a_stopped_engine_is_a_clear_error_and_leaks_no_socket(monkeypatch, tmp_path):
