@@ -47,7 +47,8 @@ class RunResult:
         stderr: its standard error, capped, plus the sandbox's own notes (a limit hit, a signal).
         results: per case run, ``{"value": ...}`` or ``{"error": ..., "exception": [...]}``; fewer
             than the cases asked for when the program failed or stopped early.
-        timed_out: whether the run was killed at its wall-clock limit.
+        timed_out: whether the run was killed at its wall-clock or its CPU-time limit (``stderr``
+            ends with a note naming which, and its value).
         duration: seconds the run took, as the caller saw it.
     """
 

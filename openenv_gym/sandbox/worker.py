@@ -17,8 +17,9 @@ Messages are a 4-byte big-endian length and a UTF-8 JSON object. The first messa
 gets is its configuration (:data:`CONFIG_KEYS`); it answers ``{"ready": true}``. Then each
 request is ``{"code": <base64>, "entry_point": str | null, "cases": [[arg, ...], ...] | null,
 "timeout": seconds}`` and each reply is ``{"exit_code", "stdout", "stderr", "results",
-"timed_out"}``; ``results`` holds, per case run, ``{"value": ...}`` or ``{"error": "Type: msg",
-"exception": [class names of its MRO]}``.
+"timed_out"}``; ``timed_out`` says the run was killed at its wall-clock or its CPU-time limit;
+``results`` holds, per case run, ``{"value": ...}`` or ``{"error": "Type: msg", "exception":
+[class names of its MRO]}``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ CONFIG_KEYS = (
 )
 _RESULT_FD = 3  # the child's results pipe: stdout stays the program's own
 _GRACE_AFTER_EXIT = 0.2  # how long pipes may stay open after the child exits (a leftover process)
+_CPU_TIME_SLACK = 0.05  # seconds: the CPU time the kernel reports may round below the limit it enforced
 _SOLUTION = "<solution>"
 
 
@@ -251,19 +253,29 @@ def _run(request: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         pipes[2][0]: _Capped(config["result_limit"]),
     }
     deadline = time.monotonic() + float(request["timeout"])
-    status, timed_out = _collect(pid, streams, deadline)
+    status, wall_time_out, cpu_seconds = _collect(pid, streams, deadline)
     _kill_leftovers(pid, config)
     for fd in streams:
         os.close(fd)
     _reset_scratch(config)
     stdout, stderr, results = streams.values()
-    if timed_out:
+    # The kernel ends a process at RLIMIT_CPU with SIGXCPU or SIGKILL; its CPU time tells that
+    # kill from any other of the same signal.
+    cpu_time_out = (
+        not wall_time_out
+        and status in (-signal.SIGKILL, -signal.SIGXCPU)
+        and cpu_seconds >= config["cpu_time"] - _CPU_TIME_SLACK
+    )
+    if wall_time_out:
         status = -signal.SIGKILL
     message = stderr.text()
-    if timed_out:
+    if wall_time_out:
         message += f"\n[sandbox] killed: the run exceeded its wall-clock limit of {float(request['timeout']):g} s"
+    elif cpu_time_out:
+        message += f"\n[sandbox] killed: the run exceeded its CPU-time limit of {config['cpu_time']:g} s"
     elif status < 0:
         message += f"\n[sandbox] the program was killed by signal {signal.Signals(-status).name}"
+    timed_out = wall_time_out or cpu_time_out
     return {
         "exit_code": status,
         "stdout": stdout.text(),
@@ -273,27 +285,33 @@ def _run(request: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _collect(pid: int, streams: dict[int, _Capped], deadline: float) -> tuple[int, bool]:
-    """Read the child's pipes until it exits (and they close) or the deadline passes."""
+def _collect(pid: int, streams: dict[int, _Capped], deadline: float) -> tuple[int, bool, float]:
+    """Read the child's pipes until it exits (and they close) or the deadline passes.
+
+    Returns its exit status, whether the deadline passed first, and the CPU seconds it used.
+    """
     selector = selectors.DefaultSelector()
     for fd in streams:
         selector.register(fd, selectors.EVENT_READ)
     pidfd = os.pidfd_open(pid)
     selector.register(pidfd, selectors.EVENT_READ)
     status: int | None = None
+    cpu_seconds = 0.0
     exited_at = None
     try:
         while True:
             now = time.monotonic()
             if status is not None and (len(selector.get_map()) == 0 or now >= exited_at + _GRACE_AFTER_EXIT):
-                return status, False
+                return status, False, cpu_seconds
             if now >= deadline:
-                return (status if status is not None else -signal.SIGKILL), status is None
+                return (status if status is not None else -signal.SIGKILL), status is None, cpu_seconds
             limit = deadline if status is None else min(deadline, exited_at + _GRACE_AFTER_EXIT)
             for key, _ in selector.select(max(0.0, limit - now)):
                 if key.fd == pidfd:
                     selector.unregister(pidfd)
-                    status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+                    _, wait_status, usage = os.wait4(pid, 0)
+                    status = os.waitstatus_to_exitcode(wait_status)
+                    cpu_seconds = usage.ru_utime + usage.ru_stime
                     exited_at = time.monotonic()
                     continue
                 chunk = os.read(key.fd, 1 << 16)

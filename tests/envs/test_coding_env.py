@@ -69,6 +69,18 @@ def test_reward_modes():
         CodingEnvironment(reward="sparse")
 
 
+def test_a_cpu_time_kill_is_a_time_out():
+    """`while True: pass` past the CPU-time limit: info says timed_out and stderr names the limit."""
+    env = CodingEnvironment(limits={"cpu_time": 1, "wall_time": 20})
+    try:
+        env.reset(options={"task_id": EASY})
+        result = env.step(CodeAction(code="while True:\n    pass"))
+        assert result.info["timed_out"] is True and result.tests_passed == 0
+        assert result.stderr.endswith("[sandbox] killed: the run exceeded its CPU-time limit of 1 s")
+    finally:
+        env.close()
+
+
 def test_episodes_are_truncated_after_max_episode_steps():
     env = CodingEnvironment(max_episode_steps=2)
     try:

@@ -126,6 +126,18 @@ def test_hostile_code_is_contained(sandbox, name):
     assert (after.exit_code, after.stdout) == (0, "45\n")
 
 
+def test_cpu_time_kills_are_reported_as_time_outs():
+    """A run killed at its CPU-time limit is a time-out, and the message names that limit and its value."""
+    with Sandbox(Limits(wall_time=20 * UNIT, cpu_time=1)) as box:
+        result = box.run("while True:\n    pass")
+        assert result.timed_out and result.exit_code < 0
+        assert result.stderr.endswith("[sandbox] killed: the run exceeded its CPU-time limit of 1 s")
+        ignoring = box.run("import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass")
+        assert ignoring.timed_out and "CPU-time limit of 1 s" in ignoring.stderr
+        killed = box.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+        assert not killed.timed_out and killed.stderr.endswith("killed by signal SIGKILL")
+
+
 def test_printing_100_mb_is_capped_and_counted(sandbox):
     result = sandbox.run("import sys\nfor _ in range(100):\n    sys.stdout.write('y' * 1024 * 1024)")
     assert result.exit_code == 0
