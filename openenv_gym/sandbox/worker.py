@@ -385,7 +385,12 @@ def _namespace_pids() -> list[int]:
 def _reset_scratch(config: dict[str, Any]) -> None:
     """Give the next run a clean slate: every writable place emptied, the work directory made anew."""
     workdir = config["workdir"]
-    _empty(os.path.dirname(workdir))  # the whole scratch tmpfs, not only the work directory
+    scratch = os.path.dirname(workdir)
+    if config["isolated"]:
+        # The sandbox's private /tmp is writable by runs, with a /tmp's usual mode; set at every
+        # reset, which also undoes a run's chmod of it.
+        os.chmod(scratch, 0o1777)
+    _empty(scratch)  # the whole scratch tmpfs, not only the work directory
     if config["isolated"] and os.path.isdir("/dev/shm"):
         _empty("/dev/shm")
     os.mkdir(workdir, 0o700)

@@ -66,6 +66,20 @@ def test_each_run_starts_clean(sandbox):
     assert (second.stdout, second.exit_code) == ("3 False [] []\n", 0), second.stderr
 
 
+def test_tmp_is_writable_and_emptied_between_runs(sandbox):
+    """Runs may write anywhere in their private /tmp; the next run finds only its fresh work directory."""
+    first = sandbox.run(
+        "import os, tempfile\nopen('/tmp/x', 'w').write('kept?')\nos.mkdir('/tmp/d')\n"
+        "with tempfile.NamedTemporaryFile(dir='/tmp', delete=False) as f:\n    f.write(b'y')\n"
+        "print(open('/tmp/x').read())"
+    )
+    assert (first.stdout, first.exit_code) == ("kept?\n", 0), first.stderr
+    second = sandbox.run("import os\nprint(sorted(os.listdir('/tmp')), oct(os.stat('/tmp').st_mode & 0o7777))")
+    assert second.stdout == "['work'] 0o1777\n", second.stderr
+    chmod = sandbox.run("import os\nos.chmod('/tmp', 0)")
+    assert sandbox.run("open('/tmp/x', 'w').write('x')").exit_code == 0, chmod.stderr
+
+
 def test_errors_look_like_pythons_without_sandbox_frames(sandbox):
     result = sandbox.run("def f():\n    raise ValueError('bad')\nf()")
     assert result.exit_code == 1
