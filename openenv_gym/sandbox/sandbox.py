@@ -21,6 +21,7 @@ from ..errors import OpenEnvGymError
 from . import worker
 from .bubblewrap import SCRATCH_DIR, bwrap_command, find_bwrap
 from .limits import Limits
+from .seccomp import seccomp_filter
 
 __all__ = ["SANDBOX_UID_BASE", "RunResult", "Sandbox", "SandboxUnavailableError"]
 
@@ -205,29 +206,36 @@ class Sandbox:
             self._stop()
         program = ["-S", "-s", "-B", "-c", Path(worker.__file__).read_text(encoding="utf-8")]
         privileged = os.geteuid() == 0
-        if self.mechanism == "bubblewrap":
-            assert self._bwrap is not None
-            argv = bwrap_command(
-                self._bwrap,
-                self.python,
-                program,
-                scratch_size=self.limits.scratch_size,
-                privileged=privileged,
-                hidden=self.hidden_paths,
+        seccomp_fd = _filter_pipe() if self.mechanism == "bubblewrap" else None
+        try:
+            if self.mechanism == "bubblewrap":
+                assert self._bwrap is not None
+                argv = bwrap_command(
+                    self._bwrap,
+                    self.python,
+                    program,
+                    scratch_size=self.limits.scratch_size,
+                    privileged=privileged,
+                    hidden=self.hidden_paths,
+                    seccomp_fd=seccomp_fd,
+                )
+                workdir = f"{SCRATCH_DIR}/work"
+            else:
+                argv = [self.python, *program]
+                self._scratch_root = _private_tempdir()
+                workdir = os.path.join(self._scratch_root, "work")
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
             )
-            workdir = f"{SCRATCH_DIR}/work"
-        else:
-            argv = [self.python, *program]
-            self._scratch_root = _private_tempdir()
-            workdir = os.path.join(self._scratch_root, "work")
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            close_fds=True,
-        )
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
         self._process = process
         self._starts += 1
         self._finalizer = weakref.finalize(self, _kill, process)
@@ -326,6 +334,19 @@ def _read_exactly(fd: int, size: int, deadline: float) -> bytes | None:
                 return None
             data += chunk
     return bytes(data)
+
+
+def _filter_pipe() -> int | None:
+    """The read end of a pipe holding this machine's seccomp filter (``None`` if it has none)."""
+    program = seccomp_filter()
+    if program is None:
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, program)  # a few hundred bytes: far below a pipe's buffer
+    finally:
+        os.close(write_end)
+    return read_end
 
 
 def _private_tempdir() -> str:

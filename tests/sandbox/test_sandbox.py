@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -189,6 +190,25 @@ def test_runs_cannot_see_host_processes(sandbox):
     result = sandbox.run("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
     pids = eval(result.stdout)  # noqa: S307 - a list of ints we printed
     assert len(pids) == 2 and 1 in pids  # the worker (the namespace's init) and the run
+
+
+def test_runs_cannot_create_user_namespaces_join_namespaces_or_ptrace(sandbox):
+    """unshare(CLONE_NEWUSER), setns and ptrace fail with EPERM, clone3 with ENOSYS; threads, forks and programs still run."""
+    code = (
+        "import ctypes, os, subprocess, threading\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def errno_of(result):\n    return 0 if result == 0 else ctypes.get_errno()\n"
+        "pid = os.fork()\nif pid == 0:\n    os._exit(libc.unshare(0x10000000) == 0)\n"
+        "print('child', os.waitpid(pid, 0)[1])\n"
+        "thread = threading.Thread(target=print, args=('thread',))\nthread.start()\nthread.join()\n"
+        "print(subprocess.run(['/bin/echo', 'program'], capture_output=True, text=True).stdout, end='')\n"
+        "print(errno_of(libc.ptrace(0, 0, 0, 0)), errno_of(libc.setns(0, 0x10000000)),"
+        " errno_of(libc.syscall(435, 0, 0)), errno_of(libc.unshare(0x10000000)))"
+    )
+    result = sandbox.run(code)
+    assert result.stdout == f"child 0\nthread\nprogram\n{errno.EPERM} {errno.EPERM} {errno.ENOSYS} {errno.EPERM}\n", (
+        result.stderr
+    )
 
 
 def test_runs_have_an_unprivileged_uid_of_their_own(sandbox):
