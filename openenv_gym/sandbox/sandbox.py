@@ -46,8 +46,10 @@ class RunResult:
         exit_code: the program's exit status; negative for the signal that killed it.
         stdout: its standard output, capped (a marker line says how much was dropped).
         stderr: its standard error, capped, plus the sandbox's own notes (a limit hit, a signal).
-        results: per case run, ``{"value": ...}`` or ``{"error": ..., "exception": [...]}``; fewer
-            than the cases asked for when the program failed or stopped early.
+        results: per case run, ``{"value": ...}`` or ``{"error": ..., "exception": [...]}`` (and
+            maybe ``"traceback"``, see :meth:`Sandbox.run`; ``"missing_entry_point": True`` when
+            the code defines no such function); fewer than the cases asked for when the program
+            failed or stopped early.
         timed_out: whether the run was killed at its wall-clock or its CPU-time limit (``stderr``
             ends with a note naming which, and its value).
         duration: seconds the run took, as the caller saw it.
@@ -136,13 +138,16 @@ class Sandbox:
         *,
         entry_point: str | None = None,
         cases: list[list[Any]] | None = None,
+        tracebacks: Sequence[int] = (),
         timeout: float | None = None,
     ) -> RunResult:
         """Run ``code`` as a program, then call ``entry_point(*args)`` for each of ``cases``.
 
         A ``str`` is encoded as UTF-8, with lone surrogates mapped back to the bytes they stand
         for (so invalid UTF-8 reaches Python, which reports it). ``timeout`` (default: the
-        limits' ``wall_time``) covers the program and all the cases.
+        limits' ``wall_time``) covers the program and all the cases. A case that raises has a
+        ``"traceback"`` in its result (the code's own frames, capped) if its index is in
+        ``tracebacks`` or it is the first case to raise; so the results stay small.
         """
         if isinstance(code, str):
             code = code.encode("utf-8", "surrogateescape")
@@ -151,6 +156,7 @@ class Sandbox:
             "code": base64.b64encode(code).decode(),
             "entry_point": entry_point,
             "cases": cases,
+            "tracebacks": list(tracebacks),
             "timeout": timeout,
         }
         started = time.monotonic()

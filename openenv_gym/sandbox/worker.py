@@ -16,10 +16,12 @@ empties the scratch directory, so nothing leaks into the next run.
 Messages are a 4-byte big-endian length and a UTF-8 JSON object. The first message the worker
 gets is its configuration (:data:`CONFIG_KEYS`); it answers ``{"ready": true}``. Then each
 request is ``{"code": <base64>, "entry_point": str | null, "cases": [[arg, ...], ...] | null,
-"timeout": seconds}`` and each reply is ``{"exit_code", "stdout", "stderr", "results",
-"timed_out"}``; ``timed_out`` says the run was killed at its wall-clock or its CPU-time limit;
-``results`` holds, per case run, ``{"value": ...}`` or ``{"error": "Type: msg", "exception":
-[class names of its MRO]}``.
+"tracebacks": [case index, ...] | null, "timeout": seconds}`` and each reply is ``{"exit_code",
+"stdout", "stderr", "results", "timed_out"}``; ``timed_out`` says the run was killed at its
+wall-clock or its CPU-time limit; ``results`` holds, per case run, ``{"value": ...}`` or
+``{"error": "Type: msg", "exception": [class names of its MRO]}``, with ``"traceback"`` (capped at
+:data:`TRACEBACK_LIMIT`) for the cases of ``tracebacks`` and the first case that raised, and
+``"missing_entry_point": true`` when the code defines no such function.
 """
 
 from __future__ import annotations
@@ -39,10 +41,11 @@ import time
 import traceback
 from typing import Any, BinaryIO, Callable
 
-__all__ = ["CONFIG_KEYS", "MAX_MESSAGE_BYTES", "read_message", "write_message"]
+__all__ = ["CONFIG_KEYS", "MAX_MESSAGE_BYTES", "TRACEBACK_LIMIT", "read_message", "write_message"]
 
 HEADER = struct.Struct(">I")
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+TRACEBACK_LIMIT = 4096  # characters of a case's traceback kept (its end: the exception is last)
 CONFIG_KEYS = (
     "uid",  # the uid runs drop to when the worker is root, or null to keep the worker's
     "isolated",  # whether the worker has a pid namespace of its own (cleanup kills all in it)
@@ -163,18 +166,20 @@ def _run_solution(request: dict[str, Any]) -> int:
         _print_traceback()
         return 1
     if request.get("entry_point"):
-        _run_cases(namespace, request["entry_point"], request.get("cases") or [])
+        _run_cases(namespace, request["entry_point"], request.get("cases") or [], set(request.get("tracebacks") or ()))
     return 0
 
 
-def _run_cases(namespace: dict[str, Any], entry_point: str, cases: list[list[Any]]) -> None:
+def _run_cases(namespace: dict[str, Any], entry_point: str, cases: list[list[Any]], traced: set[int]) -> None:
     function = namespace.get(entry_point)
+    untraced = True  # no case has raised yet: the first one to raise gets a traceback
     with open(_RESULT_FD, "w", encoding="utf-8", closefd=False) as results:
-        for args in cases:
+        for index, args in enumerate(cases):
             if not callable(function):
                 result: dict[str, Any] = {
                     "error": f"NameError: the code defines no function named {entry_point!r}",
                     "exception": ["NameError"],
+                    "missing_entry_point": True,
                 }
             else:
                 try:
@@ -182,11 +187,35 @@ def _run_cases(namespace: dict[str, Any], entry_point: str, cases: list[list[Any
                     result = {"value": json.loads(json.dumps(value))}
                 except BaseException as exc:  # noqa: BLE001 - a failed case, including SystemExit
                     result = {
-                        "error": f"{type(exc).__name__}: {exc}"[:1000],
+                        "error": _describe(exc)[:1000],
                         "exception": [cls.__name__ for cls in type(exc).__mro__],
                     }
+                    if untraced or index in traced:
+                        result["traceback"] = _case_traceback(exc)
+                    untraced = False
             results.write(json.dumps(result, separators=(",", ":")) + "\n")
             results.flush()
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except BaseException:  # noqa: BLE001 - an exception whose __str__ fails
+        return f"{type(exc).__name__}: <str() failed>"
+
+
+def _case_traceback(exc: BaseException) -> str:
+    """The traceback of a case's exception from the solution's first frame on, its last TRACEBACK_LIMIT characters."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != _SOLUTION:
+        tb = tb.tb_next
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+    except BaseException:  # noqa: BLE001 - formatting ran the code's own __str__ or __repr__
+        text = _describe(exc) + "\n"
+    if len(text) > TRACEBACK_LIMIT:
+        text = f"[... {len(text) - TRACEBACK_LIMIT} characters cut]\n" + text[-TRACEBACK_LIMIT:]
+    return text
 
 
 def _print_traceback() -> None:

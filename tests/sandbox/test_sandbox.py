@@ -14,6 +14,7 @@ import pytest
 
 from openenv_gym.sandbox import Limits, Sandbox, SandboxUnavailableError
 from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE
+from openenv_gym.sandbox.worker import TRACEBACK_LIMIT
 from tests.utils import REPO_ROOT, UNIT, pid_alive, sandbox_pids, wait_until
 
 LIMITS = Limits(wall_time=2 * UNIT, processes=16, memory=512 * 1024 * 1024, output_limit=4096)
@@ -90,8 +91,22 @@ def test_errors_look_like_pythons_without_sandbox_frames(sandbox):
 
 
 def test_missing_entry_point_is_reported_per_case(sandbox):
+    """Each case of an entry point the code does not define is a NameError marked missing_entry_point."""
     result = sandbox.run("x = 1", entry_point="solve", cases=[[1], [2]])
     assert [item["error"] for item in result.results] == ["NameError: the code defines no function named 'solve'"] * 2
+    assert all(item["missing_entry_point"] for item in result.results)
+
+
+def test_raising_cases_carry_a_capped_traceback_of_the_codes_own_frames(sandbox):
+    """The first case to raise and the cases asked for get a traceback without the worker's frames; others do not."""
+    code = "def f(x):\n    if x == 'long':\n        raise ValueError('y' * 10000)\n    return 1 / x\n"
+    result = sandbox.run(code, entry_point="f", cases=[[1], [0], [0], [0], ["long"]], tracebacks=[3, 4])
+    assert [("traceback" in item) for item in result.results] == [False, True, False, True, True]
+    first = result.results[1]["traceback"]
+    assert first.startswith('Traceback (most recent call last):\n  File "<solution>", line 4, in f\n')
+    assert first.endswith("ZeroDivisionError: division by zero\n") and "worker" not in first
+    long = result.results[4]["traceback"]
+    assert long.startswith("[... ") and long.endswith("y" * 100 + "\n") and len(long) <= TRACEBACK_LIMIT + 40
 
 
 def test_results_that_are_not_json_are_errors(sandbox):
