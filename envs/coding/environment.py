@@ -2,7 +2,8 @@
 
 In task mode (the default) :meth:`reset` picks a task and shows its prompt; each step submits a
 whole program, which must define the task's function. The program runs in the sandbox, then the
-function is called on every hidden test's arguments; the results are scored outside the sandbox.
+function is called on every hidden test's arguments; the results are scored outside the sandbox,
+and the observation's ``feedback`` says which example failed and how (:mod:`.feedback`).
 
 In free mode there is no task: each step runs the code and returns its stdout, stderr and exit
 code, the observation of OpenEnv's coding env, so its clients work unchanged::
@@ -27,6 +28,7 @@ from pydantic import Field
 from openenv_gym.sandbox import Limits, Sandbox
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 
+from .feedback import FEEDBACK_LIMIT, feedback
 from .scoring import passed_tests
 from .tasks import BUILTIN_TASKS, HF_PREFIX, MAX_PROMPT_LENGTH, MAX_TESTS, Task, load_tasks
 
@@ -55,11 +57,17 @@ class CodeObservation(Observation):
 
 
 class TaskObservation(CodeObservation):
-    """The task's prompt, what the program printed and how it exited, and how many hidden tests passed."""
+    """The task's prompt, what the program printed and how it exited, how many hidden tests passed, and why not all.
+
+    ``feedback`` (empty after a reset) names the first failing example the prompt shows, or what
+    a hidden test's call did (never its arguments or expected value), with the traceback of an
+    exception (see :mod:`.feedback`).
+    """
 
     prompt: str = ""
     tests_passed: int = 0
     tests_total: int = 0
+    feedback: str = ""
 
 
 class CodingState(State):
@@ -170,6 +178,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             action.code,
             entry_point=task.entry_point if task else None,
             cases=[test.args for test in task.tests] if task else None,
+            tracebacks=task.visible_tests if task else (),
         )
         stdout = _fit(result.stdout, self.limits.output_limit)
         stderr = _fit(result.stderr, self.limits.output_limit)
@@ -197,6 +206,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             exit_code=exit_code,
             tests_passed=sum(passed),
             tests_total=len(passed),
+            feedback=_fit(feedback(task, result, passed), FEEDBACK_LIMIT),
             reward=reward,
             done=solved,
             truncated=truncated and not solved,
@@ -256,5 +266,6 @@ def _space_descriptions(mode: str, output_limit: int) -> dict[str, Any]:
             **observation,
             "tests_passed": {"type": "Discrete", "n": MAX_TESTS + 1, "start": 0, "dtype": "int64"},
             "tests_total": {"type": "Discrete", "n": MAX_TESTS + 1, "start": 0, "dtype": "int64"},
+            "feedback": text(FEEDBACK_LIMIT + OUTPUT_MARKER_ROOM),
         }
     return {"action": text(MAX_CODE_LENGTH), "observation": {"type": "Dict", "spaces": observation}}

@@ -7,11 +7,15 @@ A task file has one JSON object per line with the columns of :class:`Task`::
      "tests": [{"args": ["hello"], "expected": 2}, {"args": [5], "raises": "TypeError"}]}
 
 The tests are hidden from the agent: only their arguments enter the sandbox, and results are
-compared with the expected values outside it (:mod:`.scoring`).
+compared with the expected values outside it (:mod:`.scoring`). A test is *visible* when the
+prompt writes out its call (``count_vowels("hello")``, as in "For example, ..."): feedback may
+name a visible test's arguments and expected value, never a hidden one's.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
 import string
 from pathlib import Path
@@ -73,6 +77,20 @@ class Task(BaseModel):
         """What the agent is shown: the prompt and the signature to implement."""
         return f"{self.prompt}\n\nWrite this function:\n{self.signature}"
 
+    @functools.cached_property
+    def visible_tests(self) -> tuple[int, ...]:
+        """The indices of the tests the prompt shows: those whose call, with the same arguments, it writes out.
+
+        Example:
+            >>> task = Task(task_id="t", difficulty="easy", prompt="For example, double([1]) returns [1, 1].",
+            ...             signature="def double(items):", entry_point="double",
+            ...             tests=[{"args": [[2]], "expected": [2, 2]}, {"args": [[1]], "expected": [1, 1]}])
+            >>> task.visible_tests
+            (1,)
+        """
+        shown = set(_calls_in(self.prompt, self.entry_point))
+        return tuple(index for index, test in enumerate(self.tests) if json.dumps(test.args) in shown)
+
 
 def load_tasks(source: str | Path | list[dict[str, Any]] | None = None) -> list[Task]:
     """Load a task set.
@@ -115,6 +133,39 @@ def load_tasks(source: str | Path | list[dict[str, Any]] | None = None) -> list[
     if not tasks:
         raise ValueError(f"no tasks in {source}")
     return tasks
+
+
+def _calls_in(text: str, name: str) -> list[str]:
+    """The arguments of every call ``name(literal, ...)`` written in ``text``, as JSON text."""
+    found = []
+    start = 0
+    while (at := text.find(name + "(", start)) != -1:
+        start = at + 1
+        if at and (text[at - 1].isalnum() or text[at - 1] == "_"):
+            continue  # the end of a longer name
+        opening = at + len(name) + 1
+        closing = opening
+        while (closing := text.find(")", closing)) != -1:  # the first ")" that ends a valid argument list
+            inner = text[opening:closing]
+            try:
+                args = ast.literal_eval(f"({inner},)") if inner.strip() else ()
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                closing += 1
+                continue
+            try:
+                found.append(json.dumps(_as_json(list(args))))
+            except (TypeError, ValueError):
+                pass  # a literal no test can hold (a set, bytes)
+            break
+    return found
+
+
+def _as_json(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_as_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _as_json(item) for key, item in value.items()}
+    return value
 
 
 def _download(url: str) -> Path:

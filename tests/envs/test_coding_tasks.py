@@ -44,6 +44,17 @@ def test_every_task_is_solved_by_its_reference_and_not_by_a_stub(sandbox, task):
     assert not all(passed_tests(task.tests, stub.results))
 
 
+def test_visible_tests_are_the_calls_the_prompt_writes_out():
+    """A test is visible when the prompt writes its call with the same arguments; a longer name or other args do not count."""
+    prompt = 'For example, f("a)b", [1, (2, 3)]) returns 1, but my_f(1, [2]) is another function; f({1}) is a set.'
+    tests = [{"args": ["a)b", [1, [2, 3]]], "expected": 1}, {"args": [1, [2]], "expected": 0}, {"args": [[1]], "expected": 0}]
+    task = load_tasks([_task(prompt=prompt, signature="def f(x, y):", tests=tests)])[0]
+    assert task.visible_tests == (0,)
+    by_id = {task.task_id: task for task in TASKS}
+    assert by_id["digit-square-sum"].visible_tests == (2,)
+    assert sum(bool(task.visible_tests) for task in TASKS) >= 50
+
+
 def test_values_compare_as_json_with_float_tolerance_and_strict_booleans():
     assert same_value([1, 2.0000000001, {"a": "x"}], [1, 2, {"a": "x"}])
     assert not same_value(1.1, 1)
