@@ -1,4 +1,4 @@
-"""The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps``, ``clean`` containers; ``pull``, ``push`` Hub envs."""
+"""The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps``, ``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``."""
 
 from __future__ import annotations
 
@@ -135,7 +135,36 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("--private", action="store_true", help="make the Space private")
     commands.add_parser("ps", help="list the containers of openenv-gym on this engine and their owners")
     commands.add_parser("clean", help="remove the containers whose owner process is gone")
+    _add_tasks_parser(commands)
     return parser
+
+
+def _add_tasks_parser(commands: Any) -> None:
+    tasks = commands.add_parser(
+        "tasks",
+        help="list the Coding env's tasks: id, difficulty and the prompt's first line, one per line",
+        description="List the tasks of openenv/Coding-v0 (tab-separated: id, difficulty, the prompt's "
+        "first line); an id is what reset(options={'task_id': ...}) takes.",
+    )
+    tasks.add_argument(
+        "--tasks", default=None, metavar="PATH", help="a JSONL task file or hf://datasets/... (default: the shipped set)"
+    )
+    tasks.add_argument(
+        "--difficulty", action="append", choices=("easy", "medium", "hard"), help="only this difficulty (repeatable)"
+    )
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    from .envs.coding.tasks import select_tasks
+
+    try:
+        selected = select_tasks(args.tasks, args.difficulty)
+    except (OSError, ValueError) as exc:
+        print(f"openenv-gym tasks: {exc}", file=sys.stderr)
+        return 1
+    for task in selected:
+        print(f"{task.task_id}\t{task.difficulty}\t{task.prompt.splitlines()[0]}")
+    return 0
 
 
 def _docker_client() -> Any:
@@ -276,6 +305,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``openenv-gym`` console script."""
     args = build_parser().parse_args(argv)
     commands = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean, "pull": _pull, "push": _push}
+    commands["tasks"] = _tasks
     if args.command not in _DOCKER_COMMANDS:
         sys.exit(commands[args.command](args))
     from .providers.docker_provider import DockerUnavailableError

@@ -15,20 +15,34 @@ name a visible test's arguments and expected value, never a hidden one's.
 from __future__ import annotations
 
 import ast
+import difflib
 import functools
 import json
 import string
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["BUILTIN_TASKS", "MAX_PROMPT_LENGTH", "MAX_TESTS", "Task", "TestCase", "load_tasks"]
+__all__ = [
+    "BUILTIN_TASKS",
+    "DIFFICULTIES",
+    "MAX_PROMPT_LENGTH",
+    "MAX_TESTS",
+    "Task",
+    "TestCase",
+    "choice_error",
+    "load_tasks",
+    "select_tasks",
+    "task_ids",
+]
 
 BUILTIN_TASKS = Path(__file__).with_name("tasks.jsonl")
 MAX_TESTS = 100
 MAX_PROMPT_LENGTH = 8192
 HF_PREFIX = "hf://datasets/"
+DIFFICULTIES = ("easy", "medium", "hard")
 _PRINTABLE = frozenset(string.printable)
 
 
@@ -133,6 +147,54 @@ def load_tasks(source: str | Path | list[dict[str, Any]] | None = None) -> list[
     if not tasks:
         raise ValueError(f"no tasks in {source}")
     return tasks
+
+
+def select_tasks(
+    source: str | Path | list[dict[str, Any]] | None = None, difficulties: Sequence[str] | None = None
+) -> list[Task]:
+    """The tasks of ``source`` (as :func:`load_tasks` takes it) whose difficulty is one of ``difficulties`` (``None``: all).
+
+    Raises:
+        ValueError: a difficulty that is not one of :data:`DIFFICULTIES`, no task left, or a bad task set.
+    """
+    if difficulties is not None:
+        for difficulty in difficulties:
+            if difficulty not in DIFFICULTIES:
+                raise choice_error("difficulty", difficulty, DIFFICULTIES)
+    tasks = load_tasks(source)
+    if difficulties is not None:
+        tasks = [task for task in tasks if task.difficulty in difficulties]
+        if not tasks:
+            raise ValueError(f"no task has a difficulty in {list(difficulties)}")
+    return tasks
+
+
+def task_ids(
+    tasks: str | Path | list[dict[str, Any]] | None = None, difficulties: Sequence[str] | None = None
+) -> list[str]:
+    """The ids of a task set, in its order: what ``reset(options={"task_id": ...})`` accepts.
+
+    Args:
+        tasks: as the env's ``tasks`` argument: ``None`` for the shipped set, a JSONL path,
+            ``hf://datasets/...``, or a list of task dicts.
+        difficulties: only the tasks of these difficulties (``"easy"``, ``"medium"``, ``"hard"``).
+
+    Raises:
+        ValueError: an unknown difficulty (the message lists the valid ones), or a bad task set.
+
+    Example:
+        >>> from openenv_gym.envs.coding import task_ids
+        >>> task_ids(difficulties=["hard"])[:3]
+        ['cheapest-route', 'transposition-distance', 'build-order']
+    """
+    return [task.task_id for task in select_tasks(tasks, difficulties)]
+
+
+def choice_error(what: str, value: Any, choices: Sequence[str]) -> ValueError:
+    """The error for a ``value`` of ``what`` that is none of ``choices``: the nearest one, if any is near, and them all."""
+    nearest = difflib.get_close_matches(str(value), choices, n=1)
+    hint = f" Did you mean: {nearest[0]!r}?" if nearest else ""
+    return ValueError(f"unknown {what} {value!r}.{hint} Expected one of: {', '.join(choices)}")
 
 
 def _calls_in(text: str, name: str) -> list[str]:

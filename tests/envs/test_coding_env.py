@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -38,7 +40,9 @@ def test_reset_picks_a_task_by_seed_and_by_id(coding):
     assert chosen.info == {"task_id": EASY, "difficulty": "easy"}
     assert chosen.prompt.endswith("def digit_square_sum(n: int) -> int:")
     assert chosen.tests_total == len(coding._by_id[EASY].tests) and chosen.tests_passed == 0
-    with pytest.raises(ValueError, match="no task with id 'nope'"):
+    with pytest.raises(ValueError, match=re.escape("unknown task_id 'digit-square-sums'. Did you mean: 'digit-square-sum'? ")):
+        coding.reset(options={"task_id": "digit-square-sums"})
+    with pytest.raises(ValueError, match=re.escape(f"unknown task_id 'nope'. Expected one of: {EASY}, alternate-case, ")):
         coding.reset(options={"task_id": "nope"})
     with pytest.raises(ValueError, match=r"unknown reset options \['level'\]"):
         coding.reset(options={"level": 1})
@@ -117,8 +121,12 @@ def test_reward_modes():
         assert [r for r, e in zip(rewards, expected) if e is not None] == [e for e in expected if e is not None]
         if mode == "improvement":
             assert 0 < rewards[0] < 1 and rewards[0] + rewards[1] == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="reward must be one of"):
-        CodingEnvironment(reward="sparse")
+    with pytest.raises(ValueError, match=re.escape("unknown reward 'binry'. Did you mean: 'binary'? Expected one of: fraction, binary, improvement")):
+        CodingEnvironment(reward="binry")
+    with pytest.raises(ValueError, match=re.escape("unknown mode 'task'. Did you mean: 'tasks'? Expected one of: tasks, free")):
+        CodingEnvironment(mode="task")
+    with pytest.raises(ValueError, match=re.escape("unknown difficulty 'meduim'. Did you mean: 'medium'?")):
+        CodingEnvironment(difficulties=["easy", "meduim"])
 
 
 def test_a_cpu_time_kill_is_a_time_out():
