@@ -1,4 +1,4 @@
-"""The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps``, ``clean`` containers; ``pull``, ``push`` Hub envs."""
+"""The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps``, ``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``."""
 
 from __future__ import annotations
 
@@ -153,7 +153,36 @@ def build_parser() -> argparse.ArgumentParser:
         description="Remove the containers of openenv-gym whose owner process is gone (killed, crashed). "
         "Owners remove their own containers on close and at exit; this catches the ones left behind.",
     )
+    _add_tasks_parser(commands)
     return parser
+
+
+def _add_tasks_parser(commands: Any) -> None:
+    tasks = commands.add_parser(
+        "tasks",
+        help="list the Coding env's tasks: id, difficulty and the prompt's first line, one per line",
+        description="List the tasks of openenv/Coding-v0 (tab-separated: id, difficulty, the prompt's "
+        "first line); an id is what reset(options={'task_id': ...}) takes.",
+    )
+    tasks.add_argument(
+        "--tasks", default=None, metavar="PATH", help="a JSONL task file or hf://datasets/... (default: the shipped set)"
+    )
+    tasks.add_argument(
+        "--difficulty", action="append", choices=("easy", "medium", "hard"), help="only this difficulty (repeatable)"
+    )
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    from .envs.coding.tasks import select_tasks
+
+    try:
+        selected = select_tasks(args.tasks, args.difficulty)
+    except (OSError, ValueError) as exc:
+        print(f"openenv-gym tasks: {exc}", file=sys.stderr)
+        return 1
+    for task in selected:
+        print(f"{task.task_id}\t{task.difficulty}\t{task.prompt.splitlines()[0]}")
+    return 0
 
 
 def _docker_client() -> Any:
@@ -307,7 +336,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-_COMMANDS = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean, "pull": _pull, "push": _push}
+_COMMANDS = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean, "pull": _pull, "push": _push, "tasks": _tasks}
 # Set to show the traceback of a failed command instead of its one-line error.
 _DEBUG_ENV_VAR = "OPENENV_GYM_DEBUG"
 

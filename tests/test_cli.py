@@ -221,3 +221,22 @@ def test_ps_lists_processes_then_containers(monkeypatch, capsys):
         f"CONTAINER  STATUS   TARGET       {'OWNER'.ljust(len(owner))}  PORTS\n"
         f"abc123     running  CartPole-v1  {owner}  127.0.0.1:49153->8000/tcp\n"
     )
+def test_tasks_lists_one_task_per_line(tmp_path):
+    """`openenv-gym tasks` prints id, difficulty and the prompt's first line per task; --difficulty and --tasks filter."""
+    from openenv_gym.envs.coding import task_ids
+
+    everything = subprocess.run([CONSOLE_SCRIPT, "tasks"], capture_output=True, text=True, timeout=60)
+    assert everything.returncode == 0, everything.stderr
+    lines = everything.stdout.splitlines()
+    assert [line.split("\t")[0] for line in lines] == task_ids()
+    assert lines[0].startswith("digit-square-sum\teasy\tWrite a function that returns the sum of the squares")
+    hard = subprocess.run([CONSOLE_SCRIPT, "tasks", "--difficulty", "hard"], capture_output=True, text=True, timeout=60)
+    assert [line.split("\t")[0] for line in hard.stdout.splitlines()] == task_ids(difficulties=["hard"])
+    mine = tmp_path / "mine.jsonl"
+    row = {"task_id": "t", "difficulty": "easy", "prompt": "First line.\nSecond.", "signature": "def f(x):",
+           "entry_point": "f", "tests": [{"args": [1], "expected": 2}]}
+    mine.write_text(json.dumps(row) + "\n")
+    listed = subprocess.run([CONSOLE_SCRIPT, "tasks", "--tasks", str(mine)], capture_output=True, text=True, timeout=60)
+    assert listed.stdout == "t\teasy\tFirst line.\n"
+    bad = subprocess.run([CONSOLE_SCRIPT, "tasks", "--difficulty", "hrad"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "invalid choice: 'hrad'" in bad.stderr

@@ -38,7 +38,7 @@ PUBLIC = {
     "openenv_gym.envs.echo": {"EchoAction", "EchoEnvironment", "EchoObservation"},
     "openenv_gym.envs.coding": {
         "CodeAction", "CodeObservation", "CodingEnvironment", "CodingState", "Task", "TaskObservation", "TestCase",
-        "load_tasks",
+        "load_tasks", "task_ids",
     },
 }
 

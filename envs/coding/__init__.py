@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .environment import CodeAction, CodeObservation, CodingEnvironment, CodingState, TaskObservation
-from .tasks import Task, TestCase, load_tasks
+from .tasks import Task, TestCase, load_tasks, task_ids
 
 __all__ = [
     "CodeAction",
@@ -14,4 +14,5 @@ __all__ = [
     "TaskObservation",
     "TestCase",
     "load_tasks",
+    "task_ids",
 ]

@@ -2,7 +2,8 @@
 
 In task mode (the default) :meth:`reset` picks a task and shows its prompt; each step submits a
 whole program, which must define the task's function. The program runs in the sandbox, then the
-function is called on every hidden test's arguments; the results are scored outside the sandbox.
+function is called on every hidden test's arguments; the results are scored outside the sandbox,
+and the observation's ``feedback`` says which example failed and how (:mod:`.feedback`).
 
 In free mode there is no task: each step runs the code and returns its stdout, stderr and exit
 code, the observation of OpenEnv's coding env, so its clients work unchanged::
@@ -27,8 +28,9 @@ from pydantic import Field
 from openenv_gym.sandbox import Limits, Sandbox
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 
+from .feedback import FEEDBACK_LIMIT, feedback
 from .scoring import passed_tests
-from .tasks import BUILTIN_TASKS, HF_PREFIX, MAX_PROMPT_LENGTH, MAX_TESTS, Task, load_tasks
+from .tasks import BUILTIN_TASKS, HF_PREFIX, MAX_PROMPT_LENGTH, MAX_TESTS, Task, choice_error, select_tasks
 
 __all__ = ["MAX_CODE_LENGTH", "CodeAction", "CodeObservation", "CodingEnvironment", "CodingState", "TaskObservation"]
 
@@ -37,6 +39,7 @@ DEFAULT_MAX_EPISODE_STEPS = 8
 OUTPUT_MARKER_ROOM = 256  # characters the truncation markers and sandbox notes may add to a capped stream
 RewardMode = Literal["fraction", "binary", "improvement"]
 _REWARD_MODES = ("fraction", "binary", "improvement")
+_MODES = ("tasks", "free")
 _CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x09), *range(0x0E, 0x20), 0x7F]}
 
 
@@ -55,11 +58,17 @@ class CodeObservation(Observation):
 
 
 class TaskObservation(CodeObservation):
-    """The task's prompt, what the program printed and how it exited, and how many hidden tests passed."""
+    """The task's prompt, what the program printed and how it exited, how many hidden tests passed, and why not all.
+
+    ``feedback`` (empty after a reset) names the first failing example the prompt shows, or what
+    a hidden test's call did (never its arguments or expected value), with the traceback of an
+    exception (see :mod:`.feedback`).
+    """
 
     prompt: str = ""
     tests_passed: int = 0
     tests_total: int = 0
+    feedback: str = ""
 
 
 class CodingState(State):
@@ -76,7 +85,8 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
         mode: ``"tasks"`` (the default) or ``"free"`` (no task, no reward: OpenEnv's coding env).
         tasks: the task set: ``None`` for the 56 shipped tasks, a JSONL path, or
             ``hf://datasets/ORG/NAME[@REVISION]/PATH.jsonl`` (see :func:`load_tasks`).
-        difficulties: only tasks of these difficulties (``"easy"``, ``"medium"``, ``"hard"``).
+        difficulties: only tasks of these difficulties (``"easy"``, ``"medium"``, ``"hard"``);
+            :func:`~.tasks.task_ids` lists the ids ``reset(options={"task_id": ...})`` takes.
         reward: ``"fraction"`` of hidden tests passed (the default), ``"binary"`` (1 when all
             pass), or ``"improvement"`` of the fraction over the episode's best so far.
         max_episode_steps: steps after which an unsolved episode is truncated (``None``: never).
@@ -104,10 +114,10 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
         sandbox: Literal["bubblewrap", "none"] = "bubblewrap",
         limits: dict[str, Any] | None = None,
     ) -> None:
-        if mode not in ("tasks", "free"):
-            raise ValueError(f"mode must be 'tasks' or 'free', got {mode!r}")
+        if mode not in _MODES:
+            raise choice_error("mode", mode, _MODES)
         if reward not in _REWARD_MODES:
-            raise ValueError(f"reward must be one of {_REWARD_MODES}, got {reward!r}")
+            raise choice_error("reward", reward, _REWARD_MODES)
         if max_episode_steps is not None and max_episode_steps < 1:
             raise ValueError(f"max_episode_steps must be at least 1, got {max_episode_steps}")
         self.mode = mode
@@ -116,11 +126,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
         self.limits = Limits(**(limits or {}))
         self.tasks: list[Task] = []
         if mode == "tasks":
-            self.tasks = load_tasks(tasks)
-            if difficulties is not None:
-                self.tasks = [task for task in self.tasks if task.difficulty in difficulties]
-                if not self.tasks:
-                    raise ValueError(f"no task has a difficulty in {difficulties}")
+            self.tasks = select_tasks(tasks, difficulties)
             self._by_id = {task.task_id: task for task in self.tasks}
         self.observation_type = TaskObservation if mode == "tasks" else CodeObservation  # type: ignore[misc]
         self.space_descriptions = _space_descriptions(mode, self.limits.output_limit)  # type: ignore[misc]
@@ -148,8 +154,8 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
         if "task_id" in options:
             try:
                 self._task = self._by_id[options["task_id"]]
-            except KeyError:
-                raise ValueError(f"no task with id {options['task_id']!r}") from None
+            except (KeyError, TypeError):
+                raise choice_error("task_id", options["task_id"], list(self._by_id)) from None
         else:
             self._task = self._rng.choice(self.tasks)
         self._state.task_id = self._task.task_id
@@ -170,6 +176,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             action.code,
             entry_point=task.entry_point if task else None,
             cases=[test.args for test in task.tests] if task else None,
+            tracebacks=task.visible_tests if task else (),
         )
         stdout = _fit(result.stdout, self.limits.output_limit)
         stderr = _fit(result.stderr, self.limits.output_limit)
@@ -197,6 +204,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             exit_code=exit_code,
             tests_passed=sum(passed),
             tests_total=len(passed),
+            feedback=_fit(feedback(task, result, passed), FEEDBACK_LIMIT),
             reward=reward,
             done=solved,
             truncated=truncated and not solved,
@@ -256,5 +264,6 @@ def _space_descriptions(mode: str, output_limit: int) -> dict[str, Any]:
             **observation,
             "tests_passed": {"type": "Discrete", "n": MAX_TESTS + 1, "start": 0, "dtype": "int64"},
             "tests_total": {"type": "Discrete", "n": MAX_TESTS + 1, "start": 0, "dtype": "int64"},
+            "feedback": text(FEEDBACK_LIMIT + OUTPUT_MARKER_ROOM),
         }
     return {"action": text(MAX_CODE_LENGTH), "observation": {"type": "Dict", "spaces": observation}}

@@ -7,24 +7,42 @@ A task file has one JSON object per line with the columns of :class:`Task`::
      "tests": [{"args": ["hello"], "expected": 2}, {"args": [5], "raises": "TypeError"}]}
 
 The tests are hidden from the agent: only their arguments enter the sandbox, and results are
-compared with the expected values outside it (:mod:`.scoring`).
+compared with the expected values outside it (:mod:`.scoring`). A test is *visible* when the
+prompt writes out its call (``count_vowels("hello")``, as in "For example, ..."): feedback may
+name a visible test's arguments and expected value, never a hidden one's.
 """
 
 from __future__ import annotations
 
+import ast
+import difflib
+import functools
 import json
 import string
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["BUILTIN_TASKS", "MAX_PROMPT_LENGTH", "MAX_TESTS", "Task", "TestCase", "load_tasks"]
+__all__ = [
+    "BUILTIN_TASKS",
+    "DIFFICULTIES",
+    "MAX_PROMPT_LENGTH",
+    "MAX_TESTS",
+    "Task",
+    "TestCase",
+    "choice_error",
+    "load_tasks",
+    "select_tasks",
+    "task_ids",
+]
 
 BUILTIN_TASKS = Path(__file__).with_name("tasks.jsonl")
 MAX_TESTS = 100
 MAX_PROMPT_LENGTH = 8192
 HF_PREFIX = "hf://datasets/"
+DIFFICULTIES = ("easy", "medium", "hard")
 _PRINTABLE = frozenset(string.printable)
 
 
@@ -73,6 +91,20 @@ class Task(BaseModel):
         """What the agent is shown: the prompt and the signature to implement."""
         return f"{self.prompt}\n\nWrite this function:\n{self.signature}"
 
+    @functools.cached_property
+    def visible_tests(self) -> tuple[int, ...]:
+        """The indices of the tests the prompt shows: those whose call, with the same arguments, it writes out.
+
+        Example:
+            >>> task = Task(task_id="t", difficulty="easy", prompt="For example, double([1]) returns [1, 1].",
+            ...             signature="def double(items):", entry_point="double",
+            ...             tests=[{"args": [[2]], "expected": [2, 2]}, {"args": [[1]], "expected": [1, 1]}])
+            >>> task.visible_tests
+            (1,)
+        """
+        shown = set(_calls_in(self.prompt, self.entry_point))
+        return tuple(index for index, test in enumerate(self.tests) if json.dumps(test.args) in shown)
+
 
 def load_tasks(source: str | Path | list[dict[str, Any]] | None = None) -> list[Task]:
     """Load a task set.
@@ -115,6 +147,87 @@ def load_tasks(source: str | Path | list[dict[str, Any]] | None = None) -> list[
     if not tasks:
         raise ValueError(f"no tasks in {source}")
     return tasks
+
+
+def select_tasks(
+    source: str | Path | list[dict[str, Any]] | None = None, difficulties: Sequence[str] | None = None
+) -> list[Task]:
+    """The tasks of ``source`` (as :func:`load_tasks` takes it) whose difficulty is one of ``difficulties`` (``None``: all).
+
+    Raises:
+        ValueError: a difficulty that is not one of :data:`DIFFICULTIES`, no task left, or a bad task set.
+    """
+    if difficulties is not None:
+        for difficulty in difficulties:
+            if difficulty not in DIFFICULTIES:
+                raise choice_error("difficulty", difficulty, DIFFICULTIES)
+    tasks = load_tasks(source)
+    if difficulties is not None:
+        tasks = [task for task in tasks if task.difficulty in difficulties]
+        if not tasks:
+            raise ValueError(f"no task has a difficulty in {list(difficulties)}")
+    return tasks
+
+
+def task_ids(
+    tasks: str | Path | list[dict[str, Any]] | None = None, difficulties: Sequence[str] | None = None
+) -> list[str]:
+    """The ids of a task set, in its order: what ``reset(options={"task_id": ...})`` accepts.
+
+    Args:
+        tasks: as the env's ``tasks`` argument: ``None`` for the shipped set, a JSONL path,
+            ``hf://datasets/...``, or a list of task dicts.
+        difficulties: only the tasks of these difficulties (``"easy"``, ``"medium"``, ``"hard"``).
+
+    Raises:
+        ValueError: an unknown difficulty (the message lists the valid ones), or a bad task set.
+
+    Example:
+        >>> from openenv_gym.envs.coding import task_ids
+        >>> task_ids(difficulties=["hard"])[:3]
+        ['cheapest-route', 'transposition-distance', 'build-order']
+    """
+    return [task.task_id for task in select_tasks(tasks, difficulties)]
+
+
+def choice_error(what: str, value: Any, choices: Sequence[str]) -> ValueError:
+    """The error for a ``value`` of ``what`` that is none of ``choices``: the nearest one, if any is near, and them all."""
+    nearest = difflib.get_close_matches(str(value), choices, n=1)
+    hint = f" Did you mean: {nearest[0]!r}?" if nearest else ""
+    return ValueError(f"unknown {what} {value!r}.{hint} Expected one of: {', '.join(choices)}")
+
+
+def _calls_in(text: str, name: str) -> list[str]:
+    """The arguments of every call ``name(literal, ...)`` written in ``text``, as JSON text."""
+    found = []
+    start = 0
+    while (at := text.find(name + "(", start)) != -1:
+        start = at + 1
+        if at and (text[at - 1].isalnum() or text[at - 1] == "_"):
+            continue  # the end of a longer name
+        opening = at + len(name) + 1
+        closing = opening
+        while (closing := text.find(")", closing)) != -1:  # the first ")" that ends a valid argument list
+            inner = text[opening:closing]
+            try:
+                args = ast.literal_eval(f"({inner},)") if inner.strip() else ()
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                closing += 1
+                continue
+            try:
+                found.append(json.dumps(_as_json(list(args))))
+            except (TypeError, ValueError):
+                pass  # a literal no test can hold (a set, bytes)
+            break
+    return found
+
+
+def _as_json(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_as_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _as_json(item) for key, item in value.items()}
+    return value
 
 
 def _download(url: str) -> Path:

@@ -4,6 +4,7 @@ The sandbox sees a read-only view of what Python needs (``/usr``, the interprete
 the dynamic loader's cache), a fresh ``/proc`` and minimal ``/dev``, and a size-limited tmpfs at
 ``/tmp`` as its only writable place. It has its own pid, network, IPC and UTS namespaces: no
 network at all (only a loopback of its own), and no process outside it can be seen or signalled.
+A seccomp filter (:mod:`.seccomp`) keeps it from making user namespaces of its own.
 
 Run as root, bubblewrap sets up the namespaces without a user namespace and the worker keeps just
 the capabilities it needs to drop each run to an unprivileged uid of its own, to signal the run's
@@ -58,6 +59,7 @@ def bwrap_command(
     scratch_size: int,
     privileged: bool,
     hidden: Sequence[str] = (),
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The argv that runs ``python *program`` confined.
 
@@ -73,6 +75,8 @@ def bwrap_command(
             dist-packages directory of the bound trees is hidden as well: the sandbox runs
             Python without ``site``, and installed packages may hold data it must not see
             (such as an environment's hidden tests).
+        seccomp_fd: a file descriptor bubblewrap reads a seccomp filter from
+            (:func:`~.seccomp.seccomp_filter`) and installs for the worker and every run.
     """
     # --as-pid-1: the worker is the namespace's init (no reaper of bubblewrap's), so a run in the
     # same namespace cannot signal it, even with the same uid.
@@ -84,6 +88,8 @@ def bwrap_command(
             argv += ["--cap-add", capability]
     else:
         argv += ["--unshare-user"]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     argv += ["--ro-bind", "/usr", "/usr"]
     for name in _MERGED_USR_NAMES:
         path = "/" + name

@@ -21,6 +21,7 @@ from ..errors import OpenEnvGymError
 from . import worker
 from .bubblewrap import SCRATCH_DIR, bwrap_command, find_bwrap
 from .limits import Limits
+from .seccomp import seccomp_filter
 
 __all__ = ["SANDBOX_UID_BASE", "RunResult", "Sandbox", "SandboxUnavailableError"]
 
@@ -45,9 +46,12 @@ class RunResult:
         exit_code: the program's exit status; negative for the signal that killed it.
         stdout: its standard output, capped (a marker line says how much was dropped).
         stderr: its standard error, capped, plus the sandbox's own notes (a limit hit, a signal).
-        results: per case run, ``{"value": ...}`` or ``{"error": ..., "exception": [...]}``; fewer
-            than the cases asked for when the program failed or stopped early.
-        timed_out: whether the run was killed at its wall-clock limit.
+        results: per case run, ``{"value": ...}`` or ``{"error": ..., "exception": [...]}`` (and
+            maybe ``"traceback"``, see :meth:`Sandbox.run`; ``"missing_entry_point": True`` when
+            the code defines no such function); fewer than the cases asked for when the program
+            failed or stopped early.
+        timed_out: whether the run was killed at its wall-clock or its CPU-time limit (``stderr``
+            ends with a note naming which, and its value).
         duration: seconds the run took, as the caller saw it.
     """
 
@@ -134,13 +138,16 @@ class Sandbox:
         *,
         entry_point: str | None = None,
         cases: list[list[Any]] | None = None,
+        tracebacks: Sequence[int] = (),
         timeout: float | None = None,
     ) -> RunResult:
         """Run ``code`` as a program, then call ``entry_point(*args)`` for each of ``cases``.
 
         A ``str`` is encoded as UTF-8, with lone surrogates mapped back to the bytes they stand
         for (so invalid UTF-8 reaches Python, which reports it). ``timeout`` (default: the
-        limits' ``wall_time``) covers the program and all the cases.
+        limits' ``wall_time``) covers the program and all the cases. A case that raises has a
+        ``"traceback"`` in its result (the code's own frames, capped) if its index is in
+        ``tracebacks`` or it is the first case to raise; so the results stay small.
         """
         if isinstance(code, str):
             code = code.encode("utf-8", "surrogateescape")
@@ -149,6 +156,7 @@ class Sandbox:
             "code": base64.b64encode(code).decode(),
             "entry_point": entry_point,
             "cases": cases,
+            "tracebacks": list(tracebacks),
             "timeout": timeout,
         }
         started = time.monotonic()
@@ -204,29 +212,36 @@ class Sandbox:
             self._stop()
         program = ["-S", "-s", "-B", "-c", Path(worker.__file__).read_text(encoding="utf-8")]
         privileged = os.geteuid() == 0
-        if self.mechanism == "bubblewrap":
-            assert self._bwrap is not None
-            argv = bwrap_command(
-                self._bwrap,
-                self.python,
-                program,
-                scratch_size=self.limits.scratch_size,
-                privileged=privileged,
-                hidden=self.hidden_paths,
+        seccomp_fd = _filter_pipe() if self.mechanism == "bubblewrap" else None
+        try:
+            if self.mechanism == "bubblewrap":
+                assert self._bwrap is not None
+                argv = bwrap_command(
+                    self._bwrap,
+                    self.python,
+                    program,
+                    scratch_size=self.limits.scratch_size,
+                    privileged=privileged,
+                    hidden=self.hidden_paths,
+                    seccomp_fd=seccomp_fd,
+                )
+                workdir = f"{SCRATCH_DIR}/work"
+            else:
+                argv = [self.python, *program]
+                self._scratch_root = _private_tempdir()
+                workdir = os.path.join(self._scratch_root, "work")
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
             )
-            workdir = f"{SCRATCH_DIR}/work"
-        else:
-            argv = [self.python, *program]
-            self._scratch_root = _private_tempdir()
-            workdir = os.path.join(self._scratch_root, "work")
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            close_fds=True,
-        )
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
         self._process = process
         self._starts += 1
         self._finalizer = weakref.finalize(self, _kill, process)
@@ -325,6 +340,19 @@ def _read_exactly(fd: int, size: int, deadline: float) -> bytes | None:
                 return None
             data += chunk
     return bytes(data)
+
+
+def _filter_pipe() -> int | None:
+    """The read end of a pipe holding this machine's seccomp filter (``None`` if it has none)."""
+    program = seccomp_filter()
+    if program is None:
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, program)  # a few hundred bytes: far below a pipe's buffer
+    finally:
+        os.close(write_end)
+    return read_end
 
 
 def _private_tempdir() -> str:

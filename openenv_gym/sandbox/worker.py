@@ -16,9 +16,12 @@ empties the scratch directory, so nothing leaks into the next run.
 Messages are a 4-byte big-endian length and a UTF-8 JSON object. The first message the worker
 gets is its configuration (:data:`CONFIG_KEYS`); it answers ``{"ready": true}``. Then each
 request is ``{"code": <base64>, "entry_point": str | null, "cases": [[arg, ...], ...] | null,
-"timeout": seconds}`` and each reply is ``{"exit_code", "stdout", "stderr", "results",
-"timed_out"}``; ``results`` holds, per case run, ``{"value": ...}`` or ``{"error": "Type: msg",
-"exception": [class names of its MRO]}``.
+"tracebacks": [case index, ...] | null, "timeout": seconds}`` and each reply is ``{"exit_code",
+"stdout", "stderr", "results", "timed_out"}``; ``timed_out`` says the run was killed at its
+wall-clock or its CPU-time limit; ``results`` holds, per case run, ``{"value": ...}`` or
+``{"error": "Type: msg", "exception": [class names of its MRO]}``, with ``"traceback"`` (capped at
+:data:`TRACEBACK_LIMIT`) for the cases of ``tracebacks`` and the first case that raised, and
+``"missing_entry_point": true`` when the code defines no such function.
 """
 
 from __future__ import annotations
@@ -38,10 +41,11 @@ import time
 import traceback
 from typing import Any, BinaryIO, Callable
 
-__all__ = ["CONFIG_KEYS", "MAX_MESSAGE_BYTES", "read_message", "write_message"]
+__all__ = ["CONFIG_KEYS", "MAX_MESSAGE_BYTES", "TRACEBACK_LIMIT", "read_message", "write_message"]
 
 HEADER = struct.Struct(">I")
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+TRACEBACK_LIMIT = 4096  # characters of a case's traceback kept (its end: the exception is last)
 CONFIG_KEYS = (
     "uid",  # the uid runs drop to when the worker is root, or null to keep the worker's
     "isolated",  # whether the worker has a pid namespace of its own (cleanup kills all in it)
@@ -56,6 +60,7 @@ CONFIG_KEYS = (
 )
 _RESULT_FD = 3  # the child's results pipe: stdout stays the program's own
 _GRACE_AFTER_EXIT = 0.2  # how long pipes may stay open after the child exits (a leftover process)
+_CPU_TIME_SLACK = 0.05  # seconds: the CPU time the kernel reports may round below the limit it enforced
 _SOLUTION = "<solution>"
 
 
@@ -161,18 +166,20 @@ def _run_solution(request: dict[str, Any]) -> int:
         _print_traceback()
         return 1
     if request.get("entry_point"):
-        _run_cases(namespace, request["entry_point"], request.get("cases") or [])
+        _run_cases(namespace, request["entry_point"], request.get("cases") or [], set(request.get("tracebacks") or ()))
     return 0
 
 
-def _run_cases(namespace: dict[str, Any], entry_point: str, cases: list[list[Any]]) -> None:
+def _run_cases(namespace: dict[str, Any], entry_point: str, cases: list[list[Any]], traced: set[int]) -> None:
     function = namespace.get(entry_point)
+    untraced = True  # no case has raised yet: the first one to raise gets a traceback
     with open(_RESULT_FD, "w", encoding="utf-8", closefd=False) as results:
-        for args in cases:
+        for index, args in enumerate(cases):
             if not callable(function):
                 result: dict[str, Any] = {
                     "error": f"NameError: the code defines no function named {entry_point!r}",
                     "exception": ["NameError"],
+                    "missing_entry_point": True,
                 }
             else:
                 try:
@@ -180,11 +187,35 @@ def _run_cases(namespace: dict[str, Any], entry_point: str, cases: list[list[Any
                     result = {"value": json.loads(json.dumps(value))}
                 except BaseException as exc:  # noqa: BLE001 - a failed case, including SystemExit
                     result = {
-                        "error": f"{type(exc).__name__}: {exc}"[:1000],
+                        "error": _describe(exc)[:1000],
                         "exception": [cls.__name__ for cls in type(exc).__mro__],
                     }
+                    if untraced or index in traced:
+                        result["traceback"] = _case_traceback(exc)
+                    untraced = False
             results.write(json.dumps(result, separators=(",", ":")) + "\n")
             results.flush()
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except BaseException:  # noqa: BLE001 - an exception whose __str__ fails
+        return f"{type(exc).__name__}: <str() failed>"
+
+
+def _case_traceback(exc: BaseException) -> str:
+    """The traceback of a case's exception from the solution's first frame on, its last TRACEBACK_LIMIT characters."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != _SOLUTION:
+        tb = tb.tb_next
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+    except BaseException:  # noqa: BLE001 - formatting ran the code's own __str__ or __repr__
+        text = _describe(exc) + "\n"
+    if len(text) > TRACEBACK_LIMIT:
+        text = f"[... {len(text) - TRACEBACK_LIMIT} characters cut]\n" + text[-TRACEBACK_LIMIT:]
+    return text
 
 
 def _print_traceback() -> None:
@@ -251,19 +282,29 @@ def _run(request: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         pipes[2][0]: _Capped(config["result_limit"]),
     }
     deadline = time.monotonic() + float(request["timeout"])
-    status, timed_out = _collect(pid, streams, deadline)
+    status, wall_time_out, cpu_seconds = _collect(pid, streams, deadline)
     _kill_leftovers(pid, config)
     for fd in streams:
         os.close(fd)
     _reset_scratch(config)
     stdout, stderr, results = streams.values()
-    if timed_out:
+    # The kernel ends a process at RLIMIT_CPU with SIGXCPU or SIGKILL; its CPU time tells that
+    # kill from any other of the same signal.
+    cpu_time_out = (
+        not wall_time_out
+        and status in (-signal.SIGKILL, -signal.SIGXCPU)
+        and cpu_seconds >= config["cpu_time"] - _CPU_TIME_SLACK
+    )
+    if wall_time_out:
         status = -signal.SIGKILL
     message = stderr.text()
-    if timed_out:
+    if wall_time_out:
         message += f"\n[sandbox] killed: the run exceeded its wall-clock limit of {float(request['timeout']):g} s"
+    elif cpu_time_out:
+        message += f"\n[sandbox] killed: the run exceeded its CPU-time limit of {config['cpu_time']:g} s"
     elif status < 0:
         message += f"\n[sandbox] the program was killed by signal {signal.Signals(-status).name}"
+    timed_out = wall_time_out or cpu_time_out
     return {
         "exit_code": status,
         "stdout": stdout.text(),
@@ -273,27 +314,33 @@ def _run(request: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _collect(pid: int, streams: dict[int, _Capped], deadline: float) -> tuple[int, bool]:
-    """Read the child's pipes until it exits (and they close) or the deadline passes."""
+def _collect(pid: int, streams: dict[int, _Capped], deadline: float) -> tuple[int, bool, float]:
+    """Read the child's pipes until it exits (and they close) or the deadline passes.
+
+    Returns its exit status, whether the deadline passed first, and the CPU seconds it used.
+    """
     selector = selectors.DefaultSelector()
     for fd in streams:
         selector.register(fd, selectors.EVENT_READ)
     pidfd = os.pidfd_open(pid)
     selector.register(pidfd, selectors.EVENT_READ)
     status: int | None = None
+    cpu_seconds = 0.0
     exited_at = None
     try:
         while True:
             now = time.monotonic()
             if status is not None and (len(selector.get_map()) == 0 or now >= exited_at + _GRACE_AFTER_EXIT):
-                return status, False
+                return status, False, cpu_seconds
             if now >= deadline:
-                return (status if status is not None else -signal.SIGKILL), status is None
+                return (status if status is not None else -signal.SIGKILL), status is None, cpu_seconds
             limit = deadline if status is None else min(deadline, exited_at + _GRACE_AFTER_EXIT)
             for key, _ in selector.select(max(0.0, limit - now)):
                 if key.fd == pidfd:
                     selector.unregister(pidfd)
-                    status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+                    _, wait_status, usage = os.wait4(pid, 0)
+                    status = os.waitstatus_to_exitcode(wait_status)
+                    cpu_seconds = usage.ru_utime + usage.ru_stime
                     exited_at = time.monotonic()
                     continue
                 chunk = os.read(key.fd, 1 << 16)
@@ -367,7 +414,12 @@ def _namespace_pids() -> list[int]:
 def _reset_scratch(config: dict[str, Any]) -> None:
     """Give the next run a clean slate: every writable place emptied, the work directory made anew."""
     workdir = config["workdir"]
-    _empty(os.path.dirname(workdir))  # the whole scratch tmpfs, not only the work directory
+    scratch = os.path.dirname(workdir)
+    if config["isolated"]:
+        # The sandbox's private /tmp is writable by runs, with a /tmp's usual mode; set at every
+        # reset, which also undoes a run's chmod of it.
+        os.chmod(scratch, 0o1777)
+    _empty(scratch)  # the whole scratch tmpfs, not only the work directory
     if config["isolated"] and os.path.isdir("/dev/shm"):
         _empty("/dev/shm")
     os.mkdir(workdir, 0o700)

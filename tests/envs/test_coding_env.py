@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -38,7 +40,9 @@ def test_reset_picks_a_task_by_seed_and_by_id(coding):
     assert chosen.info == {"task_id": EASY, "difficulty": "easy"}
     assert chosen.prompt.endswith("def digit_square_sum(n: int) -> int:")
     assert chosen.tests_total == len(coding._by_id[EASY].tests) and chosen.tests_passed == 0
-    with pytest.raises(ValueError, match="no task with id 'nope'"):
+    with pytest.raises(ValueError, match=re.escape("unknown task_id 'digit-square-sums'. Did you mean: 'digit-square-sum'? ")):
+        coding.reset(options={"task_id": "digit-square-sums"})
+    with pytest.raises(ValueError, match=re.escape(f"unknown task_id 'nope'. Expected one of: {EASY}, alternate-case, ")):
         coding.reset(options={"task_id": "nope"})
     with pytest.raises(ValueError, match=r"unknown reset options \['level'\]"):
         coding.reset(options={"level": 1})
@@ -53,6 +57,58 @@ def test_a_wrong_then_a_right_solution(coding):
     assert right.info["tests"] == [True] * right.tests_total and coding.state.step_count == 2
 
 
+def test_an_exception_in_the_function_names_the_failing_example_with_its_traceback(coding):
+    """`1/0` in the function: feedback names the prompt's example, the exception and a traceback; hidden args stay out."""
+    coding.reset(options={"task_id": EASY})
+    result = coding.step(CodeAction(code="def digit_square_sum(n):\n    return 1 / 0\n"))
+    assert (result.tests_passed, result.stderr, result.exit_code) == (0, "", 0)
+    assert result.feedback.startswith(
+        "0 of 7 tests passed.\n"
+        "Example digit_square_sum(123) failed: expected 14, it raised ZeroDivisionError: division by zero.\n"
+        'Traceback (most recent call last):\n  File "<solution>", line 2, in digit_square_sum\n'
+    )
+    assert result.feedback.endswith("ZeroDivisionError: division by zero")
+    assert "9999" not in result.feedback and "324" not in result.feedback  # a hidden test's argument and value
+    wrong = coding.step(CodeAction(code=WRONG))
+    assert wrong.feedback == "1 of 7 tests passed.\nExample digit_square_sum(123) failed: expected 14, got 123."
+    right = coding.step(CodeAction(code=SOLUTIONS[EASY]))
+    assert right.feedback == "All 7 tests passed."
+
+
+HIDDEN_ONLY = {
+    "task_id": "hidden", "difficulty": "easy", "prompt": "Return the number of digits of n.",
+    "signature": "def digits(n: int) -> int:", "entry_point": "digits",
+    "tests": [{"args": [7], "expected": 1}, {"args": [12345], "expected": 5}],
+}
+
+
+def test_a_failing_hidden_test_reports_the_exception_but_not_its_arguments():
+    """With no example in the prompt: the first failing test's exception and traceback, never its arguments or value."""
+    env = CodingEnvironment(tasks=[HIDDEN_ONLY])
+    try:
+        env.reset()
+        raised = env.step(CodeAction(code="def digits(n):\n    if n > 9:\n        raise ValueError('too long')\n    return 1"))
+        assert raised.feedback.startswith("1 of 2 tests passed.\nA hidden test failed: it raised ValueError: too long.\n")
+        assert raised.feedback.endswith('line 3, in digits\n    raise ValueError(\'too long\')\nValueError: too long')
+        wrong = env.step(CodeAction(code="def digits(n):\n    return 1"))
+        assert wrong.feedback == "1 of 2 tests passed.\nA hidden test failed: it returned a wrong value."
+        assert "12345" not in raised.feedback + wrong.feedback
+    finally:
+        env.close()
+
+
+def test_a_program_without_the_entry_point_is_told_which_function_is_missing(coding):
+    """A program that defines no `digit_square_sum` gets a message naming it."""
+    coding.reset(options={"task_id": EASY})
+    result = coding.step(CodeAction(code="def digit_sum(n):\n    return n\n"))
+    assert result.feedback == (
+        "The program defines no function `digit_square_sum`; the tests call `def digit_square_sum(n: int) -> int`."
+    )
+    failed = coding.step(CodeAction(code="raise RuntimeError('early')"))
+    assert failed.feedback == "No test ran: the program exited with code 1 (see stderr)."
+    assert failed.stderr.endswith("RuntimeError: early\n")
+
+
 def test_reward_modes():
     half = "def digit_square_sum(n):\n    return 0 if n == 0 else sum(int(d) ** 2 for d in str(n))\n"
     for mode, expected in (("binary", [0.0, 1.0, 1.0]), ("improvement", [None, None, 0.0])):
@@ -65,8 +121,24 @@ def test_reward_modes():
         assert [r for r, e in zip(rewards, expected) if e is not None] == [e for e in expected if e is not None]
         if mode == "improvement":
             assert 0 < rewards[0] < 1 and rewards[0] + rewards[1] == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="reward must be one of"):
-        CodingEnvironment(reward="sparse")
+    with pytest.raises(ValueError, match=re.escape("unknown reward 'binry'. Did you mean: 'binary'? Expected one of: fraction, binary, improvement")):
+        CodingEnvironment(reward="binry")
+    with pytest.raises(ValueError, match=re.escape("unknown mode 'task'. Did you mean: 'tasks'? Expected one of: tasks, free")):
+        CodingEnvironment(mode="task")
+    with pytest.raises(ValueError, match=re.escape("unknown difficulty 'meduim'. Did you mean: 'medium'?")):
+        CodingEnvironment(difficulties=["easy", "meduim"])
+
+
+def test_a_cpu_time_kill_is_a_time_out():
+    """`while True: pass` past the CPU-time limit: info says timed_out and stderr names the limit."""
+    env = CodingEnvironment(limits={"cpu_time": 1, "wall_time": 20})
+    try:
+        env.reset(options={"task_id": EASY})
+        result = env.step(CodeAction(code="while True:\n    pass"))
+        assert result.info["timed_out"] is True and result.tests_passed == 0
+        assert result.stderr.endswith("[sandbox] killed: the run exceeded its CPU-time limit of 1 s")
+    finally:
+        env.close()
 
 
 def test_episodes_are_truncated_after_max_episode_steps():
@@ -149,6 +221,7 @@ def test_end_to_end_a_wrong_then_a_right_solution(remote):
     obs, reward, terminated, truncated, info = remote.step(SOLUTIONS[EASY])
     assert (reward, terminated, truncated) == (1.0, True, False) and isinstance(reward, float)
     assert obs["tests_passed"] == obs["tests_total"] and obs["exit_code"] == 0
+    assert obs["feedback"] == f"All {obs['tests_total']} tests passed."
 
 
 def test_time_limit_comes_from_the_registered_spec(remote):

@@ -98,6 +98,12 @@ HOSTILE = {
     "forge the worker's reply": Case(
         "import os\nos.write(os.open('/proc/1/fd/1', os.O_WRONLY), (10**7).to_bytes(4, 'big'))", "PermissionError", 1
     ),
+    "create a user namespace": Case(
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "if libc.unshare(0x10000000) != 0:\n    raise OSError(ctypes.get_errno(), 'unshare(CLONE_NEWUSER)')",
+        "PermissionError: [Errno 1] unshare(CLONE_NEWUSER)",
+        1,
+    ),
     "sys.exit": Case("import sys\nsys.exit(3)", "", 3),
     "segfault via ctypes": Case("import ctypes\nctypes.string_at(0)", "killed by signal SIGSEGV", -11),
     "close stdout": Case("import os\nos.close(1)\nprint('lost', flush=True)", "Bad file descriptor", 1),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -42,6 +43,30 @@ def test_every_task_is_solved_by_its_reference_and_not_by_a_stub(sandbox, task):
     assert all(passed_tests(task.tests, result.results)), (result.stderr, result.results)
     stub = sandbox.run(f"{task.signature}\n    return None\n", entry_point=task.entry_point, cases=cases)
     assert not all(passed_tests(task.tests, stub.results))
+
+
+def test_visible_tests_are_the_calls_the_prompt_writes_out():
+    """A test is visible when the prompt writes its call with the same arguments; a longer name or other args do not count."""
+    prompt = 'For example, f("a)b", [1, (2, 3)]) returns 1, but my_f(1, [2]) is another function; f({1}) is a set.'
+    tests = [{"args": ["a)b", [1, [2, 3]]], "expected": 1}, {"args": [1, [2]], "expected": 0}, {"args": [[1]], "expected": 0}]
+    task = load_tasks([_task(prompt=prompt, signature="def f(x, y):", tests=tests)])[0]
+    assert task.visible_tests == (0,)
+    by_id = {task.task_id: task for task in TASKS}
+    assert by_id["digit-square-sum"].visible_tests == (2,)
+    assert sum(bool(task.visible_tests) for task in TASKS) >= 50
+
+
+def test_task_ids_lists_the_ids_of_a_task_set_by_difficulty():
+    """task_ids() lists every shipped id in file order; difficulties filter; an unknown difficulty lists the valid ones."""
+    from openenv_gym.envs.coding import task_ids
+
+    assert task_ids() == [task.task_id for task in TASKS]
+    assert task_ids(difficulties=["hard"]) == [task.task_id for task in TASKS if task.difficulty == "hard"]
+    assert task_ids([_task(task_id="mine")]) == ["mine"]
+    with pytest.raises(
+        ValueError, match=re.escape("unknown difficulty 'hrad'. Did you mean: 'hard'? Expected one of: easy, medium, hard")
+    ):
+        task_ids(difficulties=["hrad"])
 
 
 def test_values_compare_as_json_with_float_tolerance_and_strict_booleans():

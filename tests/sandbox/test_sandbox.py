@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -13,6 +14,7 @@ import pytest
 
 from openenv_gym.sandbox import Limits, Sandbox, SandboxUnavailableError
 from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE
+from openenv_gym.sandbox.worker import TRACEBACK_LIMIT
 from tests.utils import REPO_ROOT, UNIT, pid_alive, sandbox_pids, wait_until
 
 LIMITS = Limits(wall_time=2 * UNIT, processes=16, memory=512 * 1024 * 1024, output_limit=4096)
@@ -66,6 +68,20 @@ def test_each_run_starts_clean(sandbox):
     assert (second.stdout, second.exit_code) == ("3 False [] []\n", 0), second.stderr
 
 
+def test_tmp_is_writable_and_emptied_between_runs(sandbox):
+    """Runs may write anywhere in their private /tmp; the next run finds only its fresh work directory."""
+    first = sandbox.run(
+        "import os, tempfile\nopen('/tmp/x', 'w').write('kept?')\nos.mkdir('/tmp/d')\n"
+        "with tempfile.NamedTemporaryFile(dir='/tmp', delete=False) as f:\n    f.write(b'y')\n"
+        "print(open('/tmp/x').read())"
+    )
+    assert (first.stdout, first.exit_code) == ("kept?\n", 0), first.stderr
+    second = sandbox.run("import os\nprint(sorted(os.listdir('/tmp')), oct(os.stat('/tmp').st_mode & 0o7777))")
+    assert second.stdout == "['work'] 0o1777\n", second.stderr
+    chmod = sandbox.run("import os\nos.chmod('/tmp', 0)")
+    assert sandbox.run("open('/tmp/x', 'w').write('x')").exit_code == 0, chmod.stderr
+
+
 def test_errors_look_like_pythons_without_sandbox_frames(sandbox):
     result = sandbox.run("def f():\n    raise ValueError('bad')\nf()")
     assert result.exit_code == 1
@@ -75,8 +91,22 @@ def test_errors_look_like_pythons_without_sandbox_frames(sandbox):
 
 
 def test_missing_entry_point_is_reported_per_case(sandbox):
+    """Each case of an entry point the code does not define is a NameError marked missing_entry_point."""
     result = sandbox.run("x = 1", entry_point="solve", cases=[[1], [2]])
     assert [item["error"] for item in result.results] == ["NameError: the code defines no function named 'solve'"] * 2
+    assert all(item["missing_entry_point"] for item in result.results)
+
+
+def test_raising_cases_carry_a_capped_traceback_of_the_codes_own_frames(sandbox):
+    """The first case to raise and the cases asked for get a traceback without the worker's frames; others do not."""
+    code = "def f(x):\n    if x == 'long':\n        raise ValueError('y' * 10000)\n    return 1 / x\n"
+    result = sandbox.run(code, entry_point="f", cases=[[1], [0], [0], [0], ["long"]], tracebacks=[3, 4])
+    assert [("traceback" in item) for item in result.results] == [False, True, False, True, True]
+    first = result.results[1]["traceback"]
+    assert first.startswith('Traceback (most recent call last):\n  File "<solution>", line 4, in f\n')
+    assert first.endswith("ZeroDivisionError: division by zero\n") and "worker" not in first
+    long = result.results[4]["traceback"]
+    assert long.startswith("[... ") and long.endswith("y" * 100 + "\n") and len(long) <= TRACEBACK_LIMIT + 40
 
 
 def test_results_that_are_not_json_are_errors(sandbox):
@@ -126,6 +156,18 @@ def test_hostile_code_is_contained(sandbox, name):
     assert (after.exit_code, after.stdout) == (0, "45\n")
 
 
+def test_cpu_time_kills_are_reported_as_time_outs():
+    """A run killed at its CPU-time limit is a time-out, and the message names that limit and its value."""
+    with Sandbox(Limits(wall_time=20 * UNIT, cpu_time=1)) as box:
+        result = box.run("while True:\n    pass")
+        assert result.timed_out and result.exit_code < 0
+        assert result.stderr.endswith("[sandbox] killed: the run exceeded its CPU-time limit of 1 s")
+        ignoring = box.run("import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass")
+        assert ignoring.timed_out and "CPU-time limit of 1 s" in ignoring.stderr
+        killed = box.run("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+        assert not killed.timed_out and killed.stderr.endswith("killed by signal SIGKILL")
+
+
 def test_printing_100_mb_is_capped_and_counted(sandbox):
     result = sandbox.run("import sys\nfor _ in range(100):\n    sys.stdout.write('y' * 1024 * 1024)")
     assert result.exit_code == 0
@@ -163,6 +205,25 @@ def test_runs_cannot_see_host_processes(sandbox):
     result = sandbox.run("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
     pids = eval(result.stdout)  # noqa: S307 - a list of ints we printed
     assert len(pids) == 2 and 1 in pids  # the worker (the namespace's init) and the run
+
+
+def test_runs_cannot_create_user_namespaces_join_namespaces_or_ptrace(sandbox):
+    """unshare(CLONE_NEWUSER), setns and ptrace fail with EPERM, clone3 with ENOSYS; threads, forks and programs still run."""
+    code = (
+        "import ctypes, os, subprocess, threading\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def errno_of(result):\n    return 0 if result == 0 else ctypes.get_errno()\n"
+        "pid = os.fork()\nif pid == 0:\n    os._exit(libc.unshare(0x10000000) == 0)\n"
+        "print('child', os.waitpid(pid, 0)[1])\n"
+        "thread = threading.Thread(target=print, args=('thread',))\nthread.start()\nthread.join()\n"
+        "print(subprocess.run(['/bin/echo', 'program'], capture_output=True, text=True).stdout, end='')\n"
+        "print(errno_of(libc.ptrace(0, 0, 0, 0)), errno_of(libc.setns(0, 0x10000000)),"
+        " errno_of(libc.syscall(435, 0, 0)), errno_of(libc.unshare(0x10000000)))"
+    )
+    result = sandbox.run(code)
+    assert result.stdout == f"child 0\nthread\nprogram\n{errno.EPERM} {errno.EPERM} {errno.ENOSYS} {errno.EPERM}\n", (
+        result.stderr
+    )
 
 
 def test_runs_have_an_unprivileged_uid_of_their_own(sandbox):

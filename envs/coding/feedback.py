@@ -1,0 +1,81 @@
+"""What the agent is told about a submission's tests, without giving a hidden test away.
+
+A failing *visible* test (one whose call the prompt writes out, :attr:`Task.visible_tests`) is
+reported with its call, its expected outcome, what came instead and, if it raised, the traceback.
+A hidden test is reported by what the function did only: the exception's type and message and
+its traceback, or that the value was wrong; never its arguments or its expected value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openenv_gym.sandbox import RunResult
+
+from .tasks import Task, TestCase
+
+__all__ = ["FEEDBACK_LIMIT", "feedback"]
+
+FEEDBACK_LIMIT = 8192  # characters of feedback an observation holds
+_REPR_LIMIT = 200
+
+
+def feedback(task: Task, result: RunResult, passed: list[bool]) -> str:
+    """A few lines on how the submission did on ``task``'s tests, the first failure first.
+
+    Example:
+        >>> from openenv_gym.sandbox import RunResult
+        >>> task = Task(task_id="t", difficulty="easy", prompt="For example, inc(1) returns 2.",
+        ...             signature="def inc(x):", entry_point="inc",
+        ...             tests=[{"args": [5], "expected": 6}, {"args": [1], "expected": 2}])
+        >>> print(feedback(task, RunResult(0, "", "", [{"value": 6}, {"value": 1}], False, 0.0), [True, False]))
+        1 of 2 tests passed.
+        Example inc(1) failed: expected 2, got 1.
+    """
+    total = len(task.tests)
+    results = result.results
+    if any(item.get("missing_entry_point") for item in results):
+        return f"The program defines no function `{task.entry_point}`; the tests call `{task.signature.rstrip(': ')}`."
+    if not results:
+        if result.timed_out:
+            return "No test ran: the run was killed at its time limit (see stderr)."
+        if result.exit_code != 0:
+            return f"No test ran: the program exited with code {result.exit_code} (see stderr)."
+        return "No test ran: the program exited before its function could be called."
+    if all(passed):
+        return f"All {total} tests passed."
+    lines = [f"{sum(passed)} of {total} tests passed."]
+    if len(results) < total:
+        reason = "the run was killed at its time limit" if result.timed_out else "the program stopped"
+        lines.append(f"Only {len(results)} of them ran: {reason} (see stderr).")
+    visible = [index for index in task.visible_tests if not passed[index]]
+    if visible:
+        index = visible[0]
+        test = task.tests[index]
+        call = f"{task.entry_point}({', '.join(_short(arg) for arg in test.args)})"
+        lines.append(f"Example {call} failed: {_expected(test)}, {_outcome(results, index)}.")
+    else:
+        index = passed.index(False)
+        lines.append(f"A hidden test failed: {_outcome(results, index, hidden=True)}.")
+    trace = results[index].get("traceback") if index < len(results) else None
+    if trace:
+        lines.append(trace.rstrip("\n"))
+    return "\n".join(lines)
+
+
+def _expected(test: TestCase) -> str:
+    return f"expected it to raise {test.raises}" if test.raises is not None else f"expected {_short(test.expected)}"
+
+
+def _outcome(results: list[dict[str, Any]], index: int, *, hidden: bool = False) -> str:
+    if index >= len(results):
+        return "it did not run"
+    item = results[index]
+    if "value" in item:
+        return "it returned a wrong value" if hidden else f"got {_short(item['value'])}"
+    return f"it raised {item.get('error', 'an exception')}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _REPR_LIMIT else text[: _REPR_LIMIT - 3] + "..."
