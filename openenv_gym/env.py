@@ -358,7 +358,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         try:
             wire = self._spaces.action_to_wire(action)
         except InvalidActionError as exc:
-            exc.env_id = self.server
+            exc.env_id = self.spec.id if self.spec is not None else self.server
             raise
         frame = self._client.step(wire)
         observation = self._spaces.observation_from_wire(frame.observation)

@@ -164,10 +164,10 @@ def test_action_outside_space_is_refused_before_sending_and_the_env_lives_on(act
     env = gym.make("openenv/CartPole-v1", disable_env_checker=True)
     try:
         env.reset(seed=0)
-        expected = f"is not in the action space Discrete(2) of CartPole-v1: {reason}"
+        expected = f"is not in the action space Discrete(2) of openenv/CartPole-v1: {reason}"
         with pytest.raises(InvalidActionError, match=re.escape(expected)) as caught:
             env.step(action)
-        assert caught.value.action is action and caught.value.env_id == "CartPole-v1"
+        assert caught.value.action is action and caught.value.env_id == "openenv/CartPole-v1"
         assert isinstance(caught.value, ValueError)
         assert env.unwrapped.state()["step_count"] == 0  # the server never saw it
         env.step(np.int64(1))

@@ -383,6 +383,11 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             "is used instead (pass a function that calls gym.make_vec)"
         )
 
+    def _name(self) -> str | None:
+        """The Gymnasium id this env was made from, else what its servers serve."""
+        spec = getattr(self, "spec", None)
+        return spec.id if spec is not None else self.server
+
     def _check_open(self, call: str) -> None:
         if self.closed:
             raise ClosedEnvError(repr(self), call)
@@ -691,12 +696,12 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             # Array spaces: one check and one tolist() for the batch instead of one per sub-env.
             problem = mismatch(self.action_space, actions)
             if problem is not None:
-                raise InvalidActionError(actions, self.action_space, problem, self.server)
+                raise InvalidActionError(actions, self.action_space, problem, self._name())
             return [{ACTION_FIELD: action} for action in np.asarray(actions).tolist()]
         try:
             return [self._spaces.action_to_wire(action) for action in iterate(self.action_space, actions)]
         except InvalidActionError as exc:
-            exc.env_id = self.server
+            exc.env_id = self._name()
             raise
 
     def _decode_observations(self, wire: list[Any]) -> list[Any]:

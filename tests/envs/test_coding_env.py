@@ -231,6 +231,24 @@ def test_time_limit_comes_from_the_registered_spec(remote):
     assert [r[3] for r in results] == [False] * 7 + [True]
 
 
+@pytest.mark.parametrize("action, reason", [(None, "got NoneType"), (123, "got int"), ({"cde": "print(1)"}, "got dict")])
+def test_an_action_that_is_no_program_is_refused_before_it_runs(remote, action, reason):
+    """None, a number or a dict that is not OpenEnv's CodeAction raise InvalidActionError, instead of running str(action)."""
+    remote.reset(options={"task_id": EASY})
+    with pytest.raises(openenv_gym.InvalidActionError, match=re.escape(f"of openenv/Coding-v0: expected a string, {reason}")):
+        remote.step(action)
+    assert remote.unwrapped.state()["step_count"] == 0
+
+
+def test_openenv_code_actions_and_unicode_programs_are_taken(remote):
+    """OpenEnv's {"code": ...} runs as the program, and so does code holding non-ASCII characters."""
+    remote.reset(options={"task_id": EASY})
+    obs, *_ = remote.step({"code": "print(1)"})
+    assert obs["stdout"] == "1\n"
+    obs, reward, *_ = remote.step("# été — summer\n" + SOLUTIONS[EASY])
+    assert reward == 1.0
+
+
 def test_gymnasium_check_env_passes():
     env = gym.make("openenv/Coding-v0", env_kwargs={"limits": {"wall_time": 2}})
     try:

@@ -355,7 +355,7 @@ def test_actions_outside_the_space_are_refused_before_sending(actions, reason):
         envs.reset(seed=0)
         with pytest.raises(openenv_gym.InvalidActionError, match=re.escape(reason)) as caught:
             envs.step(actions)
-        assert caught.value.env_id == "CartPole-v1"
+        assert caught.value.env_id == "openenv/CartPole-v1"
         envs.step(np.array([0, 1]))
     finally:
         envs.close()
