@@ -178,7 +178,7 @@ def _tasks(args: argparse.Namespace) -> int:
     try:
         selected = select_tasks(args.tasks, args.difficulty)
     except (OSError, ValueError) as exc:
-        print(f"openenv-gym tasks: {exc}", file=sys.stderr)
+        print(f"openenv-gym tasks: error: {exc}", file=sys.stderr)
         return 1
     for task in selected:
         print(f"{task.task_id}\t{task.difficulty}\t{task.prompt.splitlines()[0]}")
@@ -352,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = _COMMANDS[args.command](args)
     except _user_errors() as exc:
-        if os.environ.get(_DEBUG_ENV_VAR) or getattr(args, "log_level", "").upper() == "DEBUG":
+        if os.environ.get(_DEBUG_ENV_VAR, "") not in ("", "0") or getattr(args, "log_level", "").upper() == "DEBUG":
             raise
         print(f"openenv-gym {args.command}: error: {exc}", file=sys.stderr)
         code = 1

@@ -11,13 +11,13 @@ from typing import Any, NoReturn, SupportsFloat
 import gymnasium as gym
 
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
-from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, SpaceCodecError
+from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, ServerConnectError, SpaceCodecError
 from .providers import Provider, URLProvider, make_provider, start_options
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .sync_client import EnvClient
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
 
-__all__ = ["ClosedEnvError", "RemoteEnv", "ServerSpaces", "check_served", "resolve_spaces"]
+__all__ = ["ClosedEnvError", "RemoteEnv", "ServerSpaces", "check_served", "make_remote_env", "resolve_spaces"]
 
 
 class ClosedEnvError(OpenEnvGymError, gym.error.ClosedEnvironmentError):
@@ -72,13 +72,16 @@ def _published(
     action_space: gym.Space[Any], observation_space: gym.Space[Any], action_schema: Any = None
 ) -> ServerSpaces:
     fields, required = _model_fields(action_schema)
+    # Only a model of its own, such as OpenEnv's CodeAction: the Gymnasium action's wire model
+    # ({"action": ...}, nothing required) is checked against the space like any action.
+    own_model = bool(required) and ACTION_FIELD not in fields
 
     def action_to_wire(action: Any) -> dict[str, Any]:
         value = action
         if isinstance(action, dict) and not isinstance(action_space, gym.spaces.Dict):
             if action.keys() == {ACTION_FIELD}:
                 value = action[ACTION_FIELD]  # given in its wire form, {"action": value}
-            elif fields and required <= action.keys() <= fields:
+            elif own_model and required <= action.keys() <= fields:
                 # The fields of the server's own action model (OpenEnv's {"code": ...} for the
                 # Coding env): sent as they are, and the server validates them.
                 return dict(action)
@@ -159,7 +162,10 @@ def check_served(base_url: str, expected: str | None, timeout: float, token: str
     """
     if expected is None:
         return
-    metadata = http_get_json(base_url, "/metadata", timeout=timeout, token=token)
+    try:
+        metadata = http_get_json(base_url, "/metadata", timeout=timeout, token=token)
+    except ServerConnectError:  # no /metadata (an older server): nothing says what it serves
+        return
     served = metadata.get("target") if isinstance(metadata, dict) else None
     if isinstance(served, str) and expected not in (served, metadata.get("name")):
         raise EnvMismatchError(base_url, expected, served)
@@ -249,12 +255,7 @@ class RemoteEnv(gym.Env[Any, Any]):
             :meth:`render` raises.
     """
 
-    @property
-    def metadata(self) -> dict[str, Any]:
-        # A property, not a class attribute: the render modes are the server's, unknown until
-        # it answers, so gym.make does not judge render_mode against an empty list (and warn for
-        # every env) before the env exists.
-        return {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(
         self,
@@ -384,3 +385,14 @@ class RemoteEnv(gym.Env[Any, Any]):
     def close(self) -> None:
         """Close the session and stop the server this env started; idempotent."""
         self._closer()
+
+
+def make_remote_env(**kwargs: Any) -> RemoteEnv:
+    """``RemoteEnv(**kwargs)``: the entry point ``gym.make`` calls for the catalog's ids.
+
+    A function, not the class, because ``gym.make`` judges a ``render_mode`` against its creator's
+    class-level ``metadata["render_modes"]`` (and warns once per env): a remote env's render
+    modes are its server's, unknown until it answers. ``RemoteEnv`` says once per process what
+    it does with a ``render_mode``.
+    """
+    return RemoteEnv(**kwargs)

@@ -22,7 +22,7 @@ import gymnasium as gym
 __all__ = ["ENTRY_POINT_GROUP", "CatalogEntry", "builtin_entries", "catalog", "register", "register_plugins"]
 
 ENTRY_POINT_GROUP = "openenv_gym.envs"
-_REMOTE_ENV = "openenv_gym.env:RemoteEnv"
+_REMOTE_ENV = "openenv_gym.env:make_remote_env"
 _REMOTE_VECTOR_ENV = "openenv_gym.vector:RemoteVectorEnv"
 
 #: Every entry registered so far, by id.

@@ -337,9 +337,9 @@ def _(space: spaces.Space[Any], value: Any) -> str | None:
     except (TypeError, ValueError):
         return f"expected an array of shape {space.shape}"
     assert space.dtype is not None and space.shape is not None
-    # What the server's decoder takes: numbers for float arrays, integers for the others (a bool
-    # too for MultiBinary's 0/1).
-    kinds = "biuf" if space.dtype.kind == "f" else ("biu" if isinstance(space, spaces.MultiBinary) else "iu")
+    # What the server's decoder takes: numbers for float arrays, integers (or bools, as 0/1) for
+    # integer Box and MultiBinary arrays, integers alone for MultiDiscrete (as for Discrete).
+    kinds = "biuf" if space.dtype.kind == "f" else ("iu" if isinstance(space, spaces.MultiDiscrete) else "biu")
     if array.dtype.kind not in kinds:
         return f"expected {'numbers' if 'f' in kinds else 'integers'}, got an array of {array.dtype}"
     if array.shape != space.shape:

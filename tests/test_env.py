@@ -212,8 +212,9 @@ def test_server_still_validates_what_the_client_lets_through():
             env.unwrapped._client.step({"action": 5})
         assert caught.value.code == "VALIDATION_ERROR"
         env.step({"action": 1})  # the wire form of an action is checked like the action itself
-        with pytest.raises(InvalidActionError):
-            env.step({"action": 7})
+        for action in ({"action": 7}, {}, {"metadata": {}}, {"action": 1.7, "metadata": {}}):
+            with pytest.raises(InvalidActionError):
+                env.step(action)
     finally:
         env.close()
 

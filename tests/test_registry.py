@@ -42,7 +42,7 @@ def test_import_registers_the_catalog():
     assert EXPECTED_IDS <= set(gym.registry)
     assert EXPECTED_IDS == set(openenv_gym.catalog)
     spec = gym.spec("openenv/CartPole-v1")
-    assert spec.entry_point == "openenv_gym.env:RemoteEnv"
+    assert spec.entry_point == "openenv_gym.env:make_remote_env"
     assert spec.kwargs["server"] == "CartPole-v1"
     assert spec.reward_threshold == gym.spec("CartPole-v1").reward_threshold
 

@@ -544,11 +544,15 @@ def test_our_servers_keep_their_published_spaces():
 def test_sub_envs_beyond_capacity_raise_and_an_unclosed_vector_env_leaves_no_socket(urls):
     """Five sub-envs on an echo server that takes four give CapacityReachedError; garbage collection closes every session."""
     import gc
+    import weakref
 
     from openenv_gym import CapacityReachedError
 
+    made = []
+
     def beyond_capacity() -> None:
         envs = gym.make_vec("openenv/Remote-v0", num_envs=5, base_url=urls["echo"])
+        made.append(weakref.ref(envs))
         envs.reset(seed=0)  # never closed: the error leaves it to the garbage collector
 
     with warnings.catch_warnings(record=True) as caught:
@@ -560,4 +564,5 @@ def test_sub_envs_beyond_capacity_raise_and_an_unclosed_vector_env_leaves_no_soc
         else:
             pytest.fail("no CapacityReachedError")
         gc.collect()
+    assert made and made[0]() is None  # collected, so its sockets' fate was decided here
     assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []

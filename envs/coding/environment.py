@@ -17,6 +17,7 @@ Every step is a fresh program: nothing of one step's globals or files is left fo
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import string
 import uuid
@@ -29,7 +30,7 @@ from openenv_gym.sandbox import Limits, Sandbox
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 
 from .feedback import FEEDBACK_LIMIT, feedback
-from .scoring import passed_tests
+from .scoring import passed_tests, well_formed
 from .tasks import BUILTIN_TASKS, HF_PREFIX, MAX_PROMPT_LENGTH, MAX_TESTS, Task, choice_error, select_tasks
 
 __all__ = ["MAX_CODE_LENGTH", "CodeAction", "CodeObservation", "CodingEnvironment", "CodingState", "TaskObservation"]
@@ -186,6 +187,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             return CodeObservation(
                 stdout=stdout, stderr=stderr, exit_code=exit_code, reward=0.0, truncated=truncated, info=info
             )
+        result = dataclasses.replace(result, results=well_formed(result.results))
         passed = passed_tests(task.tests, result.results)
         fraction = sum(passed) / len(passed)
         solved = all(passed)

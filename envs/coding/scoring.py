@@ -12,7 +12,7 @@ from typing import Any
 
 from .tasks import TestCase
 
-__all__ = ["FLOAT_TOLERANCE", "passed_tests", "same_value"]
+__all__ = ["FLOAT_TOLERANCE", "passed_tests", "same_value", "well_formed"]
 
 FLOAT_TOLERANCE = 1e-6
 
@@ -30,6 +30,35 @@ def same_value(got: Any, expected: Any) -> bool:
     if isinstance(expected, dict) and isinstance(got, dict):
         return got.keys() == expected.keys() and all(same_value(got[key], expected[key]) for key in expected)
     return type(got) is type(expected) and got == expected
+
+
+def well_formed(results: list[Any]) -> list[dict[str, Any]]:
+    """The sandbox's per-case results with every field of the wrong type dropped.
+
+    Agent code can write to the results channel itself: a forged result may fail its test, but it
+    must never break scoring or feedback (a ``traceback`` that is a number, an ``exception`` that
+    is not a list of names).
+
+    Example:
+        >>> well_formed([{"value": 3}, {"error": "E", "traceback": 5, "exception": "ValueError"}, 7])
+        [{'value': 3}, {'error': 'E'}, {}]
+    """
+    cleaned = []
+    for item in results:
+        case: dict[str, Any] = {}
+        if isinstance(item, dict):
+            if "value" in item:
+                case["value"] = item["value"]
+            for key in ("error", "traceback"):
+                if isinstance(item.get(key), str):
+                    case[key] = item[key]
+            exception = item.get("exception")
+            if isinstance(exception, list) and all(isinstance(name, str) for name in exception):
+                case["exception"] = exception
+            if item.get("missing_entry_point") is True:
+                case["missing_entry_point"] = True
+        cleaned.append(case)
+    return cleaned
 
 
 def passed_tests(tests: list[TestCase], results: list[dict[str, Any]]) -> list[bool]:

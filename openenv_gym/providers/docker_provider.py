@@ -13,7 +13,9 @@ import weakref
 from typing import Any
 
 from ..client import http_get_json
-from ..errors import OpenEnvGymError, ServerConnectError
+from ..errors import EnvCreationError, OpenEnvGymError, ServerConnectError
+from ..protocol import ErrorCode
+from ..server.runner import FAILED_LINE
 from ..urls import unix_url
 from . import docker_pool
 from .base import Provider, checked_token
@@ -383,7 +385,12 @@ class DockerProvider(Provider):
         while time.monotonic() < deadline:
             container.reload()
             if container.status in ("exited", "dead"):
-                logs = container.logs(tail=20).decode("utf-8", "replace").strip()
+                logs = container.logs(tail=40).decode("utf-8", "replace").strip()
+                reason = next((line for line in reversed(logs.splitlines()) if line.startswith(FAILED_LINE)), None)
+                if reason is not None:  # the server said its environment cannot be made
+                    raise EnvCreationError(
+                        ErrorCode.FACTORY_ERROR.value, reason[len(FAILED_LINE) :], {"traceback": logs}, self.target
+                    )
                 raise ServerConnectError(
                     f"docker:{self.image}", f"the container exited with {container.attrs['State']['ExitCode']}: {logs}"
                 )

@@ -14,13 +14,15 @@ from .env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, EnvServer
 from .environment import Environment
 from .session import factory_error
 
-__all__ = ["FAILED_PREFIX", "READY_PREFIX", "load_factory", "run"]
+__all__ = ["FAILED_LINE", "FAILED_PREFIX", "READY_PREFIX", "load_factory", "run"]
 
 # The line a server prints once it listens; the process provider reads it to learn the port.
 READY_PREFIX = "openenv-gym server listening on "
 # The line a server writes instead when its environment cannot be made, followed by the
 # FACTORY_ERROR frame's data as JSON; the process provider turns it into EnvCreationError.
 FAILED_PREFIX = "openenv-gym server cannot create its environment: "
+# The last line it writes to stderr then, followed by the reason; a container's log shows it.
+FAILED_LINE = "openenv-gym serve: cannot create the environment: "
 # Seconds a stopping server waits for its sessions to close their environments before it exits
 # regardless, so a stuck environment cannot keep an orphaned server alive.
 STOP_TIMEOUT = 10.0
@@ -124,8 +126,9 @@ async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | Non
     if not describe.done():  # the owner left while the environment was being made
         _exit_now("stopped while creating the environment")
     stopping.cancel()
-    if describe.exception() is not None:
-        _report_failure(server, describe.exception(), ready_fd)  # type: ignore[arg-type]
+    failure = describe.exception()
+    if failure is not None:
+        _report_failure(server, failure, ready_fd)
         return 1
     await server.start()
     line = f"{READY_PREFIX}{server.url} (WebSocket {server.url.replace('http', 'ws', 1)}/ws)\n"
@@ -151,7 +154,7 @@ async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | Non
 def _report_failure(server: EnvServer, exc: BaseException, ready_fd: int | None) -> None:
     """Say why the environment could not be made: in words on stderr, as JSON on ``ready_fd``."""
     frame = factory_error(server.factory, exc, with_traceback=True)
-    sys.stderr.write(f"{frame.details['traceback']}openenv-gym serve: cannot create the environment: {frame.message}\n")
+    sys.stderr.write(f"{frame.details['traceback']}{FAILED_LINE}{frame.message}\n")
     sys.stderr.flush()
     if ready_fd is not None:
         data = {**frame.details, "code": frame.code, "message": frame.message}

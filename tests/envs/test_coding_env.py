@@ -57,6 +57,16 @@ def test_a_wrong_then_a_right_solution(coding):
     assert right.info["tests"] == [True] * right.tests_total and coding.state.step_count == 2
 
 
+def test_forged_results_on_the_results_channel_fail_their_tests_but_never_break_the_step(coding):
+    """Agent code writing malformed result lines to fd 3 gets an observation (0 passed), not a server error."""
+    coding.reset(options={"task_id": EASY})
+    forged = b'{"error": "x", "traceback": 5, "exception": 5, "missing_entry_point": "yes"}\n' * 40
+    code = f"import os\nos.write(3, {forged!r})\ndef digit_square_sum(n):\n    return 0\n"
+    observation = coding.step(CodeAction(code=code))
+    assert observation.tests_passed == 0 and observation.reward == 0.0
+    assert observation.feedback.startswith(f"0 of {observation.tests_total} tests passed.")
+
+
 def test_an_exception_in_the_function_names_the_failing_example_with_its_traceback(coding):
     """`1/0` in the function: feedback names the prompt's example, the exception and a traceback; hidden args stay out."""
     coding.reset(options={"task_id": EASY})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -253,6 +254,13 @@ def test_a_missing_image_is_a_clear_error_and_nothing_is_pulled(docker):
     with pytest.raises(ImageBuildError, match="not in the local Docker cache, and images are never pulled"):
         DockerProvider("CartPole-v1", image="openenv-gym/absent:0").start()
     assert docker.images.list(name="openenv-gym/absent") == []
+
+
+def test_an_env_that_cannot_be_made_in_a_container_is_an_env_creation_error(docker):
+    """Bad env kwargs stop the container's server at start-up; the client gets EnvCreationError with the reason."""
+    with pytest.raises(openenv_gym.EnvCreationError, match=re.escape("got an unexpected keyword argument 'bogus'")) as caught:
+        gym.make("openenv/CartPole-v1", provider="docker", bogus=1)
+    assert caught.value.code == "FACTORY_ERROR" and caught.value.env_id == "CartPole-v1"
 
 
 def test_open_file_limits_above_what_the_engine_takes_are_refused():
