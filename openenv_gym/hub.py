@@ -46,7 +46,8 @@ MANIFEST_FILENAME = "openenv.yaml"
 RepoType = Literal["space", "model", "dataset"]
 Run = Literal["auto", "process", "docker", "url"]
 _RUNS = ("auto", "process", "docker", "url")
-_PROBE_TIMEOUT = 2.0  # seconds the Hub has to answer before a pull with nothing cached gives up
+_PROBE_TIMEOUT = 5.0  # seconds the Hub has to answer before a pull with nothing cached gives up (a refused
+# connection or an unknown host answers at once; only a network that drops packets waits this long)
 
 
 class HubError(OpenEnvGymError):

@@ -208,7 +208,10 @@ class ProcessProvider(Provider):
                     output = _tail(log)
                     self.stop()
                     raise ServerStartError(
-                        f"server did not report ready within {self.startup_timeout:g} s", command, output
+                        f"server did not report ready within {self.startup_timeout:g} s (it makes one environment "
+                        "before it listens: a slow download or set-up needs a larger startup_timeout)",
+                        command,
+                        output,
                     )
                 if not selector.select(remaining):
                     continue
