@@ -12,7 +12,7 @@ from gymnasium.utils.env_checker import check_env
 
 import openenv_gym
 from openenv_gym import InvalidActionError, RemoteEnv, RemoteError
-from tests.utils import pid_alive, server_pids, wait_until
+from tests.utils import own_server_pids, pid_alive, server_pids, wait_until
 
 
 def checker_warnings(checker, env) -> set[str]:
@@ -270,12 +270,12 @@ def test_every_call_after_close_raises_a_clear_error(call):
     env.reset(seed=0)
     pid = env.unwrapped.provider.pid
     env.close()
-    before = server_pids()
+    before = own_server_pids()
     args = {"step": (0,)}.get(call, ())
     with pytest.raises(openenv_gym.ClosedEnvError, match=re.escape(f"{call}() on RemoteEnv(CartPole-v1, ")) as caught:
         getattr(env.unwrapped, call)(*args)
     assert isinstance(caught.value, gym.error.ClosedEnvironmentError)
-    assert server_pids() <= before and not pid_alive(pid)
+    assert own_server_pids() <= before and not pid_alive(pid)
     env.close()  # still idempotent
 
 

@@ -41,6 +41,20 @@ def server_pids() -> set[int]:
     return pids
 
 
+def own_server_pids() -> set[int]:
+    """PIDs of the `openenv_gym serve` processes this test process started (others on the machine,
+    such as a second test run's, are not counted)."""
+    own = set()
+    for pid in server_pids():
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        if int(status.split("\nPPid:")[1].split()[0]) == os.getpid():
+            own.add(pid)
+    return own
+
+
 def sandbox_pids() -> set[int]:
     """PIDs of every sandbox worker, and of every process a sandbox run left, on this machine."""
     from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE

@@ -324,19 +324,19 @@ def test_call_get_attr_set_attr_like_sync_vector_env():
 @pytest.mark.parametrize("call", ["reset", "step", "step_wait", "call", "get_attr", "set_attr"])
 def test_a_closed_vector_env_stays_closed(call):
     """Every call after close() raises ClosedEnvError; no server is started again, and close() stays idempotent."""
-    from tests.utils import server_pids
+    from tests.utils import own_server_pids
 
     envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, servers=2)
     envs.reset(seed=0)
     envs.close()
-    before = server_pids()
+    before = own_server_pids()
     args = {"step": (np.zeros(2, dtype=np.int64),), "call": ("reset",), "get_attr": ("gravity",), "set_attr": ("gravity", 1.0)}
     with pytest.raises(openenv_gym.ClosedEnvError, match=re.escape(f"{call}() on RemoteVectorEnv(CartPole-v1, num_envs=2) after close()")) as caught:
         getattr(envs, call)(*args.get(call, ()))
     assert isinstance(caught.value, gym.error.ClosedEnvironmentError)
-    assert server_pids() <= before
+    assert own_server_pids() <= before
     envs.close()
-    assert server_pids() <= before
+    assert own_server_pids() <= before
 
 
 @pytest.mark.parametrize(
