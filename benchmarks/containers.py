@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import openenv_gym  # noqa: F401  (registers the openenv/... ids)
 from openenv_gym.providers import ProcessProvider, docker_pool
-from openenv_gym.providers.docker_provider import DockerProvider, docker_client
+from openenv_gym.providers.docker.provider import DockerProvider, docker_client
 from rollout import steps_per_second, time_ready
 
 NUM_ENVS = 64

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .client import AsyncEnvClient
+from .client import AsyncEnvClient, EnvClient
 from .errors import (
     CapacityReachedError,
     ClientError,
@@ -33,8 +33,7 @@ from .errors import (
     SpaceCodecError,
     UnsupportedSpaceError,
 )
-from .post_import import call_after_import
-from .sync_client import EnvClient
+from ._post_import import call_after_import
 
 if TYPE_CHECKING:
     from . import hub

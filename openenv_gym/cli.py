@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .server.env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES
-from .urls import is_loopback_host
+from .protocol.urls import is_loopback_host
 
 __all__ = ["main"]
 
@@ -186,13 +186,13 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _docker_client() -> Any:
-    from .providers.docker_provider import docker_client
+    from .providers.docker.provider import docker_client
 
     return docker_client()
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .providers import docker_images
+    from .providers.docker import images as docker_images
 
     client = _docker_client()
     if args.env == "base":
@@ -244,8 +244,8 @@ def _table(rows: list[tuple[str, ...]]) -> None:
 
 
 def _ps(args: argparse.Namespace) -> int:
-    from .providers.docker_owners import owned_containers
-    from .providers.docker_provider import DockerUnavailableError
+    from .providers.docker.owners import owned_containers
+    from .providers.docker.provider import DockerUnavailableError
     from .providers.process import server_processes
 
     servers = server_processes()
@@ -272,7 +272,7 @@ def _ps(args: argparse.Namespace) -> int:
 
 
 def _clean(args: argparse.Namespace) -> int:
-    from .providers.docker_owners import reap
+    from .providers.docker.owners import reap
 
     removed = reap(_docker_client())
     print(f"removed {len(removed)} container(s) of owners that are gone" + (": " + " ".join(removed) if removed else ""))

@@ -10,11 +10,11 @@ from typing import Any, NoReturn, SupportsFloat
 
 import gymnasium as gym
 
-from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
+from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, EnvClient, http_get_json
 from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, ServerConnectError, SpaceCodecError
 from .providers import Provider, URLProvider, make_provider, start_options
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
-from .sync_client import EnvClient
+
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
 
 __all__ = ["ClosedEnvError", "RemoteEnv", "ServerSpaces", "check_served", "make_remote_env", "resolve_spaces"]
@@ -45,7 +45,7 @@ class ServerSpaces:
         action_space, observation_space: the Gymnasium spaces.
         published: ``True`` when the server published them (``/schema["spaces"]``, openenv-gym's
             extension: exact); ``False`` when they were mapped from its JSON schemas
-            (:mod:`openenv_gym.schema_spaces`), as for servers built with OpenEnv itself.
+            (:mod:`openenv_gym.spaces.schema`), as for servers built with OpenEnv itself.
         unmapped: for mapped spaces, the fields left out (``"observation.x"`` / ``"action.y"``
             paths) with the reason.
         action_to_wire: an action as the wire object to send; raises ``InvalidActionError`` for
@@ -106,7 +106,7 @@ def resolve_spaces(
 
     A server's own Gymnasium spaces (``/schema["spaces"]``) are always used when it publishes
     them. Otherwise, with ``json_schema_fallback``, they are built from its JSON schemas by
-    :func:`openenv_gym.schema_spaces.openenv_spaces`, with one warning naming the fields left out.
+    :func:`openenv_gym.spaces.schema.openenv_spaces`, with one warning naming the fields left out.
 
     Raises:
         ServerConnectError: the server does not answer.
@@ -125,7 +125,7 @@ def resolve_spaces(
             "to build spaces from its JSON schemas use gym.make('openenv/Remote-v0', base_url=...) "
             "or pass json_schema_fallback=True"
         )
-    from .schema_spaces import openenv_spaces
+    from .spaces.schema import openenv_spaces
 
     action, observation = openenv_spaces(schema)
     unmapped = {
@@ -231,7 +231,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         base_url: attach to a running server instead (``"ws://127.0.0.1:8000"``); sets
             ``provider="url"``.
         json_schema_fallback: when the server publishes no Gymnasium spaces (an OpenEnv server),
-            build them from its JSON schemas (:mod:`openenv_gym.schema_spaces`: fields that
+            build them from its JSON schemas (:mod:`openenv_gym.spaces.schema`: fields that
             cannot be mapped are left out with one warning; a required action field that cannot
             be mapped raises ``UnsupportedSpaceError``). Off by default: such a server is
             refused with a ``ValueError``. A server's published spaces are always used as they are.

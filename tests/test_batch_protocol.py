@@ -1,4 +1,4 @@
-"""Tests for openenv_gym.batch_protocol: batch frames, the binary codec, queries, autoreset (no sockets)."""
+"""Tests for openenv_gym.protocol.batch: batch frames, the binary codec, queries, autoreset (no sockets)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from openenv_gym.batch_protocol import (
+from openenv_gym.protocol.batch import (
     BATCH_PATH,
     BINARY_MAGIC,
     AutoresetMode,

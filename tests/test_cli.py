@@ -78,7 +78,7 @@ def test_env_kwargs_reach_the_environment():
     import gymnasium as gym
     import numpy as np
 
-    from openenv_gym.sync_client import EnvClient
+    from openenv_gym.client.sync_client import EnvClient
 
     server = subprocess.Popen(
         [CONSOLE_SCRIPT, "serve", "Pendulum-v1", "--port", "0", "--env-kwargs", '{"g": 1.5}'],

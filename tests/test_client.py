@@ -13,8 +13,9 @@ import weakref
 
 import pytest
 
-from openenv_gym.client import AsyncEnvClient, http_get_json, http_url, ws_url
-from openenv_gym.urls import is_loopback_host, with_host
+from openenv_gym.client import AsyncEnvClient, http_get_json
+from openenv_gym.protocol.urls import http_url, ws_url
+from openenv_gym.protocol.urls import is_loopback_host, with_host
 from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.errors import (
     CapacityReachedError,
@@ -25,7 +26,7 @@ from openenv_gym.errors import (
 )
 from tests.loop_thread import LoopThread
 from openenv_gym.providers import ProcessProvider
-from openenv_gym.sync_client import EnvClient
+from openenv_gym.client.sync_client import EnvClient
 from tests.testing_env import CounterEnvironment
 from tests.utils import REPO_ROOT, UNIT, free_port, run_async, running_server
 

@@ -14,8 +14,8 @@ import yaml
 from openenv_gym.cli import build_parser
 from openenv_gym.client import http_get_json
 from openenv_gym.errors import ServerConnectError
-from openenv_gym.providers.docker_images import SERVER_UID
-from openenv_gym.sync_client import EnvClient
+from openenv_gym.providers.docker.images import SERVER_UID
+from openenv_gym.client.sync_client import EnvClient
 from tests.utils import REPO_ROOT, UNIT, free_port, stop_process, wait_until
 
 MANIFEST = REPO_ROOT / "deploy" / "kubernetes" / "env-server.yaml"

@@ -10,7 +10,7 @@ from openenv.core.generic_client import GenericEnvClient  # a test dependency: o
 from openenv_gym.client import AsyncEnvClient, http_get_json
 from openenv_gym.errors import RemoteError
 from openenv_gym.providers import ProcessProvider
-from openenv_gym.sync_client import EnvClient
+from openenv_gym.client.sync_client import EnvClient
 from tests.utils import openenv_core_servers, run_async
 
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from openenv_gym.post_import import call_after_import
+from openenv_gym._post_import import call_after_import
 from openenv_gym.providers import ProcessProvider
 from tests.utils import REPO_ROOT
 
@@ -80,7 +80,7 @@ def test_lazy_names_before_gymnasium_is_imported():
 
 def test_echo_server_never_loads_numpy():
     """The Echo server process serves a session without numpy (so without gymnasium, which needs it)."""
-    from openenv_gym.sync_client import EnvClient
+    from openenv_gym.client.sync_client import EnvClient
 
     provider = ProcessProvider("openenv_gym.envs.echo:EchoEnvironment")
     url = provider.start()

@@ -80,7 +80,7 @@ def ray_cluster() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def docker_engine() -> None:
     """The Docker Engine the Docker snippets need (skipped without one, except in CI)."""
-    from openenv_gym.providers.docker_provider import DockerUnavailableError, docker_client
+    from openenv_gym.providers.docker.provider import DockerUnavailableError, docker_client
 
     try:
         docker_client().close()

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 import openenv_gym  # noqa: F401  (registers the ids)
 from openenv_gym.errors import SpaceCodecError, UnsupportedSpaceError
 from openenv_gym.providers import ProcessProvider
-from openenv_gym.schema_spaces import DEFAULT_TEXT_MAX_LENGTH, map_schema, openenv_spaces, schema_space
+from openenv_gym.spaces.schema import DEFAULT_TEXT_MAX_LENGTH, map_schema, openenv_spaces, schema_space
 from tests.utils import openenv_core_servers
 
 INF = np.inf

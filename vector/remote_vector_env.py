@@ -18,9 +18,9 @@ from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from openenv_gym.batch_client import BatchClient
-from openenv_gym.batch_protocol import AutoresetMode as WireAutoresetMode
-from openenv_gym.batch_protocol import BatchCallFrame, BatchResultFrame
+from openenv_gym.client.batch_client import BatchClient
+from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
+from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from openenv_gym.env import ClosedEnvError, check_served, resolve_spaces
 from openenv_gym.errors import (

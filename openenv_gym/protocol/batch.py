@@ -36,22 +36,13 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import ProtocolError
+from ..errors import ProtocolError
+from ._json import data_object, dumps, elide, invalid, load_object
+from .codes import ErrorCode, MessageType
+from .frames import CloseFrame, ErrorFrame, parse_server_frame
 
 if TYPE_CHECKING:
     import numpy as np
-from .protocol import (
-    CloseFrame,
-    ErrorCode,
-    ErrorFrame,
-    MessageType,
-    _data_object,
-    _dumps,
-    _elide,
-    _invalid,
-    _load_object,
-    parse_server_frame,
-)
 
 __all__ = [
     "BATCH_PATH",
@@ -133,15 +124,15 @@ def parse_batch_query(query: str, max_envs: int) -> tuple[int, AutoresetMode]:
     try:
         envs = int(params["envs"][0])
     except (KeyError, ValueError):
-        raise _invalid(f"{BATCH_PATH} needs ?envs=N with N a positive integer") from None
+        raise invalid(f"{BATCH_PATH} needs ?envs=N with N a positive integer") from None
     if not 1 <= envs <= max_envs:
-        raise _invalid(f"envs={envs} is out of range: this server hosts 1 to {max_envs} per session")
+        raise invalid(f"envs={envs} is out of range: this server hosts 1 to {max_envs} per session")
     mode = params.get("autoreset_mode", [AutoresetMode.NEXT_STEP.value])[0]
     try:
         return envs, AutoresetMode(mode)
     except ValueError:
         modes = [m.value for m in AutoresetMode]
-        raise _invalid(f"unknown autoreset_mode {mode!r}; expected one of {modes}") from None
+        raise invalid(f"unknown autoreset_mode {mode!r}; expected one of {modes}") from None
 
 
 @dataclass(frozen=True)
@@ -153,10 +144,10 @@ class BatchResetFrame:
     mask: list[bool] | None = None
 
     def serialize(self) -> str:
-        return _dumps({"type": "batch_reset", "data": {"seeds": self.seeds, "options": self.options, "mask": self.mask}})
+        return dumps({"type": "batch_reset", "data": {"seeds": self.seeds, "options": self.options, "mask": self.mask}})
 
     def __str__(self) -> str:
-        return f"batch_reset seeds={_elide(self.seeds)} mask={_elide(self.mask)}"
+        return f"batch_reset seeds={elide(self.seeds)} mask={elide(self.mask)}"
 
 
 @dataclass(frozen=True)
@@ -166,10 +157,10 @@ class BatchStepFrame:
     actions: list[dict[str, Any]]
 
     def serialize(self) -> str:
-        return _dumps({"type": "batch_step", "data": {"actions": self.actions}})
+        return dumps({"type": "batch_step", "data": {"actions": self.actions}})
 
     def __str__(self) -> str:
-        return f"batch_step {_elide(self.actions)}"
+        return f"batch_step {elide(self.actions)}"
 
 
 @dataclass(frozen=True)
@@ -188,7 +179,7 @@ class BatchCallFrame:
 
     def serialize(self) -> str:
         data = {"op": self.op, "name": self.name, "args": self.args, "kwargs": self.kwargs, "values": self.values}
-        return _dumps({"type": "batch_call", "data": data})
+        return dumps({"type": "batch_call", "data": data})
 
     def __str__(self) -> str:
         return f"batch_call {self.op} {self.name}"
@@ -201,10 +192,10 @@ class BatchValuesFrame:
     values: list[Any]
 
     def serialize(self) -> str:
-        return _dumps({"type": "batch_values", "data": {"values": self.values}})
+        return dumps({"type": "batch_values", "data": {"values": self.values}})
 
     def __str__(self) -> str:
-        return f"batch_values {_elide(self.values)}"
+        return f"batch_values {elide(self.values)}"
 
 
 @dataclass(frozen=True)
@@ -230,7 +221,7 @@ class BatchResultFrame:
         return {"type": "batch_result", "data": data}
 
     def serialize(self) -> str:
-        return _dumps(self._frame(self.observations))
+        return dumps(self._frame(self.observations))
 
     def serialize_binary(self, dtype: np.dtype) -> bytes:
         """The binary form (see the module docstring): observations as raw ``dtype`` bytes.
@@ -244,9 +235,9 @@ class BatchResultFrame:
             items = [item["observation"] if isinstance(item, dict) else item for item in self.observations]
             array = np.ascontiguousarray(items, dtype=dtype)
         except (KeyError, TypeError, ValueError) as exc:
-            raise _invalid(f"observations do not stack into one {dtype} array: {exc}") from exc
+            raise invalid(f"observations do not stack into one {dtype} array: {exc}") from exc
         described = {"$array": {"dtype": array.dtype.str, "shape": list(array.shape)}}
-        header = _dumps(self._frame(described)).encode()
+        header = dumps(self._frame(described)).encode()
         return b"".join((BINARY_MAGIC, _HEADER_LENGTH.pack(len(header)), header, array.tobytes()))
 
     def check(self, size: int | None = None) -> None:
@@ -257,12 +248,12 @@ class BatchResultFrame:
             lists.update(rewards=self.rewards, terminated=self.terminated, truncated=self.truncated)  # type: ignore[arg-type]
         for name, values in lists.items():
             if not isinstance(values, list) or len(values) != size:
-                raise _invalid(f"batch_result {name} must be a list of {size} items")
+                raise invalid(f"batch_result {name} must be a list of {size} items")
         if any(not 0 <= index < size for index in self.final):
-            raise _invalid(f"batch_result final has an index outside 0..{size - 1}")
+            raise invalid(f"batch_result final has an index outside 0..{size - 1}")
 
     def __str__(self) -> str:
-        return f"batch_result of {len(self.observations)} rewards={_elide(self.rewards)}"
+        return f"batch_result of {len(self.observations)} rewards={elide(self.rewards)}"
 
 
 def parse_batch_client_frame(message: str | bytes) -> BatchResetFrame | BatchStepFrame | BatchCallFrame | CloseFrame:
@@ -272,38 +263,38 @@ def parse_batch_client_frame(message: str | bytes) -> BatchResetFrame | BatchSte
         ProtocolError: INVALID_JSON, UNKNOWN_TYPE (plain reset/step included: this session
             speaks only batch frames) or VALIDATION_ERROR.
     """
-    frame = _load_object(message)
+    frame = load_object(message)
     kind = frame.get("type")
     if kind == MessageType.CLOSE.value:
         return CloseFrame()
-    data = _data_object(frame, str(kind))
+    data = data_object(frame, str(kind))
     if kind == MessageType.BATCH_STEP.value:
         actions = data.get("actions")
         if not isinstance(actions, list) or not all(isinstance(action, dict) for action in actions):
-            raise _invalid("batch_step needs data.actions, a list of action objects")
+            raise invalid("batch_step needs data.actions, a list of action objects")
         return BatchStepFrame(actions)
     if kind == MessageType.BATCH_RESET.value:
         seeds, options, mask = data.get("seeds"), data.get("options"), data.get("mask")
         if seeds is not None and not (
             isinstance(seeds, list) and all(s is None or (isinstance(s, int) and not isinstance(s, bool)) for s in seeds)
         ):
-            raise _invalid("batch_reset seeds must be null or a list of integers and nulls")
+            raise invalid("batch_reset seeds must be null or a list of integers and nulls")
         if options is not None and not isinstance(options, dict):
-            raise _invalid("batch_reset options must be null or an object")
+            raise invalid("batch_reset options must be null or an object")
         if mask is not None and not (isinstance(mask, list) and all(isinstance(m, bool) for m in mask)):
-            raise _invalid("batch_reset mask must be null or a list of booleans")
+            raise invalid("batch_reset mask must be null or a list of booleans")
         return BatchResetFrame(seeds, options, mask)
     if kind == MessageType.BATCH_CALL.value:
         op, name = data.get("op"), data.get("name")
         if op not in ("get", "set", "call"):
-            raise _invalid("batch_call op must be 'get', 'set' or 'call'")
+            raise invalid("batch_call op must be 'get', 'set' or 'call'")
         if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
-            raise _invalid(f"batch_call name must be a public attribute name, got {name!r}")
+            raise invalid(f"batch_call name must be a public attribute name, got {name!r}")
         args, kwargs, values = data.get("args") or [], data.get("kwargs") or {}, data.get("values")
         if not isinstance(args, list) or not isinstance(kwargs, dict):
-            raise _invalid("batch_call args must be a list and kwargs an object")
+            raise invalid("batch_call args must be a list and kwargs an object")
         if op == "set" and not isinstance(values, list):
-            raise _invalid("batch_call set needs values, a list with one value per sub-env")
+            raise invalid("batch_call set needs values, a list with one value per sub-env")
         return BatchCallFrame(op, name, args, kwargs, values)
     raise ProtocolError(
         ErrorCode.UNKNOWN_TYPE.value,
@@ -319,7 +310,7 @@ def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | BatchVa
     """
     if isinstance(message, (bytes, bytearray, memoryview)) and bytes(message[:4]) == BINARY_MAGIC:
         return _parse_binary_result(bytes(message))
-    frame = _load_object(message)
+    frame = load_object(message)
     return _batch_result(frame, message)
 
 
@@ -330,32 +321,32 @@ def _parse_binary_result(message: bytes) -> BatchResultFrame:
     try:
         (length,) = _HEADER_LENGTH.unpack_from(message, len(BINARY_MAGIC))
         start = len(BINARY_MAGIC) + _HEADER_LENGTH.size
-        frame = _load_object(message[start : start + length].decode())
+        frame = load_object(message[start : start + length].decode())
         described = frame["data"]["observations"]["$array"]
         dtype, shape = np.dtype(described["dtype"]), tuple(described["shape"])
         array = np.frombuffer(message, dtype=dtype, offset=start + length).reshape(shape)
     except (KeyError, TypeError, ValueError, struct.error) as exc:
-        raise _invalid(f"malformed binary batch result: {exc}") from exc
+        raise invalid(f"malformed binary batch result: {exc}") from exc
     frame["data"]["observations"] = list(array)
     return _batch_result(frame, message)
 
 
 def _batch_result(frame: dict[str, Any], message: str | bytes) -> BatchResultFrame | BatchValuesFrame | ErrorFrame:
     if frame.get("type") == MessageType.BATCH_VALUES.value:
-        values = _data_object(frame, "batch_values").get("values")
+        values = data_object(frame, "batch_values").get("values")
         if not isinstance(values, list):
-            raise _invalid("batch_values needs data.values, a list")
+            raise invalid("batch_values needs data.values, a list")
         return BatchValuesFrame(values)
     if frame.get("type") != MessageType.BATCH_RESULT.value:
         parsed = parse_server_frame(message)
         if isinstance(parsed, ErrorFrame):
             return parsed
         raise ProtocolError(ErrorCode.SESSION_ERROR.value, f"expected batch_result, got {frame.get('type')!r}")
-    data = _data_object(frame, "batch_result")
+    data = data_object(frame, "batch_result")
     try:
         final = {int(index): value for index, value in (data.get("final") or {}).items()}
     except (AttributeError, ValueError):
-        raise _invalid("batch_result final must map sub-env indices to results") from None
+        raise invalid("batch_result final must map sub-env indices to results") from None
     result = BatchResultFrame(
         observations=data.get("observations"),  # type: ignore[arg-type]
         infos=data.get("infos"),  # type: ignore[arg-type]

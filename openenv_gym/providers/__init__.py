@@ -16,7 +16,7 @@ __all__ = ["DockerProvider", "ProcessProvider", "Provider", "RayProvider", "URLP
 
 _PROVIDERS: dict[str, str] = {
     "process": ".process:ProcessProvider",
-    "docker": ".docker_provider:DockerProvider",
+    "docker": ".docker:DockerProvider",
     "url": ".url:URLProvider",
     "ray": ".ray_provider:RayProvider",
 }
@@ -119,7 +119,7 @@ def start_options(
 def __getattr__(name: str) -> Any:
     # These import the docker SDK or Ray: only when asked for.
     if name == "DockerProvider":
-        from .docker_provider import DockerProvider
+        from .docker import DockerProvider
 
         return DockerProvider
     if name == "RayProvider":

@@ -25,16 +25,14 @@ from typing import IO, Any
 
 from ..client import http_get_json
 from ..errors import EnvCreationError, ServerConnectError, ServerStartError
-from ..server.runner import FAILED_PREFIX, READY_PREFIX
-from ..urls import is_loopback_host
+from ..protocol.startup import FAILED_PREFIX, READY_PREFIX, TOKEN_ENV_VAR
+from ..protocol.urls import is_loopback_host
 from .base import Provider, checked_token
 
 __all__ = ["ProcessProvider", "ServerProcess", "serve_arguments", "server_processes"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 STOP_GRACE = 5.0
-# The server reads its token from the environment, never from its command line (which `ps` shows).
-TOKEN_ENV_VAR = "OPENENV_GYM_SERVER_TOKEN"
 
 
 def new_token() -> str:

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from websockets.asyncio.server import ServerConnection
 
-from ..batch_protocol import (
+from ..protocol.batch import (
     BINARY_SUBPROTOCOL,
     AutoresetMode,
     AutoresetRule,

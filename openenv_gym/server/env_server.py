@@ -15,8 +15,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve, unix_serv
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from ..batch_protocol import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
-from ..urls import is_loopback_host, unix_url
+from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
+from ..protocol.urls import is_loopback_host, unix_url
 from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from .batch_session import BatchSession

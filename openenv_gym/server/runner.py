@@ -11,18 +11,11 @@ import sys
 from typing import Any, Callable
 
 from .env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, EnvServer
+from ..protocol.startup import FAILED_LINE, FAILED_PREFIX, READY_PREFIX
 from .environment import Environment
 from .session import factory_error
 
-__all__ = ["FAILED_LINE", "FAILED_PREFIX", "READY_PREFIX", "load_factory", "run"]
-
-# The line a server prints once it listens; the process provider reads it to learn the port.
-READY_PREFIX = "openenv-gym server listening on "
-# The line a server writes instead when its environment cannot be made, followed by the
-# FACTORY_ERROR frame's data as JSON; the process provider turns it into EnvCreationError.
-FAILED_PREFIX = "openenv-gym server cannot create its environment: "
-# The last line it writes to stderr then, followed by the reason; a container's log shows it.
-FAILED_LINE = "openenv-gym serve: cannot create the environment: "
+__all__ = ["load_factory", "run"]
 # Seconds a stopping server waits for its sessions to close their environments before it exits
 # regardless, so a stuck environment cannot keep an orphaned server alive.
 STOP_TIMEOUT = 10.0
@@ -185,9 +178,9 @@ def run(
     """Serve ``factory`` until SIGINT or SIGTERM (or EOF on stdin when asked), then close every session.
 
     One environment is made (and closed) first. Once listening, the server prints a line
-    starting with :data:`READY_PREFIX` and its URL to stdout, and to ``ready_fd`` (then closed)
+    starting with :data:`~openenv_gym.protocol.startup.READY_PREFIX` and its URL to stdout, and to ``ready_fd`` (then closed)
     when one is given. If that environment cannot be made, it says why on stderr (and on
-    ``ready_fd``, after :data:`FAILED_PREFIX`, as JSON) and returns 1 without listening.
+    ``ready_fd``, after :data:`~openenv_gym.protocol.startup.FAILED_PREFIX`, as JSON) and returns 1 without listening.
 
     Returns:
         The exit status: 0 after a normal stop, 1 when the environment could not be made.

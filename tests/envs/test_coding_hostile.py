@@ -28,7 +28,8 @@ from websockets.exceptions import ConnectionClosedError
 from websockets.sync.client import connect
 
 import openenv_gym  # noqa: F401 - registers openenv/Coding-v0
-from openenv_gym.client import http_get_json, ws_url
+from openenv_gym.client import http_get_json
+from openenv_gym.protocol.urls import ws_url
 from openenv_gym.envs.coding.tasks import BUILTIN_TASKS
 from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE
 from tests.envs.coding_reference import SOLUTIONS

@@ -22,10 +22,10 @@ import openenv_gym
 from openenv_gym.client import http_get_json
 from openenv_gym.env import RemoteEnv
 from openenv_gym.errors import ServerConnectError
-from openenv_gym.providers.docker_images import RUNTIME_IMAGE, SERVER_UID, ImageBuildError
-from openenv_gym.providers.docker_owners import OWNER_PID, owned_containers
-from openenv_gym.providers.docker_provider import DockerProvider, DockerUnavailableError
-from openenv_gym.sync_client import EnvClient
+from openenv_gym.providers.docker.images import RUNTIME_IMAGE, SERVER_UID, ImageBuildError
+from openenv_gym.providers.docker.owners import OWNER_PID, owned_containers
+from openenv_gym.providers.docker.provider import DockerProvider, DockerUnavailableError
+from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.test_env import assert_same_trajectory, checker_warnings, gym_check, play
 from tests.utils import REPO_ROOT, UNIT, wait_until
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def docker():
-    from openenv_gym.providers.docker_provider import docker_client
+    from openenv_gym.providers.docker.provider import docker_client
 
     try:
         client = docker_client()
@@ -154,7 +154,7 @@ def test_no_network_mode_serves_through_a_unix_socket(docker):
             assert client.step({"action": 1}).reward == 1.0
         finally:
             client.close()
-        socket_root = os.path.dirname(os.path.dirname(openenv_gym.urls.unix_socket_path(url)))
+        socket_root = os.path.dirname(os.path.dirname(openenv_gym.protocol.urls.unix_socket_path(url)))
         assert os.stat(socket_root).st_mode & 0o777 == 0o700  # no other host user reaches the socket
     finally:
         provider.stop()
@@ -209,7 +209,7 @@ def test_a_killed_container_restarts_its_sub_envs_truncated(docker):
 _OWNER = """
 import sys, time
 sys.path.insert(0, {root!r})
-from openenv_gym.providers.docker_provider import DockerProvider
+from openenv_gym.providers.docker.provider import DockerProvider
 provider = DockerProvider("CartPole-v1")
 provider.start()
 print(provider.container_id, flush=True)
@@ -269,7 +269,7 @@ def test_open_file_limits_above_what_the_engine_takes_are_refused():
 
 
 def test_the_runtime_image_is_built_from_this_source(docker):
-    from openenv_gym.providers.docker_images import SOURCE_LABEL, source_digest
+    from openenv_gym.providers.docker.images import SOURCE_LABEL, source_digest
 
     assert docker.images.get(RUNTIME_IMAGE).labels[SOURCE_LABEL] == source_digest()
 

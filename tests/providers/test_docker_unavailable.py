@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from openenv_gym.providers.docker_provider import DockerProvider, DockerUnavailableError, docker_client
+from openenv_gym.providers.docker.provider import DockerProvider, DockerUnavailableError, docker_client
 
 
 def test_an_engine_that_is_down_is_a_clear_error(monkeypatch, tmp_path):

@@ -18,7 +18,7 @@ from openenv_gym.client import http_get_json
 from openenv_gym.env import RemoteEnv
 from openenv_gym.errors import ServerConnectError, ServerStartError
 from openenv_gym.providers import ProcessProvider, URLProvider, make_provider
-from openenv_gym.sync_client import EnvClient
+from openenv_gym.client.sync_client import EnvClient
 from tests.utils import REPO_ROOT, UNIT, pid_alive, server_pids, wait_until
 
 OWNER_SCRIPT = textwrap.dedent(
@@ -195,7 +195,7 @@ def test_http_requests_never_go_through_a_proxy_from_the_environment(monkeypatch
 
 @pytest.mark.parametrize("provider", ["process", "docker"])
 def test_an_empty_token_is_refused_before_anything_starts(provider):
-    from openenv_gym.providers.docker_provider import DockerProvider
+    from openenv_gym.providers.docker.provider import DockerProvider
 
     make = {"process": ProcessProvider, "docker": DockerProvider}[provider]
     with pytest.raises(ValueError, match="token must not be empty"):

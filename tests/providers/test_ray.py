@@ -26,7 +26,7 @@ from openenv_gym.errors import ProviderError, ServerConnectError
 from openenv_gym.providers import make_providers
 from openenv_gym.providers import ray_provider
 from openenv_gym.providers.ray_provider import ACTOR_NAME_PREFIX, RayProvider, resource_request
-from openenv_gym.sync_client import EnvClient
+from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.test_env import assert_same_trajectory, play
 from tests.utils import REPO_ROOT, UNIT, pid_alive, wait_until

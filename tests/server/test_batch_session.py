@@ -13,7 +13,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from openenv_gym.batch_protocol import BINARY_MAGIC, BINARY_SUBPROTOCOL, BatchResultFrame, parse_batch_server_frame
+from openenv_gym.protocol.batch import BINARY_MAGIC, BINARY_SUBPROTOCOL, BatchResultFrame, parse_batch_server_frame
 from openenv_gym.server import EnvServer
 from openenv_gym.server.runner import load_factory
 from tests.testing_env import CounterEnvironment

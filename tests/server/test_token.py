@@ -9,12 +9,12 @@ import sys
 import numpy as np
 import pytest
 
-from openenv_gym.batch_client import BatchClient
-from openenv_gym.batch_protocol import AutoresetMode
+from openenv_gym.client.batch_client import BatchClient
+from openenv_gym.protocol.batch import AutoresetMode
 from openenv_gym.client import AsyncEnvClient, http_get_json
 from openenv_gym.errors import ServerConnectError
 from openenv_gym.server.env_server import bearer_token_matches
-from openenv_gym.sync_client import EnvClient
+from openenv_gym.client.sync_client import EnvClient
 from tests.testing_env import CounterEnvironment
 from tests.utils import run_async, running_server
 

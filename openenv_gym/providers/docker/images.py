@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import __version__ as VERSION  # the images carry the package's version
-from ..errors import OpenEnvGymError
+from ... import __version__ as VERSION  # the images carry the package's version
+from ...errors import OpenEnvGymError
 
 __all__ = [
     "LOCAL_BASE_IMAGE",
@@ -122,7 +122,7 @@ def build_env_image(client: Any, name: str, *, base: str | None = None, progress
 
 def envs_directory() -> Path:
     """Where the shipped envs live (``envs/`` of the source tree, installed as ``openenv_gym.envs``)."""
-    from .. import envs
+    from ... import envs
 
     return Path(envs.__file__).resolve().parent
 
@@ -151,7 +151,7 @@ def _image_labels(client: Any, image: str) -> dict[str, str] | None:
 def source_digest() -> str:
     """A digest of openenv-gym's installed code: images built from other code are rebuilt."""
     import openenv_gym
-    from .. import envs, vector, wrappers
+    from ... import envs, vector, wrappers
 
     from importlib.metadata import requires
 

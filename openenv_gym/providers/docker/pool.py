@@ -1,6 +1,6 @@
 """A warm pool of env-server containers, kept ready between uses within one process.
 
-A :class:`~openenv_gym.providers.docker_provider.DockerProvider` made with ``pool=True``
+A :class:`~openenv_gym.providers.docker.DockerProvider` made with ``pool=True``
 takes a ready container of the same kind (image, command, limits) from here instead of starting
 one, and gives it back on ``stop()`` instead of removing it, if its server still answers.
 ``make_vec(..., provider="docker", provider_kwargs={"pool": True})`` twice in a row therefore

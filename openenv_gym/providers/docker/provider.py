@@ -12,14 +12,14 @@ import time
 import weakref
 from typing import Any
 
-from ..client import http_get_json
-from ..errors import EnvCreationError, OpenEnvGymError, ServerConnectError
-from ..protocol import ErrorCode
-from ..server.runner import FAILED_LINE
-from ..urls import unix_url
-from . import docker_pool
-from .base import Provider, checked_token
-from .docker_images import (
+from ...client import http_get_json
+from ...errors import EnvCreationError, OpenEnvGymError, ServerConnectError
+from ...protocol import ErrorCode
+from ...protocol.startup import FAILED_LINE, TOKEN_ENV_VAR
+from ...protocol.urls import unix_url
+from . import pool as warm_pool
+from ..base import Provider, checked_token
+from .images import (
     RUNTIME_IMAGE,
     SERVER_UID,
     ImageBuildError,
@@ -30,8 +30,7 @@ from .docker_images import (
     image_current,
     image_exists,
 )
-from .docker_owners import owner_labels, reap
-from .process import TOKEN_ENV_VAR
+from .owners import owner_labels, reap
 
 __all__ = ["CONTAINER_PORT", "DockerProvider", "DockerUnavailableError", "docker_client", "env_docker_options"]
 
@@ -108,7 +107,7 @@ def env_docker_options(target: str) -> dict[str, Any]:
         name = target[len(prefix) :].split(":", 1)[0].split(".", 1)[0]
         manifest_path = envs_directory() / name / "openenv.yaml"
         if manifest_path.is_file():
-            from ..manifest import load_manifest
+            from ...manifest import load_manifest
 
             return {"image": env_image(name), **load_manifest(manifest_path).docker_options()}
     return {"image": RUNTIME_IMAGE}
@@ -120,7 +119,7 @@ class DockerProvider(Provider):
     The container runs as an unprivileged user, with a read-only root filesystem, a tmpfs at
     ``/tmp``, all capabilities dropped, ``no-new-privileges``, and memory, CPU, process and
     open-file limits; its port 8000 is published on 127.0.0.1 only. It carries labels naming its
-    owner process (see :mod:`.docker_owners`) and is removed by :meth:`stop`, at interpreter exit,
+    owner process (see :mod:`.owners`) and is removed by :meth:`stop`, at interpreter exit,
     or by the reaper after its owner died. A missing image of ours is built on first use
     (``build=False`` makes that an error); nothing is ever pulled.
 
@@ -140,7 +139,7 @@ class DockerProvider(Provider):
             container. Default: the env manifest's ``network``, else ``"bridge"``.
         security_opt: extra ``--security-opt`` values (the manifest's, else none).
         pool: take a warm container of the same kind from this process's pool, and give it
-            back on :meth:`stop` (see :mod:`.docker_pool`).
+            back on :meth:`stop` (see :mod:`.pool`).
         build: build a missing image of ours instead of failing.
         token: a token the server then requires of every session (``Authorization: Bearer``);
             none by default, since the container is reached through loopback or a private socket.
@@ -259,7 +258,7 @@ class DockerProvider(Provider):
         """Adopt a warm container of this kind whose server still answers; ``False`` if none."""
         import docker.errors
 
-        while (item := docker_pool.take(self._pool_key())) is not None:
+        while (item := warm_pool.take(self._pool_key())) is not None:
             try:
                 container = client.containers.get(item.container_id)
                 http_get_json(item.url, "/health", timeout=2.0)
@@ -279,8 +278,8 @@ class DockerProvider(Provider):
             http_get_json(self._url, "/health", timeout=2.0)
         except OpenEnvGymError:
             return False
-        item = docker_pool.PooledContainer(self._container.id, self._url, self._socket_root)
-        if not docker_pool.put(self._pool_key(), item, _remove_pooled):
+        item = warm_pool.PooledContainer(self._container.id, self._url, self._socket_root)
+        if not warm_pool.put(self._pool_key(), item, _remove_pooled):
             return False
         if self._finalizer is not None:
             self._finalizer.detach()  # the pool owns the container now
@@ -431,7 +430,7 @@ class DockerProvider(Provider):
             shutil.rmtree(socket_root, ignore_errors=True)
 
 
-def _remove_pooled(item: docker_pool.PooledContainer) -> None:
+def _remove_pooled(item: warm_pool.PooledContainer) -> None:
     _remove_container(None, item.container_id, item.socket_root)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from .batch_protocol import (
+from ..protocol.batch import (
     BATCH_PATH,
     BINARY_SUBPROTOCOL,
     AutoresetMode,
@@ -17,7 +17,7 @@ from .batch_protocol import (
     batch_query,
     parse_batch_server_frame,
 )
-from .protocol import ClientSession, MessageType
+from ..protocol import ClientSession, MessageType
 from .sync_client import EnvClient
 
 __all__ = ["BatchClient"]
@@ -40,9 +40,9 @@ class BatchClient(EnvClient):
         base_url: the server, as ``http://host:port`` or ``ws://host:port``.
         envs: how many sub-environments the session holds.
         autoreset_mode: Gymnasium's autoreset mode, applied on the server.
-        codec: ``"json"``, or ``"binary"`` to offer :data:`~openenv_gym.batch_protocol.BINARY_SUBPROTOCOL`
+        codec: ``"json"``, or ``"binary"`` to offer :data:`~openenv_gym.protocol.batch.BINARY_SUBPROTOCOL`
             (the server answers Box observations as raw bytes; others stay JSON).
-        **kwargs: as for :class:`~openenv_gym.sync_client.EnvClient`.
+        **kwargs: as for :class:`~openenv_gym.client.sync_client.EnvClient`.
     """
 
     def __init__(

@@ -25,10 +25,11 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from .client import SessionClient, auth_headers
-from .errors import CapacityReachedError, ConnectionLostError, ProtocolError, RequestTimeoutError, ServerConnectError
-from .protocol import ErrorCode, ObservationFrame, StateFrame
-from .urls import tcp_form, unix_socket_path
+from ..errors import CapacityReachedError, ConnectionLostError, ProtocolError, RequestTimeoutError, ServerConnectError
+from ..protocol import ErrorCode, ObservationFrame, StateFrame
+from ..protocol.urls import tcp_form, unix_socket_path
+from ._http import auth_headers
+from ._session import SessionClient
 
 __all__ = ["EnvClient"]
 

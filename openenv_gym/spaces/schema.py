@@ -80,8 +80,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from .errors import SpaceCodecError, UnsupportedSpaceError
-from .spaces import ACTION_FIELD, OBSERVATION_FIELD, decode
+from ..errors import SpaceCodecError, UnsupportedSpaceError
+from .codec import ACTION_FIELD, OBSERVATION_FIELD, decode
 
 __all__ = [
     "BASE_FIELDS",

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from .errors import SpaceCodecError, UnsupportedSpaceError
+from ..errors import SpaceCodecError, UnsupportedSpaceError
 
 __all__ = [
     "ACTION_FIELD",

@@ -1,0 +1,101 @@
+"""HTTP helpers of the clients: ``GET`` a server's JSON endpoints (``/health``, ``/schema``, ``/metadata``)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from ..errors import EnvCreationError, ServerConnectError
+from ..protocol import ErrorCode
+from ..protocol.urls import http_url, unix_socket_path
+
+__all__ = ["MAX_ERROR_BODY_BYTES", "MAX_HTTP_BODY_BYTES", "auth_headers", "http_get_json"]
+
+DEFAULT_OPEN_TIMEOUT = 10.0
+MAX_HTTP_BODY_BYTES = 16 * 2**20  # /schema and /metadata are small; refuse a runaway answer
+MAX_ERROR_BODY_BYTES = 2**16  # an error answer: a message and perhaps a traceback
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    """The headers that present ``token`` to a server that requires one."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOUT, token: str | None = None) -> Any:
+    """``GET`` a JSON endpoint of the server (``/health``, ``/schema``, ``/metadata``).
+
+    It connects directly, never through an HTTP proxy from the environment, as the sessions of
+    the synchronous clients do: a proxy would see the token, and may not reach cluster addresses.
+
+    Raises:
+        EnvCreationError: the server answered that it cannot create its environment.
+        ServerConnectError: the server is unreachable, answered another error status, or not JSON.
+    """
+    url = http_url(base_url, path)
+    socket_path = unix_socket_path(url)
+    if socket_path is not None:
+        return _unix_get_json(url, socket_path, timeout, token)
+    # No proxies, and no redirects: a redirect would carry the token elsewhere.
+    opener = urllib.request.build_opener(_NoRedirects(), urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(urllib.request.Request(url, headers=auth_headers(token)), timeout=timeout) as response:
+            body = response.read(MAX_HTTP_BODY_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise _status_error(url, exc.code, exc.read(MAX_ERROR_BODY_BYTES)) from exc
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
+        raise ServerConnectError(url, str(reason)) from exc
+    return _json_body(url, body)
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Refuse redirects: servers of ours never send one, and following it would leak the token."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _json_body(url: str, body: bytes) -> Any:
+    if len(body) > MAX_HTTP_BODY_BYTES:
+        raise ServerConnectError(url, f"answer is larger than {MAX_HTTP_BODY_BYTES} bytes")
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise ServerConnectError(url, f"answer is not JSON: {exc}") from exc
+
+
+def _unix_get_json(url: str, socket_path: str, timeout: float, token: str | None) -> Any:
+    """``GET`` over a Unix socket (urllib speaks TCP only)."""
+    connection = http.client.HTTPConnection("localhost", timeout=timeout)
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.sock = sock
+        sock.settimeout(timeout)
+        sock.connect(socket_path)
+        connection.request("GET", urllib.parse.urlsplit(url).path, headers=auth_headers(token))
+        response = connection.getresponse()
+        body = response.read(MAX_HTTP_BODY_BYTES + 1)
+    except (OSError, http.client.HTTPException) as exc:
+        raise ServerConnectError(url, f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        connection.close()
+    if response.status >= 400:
+        raise _status_error(url, response.status, body)
+    return _json_body(url, body)
+
+
+def _status_error(url: str, status: int, body: bytes) -> Exception:
+    """The error for an HTTP error answer: the env's own failure when the server says so."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict) and data.get("code") == ErrorCode.FACTORY_ERROR.value:
+        details = {key: value for key, value in data.items() if key not in ("code", "message")}
+        return EnvCreationError(ErrorCode.FACTORY_ERROR.value, str(data.get("message", "")), details)
+    return ServerConnectError(url, f"HTTP {status}: {body[:500].decode(errors='replace')}")

@@ -1,0 +1,36 @@
+"""The message types and error codes of the wire protocol, as OpenEnv defines them (and ours)."""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["ErrorCode", "MessageType"]
+
+
+class MessageType(str, enum.Enum):
+    """The ``type`` field of a frame."""
+
+    RESET = "reset"
+    STEP = "step"
+    STATE = "state"
+    CLOSE = "close"
+    OBSERVATION = "observation"
+    ERROR = "error"
+    # Our batch extension (openenv_gym.protocol.batch), served on /ws/batch only.
+    BATCH_RESET = "batch_reset"
+    BATCH_STEP = "batch_step"
+    BATCH_RESULT = "batch_result"
+    BATCH_CALL = "batch_call"
+    BATCH_VALUES = "batch_values"
+
+
+class ErrorCode(str, enum.Enum):
+    """The ``code`` of an error frame, as OpenEnv defines them."""
+
+    INVALID_JSON = "INVALID_JSON"
+    UNKNOWN_TYPE = "UNKNOWN_TYPE"
+    VALIDATION_ERROR = "VALIDATION_ERROR"
+    EXECUTION_ERROR = "EXECUTION_ERROR"
+    CAPACITY_REACHED = "CAPACITY_REACHED"
+    FACTORY_ERROR = "FACTORY_ERROR"
+    SESSION_ERROR = "SESSION_ERROR"

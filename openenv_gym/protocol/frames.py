@@ -1,0 +1,233 @@
+"""The frames of the ``/ws`` protocol as typed dataclasses, and parsing them from text (no I/O).
+
+Frames are JSON text messages ``{"type": ..., "data": ...}`` compatible with OpenEnv's ``/ws``
+endpoint. A client sends ``reset``, ``step``, ``state`` or ``close``; the server answers
+``observation``, ``state`` or ``error``. Our additions are additive, so OpenEnv clients ignore
+them: ``truncated`` and ``info`` beside ``done`` in observation data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from ..errors import ProtocolError
+from ._json import data_object, dumps, elide, invalid, load_object
+from .codes import ErrorCode
+
+__all__ = [
+    "ClientFrame",
+    "CloseFrame",
+    "ErrorFrame",
+    "ObservationFrame",
+    "ResetFrame",
+    "ServerFrame",
+    "StateFrame",
+    "StateRequest",
+    "StepFrame",
+    "parse_client_frame",
+    "parse_server_frame",
+]
+
+
+# Client -> server ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResetFrame:
+    """Start a new episode; ``kwargs`` go to the environment's ``reset`` (``seed``, ``options``...)."""
+
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def serialize(self) -> str:
+        return dumps({"type": "reset", "data": self.kwargs})
+
+    def __str__(self) -> str:
+        return f"reset {elide(self.kwargs)}"
+
+
+@dataclass(frozen=True)
+class StepFrame:
+    """Apply one action; ``action`` is the action's wire form, a JSON object of its fields."""
+
+    action: dict[str, Any]
+
+    def serialize(self) -> str:
+        return dumps({"type": "step", "data": self.action})
+
+    def __str__(self) -> str:
+        return f"step {elide(self.action)}"
+
+
+@dataclass(frozen=True)
+class StateRequest:
+    """Ask for the session's current state (episode id, step count, env-specific fields)."""
+
+    def serialize(self) -> str:
+        return '{"type":"state"}'
+
+    def __str__(self) -> str:
+        return "state?"
+
+
+@dataclass(frozen=True)
+class CloseFrame:
+    """End the session; the server closes the environment and the connection."""
+
+    def serialize(self) -> str:
+        return '{"type":"close"}'
+
+    def __str__(self) -> str:
+        return "close"
+
+
+ClientFrame = Union[ResetFrame, StepFrame, StateRequest, CloseFrame]
+
+
+# Server -> client ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ObservationFrame:
+    """The result of a reset or a step.
+
+    ``observation`` is the wire form of the observation (a JSON object of its fields); ``reward``
+    may be ``None`` as in OpenEnv; ``truncated`` and ``info`` are our extensions.
+    """
+
+    observation: dict[str, Any]
+    reward: float | None = None
+    done: bool = False
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] | None = None
+
+    def serialize(self) -> str:
+        data: dict[str, Any] = {
+            "observation": self.observation,
+            "reward": self.reward,
+            "done": self.done,
+            "truncated": self.truncated,
+            "info": self.info,
+        }
+        if self.metadata:
+            data["metadata"] = self.metadata
+        return dumps({"type": "observation", "data": data})
+
+    def check(self) -> None:
+        """Raise :class:`ProtocolError` if a field has the wrong JSON type."""
+        if not isinstance(self.observation, dict):
+            raise invalid(f"observation must be an object, got {type(self.observation).__name__}")
+        # OpenEnv allows bool rewards (Observation.reward: bool | int | float | None).
+        if self.reward is not None and not isinstance(self.reward, (int, float)):
+            raise invalid(f"reward must be a number or null, got {self.reward!r}")
+        if not isinstance(self.done, bool) or not isinstance(self.truncated, bool):
+            raise invalid("done and truncated must be booleans")
+        if not isinstance(self.info, dict):
+            raise invalid(f"info must be an object, got {type(self.info).__name__}")
+
+    def __str__(self) -> str:
+        return (
+            f"observation {elide(self.observation)} reward={self.reward} done={self.done} "
+            f"truncated={self.truncated}"
+        )
+
+
+@dataclass(frozen=True)
+class StateFrame:
+    """The session's state, a JSON object."""
+
+    state: dict[str, Any]
+
+    def serialize(self) -> str:
+        return dumps({"type": "state", "data": self.state})
+
+    def __str__(self) -> str:
+        return f"state {elide(self.state)}"
+
+
+@dataclass(frozen=True)
+class ErrorFrame:
+    """An error answered to one request; the session stays open unless the server closes it."""
+
+    code: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Accept ErrorCode members but store the wire string, so str() and == see "SESSION_ERROR".
+        if isinstance(self.code, ErrorCode):
+            object.__setattr__(self, "code", self.code.value)
+
+    def serialize(self) -> str:
+        return dumps({"type": "error", "data": {**self.details, "message": self.message, "code": self.code}})
+
+    @classmethod
+    def from_exception(cls, exc: ProtocolError) -> ErrorFrame:
+        return cls(exc.code, exc.message, exc.details)
+
+    def __str__(self) -> str:
+        return f"error {self.code}: {self.message}"
+
+
+ServerFrame = Union[ObservationFrame, StateFrame, ErrorFrame]
+
+
+def parse_client_frame(message: str | bytes) -> ClientFrame:
+    """Parse one message sent by a client.
+
+    Raises:
+        ProtocolError: with code ``INVALID_JSON`` (not JSON, or a binary frame), ``UNKNOWN_TYPE``
+            or ``VALIDATION_ERROR`` (wrong shape, or a key besides ``type`` and ``data``).
+    """
+    frame = load_object(message)
+    kind = frame.get("type")
+    extra = frame.keys() - {"type", "data"}
+    if extra:
+        raise invalid(
+            f"unexpected top-level keys {sorted(extra)}: a frame has only 'type' and 'data'",
+            errors=[{"type": "extra_forbidden", "loc": [key]} for key in sorted(extra)],
+        )
+    if kind == "step":
+        return StepFrame(data_object(frame, "step"))
+    if kind == "reset":
+        return ResetFrame(data_object(frame, "reset"))
+    if kind == "state":
+        return StateRequest()
+    if kind == "close":
+        return CloseFrame()
+    raise ProtocolError(ErrorCode.UNKNOWN_TYPE.value, f"Unknown message type: {kind}")
+
+
+def parse_server_frame(message: str | bytes) -> ServerFrame:
+    """Parse one message sent by a server (ours or OpenEnv's).
+
+    OpenEnv's ``metadata`` fields, inside the observation and beside it, are tolerated.
+
+    Raises:
+        ProtocolError: if the message is not a well-formed server frame.
+    """
+    frame = load_object(message)
+    kind = frame.get("type")
+    if kind == "observation":
+        data = data_object(frame, "observation")
+        observation = data.get("observation", {})
+        info = data.get("info")
+        result = ObservationFrame(
+            observation=observation if observation is not None else {},
+            reward=data.get("reward"),
+            done=data.get("done", False),
+            truncated=data.get("truncated", False),
+            info=info if info is not None else {},
+            metadata=data.get("metadata"),
+        )
+        result.check()
+        return result
+    if kind == "state":
+        return StateFrame(data_object(frame, "state"))
+    if kind == "error":
+        data = dict(data_object(frame, "error"))
+        code = data.pop("code", ErrorCode.EXECUTION_ERROR.value)
+        message_text = data.pop("message", "")
+        return ErrorFrame(str(code), str(message_text), data)
+    raise ProtocolError(ErrorCode.UNKNOWN_TYPE.value, f"unknown server frame type: {kind!r}")

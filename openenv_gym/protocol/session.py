@@ -1,0 +1,192 @@
+"""The per-session rules of the ``/ws`` protocol, for both ends, as state machines (no I/O).
+
+The I/O layers (``server/``, ``client/``) only move text; the decisions live here:
+
+* :class:`ServerSession` turns each received message into a request to carry out, or into the
+  error frame to answer with (bad JSON, unknown type, step before reset, ...).
+* :class:`ClientSession` builds request frames, allows one call in flight, and checks that each
+  reply fits the call that is waiting for it.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Callable
+
+from ..errors import ProtocolError
+from .codes import ErrorCode, MessageType
+from .frames import (
+    ClientFrame,
+    CloseFrame,
+    ErrorFrame,
+    ObservationFrame,
+    ResetFrame,
+    ServerFrame,
+    StateFrame,
+    StateRequest,
+    StepFrame,
+    parse_client_frame,
+    parse_server_frame,
+)
+
+__all__ = ["ClientSession", "ServerSession", "SessionState"]
+
+
+# Session rules ---------------------------------------------------------------------------------
+
+
+class SessionState(enum.Enum):
+    """Where a session is in its life."""
+
+    OPEN = "open"  # connected, no episode started yet
+    READY = "ready"  # an episode was reset; steps are allowed
+    CLOSED = "closed"
+
+
+class ServerSession:
+    """The server's side of one session: turns received messages into requests or errors.
+
+    Example:
+        >>> session = ServerSession()
+        >>> session.receive('{"type":"step","data":{"message":"hi"}}')
+        ErrorFrame(code='SESSION_ERROR', message='step before reset: send a reset frame first', details={})
+    """
+
+    def __init__(
+        self,
+        parse: Callable[[str | bytes], Any] | None = None,
+        step_types: tuple[type, ...] = (),
+    ) -> None:
+        self.state = SessionState.OPEN
+        # The batch session reuses these rules with its own frames (openenv_gym.protocol.batch).
+        self._parse = parse or parse_client_frame
+        self._step_types = step_types or (StepFrame,)
+
+    def receive(self, message: str | bytes) -> ClientFrame | ErrorFrame:
+        """Parse one received message.
+
+        Returns the request the server must carry out, or the :class:`ErrorFrame` it must send
+        back instead. Never raises for bad input; raises :class:`ProtocolError` only when called
+        after the session closed.
+        """
+        if self.state is SessionState.CLOSED:
+            raise ProtocolError(ErrorCode.SESSION_ERROR.value, "session is closed")
+        try:
+            frame = self._parse(message)
+        except ProtocolError as exc:
+            return ErrorFrame.from_exception(exc)
+        if isinstance(frame, self._step_types) and self.state is SessionState.OPEN:
+            return ErrorFrame(ErrorCode.SESSION_ERROR, "step before reset: send a reset frame first")
+        if isinstance(frame, CloseFrame):
+            self.state = SessionState.CLOSED
+        return frame
+
+    def reset_succeeded(self) -> None:
+        """Record that the environment accepted a reset, so steps are now allowed."""
+        if self.state is SessionState.OPEN:
+            self.state = SessionState.READY
+
+    def close(self) -> None:
+        """Mark the session closed, however it ended."""
+        self.state = SessionState.CLOSED
+
+
+class ClientSession:
+    """The client's side of one session: builds requests and matches each reply to its call.
+
+    One call may be in flight at a time, as OpenEnv servers answer strictly in order.
+
+    Example:
+        >>> session = ClientSession()
+        >>> session.send_step({"message": "hi"})
+        '{"type":"step","data":{"message":"hi"}}'
+        >>> session.receive('{"type":"observation","data":{"observation":{},"reward":null,"done":false}}')
+        ObservationFrame(observation={}, reward=None, done=False, truncated=False, info={}, metadata=None)
+    """
+
+    #: The reply each call expects, besides an error frame.
+    REPLIES: dict[MessageType, type] = {
+        MessageType.RESET: ObservationFrame,
+        MessageType.STEP: ObservationFrame,
+        MessageType.STATE: StateFrame,
+    }
+
+    def __init__(
+        self,
+        parse: Callable[[str | bytes], Any] | None = None,
+        replies: dict[MessageType, type] | None = None,
+    ) -> None:
+        self.state = SessionState.OPEN
+        self.pending: MessageType | None = None
+        # The batch client reuses these rules with its own frames (openenv_gym.protocol.batch).
+        self._parse = parse or parse_server_frame
+        self._replies = replies or self.REPLIES
+
+    def send(self, kind: MessageType, frame: Any) -> str:
+        """Return the text of ``frame``, a request of type ``kind``, and mark it as in flight.
+
+        Raises:
+            ProtocolError: the session is closed, or another call is still waiting.
+            TypeError, ValueError: the frame has a value JSON cannot carry; nothing is in flight.
+        """
+        if self.state is SessionState.CLOSED:
+            raise ProtocolError(ErrorCode.SESSION_ERROR.value, f"{kind.value} after the session closed")
+        if self.pending is not None:
+            raise ProtocolError(
+                ErrorCode.SESSION_ERROR.value,
+                f"{kind.value} while {self.pending.value} is still waiting for its reply: "
+                "one call at a time per session",
+            )
+        text = frame.serialize()  # may raise (a value JSON cannot carry): then nothing is in flight
+        if not text.isascii():
+            try:
+                text.encode()
+            except UnicodeEncodeError as exc:
+                bad = text[exc.start : exc.end]
+                raise ValueError(
+                    f"the {kind.value} frame holds {bad!r}, a lone surrogate: not valid Unicode, so it cannot "
+                    "travel as UTF-8 (decode bytes with errors='replace', or send them base64-encoded)"
+                ) from None
+        self.pending = kind
+        return text
+
+    def send_reset(self, kwargs: dict[str, Any] | None = None) -> str:
+        """Return the text of a reset frame and mark a reset as in flight."""
+        return self.send(MessageType.RESET, ResetFrame(kwargs or {}))
+
+    def send_step(self, action: dict[str, Any]) -> str:
+        """Return the text of a step frame and mark a step as in flight."""
+        return self.send(MessageType.STEP, StepFrame(action))
+
+    def send_state(self) -> str:
+        """Return the text of a state request and mark it as in flight."""
+        return self.send(MessageType.STATE, StateRequest())
+
+    def send_close(self) -> str:
+        """Return the text of a close frame; no reply is expected and the session is closed."""
+        self.state = SessionState.CLOSED
+        self.pending = None
+        return CloseFrame().serialize()
+
+    def receive(self, message: str | bytes) -> ServerFrame:
+        """Parse the reply to the call in flight.
+
+        Raises:
+            ProtocolError: the reply is malformed, unexpected (no call in flight) or of the
+                wrong type for the call.
+        """
+        if self.pending is None:
+            raise ProtocolError(ErrorCode.SESSION_ERROR.value, "unexpected frame: no call is waiting")
+        call, self.pending = self.pending, None
+        frame = self._parse(message)
+        if isinstance(frame, ErrorFrame):
+            return frame  # type: ignore[no-any-return]
+        expected = self._replies[call]
+        if not isinstance(frame, expected):
+            raise ProtocolError(
+                ErrorCode.SESSION_ERROR.value,
+                f"{call.value} expects a {expected.__name__}, the server sent {type(frame).__name__}",
+            )
+        if call in (MessageType.RESET, MessageType.BATCH_RESET):
+            self.state = SessionState.READY
+        return frame  # type: ignore[no-any-return]
