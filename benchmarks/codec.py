@@ -12,10 +12,10 @@ import os
 import time
 
 import numpy as np
+from servers import REPO_ROOT
 
 import openenv_gym  # noqa: F401
 from openenv_gym.vector import RemoteVectorEnv
-from servers import REPO_ROOT
 
 CASES = {  # name: (server target, actions per sub-env, timed steps for json, for binary)
     "CartPole-v1 (4 floats)": ("CartPole-v1", 2, 500, 500),

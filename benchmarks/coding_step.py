@@ -35,15 +35,15 @@ from importlib.metadata import version
 from typing import Any
 
 import gymnasium as gym
+from servers import REPO_ROOT
 
 import openenv_gym  # noqa: F401 - registers openenv/Coding-v0
 from openenv_gym.envs.coding.tasks import load_tasks
 from openenv_gym.sandbox import Limits, Sandbox, find_bwrap
 from openenv_gym.sandbox.bubblewrap import bwrap_command
-from servers import REPO_ROOT
 
 sys.path.insert(0, REPO_ROOT)  # the reference solutions live in the test suite
-from tests.envs.coding_reference import SOLUTIONS  # noqa: E402
+from tests.envs.coding_reference import SOLUTIONS
 
 ENV_ID = "openenv/Coding-v0"
 TRIVIAL = "print(1)"
@@ -141,12 +141,16 @@ def main() -> None:
     colds = {"python -c": cold_command([]), "python -S -s -B -c": cold_command(["-S", "-s", "-B"])}
     bwrap_version = subprocess.run([colds["python -c"][0], "--version"], capture_output=True, text=True).stdout.strip()
 
-    print(f"python {platform.python_version()}, openenv-gym {version('openenv-gym')}, gymnasium "
-          f"{version('gymnasium')}, websockets {version('websockets')}, {bwrap_version or 'bubblewrap'}"
-          f"{' (as root)' if os.geteuid() == 0 else ''}")
-    print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"{args.steps} timed steps per configuration ({args.rounds} interleaved rounds) after "
-          f"{args.warmup} warm-up steps; the hard task's solution: {args.hard_steps} steps")
+    print(
+        f"python {platform.python_version()}, openenv-gym {version('openenv-gym')}, gymnasium "
+        f"{version('gymnasium')}, websockets {version('websockets')}, {bwrap_version or 'bubblewrap'}"
+        f"{' (as root)' if os.geteuid() == 0 else ''}"
+    )
+    print(
+        f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+        f"{args.steps} timed steps per configuration ({args.rounds} interleaved rounds) after "
+        f"{args.warmup} warm-up steps; the hard task's solution: {args.hard_steps} steps"
+    )
 
     free = gym.make(ENV_ID, env_kwargs={"mode": "free"})
     tasks = gym.make(ENV_ID)
@@ -195,21 +199,28 @@ def main() -> None:
     row("warm, Sandbox.run in process (no server)", results["box"])
     for name in colds:
         row(f"cold, bwrap + fresh {name} per step", results[name], "reference: prints only, no limits or tests")
-    print(f"realistic step: the reference solution of {task.task_id} ({task.difficulty}, "
-          f"{len(task.tests)} hidden tests), scored")
+    print(
+        f"realistic step: the reference solution of {task.task_id} ({task.difficulty}, "
+        f"{len(task.tests)} hidden tests), scored"
+    )
     row("warm, end to end (gym.make, task mode)", results["hard e2e"])
     row("warm, Sandbox.run in process (no server)", results["hard box"])
 
     print()
     for name in colds:
         cold = results[name]
-        print(f"ratio cold ({name}) / warm end to end, trivial step: p50 {cold.ms(0.5) / warm.ms(0.5):.1f}x, "
-              f"p90 {cold.ms(0.9) / warm.ms(0.9):.1f}x, p99 {cold.ms(0.99) / warm.ms(0.99):.1f}x")
-    print(f"overhead of client + WebSocket + server over Sandbox.run, p50: "
-          f"{warm.ms(0.5) - results['box'].ms(0.5):.2f} ms")
+        print(
+            f"ratio cold ({name}) / warm end to end, trivial step: p50 {cold.ms(0.5) / warm.ms(0.5):.1f}x, "
+            f"p90 {cold.ms(0.9) / warm.ms(0.9):.1f}x, p99 {cold.ms(0.99) / warm.ms(0.99):.1f}x"
+        )
+    print(
+        f"overhead of client + WebSocket + server over Sandbox.run, p50: {warm.ms(0.5) - results['box'].ms(0.5):.2f} ms"
+    )
     ok = warm.ms(0.5) <= TARGET_MS
-    print(f"target: warm end-to-end trivial step p50 <= {TARGET_MS:g} ms -> {warm.ms(0.5):.2f} ms, "
-          f"{'met' if ok else 'NOT met'}")
+    print(
+        f"target: warm end-to-end trivial step p50 <= {TARGET_MS:g} ms -> {warm.ms(0.5):.2f} ms, "
+        f"{'met' if ok else 'NOT met'}"
+    )
     print(f"after the run: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -25,17 +25,18 @@ import statistics
 import time
 from collections.abc import Callable
 
-import openenv_gym  # noqa: F401  (registers the openenv/... ids)
+from rollout import steps_per_second, time_ready
+
+import openenv_gym
 from openenv_gym.providers import ProcessProvider, docker_pool
 from openenv_gym.providers.docker.provider import DockerProvider, docker_client
-from rollout import steps_per_second, time_ready
 
 NUM_ENVS = 64
 
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def time_starts(make: Callable[[], object], count: int) -> list[float]:
@@ -70,7 +71,9 @@ def main() -> None:
     docker_times = time_starts(lambda: DockerProvider("CartPole-v1"), args.starts)
     process_times = time_starts(lambda: ProcessProvider("CartPole-v1"), args.starts)
     for name, times in (("docker", docker_times), ("process", process_times)):
-        print(f"  {name:8s} p50 {percentile(times, 0.5):.3f}  p95 {percentile(times, 0.95):.3f}  mean {statistics.mean(times):.3f}")
+        print(
+            f"  {name:8s} p50 {percentile(times, 0.5):.3f}  p95 {percentile(times, 0.95):.3f}  mean {statistics.mean(times):.3f}"
+        )
     p50 = percentile(docker_times, 0.5)
     print(f"  ratio docker/process p50: {p50 / percentile(process_times, 0.5):.2f}x")
     print(f"  target: docker start p50 <= 0.5 s -> {p50:.3f} s, {'met' if p50 <= 0.5 else 'NOT met'}")
@@ -96,12 +99,16 @@ def main() -> None:
         envs.close()
         servers = os.cpu_count() if per_server is None else NUM_ENVS // per_server
         print(f"  {packing} ({servers} servers):")
-        print(f"    docker cold {cold:.2f}  (again, filling the pool: {first:.2f})  docker from the warm pool {from_pool:.2f}  process {process:.2f}")
+        print(
+            f"    docker cold {cold:.2f}  (again, filling the pool: {first:.2f})  docker from the warm pool {from_pool:.2f}  process {process:.2f}"
+        )
         print(f"    ratios: cold/process {cold / process:.2f}x, warm/process {from_pool / process:.2f}x")
         print(f"    target: cold <= 5 s -> {cold:.2f} s, {'met' if cold <= 5 else 'NOT met'}")
 
     print(f"\nvector env-steps/s at {NUM_ENVS} sub-envs (one server per CPU, {args.steps} steps)")
-    print(f"  docker {rates['docker']:,.0f}  process {rates['process']:,.0f}  ratio docker/process {rates['docker'] / rates['process']:.2f}x")
+    print(
+        f"  docker {rates['docker']:,.0f}  process {rates['process']:,.0f}  ratio docker/process {rates['docker'] / rates['process']:.2f}x"
+    )
     print(f"after the run: load {os.getloadavg()}")
 
 

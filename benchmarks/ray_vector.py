@@ -20,9 +20,9 @@ import statistics
 import time
 
 import ray
+from rollout import steps_per_second, time_ready
 
 import openenv_gym
-from rollout import steps_per_second, time_ready
 
 TARGET = 0.8
 

@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from typing import IO
 
 __all__ = [
-    "REPO_ROOT", "SPAWNED", "START_TIMEOUT", "Server", "spawn", "start_frame_echo", "start_openenv_core", "wait_health"
+    "REPO_ROOT",
+    "SPAWNED",
+    "START_TIMEOUT",
+    "Server",
+    "spawn",
+    "start_frame_echo",
+    "start_openenv_core",
+    "wait_health",
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

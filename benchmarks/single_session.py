@@ -38,7 +38,7 @@ CALL_TIMEOUT = 30.0
 
 def start_ours() -> Server:
     cmd = [sys.executable, "-m", "openenv_gym", "serve", "openenv_gym.envs.echo:EchoEnvironment"]
-    server, t0 = spawn("ours", cmd + ["--port", "0", "--host", "127.0.0.1"])
+    server, t0 = spawn("ours", [*cmd, "--port", "0", "--host", "127.0.0.1"])
     assert server.proc.stdout is not None
     buffer = b""
     with selectors.DefaultSelector() as sel:
@@ -154,18 +154,31 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; steps/s is the median round")
     p.add_argument("--starts", type=int, default=5, help="server starts for the start-up median")
     p.add_argument("--quick", action="store_true", help="smoke run: few steps, one round, two starts")
-    p.add_argument("--openenv-async-step", action="store_true",
-                   help="give openenv-core's echo env a step_async, so its server skips the thread-pool hop")
+    p.add_argument(
+        "--openenv-async-step",
+        action="store_true",
+        help="give openenv-core's echo env a step_async, so its server skips the thread-pool hop",
+    )
     args = p.parse_args()
     if args.quick:
         args.steps, args.warmup, args.rounds, args.starts = 200, 20, 1, 2
 
-    print(f"python {platform.python_version()}, openenv-gym {version('openenv-gym')}, openenv-core "
-          f"{version('openenv-core')}, websockets {version('websockets')}, uvicorn {version('uvicorn')}")
-    print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"{args.steps} steps x {args.rounds} rounds after {args.warmup} warm-up steps; action {ACTION}")
-    print("openenv-core echo env: " + ("step_async (on the event loop)" if args.openenv_async_step else
-                                       "sync step (its server runs it in a thread pool; ours runs on the loop)"))
+    print(
+        f"python {platform.python_version()}, openenv-gym {version('openenv-gym')}, openenv-core "
+        f"{version('openenv-core')}, websockets {version('websockets')}, uvicorn {version('uvicorn')}"
+    )
+    print(
+        f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+        f"{args.steps} steps x {args.rounds} rounds after {args.warmup} warm-up steps; action {ACTION}"
+    )
+    print(
+        "openenv-core echo env: "
+        + (
+            "step_async (on the event loop)"
+            if args.openenv_async_step
+            else "sync step (its server runs it in a thread pool; ours runs on the loop)"
+        )
+    )
     starters = {"ours": start_ours, "openenv-core": lambda: start_openenv(args.openenv_async_step)}
     configs = [("ours", "async"), ("openenv-core", "async"), ("ours", "sync"), ("openenv-core", "sync")]
     results = {config: Result() for config in configs}
@@ -202,8 +215,10 @@ def main() -> None:
     for kind in ("async", "sync"):
         a, b = results["ours", kind], results["openenv-core", kind]
         ratio = a.rate() / b.rate()
-        print(f"{'ratio ours/openenv, ' + kind:<30}{ratio:>8.2f}x{a.ms(.5) / b.ms(.5):>8.2f}x"
-              f"{a.ms(.99) / b.ms(.99):>8.2f}x   target: steps/s >= 2x -> {met(ratio >= 2)}")
+        print(
+            f"{'ratio ours/openenv, ' + kind:<30}{ratio:>8.2f}x{a.ms(0.5) / b.ms(0.5):>8.2f}x"
+            f"{a.ms(0.99) / b.ms(0.99):>8.2f}x   target: steps/s >= 2x -> {met(ratio >= 2)}"
+        )
 
     print(f"\nserver start-up, spawn -> GET /health 200 (median of {args.starts}; min..max)")
     for name, times in startup.items():

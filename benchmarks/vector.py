@@ -43,10 +43,10 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from servers import Server, start_frame_echo, start_openenv_core
 
 import openenv_gym  # noqa: F401  (registers the openenv/... ids)
 from openenv_gym.vector import RemoteVectorEnv
-from servers import Server, start_frame_echo, start_openenv_core
 
 ENV_ID = "CartPole-v1"
 CALL_TIMEOUT = 30.0
@@ -158,12 +158,14 @@ def median_rate(rates: dict[tuple[str, int, int], float], label: str, n: int, ro
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--envs", default="1,8,64", help="comma-separated num_envs values (default 1,8,64)")
-    p.add_argument("--steps", type=int, default=None,
-                   help="timed vector steps per config (default 1000 for N <= 8, 300 above)")
+    p.add_argument(
+        "--steps", type=int, default=None, help="timed vector steps per config (default 1000 for N <= 8, 300 above)"
+    )
     p.add_argument("--warmup", type=int, default=200, help="untimed vector steps before timing")
     p.add_argument("--rounds", type=int, default=3, help="turns each config takes per N (default 3)")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: one round, 30 warm-up and 50 (N <= 8) or 20 timed steps")
+    p.add_argument(
+        "--quick", action="store_true", help="smoke run: one round, 30 warm-up and 50 (N <= 8) or 20 timed steps"
+    )
     args = p.parse_args()
     sizes = [int(x) for x in args.envs.split(",") if x.strip()]
     if args.quick:
@@ -180,12 +182,18 @@ def main() -> None:
     ours = {codec: "ours batched" + (f", codec={codec}" if codec else "") for codec in codecs}
     rows = [SYNC, ASYNC, *ours.values(), PER_SESSION, CORE, FLOOR]
 
-    print(f"python {platform.python_version()}, gymnasium {version('gymnasium')}, openenv-gym "
-          f"{version('openenv-gym')}, openenv-core {version('openenv-core')}, numpy {np.__version__}")
-    print(f"{machine()}; {ENV_ID}; num_envs {sizes}; {args.rounds} round(s); {args.warmup} warm-up steps, "
-          f"then timed steps {[steps_for(n) for n in sizes]}; random actions from default_rng(0); autoreset NextStep")
-    print(f"RemoteVectorEnv: codec= {'accepted' if 'codec' in params else 'not accepted (default only)'}, "
-          f"batched= {'accepted' if has_batched else 'not accepted'}; default servers: one per CPU")
+    print(
+        f"python {platform.python_version()}, gymnasium {version('gymnasium')}, openenv-gym "
+        f"{version('openenv-gym')}, openenv-core {version('openenv-core')}, numpy {np.__version__}"
+    )
+    print(
+        f"{machine()}; {ENV_ID}; num_envs {sizes}; {args.rounds} round(s); {args.warmup} warm-up steps, "
+        f"then timed steps {[steps_for(n) for n in sizes]}; random actions from default_rng(0); autoreset NextStep"
+    )
+    print(
+        f"RemoteVectorEnv: codec= {'accepted' if 'codec' in params else 'not accepted (default only)'}, "
+        f"batched= {'accepted' if has_batched else 'not accepted'}; default servers: one per CPU"
+    )
 
     rates: dict[tuple[str, int, int], float] = {}  # (config, N, round) -> env-steps/s
     errors: list[str] = []
@@ -234,8 +242,10 @@ def main() -> None:
                     print(f"  round {turn + 1}: {label:<32} N={n:<3} {rate:>12,.0f} env-steps/s", flush=True)
                 except Exception as exc:  # report the failure, measure the rest
                     errors.append(f"{label}, N={n}: {type(exc).__name__}: {str(exc)[:500]}")
-                    print(f"  round {turn + 1}: FAILED {label:<25} N={n:<3} {type(exc).__name__}: {str(exc)[:200]}",
-                          flush=True)
+                    print(
+                        f"  round {turn + 1}: FAILED {label:<25} N={n:<3} {type(exc).__name__}: {str(exc)[:200]}",
+                        flush=True,
+                    )
     finally:
         for started in [server, *echoes]:
             if started is not None:

@@ -57,8 +57,10 @@ def main() -> None:
         mean, std = evaluate_policy(model, venv, n_eval_episodes=args.eval_episodes, deterministic=True)
     finally:
         venv.close()
-    print(f"trained {args.timesteps:,} steps in {elapsed:.1f} s: {args.timesteps / elapsed:,.0f} env-steps/s "
-          f"(including PPO's own updates)")
+    print(
+        f"trained {args.timesteps:,} steps in {elapsed:.1f} s: {args.timesteps / elapsed:,.0f} env-steps/s "
+        f"(including PPO's own updates)"
+    )
     print(f"mean return over {args.eval_episodes} episodes: {mean:.1f} +/- {std:.1f} (solved at 475, max 500)")
 
 

@@ -15,25 +15,31 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._post_import import call_after_import
 from .client import AsyncEnvClient, EnvClient
 from .errors import (
     CapacityReachedError,
     ClientError,
     ConnectionLostError,
+    DockerUnavailableError,
     EnvCreationError,
     EnvMismatchError,
+    HubError,
+    ImageBuildError,
     InvalidActionError,
+    ManifestError,
     OpenEnvGymError,
     ProtocolError,
     ProviderError,
     RemoteError,
     RequestTimeoutError,
     ServerConnectError,
+    SandboxUnavailableError,
     ServerStartError,
     SpaceCodecError,
+    TrustRemoteCodeError,
     UnsupportedSpaceError,
 )
-from ._post_import import call_after_import
 
 if TYPE_CHECKING:
     from . import hub
@@ -48,10 +54,14 @@ __all__ = [
     "ClientError",
     "ClosedEnvError",
     "ConnectionLostError",
+    "DockerUnavailableError",
     "EnvClient",
     "EnvCreationError",
     "EnvMismatchError",
+    "HubError",
+    "ImageBuildError",
     "InvalidActionError",
+    "ManifestError",
     "OpenEnvGymError",
     "ProtocolError",
     "ProviderError",
@@ -59,8 +69,10 @@ __all__ = [
     "RemoteError",
     "RequestTimeoutError",
     "ServerConnectError",
+    "SandboxUnavailableError",
     "ServerStartError",
     "SpaceCodecError",
+    "TrustRemoteCodeError",
     "UnsupportedSpaceError",
     "__version__",
     "catalog",

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .server.env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES
 from .protocol.urls import is_loopback_host
+from .server.env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES
 
 __all__ = ["main"]
 
@@ -165,7 +165,10 @@ def _add_tasks_parser(commands: Any) -> None:
         "first line); an id is what reset(options={'task_id': ...}) takes.",
     )
     tasks.add_argument(
-        "--tasks", default=None, metavar="PATH", help="a JSONL task file or hf://datasets/... (default: the shipped set)"
+        "--tasks",
+        default=None,
+        metavar="PATH",
+        help="a JSONL task file or hf://datasets/... (default: the shipped set)",
     )
     tasks.add_argument(
         "--difficulty", action="append", choices=("easy", "medium", "hard"), help="only this difficulty (repeatable)"
@@ -221,11 +224,21 @@ def _pull(args: argparse.Namespace) -> int:
     from .hub import pull
 
     manifest = pull(args.repo_id, args.revision, repo_type=args.repo_type)
-    ways = [way for way, possible in (("process", True), ("docker", manifest.image), ("url", manifest.space_url)) if possible]
+    ways = [
+        way
+        for way, possible in (("process", True), ("docker", manifest.image), ("url", manifest.space_url))
+        if possible
+    ]
     print(f"{manifest.default_gym_id()}: {manifest.description or manifest.name} (version {manifest.version})")
-    print(f"  app: {manifest.app}" + ("  (Python code: run='process' needs trust_remote_code=True)" if manifest.app_is_code else ""))
-    print(f"  runs with: {', '.join(ways)}" + (f"; image {manifest.image}" if manifest.image else "")
-          + (f"; space {manifest.space_url}" if manifest.space_url else ""))
+    print(
+        f"  app: {manifest.app}"
+        + ("  (Python code: run='process' needs trust_remote_code=True)" if manifest.app_is_code else "")
+    )
+    print(
+        f"  runs with: {', '.join(ways)}"
+        + (f"; image {manifest.image}" if manifest.image else "")
+        + (f"; space {manifest.space_url}" if manifest.space_url else "")
+    )
     print(f'  use: openenv_gym.hub.register("{args.repo_id}") or gym.make("openenv/Hub-v0", repo_id="{args.repo_id}")')
     return 0
 
@@ -275,7 +288,9 @@ def _clean(args: argparse.Namespace) -> int:
     from .providers.docker.owners import reap
 
     removed = reap(_docker_client())
-    print(f"removed {len(removed)} container(s) of owners that are gone" + (": " + " ".join(removed) if removed else ""))
+    print(
+        f"removed {len(removed)} container(s) of owners that are gone" + (": " + " ".join(removed) if removed else "")
+    )
     return 0
 
 
@@ -336,7 +351,15 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-_COMMANDS = {"serve": _serve, "build": _build, "ps": _ps, "clean": _clean, "pull": _pull, "push": _push, "tasks": _tasks}
+_COMMANDS = {
+    "serve": _serve,
+    "build": _build,
+    "ps": _ps,
+    "clean": _clean,
+    "pull": _pull,
+    "push": _push,
+    "tasks": _tasks,
+}
 # Set to show the traceback of a failed command instead of its one-line error.
 _DEBUG_ENV_VAR = "OPENENV_GYM_DEBUG"
 

@@ -14,7 +14,6 @@ from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, EnvClient, http_
 from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, ServerConnectError, SpaceCodecError
 from .providers import Provider, URLProvider, make_provider, start_options
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
-
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
 
 __all__ = ["ClosedEnvError", "RemoteEnv", "ServerSpaces", "check_served", "make_remote_env", "resolve_spaces"]
@@ -140,6 +139,7 @@ def resolve_spaces(
             UserWarning,
             stacklevel=3,
         )
+
     def action_to_wire(value: Any) -> dict[str, Any]:
         try:
             return action.to_wire(value)
@@ -255,7 +255,7 @@ class RemoteEnv(gym.Env[Any, Any]):
             :meth:`render` raises.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium.Env declares it so
 
     def __init__(
         self,
@@ -334,9 +334,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         if not self._closer.alive:
             raise ClosedEnvError(repr(self), call)
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         self._check_open("reset")
         super().reset(seed=seed)
         kwargs: dict[str, Any] = {}

@@ -15,8 +15,14 @@
     │   └── RemoteError                            the server answered with an error frame
     │       ├── CapacityReachedError               ... because every session slot is taken
     │       └── EnvCreationError                   ... because it could not create the environment
-    └── ProviderError (RuntimeError)          a server could not be started or stopped
-        └── ServerStartError                       ... the server process failed to become healthy
+    ├── ProviderError (RuntimeError)          a server could not be started or stopped
+    │   └── ServerStartError                       ... the server process failed to become healthy
+    ├── DockerUnavailableError (ConnectionError) no Docker Engine answers
+    ├── ImageBuildError                       an env image could not be built, or is missing
+    ├── SandboxUnavailableError               no sandbox can run agent code here
+    ├── ManifestError (ValueError)            an openenv.yaml that cannot be read or does not validate
+    ├── HubError                              a manifest could not be pulled from the Hub
+    └── TrustRemoteCodeError (PermissionError) running it would import code a downloaded manifest names
 
 Built-in parents are chosen so that ``except TimeoutError`` or ``except ConnectionError`` keep
 working for callers who do not know this package.
@@ -34,17 +40,23 @@ __all__ = [
     "CapacityReachedError",
     "ClientError",
     "ConnectionLostError",
+    "DockerUnavailableError",
     "EnvCreationError",
     "EnvMismatchError",
+    "HubError",
+    "ImageBuildError",
     "InvalidActionError",
+    "ManifestError",
     "OpenEnvGymError",
     "ProtocolError",
     "ProviderError",
     "RemoteError",
     "RequestTimeoutError",
+    "SandboxUnavailableError",
     "ServerConnectError",
     "ServerStartError",
     "SpaceCodecError",
+    "TrustRemoteCodeError",
     "UnsupportedSpaceError",
 ]
 
@@ -128,9 +140,7 @@ class ConnectionLostError(ClientError, ConnectionError):
         reason: the close reason the server gave, if any.
     """
 
-    def __init__(
-        self, url: str, call: str | None, code: int | None = None, reason: str = ""
-    ) -> None:
+    def __init__(self, url: str, call: str | None, code: int | None = None, reason: str = "") -> None:
         super().__init__(url, call, code, reason)
         self.url = url
         self.call = call
@@ -268,3 +278,27 @@ class ServerStartError(ProviderError):
         if self.output:
             text += f"\nserver output (last lines):\n{self.output}"
         return text
+
+
+class DockerUnavailableError(OpenEnvGymError, ConnectionError):
+    """No Docker Engine answers (or the docker SDK cannot reach it)."""
+
+
+class ImageBuildError(OpenEnvGymError):
+    """An image could not be built, or is missing and may not be built here."""
+
+
+class SandboxUnavailableError(OpenEnvGymError):
+    """No sandbox mechanism can run here (or the one asked for failed to start)."""
+
+
+class ManifestError(OpenEnvGymError, ValueError):
+    """A manifest that cannot be read or does not validate; the message names the field."""
+
+
+class HubError(OpenEnvGymError):
+    """A manifest could not be pulled (no such repo, revision or file, or offline without a cache)."""
+
+
+class TrustRemoteCodeError(OpenEnvGymError, PermissionError):
+    """Running the env would import code named by a downloaded manifest, and that was not allowed."""

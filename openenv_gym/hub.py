@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import OpenEnvGymError
-from .manifest import Manifest, ManifestError, load_manifest
+from .errors import HubError, ManifestError, TrustRemoteCodeError
+from .manifest import Manifest, load_manifest
 
 __all__ = [
     "MANIFEST_FILENAME",
@@ -48,14 +48,6 @@ Run = Literal["auto", "process", "docker", "url"]
 _RUNS = ("auto", "process", "docker", "url")
 _PROBE_TIMEOUT = 5.0  # seconds the Hub has to answer before a pull with nothing cached gives up (a refused
 # connection or an unknown host answers at once; only a network that drops packets waits this long)
-
-
-class HubError(OpenEnvGymError):
-    """A manifest could not be pulled (no such repo, revision or file, or offline without a cache)."""
-
-
-class TrustRemoteCodeError(OpenEnvGymError, PermissionError):
-    """Running the env would import code named by a downloaded manifest, and that was not allowed."""
 
 
 def pull(repo_id: str, revision: str | None = None, *, repo_type: RepoType = "space") -> Manifest:
@@ -218,12 +210,14 @@ def push(
         if path.is_file() and "__pycache__" not in path.parts and path.relative_to(env_dir).as_posix() not in generated
     ]
     operations += [
-        CommitOperationAdd(path_in_repo=name, path_or_fileobj=content.encode())
-        for name, content in generated.items()
+        CommitOperationAdd(path_in_repo=name, path_or_fileobj=content.encode()) for name, content in generated.items()
     ]
     with _hub_errors(action, repo_id):
         api.create_commit(
-            repo_id, operations, repo_type="space", commit_message=f"openenv-gym push {manifest.name} {manifest.version}"
+            repo_id,
+            operations,
+            repo_type="space",
+            commit_message=f"openenv-gym push {manifest.name} {manifest.version}",
         )
     return f"https://huggingface.co/spaces/{repo_id}"
 
@@ -294,7 +288,9 @@ def _hub_errors(action: str, repo_id: str) -> Iterator[None]:
     except OfflineModeIsEnabled as exc:
         raise HubError(f"cannot {action}: HF_HUB_OFFLINE is set; unset it to reach the Hub") from exc
     except LocalTokenNotFoundError as exc:
-        raise HubError(f"cannot {action}: not logged in to the Hub; log in with `hf auth login` or set HF_TOKEN") from exc
+        raise HubError(
+            f"cannot {action}: not logged in to the Hub; log in with `hf auth login` or set HF_TOKEN"
+        ) from exc
     except HfHubHTTPError as exc:  # the Hub answered, with an error
         status = exc.response.status_code if exc.response is not None else None
         if status in (401, 403):
@@ -327,7 +323,9 @@ def _download(repo_id: str, revision: str | None, repo_type: str) -> Path:
         # With nothing cached, huggingface_hub would retry for ~20 s before saying the same.
         try:
             return Path(
-                hf_hub_download(repo_id, MANIFEST_FILENAME, repo_type=repo_type, revision=revision, local_files_only=True)
+                hf_hub_download(
+                    repo_id, MANIFEST_FILENAME, repo_type=repo_type, revision=revision, local_files_only=True
+                )
             )
         except LocalEntryNotFoundError:
             raise HubError(

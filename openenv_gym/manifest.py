@@ -34,13 +34,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .errors import ManifestError
+
 __all__ = ["Manifest", "ManifestError", "Resources", "load_manifest"]
 
 _GYM_ID = re.compile(r"^(?:[\w:.-]+/)?[\w:.-]+-v\d+$")
-
-
-class ManifestError(ValueError):
-    """A manifest that cannot be read or does not validate; the message names the field."""
 
 
 class Resources(BaseModel):
@@ -105,7 +103,7 @@ class Manifest(BaseModel):
             for key in ("action", "observation"):
                 try:
                     space_from_json(value[key])
-                except Exception as exc:  # noqa: BLE001 - any decoding error is the manifest's fault
+                except Exception as exc:
                     raise ValueError(f"spaces.{key} is not a space description: {exc}") from None
         return value
 
@@ -121,7 +119,9 @@ class Manifest(BaseModel):
 
     def docker_options(self) -> dict[str, Any]:
         """The Docker provider options this manifest sets: image, resource limits, network, security_opt."""
-        options: dict[str, Any] = {key: value for key, value in self.resources.model_dump().items() if value is not None}
+        options: dict[str, Any] = {
+            key: value for key, value in self.resources.model_dump().items() if value is not None
+        }
         if self.image:
             options["image"] = self.image
         if self.network:

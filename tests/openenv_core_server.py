@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import enum
 import uuid
-from typing import Any, Optional
+from typing import Any
 
 ENVS = ("echo", "cartpole", "typed-cartpole", "grid")
 GRID_SIZE = 5
@@ -65,7 +65,7 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
         action: int
 
     class CartPoleObservation(Observation):
-        observation: list[float] = []
+        observation: list[float] = []  # noqa: RUF012 - a pydantic field: copied per instance
 
     class TypedCartPoleAction(Action):
         action: int = Field(ge=0, le=1, description="push the cart left (0) or right (1)")
@@ -87,16 +87,12 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
             self._env = gymnasium.make("CartPole-v1")
             self._state = State()
 
-        def reset(
-            self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
-        ) -> CartPoleObservation:
+        def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> CartPoleObservation:
             self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
             obs, _ = self._env.reset(seed=seed)
             return self.observation_cls(observation=obs.tolist())
 
-        def step(
-            self, action: CartPoleAction, timeout_s: float | None = None, **kwargs: Any
-        ) -> CartPoleObservation:
+        def step(self, action: CartPoleAction, timeout_s: float | None = None, **kwargs: Any) -> CartPoleObservation:
             self._state.step_count += 1
             obs, _, terminated, truncated, _ = self._env.step(action.action)
             return self.observation_cls(observation=obs.tolist(), reward=1.0, done=bool(terminated or truncated))
@@ -120,7 +116,7 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
     class GridAction(Action):
         direction: Direction
         sprint: bool = False  # two cells instead of one
-        note: Optional[str] = None
+        note: str | None = None
         options: dict[str, Any] = Field(default_factory=dict)  # free-form: no Gymnasium space
 
     class Position(BaseModel):
@@ -129,7 +125,7 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
 
     class GridObservation(Observation):
         position: Position = Field(default_factory=lambda: Position(x=0, y=0))
-        last_direction: Optional[Direction] = None  # null after a reset
+        last_direction: Direction | None = None  # null after a reset
         visited: list[Position] = Field(default_factory=list)  # any length
         distance: float = Field(default=0.0, ge=0.0, description="Manhattan distance to the goal")
         debug: dict[str, Any] = Field(default_factory=dict)  # free-form: no Gymnasium space

@@ -8,6 +8,8 @@ import struct
 import numpy as np
 import pytest
 
+from openenv_gym.errors import ProtocolError
+from openenv_gym.protocol import CloseFrame, ErrorCode, ErrorFrame
 from openenv_gym.protocol.batch import (
     BATCH_PATH,
     BINARY_MAGIC,
@@ -21,8 +23,6 @@ from openenv_gym.protocol.batch import (
     parse_batch_query,
     parse_batch_server_frame,
 )
-from openenv_gym.errors import ProtocolError
-from openenv_gym.protocol import CloseFrame, ErrorCode, ErrorFrame
 
 MODES = ["NextStep", "SameStep", "Disabled"]
 

@@ -27,7 +27,9 @@ def test_serve_until_sigterm(command):
     )
     try:
         line = server.stdout.readline()
-        match = re.match(re.escape(READY_PREFIX) + r"(http://127\.0\.0\.1:\d+) \(WebSocket ws://127\.0\.0\.1:\d+/ws\)", line)
+        match = re.match(
+            re.escape(READY_PREFIX) + r"(http://127\.0\.0\.1:\d+) \(WebSocket ws://127\.0\.0\.1:\d+/ws\)", line
+        )
         assert match, line
         with urllib.request.urlopen(match.group(1) + "/metadata", timeout=5 * UNIT) as response:
             assert json.loads(response.read())["name"] == "CartPole-v1"
@@ -163,7 +165,10 @@ def test_ps_lists_a_server_started_by_hand_and_says_docker_is_unavailable(tmp_pa
     owner = Path("/proc/self/comm").read_text().strip()
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].split() == ["PID", "TARGET", "ADDRESS", "OWNER"]
-    assert ps_row(result.stdout, server.pid) == f"{server.pid} CartPole-v1 {url.removeprefix('http://')} {os.getpid()} {owner}"
+    assert (
+        ps_row(result.stdout, server.pid)
+        == f"{server.pid} CartPole-v1 {url.removeprefix('http://')} {os.getpid()} {owner}"
+    )
     assert result.stderr == (
         f"openenv-gym ps: containers not listed: no Docker Engine answers (no socket at unix://{tmp_path}/no-engine.sock); "
         "start one (`dockerd`, or scripts/docker-engine.sh in a source checkout) or choose another provider\n"
@@ -183,7 +188,10 @@ def test_ps_lists_a_server_of_the_process_provider_with_its_owner(tmp_path):
         provider.stop()
     owner = Path("/proc/self/comm").read_text().strip()
     assert result.returncode == 0, result.stderr
-    assert ps_row(result.stdout, pid) == f"{pid} Pendulum-v1 {url.removeprefix('http://')} {os.getpid()} {owner} (stops with it)"
+    assert (
+        ps_row(result.stdout, pid)
+        == f"{pid} Pendulum-v1 {url.removeprefix('http://')} {os.getpid()} {owner} (stops with it)"
+    )
 
 
 class StubContainers:
@@ -221,6 +229,8 @@ def test_ps_lists_processes_then_containers(monkeypatch, capsys):
         f"CONTAINER  STATUS   TARGET       {'OWNER'.ljust(len(owner))}  PORTS\n"
         f"abc123     running  CartPole-v1  {owner}  127.0.0.1:49153->8000/tcp\n"
     )
+
+
 def test_tasks_lists_one_task_per_line(tmp_path):
     """`openenv-gym tasks` prints id, difficulty and the prompt's first line per task; --difficulty and --tasks filter."""
     from openenv_gym.envs.coding import task_ids
@@ -233,8 +243,14 @@ def test_tasks_lists_one_task_per_line(tmp_path):
     hard = subprocess.run([CONSOLE_SCRIPT, "tasks", "--difficulty", "hard"], capture_output=True, text=True, timeout=60)
     assert [line.split("\t")[0] for line in hard.stdout.splitlines()] == task_ids(difficulties=["hard"])
     mine = tmp_path / "mine.jsonl"
-    row = {"task_id": "t", "difficulty": "easy", "prompt": "First line.\nSecond.", "signature": "def f(x):",
-           "entry_point": "f", "tests": [{"args": [1], "expected": 2}]}
+    row = {
+        "task_id": "t",
+        "difficulty": "easy",
+        "prompt": "First line.\nSecond.",
+        "signature": "def f(x):",
+        "entry_point": "f",
+        "tests": [{"args": [1], "expected": 2}],
+    }
     mine.write_text(json.dumps(row) + "\n")
     listed = subprocess.run([CONSOLE_SCRIPT, "tasks", "--tasks", str(mine)], capture_output=True, text=True, timeout=60)
     assert listed.stdout == "t\teasy\tFirst line.\n"

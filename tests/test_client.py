@@ -14,8 +14,7 @@ import weakref
 import pytest
 
 from openenv_gym.client import AsyncEnvClient, http_get_json
-from openenv_gym.protocol.urls import http_url, ws_url
-from openenv_gym.protocol.urls import is_loopback_host, with_host
+from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.errors import (
     CapacityReachedError,
@@ -24,9 +23,9 @@ from openenv_gym.errors import (
     RequestTimeoutError,
     ServerConnectError,
 )
-from tests.loop_thread import LoopThread
+from openenv_gym.protocol.urls import http_url, is_loopback_host, with_host, ws_url
 from openenv_gym.providers import ProcessProvider
-from openenv_gym.client.sync_client import EnvClient
+from tests.loop_thread import LoopThread
 from tests.testing_env import CounterEnvironment
 from tests.utils import REPO_ROOT, UNIT, free_port, run_async, running_server
 
@@ -146,7 +145,9 @@ def test_call_timeout_then_session_is_abandoned(Client):
         client.connect()
         client.reset()
         started = time.monotonic()
-        with pytest.raises(RequestTimeoutError, match=re.escape(f"step on {client.url} got no answer within")) as caught:
+        with pytest.raises(
+            RequestTimeoutError, match=re.escape(f"step on {client.url} got no answer within")
+        ) as caught:
             client.step({"sleep": 3 * UNIT})
         assert isinstance(caught.value, TimeoutError)
         assert time.monotonic() - started < 2 * UNIT

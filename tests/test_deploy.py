@@ -13,9 +13,9 @@ import yaml
 
 from openenv_gym.cli import build_parser
 from openenv_gym.client import http_get_json
+from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.errors import ServerConnectError
 from openenv_gym.providers.docker.images import SERVER_UID
-from openenv_gym.client.sync_client import EnvClient
 from tests.utils import REPO_ROOT, UNIT, free_port, stop_process, wait_until
 
 MANIFEST = REPO_ROOT / "deploy" / "kubernetes" / "env-server.yaml"
@@ -31,7 +31,9 @@ def test_the_pods_are_locked_down_and_probed_on_health(documents):
     (container,) = pod["containers"]
     assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] == SERVER_UID
     assert container["securityContext"] == {
-        "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
     }
     assert container["resources"]["limits"].keys() == {"cpu", "memory"}
     assert {mount["mountPath"] for mount in container["volumeMounts"]} == {"/tmp"}
@@ -39,7 +41,10 @@ def test_the_pods_are_locked_down_and_probed_on_health(documents):
         assert container[probe]["httpGet"] == {"path": "/health", "port": "ws"}
     labels = documents["Deployment"]["spec"]["template"]["metadata"]["labels"]
     assert documents["Service"]["spec"]["clusterIP"] == "None"
-    for selector in (documents["Service"]["spec"]["selector"], documents["NetworkPolicy"]["spec"]["podSelector"]["matchLabels"]):
+    for selector in (
+        documents["Service"]["spec"]["selector"],
+        documents["NetworkPolicy"]["spec"]["podSelector"]["matchLabels"],
+    ):
         assert selector.items() <= labels.items()
 
 

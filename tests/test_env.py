@@ -181,7 +181,11 @@ def test_box_actions_are_checked_for_shape_type_and_bounds():
     env = gym.make("openenv/Pendulum-v1", disable_env_checker=True)
     try:
         env.reset(seed=0)
-        for action, reason in [([0.5, 0.5], "expected shape (1,), got shape (2,)"), ("0.5", "got str"), ([3.0], "outside the bounds")]:
+        for action, reason in [
+            ([0.5, 0.5], "expected shape (1,), got shape (2,)"),
+            ("0.5", "got str"),
+            ([3.0], "outside the bounds"),
+        ]:
             with pytest.raises(InvalidActionError, match=re.escape(reason)):
                 env.step(action)
         env.step([1])
@@ -195,7 +199,9 @@ def test_echo_refuses_a_bare_string_and_says_how_to_give_a_dict_action():
     env = gym.make("openenv/Echo-v0")
     try:
         env.reset()
-        with pytest.raises(InvalidActionError, match=re.escape("a Dict action is a dict of its fields, {'message': ...}; got str")):
+        with pytest.raises(
+            InvalidActionError, match=re.escape("a Dict action is a dict of its fields, {'message': ...}; got str")
+        ):
             env.step("hello")
         with pytest.raises(InvalidActionError, match=re.escape("missing ['message'], unexpected ['msg']")):
             env.step({"msg": "hello"})
@@ -243,7 +249,9 @@ def test_render_mode_is_accepted_with_one_warning_per_process(monkeypatch):
             "render() raises NotImplementedError (said once per process)"
         ]
         assert envs[0].render_mode == "rgb_array"
-        with pytest.raises(NotImplementedError, match=re.escape("rendering (render_mode='rgb_array') is not forwarded")):
+        with pytest.raises(
+            NotImplementedError, match=re.escape("rendering (render_mode='rgb_array') is not forwarded")
+        ):
             envs[0].unwrapped.render()
     finally:
         for env in envs:
@@ -294,7 +302,9 @@ def test_keyword_arguments_beyond_ours_go_to_the_env():
 
 def test_a_keyword_argument_given_twice_is_refused():
     """A loose env argument that env_kwargs also sets is an error naming it, before a server starts."""
-    with pytest.raises(ValueError, match=re.escape("'sutton_barto_reward' is given twice: as a keyword argument and in env_kwargs")):
+    with pytest.raises(
+        ValueError, match=re.escape("'sutton_barto_reward' is given twice: as a keyword argument and in env_kwargs")
+    ):
         gym.make("openenv/CartPole-v1", sutton_barto_reward=True, env_kwargs={"sutton_barto_reward": False})
 
 
@@ -303,7 +313,12 @@ def test_keyword_arguments_cannot_reach_an_env_on_a_running_server():
     from openenv_gym.providers import ProcessProvider
 
     with ProcessProvider("CartPole-v1") as url:
-        with pytest.raises(TypeError, match=re.escape("unexpected keyword arguments ['sutton_barto_reward']: a running server (base_url=) makes its env itself")):
+        with pytest.raises(
+            TypeError,
+            match=re.escape(
+                "unexpected keyword arguments ['sutton_barto_reward']: a running server (base_url=) makes its env itself"
+            ),
+        ):
             gym.make("openenv/CartPole-v1", base_url=url, sutton_barto_reward=True)
 
 
@@ -317,7 +332,9 @@ def test_keyword_arguments_cannot_reach_an_env_on_a_running_server():
 def test_an_env_that_cannot_be_made_is_an_env_creation_error(kwargs, message):
     """Bad env kwargs give EnvCreationError with the server's reason, not a connection failure; no server is left."""
     before = server_pids()
-    with pytest.raises(openenv_gym.EnvCreationError, match=re.escape(f"the server could not create CartPole-v1: {message}")) as caught:
+    with pytest.raises(
+        openenv_gym.EnvCreationError, match=re.escape(f"the server could not create CartPole-v1: {message}")
+    ) as caught:
         gym.make("openenv/CartPole-v1", **kwargs)
     assert caught.value.code == "FACTORY_ERROR"
     assert not isinstance(caught.value, ConnectionError)
@@ -332,7 +349,9 @@ def test_a_running_server_whose_env_cannot_be_made_says_so_on_schema():
         raise FileNotFoundError("no tasks file at /nowhere.jsonl")
 
     with running_server(broken) as server:
-        with pytest.raises(openenv_gym.EnvCreationError, match=re.escape("FileNotFoundError: no tasks file at /nowhere.jsonl")):
+        with pytest.raises(
+            openenv_gym.EnvCreationError, match=re.escape("FileNotFoundError: no tasks file at /nowhere.jsonl")
+        ):
             RemoteEnv(base_url=server.url)
 
 
@@ -341,7 +360,10 @@ def test_a_catalog_id_on_a_server_of_another_env_is_refused():
     from openenv_gym.providers import ProcessProvider
 
     with ProcessProvider("CartPole-v1") as url:
-        with pytest.raises(openenv_gym.EnvMismatchError, match=re.escape(f"the server at {url} serves 'CartPole-v1', not 'Pendulum-v1'")):
+        with pytest.raises(
+            openenv_gym.EnvMismatchError,
+            match=re.escape(f"the server at {url} serves 'CartPole-v1', not 'Pendulum-v1'"),
+        ):
             gym.make("openenv/Pendulum-v1", base_url=url)
         with pytest.raises(openenv_gym.EnvMismatchError):
             gym.make_vec("openenv/Pendulum-v1", num_envs=2, base_urls=[url])
@@ -359,7 +381,9 @@ def test_pickling_an_env_says_how_to_make_it_in_a_worker():
     env = gym.make("openenv/CartPole-v1")
     try:
         for attempt in (pickle.dumps, copy.deepcopy):
-            with pytest.raises(TypeError, match=re.escape("holds a live session with its server and cannot be pickled or copied")):
+            with pytest.raises(
+                TypeError, match=re.escape("holds a live session with its server and cannot be pickled or copied")
+            ):
                 attempt(env)
         env.reset(seed=0)  # still usable
     finally:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 import subprocess
-from pathlib import Path
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,32 +13,86 @@ import openenv_gym
 
 PUBLIC = {
     "openenv_gym": {
-        "AsyncEnvClient", "CapacityReachedError", "CatalogEntry", "ClientError", "ClosedEnvError",
-        "ConnectionLostError", "EnvClient", "EnvCreationError", "EnvMismatchError", "InvalidActionError",
-        "OpenEnvGymError", "ProtocolError", "ProviderError", "RemoteEnv", "RemoteError",
-        "RequestTimeoutError", "ServerConnectError", "ServerStartError", "SpaceCodecError",
-        "UnsupportedSpaceError", "__version__", "catalog", "hub", "make_sb3_vec_env", "register",
+        "AsyncEnvClient",
+        "CapacityReachedError",
+        "CatalogEntry",
+        "ClientError",
+        "ClosedEnvError",
+        "ConnectionLostError",
+        "DockerUnavailableError",
+        "EnvClient",
+        "EnvCreationError",
+        "EnvMismatchError",
+        "HubError",
+        "ImageBuildError",
+        "InvalidActionError",
+        "ManifestError",
+        "OpenEnvGymError",
+        "ProtocolError",
+        "ProviderError",
+        "RemoteEnv",
+        "RemoteError",
+        "RequestTimeoutError",
+        "SandboxUnavailableError",
+        "ServerConnectError",
+        "ServerStartError",
+        "SpaceCodecError",
+        "TrustRemoteCodeError",
+        "UnsupportedSpaceError",
+        "__version__",
+        "catalog",
+        "hub",
+        "make_sb3_vec_env",
+        "register",
     },
     "openenv_gym.vector": {"RemoteVectorEnv"},
     "openenv_gym.wrappers": {"SB3VecEnv", "make_sb3_vec_env"},
     "openenv_gym.server": {
-        "Action", "EnvServer", "Environment", "EnvironmentMetadata", "GymEnvironment", "Observation", "State",
-        "load_factory", "run",
+        "Action",
+        "EnvServer",
+        "Environment",
+        "EnvironmentMetadata",
+        "GymEnvironment",
+        "Observation",
+        "State",
+        "load_factory",
+        "run",
     },
     "openenv_gym.providers": {
-        "DockerProvider", "ProcessProvider", "Provider", "RayProvider", "URLProvider", "make_provider", "make_providers",
-        "provider_options", "start_options",
+        "DockerProvider",
+        "ProcessProvider",
+        "Provider",
+        "RayProvider",
+        "URLProvider",
+        "make_provider",
+        "make_providers",
+        "provider_options",
+        "start_options",
     },
     "openenv_gym.hub": {
-        "MANIFEST_FILENAME", "HubError", "TrustRemoteCodeError", "make_hub_env", "make_hub_vector_env", "pull",
-        "push", "register", "register_manifest",
+        "MANIFEST_FILENAME",
+        "HubError",
+        "TrustRemoteCodeError",
+        "make_hub_env",
+        "make_hub_vector_env",
+        "pull",
+        "push",
+        "register",
+        "register_manifest",
     },
     "openenv_gym.manifest": {"Manifest", "ManifestError", "Resources", "load_manifest"},
     "openenv_gym.sandbox": {"Limits", "RunResult", "Sandbox", "SandboxUnavailableError", "find_bwrap"},
     "openenv_gym.envs.echo": {"EchoAction", "EchoEnvironment", "EchoObservation"},
     "openenv_gym.envs.coding": {
-        "CodeAction", "CodeObservation", "CodingEnvironment", "CodingState", "Task", "TaskObservation", "TestCase",
-        "load_tasks", "task_ids",
+        "CodeAction",
+        "CodeObservation",
+        "CodingEnvironment",
+        "CodingState",
+        "Task",
+        "TaskObservation",
+        "TestCase",
+        "load_tasks",
+        "task_ids",
     },
 }
 
@@ -76,8 +130,12 @@ def test_every_package_of_the_source_tree_is_in_the_distribution():
 
     root = Path(__file__).resolve().parent.parent
     listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    mapped = {"openenv_gym": "openenv_gym", "openenv_gym.envs": "envs", "openenv_gym.vector": "vector",
-              "openenv_gym.wrappers": "wrappers"}
+    mapped = {
+        "openenv_gym": "openenv_gym",
+        "openenv_gym.envs": "envs",
+        "openenv_gym.vector": "vector",
+        "openenv_gym.wrappers": "wrappers",
+    }
     found = set()
     for package, folder in mapped.items():
         for init in (root / folder).rglob("__init__.py"):

@@ -77,7 +77,10 @@ def test_the_shipped_manifests_validate():
 def test_openenv_fields_keep_their_meaning_and_unknown_keys_are_kept(tmp_path):
     manifest = load_manifest(write(tmp_path, CARTPOLE + "future_field: 3\n"))
     assert (manifest.name, manifest.app, manifest.port, manifest.max_episode_steps) == (
-        "cartpole-hub", "CartPole-v1", 8000, 200
+        "cartpole-hub",
+        "CartPole-v1",
+        8000,
+        200,
     )
     assert manifest.model_extra == {"future_field": 3} and not manifest.app_is_code
     assert Manifest(name="x", app="pkg.mod:Env").app_is_code
@@ -128,7 +131,9 @@ def test_a_registered_manifest_makes_env_and_vector_env_and_passes_check_env(tmp
     assert env_id == "hubtest/CartPole200-v0" and gym.spec(env_id).max_episode_steps == 200
     env = gym.make(env_id)
     try:
-        assert checker_warnings(gym_check, env.unwrapped) <= checker_warnings(gym_check, gym.make("CartPole-v1").unwrapped)
+        assert checker_warnings(gym_check, env.unwrapped) <= checker_warnings(
+            gym_check, gym.make("CartPole-v1").unwrapped
+        )
         env.reset(seed=0)
         assert env.step(0)[1] == 1.0
     finally:
@@ -146,9 +151,11 @@ def test_code_named_by_a_manifest_needs_trust(tmp_path, monkeypatch):
         "image: openenv-gym/runtime:0.1.0\n", ""
     )
     path = write(tmp_path, code)
-    with pytest.raises(TrustRemoteCodeError, match="Python code named by a downloaded manifest.*trust_remote_code=True"):
+    with pytest.raises(
+        TrustRemoteCodeError, match=r"Python code named by a downloaded manifest.*trust_remote_code=True"
+    ):
         register_manifest(path, source="org/pendulum")
-    with pytest.raises(TrustRemoteCodeError, match="imports 'tests.testing_env:make_pendulum'"):
+    with pytest.raises(TrustRemoteCodeError, match=re.escape("imports 'tests.testing_env:make_pendulum'")):
         register_manifest(path, run="process")
     monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
     env_id = register_manifest(path, trust_remote_code=True)
@@ -166,12 +173,17 @@ def test_how_it_runs_is_the_users_choice(tmp_path):
         ("url", {"base_url": "https://org-cartpole.hf.space", "json_schema_fallback": True}),
         (
             "docker",
-            {"provider": "docker", "provider_kwargs": {"image": "openenv-gym/runtime:0.1.0", "memory": "512m", "cpus": 1.0}},
+            {
+                "provider": "docker",
+                "provider_kwargs": {"image": "openenv-gym/runtime:0.1.0", "memory": "512m", "cpus": 1.0},
+            },
         ),
     ):
         env_id = register_manifest(manifest, run=run, env_id=f"hubtest/Run{run}-v0")
         assert {k: v for k, v in gym.spec(env_id).kwargs.items() if k != "server"} == kwargs
-    packed = register_manifest(Manifest(name="packed", app="CartPole-v1", sessions_per_server=3), env_id="hubtest/Packed-v0")
+    packed = register_manifest(
+        Manifest(name="packed", app="CartPole-v1", sessions_per_server=3), env_id="hubtest/Packed-v0"
+    )
     envs = gym.make_vec(packed, num_envs=6)
     try:
         assert len(envs.unwrapped._providers) == 2  # 6 sub-envs, 3 per server
@@ -181,12 +193,14 @@ def test_how_it_runs_is_the_users_choice(tmp_path):
     assert gym.spec(register_manifest(code_only, env_id="hubtest/Auto-v0")).kwargs["base_url"] == "https://x.hf.space"
     with pytest.raises(ManifestError, match="names no image"):
         register_manifest(Manifest(name="x", app="CartPole-v1"), run="docker")
-    loosened = Manifest(name="x", app="CartPole-v1", image="openenv-gym/runtime:0.1.0", security_opt=["seccomp=unconfined"])
+    loosened = Manifest(
+        name="x", app="CartPole-v1", image="openenv-gym/runtime:0.1.0", security_opt=["seccomp=unconfined"]
+    )
     with pytest.raises(TrustRemoteCodeError, match="loosen its container's confinement"):
         register_manifest(loosened, run="docker")
-    assert gym.spec(register_manifest(loosened, run="docker", trust_remote_code=True, env_id="hubtest/Loose-v0")).kwargs[
-        "provider_kwargs"
-    ]["security_opt"] == ["seccomp=unconfined"]
+    assert gym.spec(
+        register_manifest(loosened, run="docker", trust_remote_code=True, env_id="hubtest/Loose-v0")
+    ).kwargs["provider_kwargs"]["security_opt"] == ["seccomp=unconfined"]
 
 
 # --- the real download path, offline, in fresh interpreters -----------------------------------
@@ -224,7 +238,9 @@ except (OpenEnvGymError, ManifestError) as exc:
 @pytest.fixture
 def hf_home(tmp_path):
     other = CARTPOLE.replace('version: "1.0.0"', 'version: "0.9.0"').replace("name: cartpole-hub", "name: pinned")
-    seed_hf_cache(tmp_path, "space", "org/cartpole", {MAIN: {"openenv.yaml": CARTPOLE}, PINNED: {"openenv.yaml": other}}, MAIN)
+    seed_hf_cache(
+        tmp_path, "space", "org/cartpole", {MAIN: {"openenv.yaml": CARTPOLE}, PINNED: {"openenv.yaml": other}}, MAIN
+    )
     seed_hf_cache(tmp_path, "space", "org/broken", {MAIN: {"openenv.yaml": "name: broken\nport: x\n"}}, MAIN)
     seed_hf_cache(tmp_path, "space", "org/empty", {MAIN: {"README.md": "# nothing\n"}}, MAIN)
     return tmp_path
@@ -269,7 +285,11 @@ def test_pull_errors_are_clear(hf_home, repo, error, message):
 def test_cli_pull_shows_how_an_env_runs(hf_home):
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "openenv_gym", "pull", "org/cartpole"], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "openenv_gym", "pull", "org/cartpole"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("hubtest/CartPole200-v0: CartPole from the Hub, 200 steps (version 1.0.0)")
@@ -418,7 +438,12 @@ def cli(*args: str, endpoint: str, hf_home: Path, **extra_env: str) -> subproces
         env.pop(name, None)
     env.update(extra_env)
     return subprocess.run(
-        [sys.executable, "-m", "openenv_gym", *args], env=env, capture_output=True, text=True, timeout=120, cwd=REPO_ROOT
+        [sys.executable, "-m", "openenv_gym", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
     )
 
 
@@ -428,8 +453,12 @@ def test_cli_push_without_network_is_one_line_and_exit_1(tmp_path):
     done = cli("push", "envs/echo", "--repo-id", "org/echo", endpoint=endpoint, hf_home=tmp_path)
     assert done.returncode == 1
     assert re.fullmatch(
-        re.escape(f"openenv-gym push: error: cannot push envs/echo to the Space org/echo: the Hub at {endpoint} "
-                  "cannot be reached (") + r"[^\n]*" + re.escape("); check the network (or HF_ENDPOINT) and try again\n"),
+        re.escape(
+            f"openenv-gym push: error: cannot push envs/echo to the Space org/echo: the Hub at {endpoint} "
+            "cannot be reached ("
+        )
+        + r"[^\n]*"
+        + re.escape("); check the network (or HF_ENDPOINT) and try again\n"),
         done.stderr,
     ), done.stderr
     assert done.stdout == ""
@@ -453,7 +482,7 @@ def test_cli_debug_env_var_shows_the_traceback(tmp_path):
     done = cli("push", "envs/echo", "--repo-id", "org/echo", endpoint=endpoint, hf_home=tmp_path, OPENENV_GYM_DEBUG="1")
     assert done.returncode == 1
     assert done.stderr.startswith("Traceback (most recent call last):")
-    assert "openenv_gym.hub.HubError: cannot push envs/echo to the Space org/echo" in done.stderr
+    assert "openenv_gym.errors.HubError: cannot push envs/echo to the Space org/echo" in done.stderr
 
 
 def unreachable_hub_message(endpoint: str) -> str:

@@ -8,9 +8,9 @@ import pytest
 from openenv.core.generic_client import GenericEnvClient  # a test dependency: openenv-gym[test]
 
 from openenv_gym.client import AsyncEnvClient, http_get_json
+from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.errors import RemoteError
 from openenv_gym.providers import ProcessProvider
-from openenv_gym.client.sync_client import EnvClient
 from tests.utils import openenv_core_servers, run_async
 
 
@@ -104,7 +104,9 @@ def test_our_sync_client_on_openenv_server(openenv_server_url):
     with EnvClient(openenv_server_url, env_id="echo") as client:
         first = client.reset(seed=1)
         assert (first.observation, first.reward, first.done) == (
-            {"echoed_message": "", "message_length": 0}, None, False
+            {"echoed_message": "", "message_length": 0},
+            None,
+            False,
         )
         assert (first.truncated, first.info) == (False, {})  # our extensions default when absent
         result = client.step({"message": "hello"})

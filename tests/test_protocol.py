@@ -91,7 +91,9 @@ def test_client_frames_round_trip(frame: object) -> None:
 
 def test_parse_invalid_json_is_invalid_json() -> None:
     """Text that is not JSON raises INVALID_JSON with OpenEnv's message."""
-    with pytest.raises(ProtocolError, match=re.escape("Invalid JSON: Expecting value: line 1 column 1 (char 0)")) as exc_info:
+    with pytest.raises(
+        ProtocolError, match=re.escape("Invalid JSON: Expecting value: line 1 column 1 (char 0)")
+    ) as exc_info:
         parse_client_frame("not json")
     assert exc_info.value.code == ErrorCode.INVALID_JSON.value
 
@@ -106,7 +108,9 @@ def test_parse_binary_frame_is_invalid_json(message: bytes) -> None:
     )
 
 
-@pytest.mark.parametrize("message, type_name", [("[1, 2]", "list"), ('"reset"', "str"), ("null", "NoneType"), ("3", "int")])
+@pytest.mark.parametrize(
+    "message, type_name", [("[1, 2]", "list"), ('"reset"', "str"), ("null", "NoneType"), ("3", "int")]
+)
 def test_parse_non_object_json_is_validation_error(message: str, type_name: str) -> None:
     """JSON that is not an object raises VALIDATION_ERROR naming what was sent."""
     with pytest.raises(ProtocolError) as exc_info:

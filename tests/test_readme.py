@@ -53,8 +53,13 @@ def hf_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     and dataset ORG/NAME holding a tasks.jsonl of the shipped Coding tasks."""
     home = tmp_path_factory.mktemp("hf-home")
     main, tagged = "a" * 40, "b" * 40
-    seed_hf_cache(home, "space", "org/cartpole", {main: {"openenv.yaml": CARTPOLE_MANIFEST},
-                                                  tagged: {"openenv.yaml": CARTPOLE_MANIFEST}}, main)
+    seed_hf_cache(
+        home,
+        "space",
+        "org/cartpole",
+        {main: {"openenv.yaml": CARTPOLE_MANIFEST}, tagged: {"openenv.yaml": CARTPOLE_MANIFEST}},
+        main,
+    )
     (home / "hub" / "spaces--org--cartpole" / "refs" / "v1").write_text(tagged)
     tasks = (REPO_ROOT / "envs" / "coding" / "tasks.jsonl").read_text().splitlines()[:5]
     seed_hf_cache(home, "dataset", "ORG/NAME", {main: {"tasks.jsonl": "\n".join(tasks) + "\n"}}, main)
@@ -67,7 +72,9 @@ def ray_cluster() -> Iterator[None]:
     ray = Path(sys.executable).parent / "ray"
     started = subprocess.run(
         [str(ray), "start", "--head", "--num-cpus", "8", "--include-dashboard", "false", "--disable-usage-stats"],
-        capture_output=True, text=True, timeout=120 * UNIT,
+        capture_output=True,
+        text=True,
+        timeout=120 * UNIT,
     )
     if started.returncode != 0:
         pytest.fail(f"ray start failed:\n{started.stdout}\n{started.stderr}")
@@ -102,7 +109,11 @@ def test_snippet_runs_as_written(code: str, hf_home: Path, request: pytest.Fixtu
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "always::ResourceWarning"}
     env.pop("HF_TOKEN", None)
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=300 * UNIT,
     )
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"

@@ -103,7 +103,7 @@ def test_sb3_subprocess_workers():
     try:
         obs = vec_env.reset()
         assert obs.shape == (2, 4)
-        obs, rewards, dones, infos = vec_env.step([0, 1])
+        obs, rewards, _dones, _infos = vec_env.step([0, 1])
         assert rewards.tolist() == [1.0, 1.0]
         assert vec_env.get_attr("server") == ["CartPole-v1", "CartPole-v1"]
     finally:

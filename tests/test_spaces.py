@@ -234,12 +234,21 @@ def test_space_from_json_missing_type() -> None:
 @pytest.mark.parametrize(
     "data, message",
     [
-        ({"type": "Box", "shape": [2], "high": 1.0}, "a Box space description needs 'low', got keys ['high', 'shape', 'type']"),
-        ({"type": "Box", "low": 0, "high": 1}, "a Box space description needs 'shape', got keys ['high', 'low', 'type']"),
+        (
+            {"type": "Box", "shape": [2], "high": 1.0},
+            "a Box space description needs 'low', got keys ['high', 'shape', 'type']",
+        ),
+        (
+            {"type": "Box", "low": 0, "high": 1},
+            "a Box space description needs 'shape', got keys ['high', 'low', 'type']",
+        ),
         ({"type": "Discrete"}, "a Discrete space description needs 'n', got keys ['type']"),
         ({"type": "MultiDiscrete"}, "a MultiDiscrete space description needs 'nvec', got keys ['type']"),
         ({"type": "MultiBinary"}, "a MultiBinary space description needs 'n', got keys ['type']"),
-        ({"type": "Text", "charset": "ab"}, "a Text space description needs 'max_length', got keys ['charset', 'type']"),
+        (
+            {"type": "Text", "charset": "ab"},
+            "a Text space description needs 'max_length', got keys ['charset', 'type']",
+        ),
         ({"type": "Dict"}, "a Dict space description needs 'spaces', got keys ['type']"),
         ({"type": "Tuple"}, "a Tuple space description needs 'spaces', got keys ['type']"),
     ],
@@ -326,9 +335,13 @@ def test_decode_wrong_values_raise(space: spaces.Space[Any], data: Any, message:
 def test_decode_dict_missing_and_extra_keys() -> None:
     """decode of a Dict value names the missing and the unexpected keys."""
     space = spaces.Dict([("a", spaces.Discrete(2)), ("b", spaces.Discrete(2))])
-    with pytest.raises(SpaceCodecError, match=re.escape("object does not fit the Dict space: missing ['b'], unexpected []")):
+    with pytest.raises(
+        SpaceCodecError, match=re.escape("object does not fit the Dict space: missing ['b'], unexpected []")
+    ):
         decode(space, {"a": 1})
-    with pytest.raises(SpaceCodecError, match=re.escape("object does not fit the Dict space: missing [], unexpected ['c']")):
+    with pytest.raises(
+        SpaceCodecError, match=re.escape("object does not fit the Dict space: missing [], unexpected ['c']")
+    ):
         decode(space, {"a": 1, "b": 0, "c": 2})
     with pytest.raises(SpaceCodecError, match=re.escape("expected an object with keys ['a', 'b'], got list")):
         decode(space, [1, 0])
@@ -362,9 +375,7 @@ def test_decode_non_finite_for_discrete_raises_codec_error(data: float) -> None:
         decode(spaces.Discrete(3), data)
 
 
-@pytest.mark.parametrize(
-    "space, data", [(spaces.MultiDiscrete([3, 3]), [1.5, 0]), (spaces.MultiBinary(2), [0.5, 1])]
-)
+@pytest.mark.parametrize("space, data", [(spaces.MultiDiscrete([3, 3]), [1.5, 0]), (spaces.MultiBinary(2), [0.5, 1])])
 def test_decode_fractional_for_integer_array_space_raises(space: spaces.Space[Any], data: list[float]) -> None:
     """decode rejects non-integral numbers for integer array spaces, as it does for Discrete."""
     with pytest.raises(SpaceCodecError):

@@ -145,10 +145,12 @@ def make_environ_reporter():
 
     class EnvironReporter(gym.Wrapper):
         def reset(self, **kwargs):
-            observation, info = self.env.reset(**kwargs)
+            observation, _info = self.env.reset(**kwargs)
             child = subprocess.run(
                 [sys.executable, "-c", f"import os; print(os.environ.get({TOKEN_ENV_VAR!r}, ''))"],
-                capture_output=True, text=True, timeout=30,
+                capture_output=True,
+                text=True,
+                timeout=30,
             )
             return observation, {"server_sees": os.environ.get(TOKEN_ENV_VAR, ""), "child_sees": child.stdout.strip()}
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv_gym.protocol.batch import AutoresetMode, AutoresetRule, BatchResultFrame
-from openenv_gym.protocol import ObservationFrame
 from openenv_gym.client.sync_client import EnvClient
+from openenv_gym.protocol import ObservationFrame
+from openenv_gym.protocol.batch import AutoresetMode, AutoresetRule, BatchResultFrame
 
 __all__ = ["PlainSessionBatch"]
 

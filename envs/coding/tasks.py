@@ -239,6 +239,4 @@ def _download(url: str) -> Path:
         raise ValueError(f"expected hf://datasets/ORG/NAME[@REVISION]/PATH.jsonl, got {url!r}")
     org, name, filename = parts
     name, _, revision = name.partition("@")
-    return Path(
-        hf_hub_download(f"{org}/{name}", filename, repo_type="dataset", revision=revision or None)
-    )
+    return Path(hf_hub_download(f"{org}/{name}", filename, repo_type="dataset", revision=revision or None))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import string
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -47,7 +47,7 @@ class EchoEnvironment(Environment[EchoAction, EchoObservation, State]):
 
     # Spaces as data, so the server never imports gymnasium: a Dict of printable Text for the
     # action, and the echoed Text plus its length for the observation.
-    space_descriptions = {
+    space_descriptions: ClassVar[dict[str, Any]] = {
         "action": {"type": "Dict", "spaces": {"message": _TEXT}},
         "observation": {
             "type": "Dict",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
+from ..protocol import ClientSession, MessageType
 from ..protocol.batch import (
     BATCH_PATH,
     BINARY_SUBPROTOCOL,
@@ -17,7 +18,6 @@ from ..protocol.batch import (
     batch_query,
     parse_batch_server_frame,
 )
-from ..protocol import ClientSession, MessageType
 from .sync_client import EnvClient
 
 __all__ = ["BatchClient"]

@@ -17,7 +17,8 @@ import ssl
 import threading
 import time
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from websockets.client import ClientProtocol
 from websockets.exceptions import InvalidState, InvalidStatus
@@ -25,7 +26,14 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from ..errors import CapacityReachedError, ConnectionLostError, ProtocolError, RequestTimeoutError, ServerConnectError
+from ..errors import (
+    CapacityReachedError,
+    ConnectionLostError,
+    OpenEnvGymError,
+    ProtocolError,
+    RequestTimeoutError,
+    ServerConnectError,
+)
 from ..protocol import ErrorCode, ObservationFrame, StateFrame
 from ..protocol.urls import tcp_form, unix_socket_path
 from ._http import auth_headers
@@ -38,7 +46,7 @@ KEEPALIVE_INTERVAL = 5.0
 _RECV_BYTES = 2**16
 
 
-class _StillWaiting(Exception):
+class _StillWaiting(OpenEnvGymError):
     """A caller's shorter wait ran out; the call itself is still in flight."""
 
 
@@ -132,7 +140,9 @@ class EnvClient(SessionClient):
                 if uri.secure:
                     sock = ssl.create_default_context().wrap_socket(sock, server_hostname=uri.host)
                 protocol = ClientProtocol(
-                    uri, max_size=self.max_frame_bytes, subprotocols=self.subprotocols  # type: ignore[arg-type]
+                    uri,
+                    max_size=self.max_frame_bytes,
+                    subprotocols=self.subprotocols,  # type: ignore[arg-type]
                 )
                 request = protocol.connect()
                 request.headers.update(auth_headers(self.token))
@@ -182,7 +192,7 @@ class EnvClient(SessionClient):
         self._sock.settimeout(max(deadline - time.monotonic(), 0.0))
         try:
             data = self._sock.recv(_RECV_BYTES)
-        except (socket.timeout, BlockingIOError):
+        except (TimeoutError, BlockingIOError):
             raise TimeoutError from None
         except ConnectionResetError:
             data = b""
@@ -397,7 +407,6 @@ class EnvClient(SessionClient):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
 
 
 def _refusal(exc: Exception) -> str:

@@ -276,7 +276,8 @@ def parse_batch_client_frame(message: str | bytes) -> BatchResetFrame | BatchSte
     if kind == MessageType.BATCH_RESET.value:
         seeds, options, mask = data.get("seeds"), data.get("options"), data.get("mask")
         if seeds is not None and not (
-            isinstance(seeds, list) and all(s is None or (isinstance(s, int) and not isinstance(s, bool)) for s in seeds)
+            isinstance(seeds, list)
+            and all(s is None or (isinstance(s, int) and not isinstance(s, bool)) for s in seeds)
         ):
             raise invalid("batch_reset seeds must be null or a list of integers and nulls")
         if options is not None and not isinstance(options, dict):

@@ -9,7 +9,7 @@ them: ``truncated`` and ``info`` beside ``done`` in observation data.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from ..errors import ProtocolError
 from ._json import data_object, dumps, elide, invalid, load_object
@@ -81,7 +81,7 @@ class CloseFrame:
         return "close"
 
 
-ClientFrame = Union[ResetFrame, StepFrame, StateRequest, CloseFrame]
+ClientFrame = ResetFrame | StepFrame | StateRequest | CloseFrame
 
 
 # Server -> client ------------------------------------------------------------------------------
@@ -127,10 +127,7 @@ class ObservationFrame:
             raise invalid(f"info must be an object, got {type(self.info).__name__}")
 
     def __str__(self) -> str:
-        return (
-            f"observation {elide(self.observation)} reward={self.reward} done={self.done} "
-            f"truncated={self.truncated}"
-        )
+        return f"observation {elide(self.observation)} reward={self.reward} done={self.done} truncated={self.truncated}"
 
 
 @dataclass(frozen=True)
@@ -170,7 +167,7 @@ class ErrorFrame:
         return f"error {self.code}: {self.message}"
 
 
-ServerFrame = Union[ObservationFrame, StateFrame, ErrorFrame]
+ServerFrame = ObservationFrame | StateFrame | ErrorFrame
 
 
 def parse_client_frame(message: str | bytes) -> ClientFrame:

@@ -11,7 +11,8 @@ The I/O layers (``server/``, ``client/``) only move text; the decisions live her
 from __future__ import annotations
 
 import enum
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from ..errors import ProtocolError
 from .codes import ErrorCode, MessageType
@@ -105,7 +106,7 @@ class ClientSession:
     """
 
     #: The reply each call expects, besides an error frame.
-    REPLIES: dict[MessageType, type] = {
+    REPLIES: ClassVar[dict[MessageType, type]] = {
         MessageType.RESET: ObservationFrame,
         MessageType.STEP: ObservationFrame,
         MessageType.STATE: StateFrame,

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import urllib.parse
 
-__all__ = ["LOOPBACK_HOSTS", "check_base_url", "http_url", "is_loopback_host", "tcp_form", "unix_socket_path", "unix_url", "with_host", "ws_url"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "check_base_url",
+    "http_url",
+    "is_loopback_host",
+    "tcp_form",
+    "unix_socket_path",
+    "unix_url",
+    "with_host",
+    "ws_url",
+]
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 

@@ -12,7 +12,17 @@ from .base import Provider
 from .process import ProcessProvider
 from .url import URLProvider
 
-__all__ = ["DockerProvider", "ProcessProvider", "Provider", "RayProvider", "URLProvider", "make_provider", "make_providers", "provider_options", "start_options"]
+__all__ = [
+    "DockerProvider",
+    "ProcessProvider",
+    "Provider",
+    "RayProvider",
+    "URLProvider",
+    "make_provider",
+    "make_providers",
+    "provider_options",
+    "start_options",
+]
 
 _PROVIDERS: dict[str, str] = {
     "process": ".process:ProcessProvider",
@@ -107,7 +117,9 @@ def start_options(
     for key, value in options.items():
         target = merged if key in taken else env_kwargs
         if key in target:
-            raise ValueError(f"{key!r} is given twice: as a keyword argument and in {'provider' if target is merged else 'env'}_kwargs")
+            raise ValueError(
+                f"{key!r} is given twice: as a keyword argument and in {'provider' if target is merged else 'env'}_kwargs"
+            )
         target[key] = value
     if token is not None:
         if "token" in merged:

@@ -13,8 +13,8 @@ import dataclasses
 import json
 import os
 import secrets
-import socket
 import selectors
+import socket
 import subprocess
 import sys
 import tempfile
@@ -221,7 +221,9 @@ class ProcessProvider(Provider):
                         pass
                     output = _tail(log)
                     self.stop()
-                    raise ServerStartError(f"server exited with code {process.returncode} before it was ready", command, output)
+                    raise ServerStartError(
+                        f"server exited with code {process.returncode} before it was ready", command, output
+                    )
                 buffer += chunk
         line = buffer.split(b"\n", 1)[0].decode()
         if line.startswith(FAILED_PREFIX):
@@ -367,5 +369,7 @@ def _listening_tcp_sockets() -> dict[str, str]:
             if sys.byteorder == "little":  # the kernel prints the address as 32-bit words in host order
                 packed = b"".join(packed[i : i + 4][::-1] for i in range(0, len(packed), 4))
             host = socket.inet_ntop(family, packed)
-            found[fields[9]] = f"[{host}]:{int(port_hex, 16)}" if family == socket.AF_INET6 else f"{host}:{int(port_hex, 16)}"
+            found[fields[9]] = (
+                f"[{host}]:{int(port_hex, 16)}" if family == socket.AF_INET6 else f"{host}:{int(port_hex, 16)}"
+            )
     return found

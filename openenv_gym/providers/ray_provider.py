@@ -20,15 +20,13 @@ from typing import Any
 
 try:
     import ray
-    from ray.exceptions import GetTimeoutError, RayActorError, RayError, RayTaskError
+    from ray.exceptions import GetTimeoutError, RayError, RayTaskError
     from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 except ModuleNotFoundError as exc:  # pragma: no cover - depends on what is installed
     if exc.name != "ray" and not (exc.name or "").startswith("ray."):
         raise
-    raise ModuleNotFoundError(
-        "provider='ray' needs Ray: pip install 'openenv-gym[ray]'", name=exc.name
-    ) from exc
+    raise ModuleNotFoundError("provider='ray' needs Ray: pip install 'openenv-gym[ray]'", name=exc.name) from exc
 
 from ..client import http_get_json
 from ..errors import OpenEnvGymError, ProviderError
@@ -41,7 +39,12 @@ __all__ = ["ACTOR_NAME_PREFIX", "PLACEMENT_STRATEGIES", "RayProvider", "ServerAc
 #: Every actor this provider creates is named with this prefix (``ray.util.list_named_actors``).
 ACTOR_NAME_PREFIX = "openenv-gym-server-"
 #: Ray's placement group strategies, by the names ``placement=`` takes.
-PLACEMENT_STRATEGIES = {"pack": "PACK", "spread": "SPREAD", "strict_pack": "STRICT_PACK", "strict_spread": "STRICT_SPREAD"}
+PLACEMENT_STRATEGIES = {
+    "pack": "PACK",
+    "spread": "SPREAD",
+    "strict_pack": "STRICT_PACK",
+    "strict_spread": "STRICT_SPREAD",
+}
 # Seconds for an actor to answer a short call (is its server alive?); a lost node does not answer.
 PING_TIMEOUT = 10.0
 # Seconds for an actor to stop its server (EOF, then TERM, then KILL, a few seconds each).

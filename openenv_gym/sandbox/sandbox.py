@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import OpenEnvGymError
+from ..errors import SandboxUnavailableError
 from . import worker
 from .bubblewrap import SCRATCH_DIR, bwrap_command, find_bwrap
 from .limits import Limits
@@ -32,10 +32,6 @@ MECHANISMS: tuple[str, ...] = ("bubblewrap", "none")
 SANDBOX_UID_BASE = 2_000_000_000
 _REPLY_GRACE = 5.0  # seconds the worker may take beyond a run's wall-clock limit to answer
 _STOP_TIMEOUT = 5.0
-
-
-class SandboxUnavailableError(OpenEnvGymError):
-    """No sandbox mechanism can run here (or the one asked for failed to start)."""
 
 
 @dataclasses.dataclass

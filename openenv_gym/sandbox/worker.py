@@ -39,7 +39,8 @@ import struct
 import sys
 import time
 import traceback
-from typing import Any, BinaryIO, Callable
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 __all__ = ["CONFIG_KEYS", "MAX_MESSAGE_BYTES", "TRACEBACK_LIMIT", "read_message", "write_message"]
 
@@ -120,9 +121,9 @@ def _run_child(request: dict[str, Any], config: dict[str, Any], out: int, err: i
     for source, target in ((devnull, 0), (out, 1), (err, 2), (results, _RESULT_FD)):
         os.dup2(source, target)
     os.closerange(_RESULT_FD + 1, 1 << 16)
-    sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
-    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
-    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+    sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
     exit_code = 0
     try:
         os.chdir(config["workdir"])
@@ -130,7 +131,7 @@ def _run_child(request: dict[str, Any], config: dict[str, Any], out: int, err: i
         exit_code = _run_solution(request)
     except SystemExit as exc:
         exit_code = _exit_status(exc.code)
-    except BaseException:  # noqa: BLE001 - report it as Python would, then exit 1
+    except BaseException:
         _print_traceback()
         exit_code = 1
     finally:
@@ -141,15 +142,15 @@ def _flush_like_python(exit_code: int) -> int:
     """Flush stdout and stderr at exit as CPython does: a failed stdout flush is reported, exit 120."""
     try:
         sys.stdout.flush()
-    except BaseException as exc:  # noqa: BLE001 - the code closed or broke its stdout
+    except BaseException as exc:
         try:
             sys.stderr.write(f"Exception ignored on flushing sys.stdout:\n{type(exc).__name__}: {exc}\n")
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             pass
         exit_code = exit_code or 120
     try:
         sys.stderr.flush()
-    except BaseException:  # noqa: BLE001 - nothing is left to report it on
+    except BaseException:
         pass
     return exit_code
 
@@ -159,10 +160,10 @@ def _run_solution(request: dict[str, Any]) -> int:
     linecache.cache[_SOLUTION] = (len(source), None, source.decode("utf-8", "replace").splitlines(True), _SOLUTION)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     try:
-        exec(compile(source, _SOLUTION, "exec"), namespace)  # noqa: S102 - the point of the sandbox
+        exec(compile(source, _SOLUTION, "exec"), namespace)
     except SystemExit:
         raise
-    except BaseException:  # noqa: BLE001 - the program failed: it exits 1 and no case runs
+    except BaseException:
         _print_traceback()
         return 1
     if request.get("entry_point"):
@@ -185,7 +186,7 @@ def _run_cases(namespace: dict[str, Any], entry_point: str, cases: list[list[Any
                 try:
                     value = function(*args)
                     result = {"value": json.loads(json.dumps(value))}
-                except BaseException as exc:  # noqa: BLE001 - a failed case, including SystemExit
+                except BaseException as exc:
                     result = {
                         "error": _describe(exc)[:1000],
                         "exception": [cls.__name__ for cls in type(exc).__mro__],
@@ -200,7 +201,7 @@ def _run_cases(namespace: dict[str, Any], entry_point: str, cases: list[list[Any
 def _describe(exc: BaseException) -> str:
     try:
         return f"{type(exc).__name__}: {exc}"
-    except BaseException:  # noqa: BLE001 - an exception whose __str__ fails
+    except BaseException:
         return f"{type(exc).__name__}: <str() failed>"
 
 
@@ -211,7 +212,7 @@ def _case_traceback(exc: BaseException) -> str:
         tb = tb.tb_next
     try:
         text = "".join(traceback.format_exception(type(exc), exc, tb))
-    except BaseException:  # noqa: BLE001 - formatting ran the code's own __str__ or __repr__
+    except BaseException:
         text = _describe(exc) + "\n"
     if len(text) > TRACEBACK_LIMIT:
         text = f"[... {len(text) - TRACEBACK_LIMIT} characters cut]\n" + text[-TRACEBACK_LIMIT:]
@@ -225,7 +226,7 @@ def _print_traceback() -> None:
         tb = tb.tb_next
     try:
         traceback.print_exception(kind, value, tb)
-    except BaseException:  # noqa: BLE001 - stderr closed by the code
+    except BaseException:
         pass
 
 
@@ -236,7 +237,7 @@ def _exit_status(code: Any) -> int:
         return code & 0xFF
     try:
         print(code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         pass
     return 1
 

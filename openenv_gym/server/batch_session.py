@@ -2,30 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 
+from ..errors import OpenEnvGymError, ProtocolError
+from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ObservationFrame, ServerSession
 from ..protocol.batch import (
     BINARY_SUBPROTOCOL,
     AutoresetMode,
     AutoresetRule,
     BatchCallFrame,
     BatchResetFrame,
-    BatchValuesFrame,
     BatchResultFrame,
     BatchStepFrame,
+    BatchValuesFrame,
     parse_batch_client_frame,
 )
-from ..errors import ProtocolError
-from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ObservationFrame, ServerSession
 from .environment import Environment
 from .session import Session, _accepted_kwargs, _execution_error
 
 __all__ = ["BatchSession"]
 
 
-class _BatchRefused(Exception):
+class _BatchRefused(OpenEnvGymError):
     """A batch request that cannot be carried out; becomes an error frame."""
 
     def __init__(self, frame: ErrorFrame) -> None:
@@ -142,9 +143,7 @@ class BatchSession(Session):
 
     def _parse_actions(self, request: BatchStepFrame) -> list[Any]:
         if len(request.actions) != self.size:
-            raise self._refuse(
-                ErrorCode.VALIDATION_ERROR, f"{len(request.actions)} actions for {self.size} sub-envs"
-            )
+            raise self._refuse(ErrorCode.VALIDATION_ERROR, f"{len(request.actions)} actions for {self.size} sub-envs")
         try:
             for index, rule in enumerate(self._rules):
                 rule.check_can_step(index)

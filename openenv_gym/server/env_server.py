@@ -8,17 +8,17 @@ import http
 import json
 import logging
 import os
-from collections.abc import Sequence
-from typing import Any, Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
-from ..protocol.urls import is_loopback_host, unix_url
 from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
+from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
+from ..protocol.urls import is_loopback_host, unix_url
 from .batch_session import BatchSession
 from .environment import Environment
 from .session import Session, factory_error

@@ -8,10 +8,11 @@ import json
 import os
 import signal
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from .env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, EnvServer
 from ..protocol.startup import FAILED_LINE, FAILED_PREFIX, READY_PREFIX
+from .env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, EnvServer
 from .environment import Environment
 from .session import factory_error
 

@@ -8,7 +8,8 @@ import functools
 import inspect
 import logging
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pydantic
 from websockets.asyncio.server import ServerConnection
@@ -37,6 +38,7 @@ def factory_error(factory: Callable[..., Any], exc: BaseException, with_tracebac
     if with_traceback:
         details["traceback"] = "".join(traceback.format_exception(exc))
     return ErrorFrame(ErrorCode.FACTORY_ERROR, f"{type(exc).__name__}: {exc}", details)
+
 
 # An environment's close() gets this long before the session gives up waiting on it.
 CLOSE_TIMEOUT = 10.0

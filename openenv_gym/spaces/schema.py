@@ -80,7 +80,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ..errors import SpaceCodecError, UnsupportedSpaceError
+from ..errors import OpenEnvGymError, SpaceCodecError, UnsupportedSpaceError
 from .codec import ACTION_FIELD, OBSERVATION_FIELD, decode
 
 __all__ = [
@@ -104,7 +104,7 @@ _MISSING: Any = object()
 _INT64 = np.iinfo(np.int64)
 
 
-class _Unmapped(Exception):
+class _Unmapped(OpenEnvGymError):
     """A schema without a space; ``reason`` says why."""
 
     def __init__(self, reason: str) -> None:
@@ -537,8 +537,10 @@ class _Mapper:
                 raise _Unmapped("tuple of variable length")
             nodes = [self._item(item, f"{path}[{i}]") for i, item in enumerate(items)]
             boxes = [node for node in nodes if isinstance(node, _BoxNode) and not node.nullable]
-            if len(boxes) == len(nodes) and nodes and all(
-                b.space.shape == () and b.space.dtype == boxes[0].space.dtype for b in boxes
+            if (
+                len(boxes) == len(nodes)
+                and nodes
+                and all(b.space.shape == () and b.space.dtype == boxes[0].space.dtype for b in boxes)
             ):
                 low = np.array([b.space.low for b in boxes], dtype=boxes[0].space.dtype)  # type: ignore[attr-defined]
                 high = np.array([b.space.high for b in boxes], dtype=boxes[0].space.dtype)  # type: ignore[attr-defined]
@@ -554,9 +556,7 @@ class _Mapper:
             assert isinstance(box, spaces.Box)
             shape = (count, *box.shape)
             return _BoxNode(
-                spaces.Box(
-                    low=np.broadcast_to(box.low, shape), high=np.broadcast_to(box.high, shape), dtype=box.dtype
-                )
+                spaces.Box(low=np.broadcast_to(box.low, shape), high=np.broadcast_to(box.high, shape), dtype=box.dtype)
             )
         if isinstance(item, _MultiBinaryNode) and not item.nullable:
             return _MultiBinaryNode(spaces.MultiBinary([count, *item.space.shape]))
@@ -686,9 +686,7 @@ def map_schema(schema: dict[str, Any], role: str) -> SchemaSpace:
         if role == ACTION_FIELD:
             mapper.required_unmapped.append("(root)")
         node = _DictNode([], set())
-    return SchemaSpace(
-        role, node.space, dict(mapper.unmapped), tuple(mapper.required_unmapped), field, node
-    )
+    return SchemaSpace(role, node.space, dict(mapper.unmapped), tuple(mapper.required_unmapped), field, node)
 
 
 def schema_space(schema: dict[str, Any], role: str) -> tuple[spaces.Space[Any], dict[str, str]]:

@@ -12,11 +12,11 @@ it needs.
 
 SOLUTIONS: dict[str, str] = {
     # ------------------------------------------------------------------ easy
-    "digit-square-sum": '''
+    "digit-square-sum": """
 def digit_square_sum(n: int) -> int:
     return sum(int(d) ** 2 for d in str(abs(n)))
-''',
-    "alternate-case": '''
+""",
+    "alternate-case": """
 def alternate_case(text: str) -> str:
     out = []
     upper = True
@@ -27,31 +27,31 @@ def alternate_case(text: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
-''',
-    "clamp-values": '''
+""",
+    "clamp-values": """
 def clamp_values(values: list[int], low: int, high: int) -> list[int]:
     if low > high:
         raise ValueError("low must not exceed high")
     return [min(max(v, low), high) for v in values]
-''',
-    "count-runs": '''
+""",
+    "count-runs": """
 def count_runs(items: list) -> int:
     runs = 0
     for i, item in enumerate(items):
         if i == 0 or item != items[i - 1]:
             runs += 1
     return runs
-''',
-    "make-initials": '''
+""",
+    "make-initials": """
 def make_initials(name: str) -> str:
     return "".join(word[0].upper() + "." for word in name.split())
-''',
-    "second-largest": '''
+""",
+    "second-largest": """
 def second_largest(nums: list[int]) -> int | None:
     distinct = sorted(set(nums), reverse=True)
     return distinct[1] if len(distinct) >= 2 else None
-''',
-    "is-isogram": '''
+""",
+    "is-isogram": """
 def is_isogram(word: str) -> bool:
     seen = set()
     for ch in word.lower():
@@ -61,15 +61,15 @@ def is_isogram(word: str) -> bool:
             return False
         seen.add(ch)
     return True
-''',
-    "trimmed-mean": '''
+""",
+    "trimmed-mean": """
 def trimmed_mean(nums: list[float]) -> float | None:
     if len(nums) < 3:
         return None
     middle = sorted(nums)[1:-1]
     return sum(middle) / len(middle)
-''',
-    "describe-count": '''
+""",
+    "describe-count": """
 def describe_count(count: int, noun: str) -> str:
     if count == 1:
         return f"{count} {noun}"
@@ -80,25 +80,25 @@ def describe_count(count: int, noun: str) -> str:
     else:
         plural = noun + "s"
     return f"{count} {plural}"
-''',
-    "digital-root": '''
+""",
+    "digital-root": """
 def digital_root(n: int) -> int:
     while n >= 10:
         n = sum(int(d) for d in str(n))
     return n
-''',
-    "chunk-list": '''
+""",
+    "chunk-list": """
 def chunk_list(items: list, size: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
-''',
-    "rotate-left": '''
+""",
+    "rotate-left": """
 def rotate_left(items: list, k: int) -> list:
     if not items:
         return []
     k %= len(items)
     return items[k:] + items[:k]
-''',
-    "letter-counts": '''
+""",
+    "letter-counts": """
 def letter_counts(text: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for ch in text:
@@ -106,26 +106,26 @@ def letter_counts(text: str) -> dict[str, int]:
             key = ch.lower()
             counts[key] = counts.get(key, 0) + 1
     return counts
-''',
-    "running-max": '''
+""",
+    "running-max": """
 def running_max(nums: list[int]) -> list[int]:
     out = []
     for x in nums:
         out.append(x if not out else max(out[-1], x))
     return out
-''',
-    "snake-to-camel": '''
+""",
+    "snake-to-camel": """
 def snake_to_camel(name: str) -> str:
     words = [w for w in name.split("_") if w]
     if not words:
         return ""
     return words[0].lower() + "".join(w[0].upper() + w[1:].lower() for w in words[1:])
-''',
-    "is-leap-year": '''
+""",
+    "is-leap-year": """
 def is_leap_year(year: int) -> bool:
     return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-''',
-    "count-overlapping": '''
+""",
+    "count-overlapping": """
 def count_overlapping(text: str, pattern: str) -> int:
     if not pattern:
         return 0
@@ -133,14 +133,14 @@ def count_overlapping(text: str, pattern: str) -> int:
         1 for i in range(len(text) - len(pattern) + 1)
         if text.startswith(pattern, i)
     )
-''',
-    "digits-balanced": '''
+""",
+    "digits-balanced": """
 def digits_balanced(n: int) -> bool:
     digits = [int(d) for d in str(abs(n))]
     half = len(digits) // 2
     return sum(digits[:half]) == sum(digits[len(digits) - half:])
-''',
-    "dedupe": '''
+""",
+    "dedupe": """
 def dedupe(items: list) -> list:
     seen = set()
     out = []
@@ -149,14 +149,14 @@ def dedupe(items: list) -> list:
             seen.add(item)
             out.append(item)
     return out
-''',
-    "char-mismatches": '''
+""",
+    "char-mismatches": """
 def char_mismatches(a: str, b: str) -> int:
     common = sum(1 for x, y in zip(a, b) if x != y)
     return common + abs(len(a) - len(b))
-''',
+""",
     # ---------------------------------------------------------------- medium
-    "rle-encode": '''
+    "rle-encode": """
 def rle_encode(text: str) -> str:
     out = []
     i = 0
@@ -168,8 +168,8 @@ def rle_encode(text: str) -> str:
         out.append((str(run) if run > 1 else "") + text[i])
         i = j
     return "".join(out)
-''',
-    "rle-decode": '''
+""",
+    "rle-decode": """
 def rle_decode(encoded: str) -> str:
     out = []
     digits = ""
@@ -180,8 +180,8 @@ def rle_decode(encoded: str) -> str:
             out.append(ch * (int(digits) if digits else 1))
             digits = ""
     return "".join(out)
-''',
-    "covered-length": '''
+""",
+    "covered-length": """
 def covered_length(intervals: list[list[int]]) -> int:
     spans = sorted((s, e) for s, e in intervals if e > s)
     total = 0
@@ -196,8 +196,8 @@ def covered_length(intervals: list[list[int]]) -> int:
     if cur_end is not None:
         total += cur_end - cur_start
     return total
-''',
-    "anti-diagonal-sums": '''
+""",
+    "anti-diagonal-sums": """
 def anti_diagonal_sums(matrix: list[list[int]]) -> list[int]:
     if not matrix or not matrix[0]:
         return []
@@ -207,8 +207,8 @@ def anti_diagonal_sums(matrix: list[list[int]]) -> list[int]:
         for j, value in enumerate(row):
             sums[i + j] += value
     return sums
-''',
-    "to-roman": '''
+""",
+    "to-roman": """
 def to_roman(n: int) -> str:
     if not 1 <= n <= 3999:
         raise ValueError("n must be between 1 and 3999")
@@ -222,8 +222,8 @@ def to_roman(n: int) -> str:
         count, n = divmod(n, value)
         out.append(symbol * count)
     return "".join(out)
-''',
-    "brackets-balanced": '''
+""",
+    "brackets-balanced": """
 def brackets_balanced(text: str) -> bool:
     pairs = {")": "(", "]": "[", "}": "{"}
     stack = []
@@ -234,15 +234,15 @@ def brackets_balanced(text: str) -> bool:
             if not stack or stack.pop() != pairs[ch]:
                 return False
     return not stack
-''',
-    "anagram-groups": '''
+""",
+    "anagram-groups": """
 def anagram_groups(words: list[str]) -> list[list[str]]:
     groups: dict[str, list[str]] = {}
     for word in words:
         groups.setdefault("".join(sorted(word)), []).append(word)
     return sorted(sorted(group) for group in groups.values())
-''',
-    "wrap-text": '''
+""",
+    "wrap-text": """
 def wrap_text(text: str, width: int) -> list[str]:
     lines: list[str] = []
     current = ""
@@ -257,8 +257,8 @@ def wrap_text(text: str, width: int) -> list[str]:
     if current:
         lines.append(current)
     return lines
-''',
-    "parse-duration": '''
+""",
+    "parse-duration": """
 import re
 
 _DURATION = re.compile(r"(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
@@ -272,29 +272,29 @@ def parse_duration(spec: str) -> int:
         if group is not None:
             total += int(group) * unit
     return total
-''',
-    "minutes-until": '''
+""",
+    "minutes-until": """
 def minutes_until(start: str, end: str) -> int:
     def to_minutes(clock: str) -> int:
         hours, minutes = clock.split(":")
         return int(hours) * 60 + int(minutes)
     return (to_minutes(end) - to_minutes(start)) % 1440
-''',
-    "weekday-after": '''
+""",
+    "weekday-after": """
 DAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 
 def weekday_after(day: str, offset: int) -> str:
     return DAYS[(DAYS.index(day) + offset) % 7]
-''',
-    "day-of-year": '''
+""",
+    "day-of-year": """
 def day_of_year(year: int, month: int, day: int) -> int:
     leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
     lengths = [31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
     if not 1 <= month <= 12 or not 1 <= day <= lengths[month - 1]:
         return -1
     return sum(lengths[:month - 1]) + day
-''',
-    "longest-distinct-run": '''
+""",
+    "longest-distinct-run": """
 def longest_distinct_run(text: str) -> str:
     last_seen: dict[str, int] = {}
     best_start, best_len = 0, 0
@@ -306,8 +306,8 @@ def longest_distinct_run(text: str) -> str:
         if i - start + 1 > best_len:
             best_start, best_len = start, i - start + 1
     return text[best_start:best_start + best_len]
-''',
-    "max-window-sum": '''
+""",
+    "max-window-sum": """
 def max_window_sum(nums: list[int]) -> int:
     if not nums:
         return 0
@@ -316,16 +316,16 @@ def max_window_sum(nums: list[int]) -> int:
         current = max(x, current + x)
         best = max(best, current)
     return best
-''',
-    "count-change-ways": '''
+""",
+    "count-change-ways": """
 def count_change_ways(amount: int, coins: list[int]) -> int:
     ways = [1] + [0] * amount
     for coin in coins:
         for value in range(coin, amount + 1):
             ways[value] += ways[value - coin]
     return ways[amount]
-''',
-    "pascal-row": '''
+""",
+    "pascal-row": """
 def pascal_row(n: int) -> list[int]:
     if n < 0:
         return []
@@ -333,8 +333,8 @@ def pascal_row(n: int) -> list[int]:
     for _ in range(n):
         row = [a + b for a, b in zip([0] + row, row + [0])]
     return row
-''',
-    "prime-factors": '''
+""",
+    "prime-factors": """
 def prime_factors(n: int) -> list[int]:
     factors = []
     if n < 2:
@@ -348,8 +348,8 @@ def prime_factors(n: int) -> list[int]:
     if n > 1:
         factors.append(n)
     return factors
-''',
-    "flatten": '''
+""",
+    "flatten": """
 def flatten(nested: list) -> list:
     out = []
     stack = [iter(nested)]
@@ -362,8 +362,8 @@ def flatten(nested: list) -> list:
         else:
             stack.pop()
     return out
-''',
-    "summarize-ranges": '''
+""",
+    "summarize-ranges": """
 def summarize_ranges(nums: list[int]) -> list[str]:
     values = sorted(set(nums))
     out = []
@@ -375,8 +375,8 @@ def summarize_ranges(nums: list[int]) -> list[str]:
         out.append(str(values[i]) if i == j else f"{values[i]}..{values[j]}")
         i = j + 1
     return out
-''',
-    "caesar-shift": '''
+""",
+    "caesar-shift": """
 def caesar_shift(text: str, shift: int) -> str:
     out = []
     for ch in text:
@@ -387,15 +387,15 @@ def caesar_shift(text: str, shift: int) -> str:
         else:
             out.append(ch)
     return "".join(out)
-''',
-    "mat-mul": '''
+""",
+    "mat-mul": """
 def mat_mul(a: list[list[int]], b: list[list[int]]) -> list[list[int]]:
     if len(a[0]) != len(b):
         raise ValueError("inner dimensions differ")
     columns = list(zip(*b))
     return [[sum(x * y for x, y in zip(row, col)) for col in columns] for row in a]
-''',
-    "apply-transactions": '''
+""",
+    "apply-transactions": """
 def apply_transactions(balance: int, ops: list[list]) -> list[int]:
     rejected = 0
     for kind, amount in ops:
@@ -409,9 +409,9 @@ def apply_transactions(balance: int, ops: list[list]) -> list[int]:
         else:
             rejected += 1
     return [balance, rejected]
-''',
+""",
     # ------------------------------------------------------------------ hard
-    "cheapest-route": '''
+    "cheapest-route": """
 import heapq
 
 def cheapest_route(graph: dict[str, dict[str, int]], start: str, goal: str) -> list | None:
@@ -429,8 +429,8 @@ def cheapest_route(graph: dict[str, dict[str, int]], start: str, goal: str) -> l
             if nxt not in done:
                 heapq.heappush(heap, (cost + weight, path + [nxt]))
     return None
-''',
-    "transposition-distance": '''
+""",
+    "transposition-distance": """
 def transposition_distance(a: str, b: str) -> int:
     n, m = len(a), len(b)
     d = [[0] * (m + 1) for _ in range(n + 1)]
@@ -445,8 +445,8 @@ def transposition_distance(a: str, b: str) -> int:
             if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
                 d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
     return d[n][m]
-''',
-    "build-order": '''
+""",
+    "build-order": """
 import heapq
 
 def build_order(tasks: list[str], deps: list[list[str]]) -> list[str]:
@@ -473,8 +473,8 @@ def build_order(tasks: list[str], deps: list[list[str]]) -> list[str]:
     if len(order) != len(known):
         raise ValueError("dependencies contain a cycle")
     return order
-''',
-    "evaluate": '''
+""",
+    "evaluate": """
 def evaluate(expression: str) -> int:
     tokens = []
     i = 0
@@ -549,8 +549,8 @@ def evaluate(expression: str) -> int:
     if pos != len(tokens):
         raise ValueError("trailing tokens")
     return result
-''',
-    "lru-simulate": '''
+""",
+    "lru-simulate": """
 from collections import OrderedDict
 
 def lru_simulate(capacity: int, requests: list[str]) -> list:
@@ -567,8 +567,8 @@ def lru_simulate(capacity: int, requests: list[str]) -> list:
             cache.popitem(last=False)
         cache[key] = None
     return [misses, list(reversed(cache))]
-''',
-    "sudoku-valid": '''
+""",
+    "sudoku-valid": """
 def sudoku_valid(rows: list[str]) -> bool:
     if len(rows) != 9 or any(len(row) != 9 for row in rows):
         return False
@@ -584,8 +584,8 @@ def sudoku_valid(rows: list[str]) -> bool:
                 return False
             seen.update(keys)
     return True
-''',
-    "free-slots": '''
+""",
+    "free-slots": """
 def free_slots(busy: list[list[int]], day_start: int, day_end: int,
                min_length: int) -> list[list[int]]:
     slots = []
@@ -601,8 +601,8 @@ def free_slots(busy: list[list[int]], day_start: int, day_end: int,
     if day_end > cursor and day_end - cursor >= min_length:
         slots.append([cursor, day_end])
     return slots
-''',
-    "run-stack-program": '''
+""",
+    "run-stack-program": """
 def run_stack_program(program: list[str]) -> list[int]:
     stack: list[int] = []
     pc = 0
@@ -650,8 +650,8 @@ def run_stack_program(program: list[str]) -> list[int]:
         else:
             raise ValueError(f"bad instruction: {program[pc - 1]!r}")
     return stack
-''',
-    "two-color": '''
+""",
+    "two-color": """
 from collections import deque
 
 def two_color(graph: dict[str, list[str]]) -> dict[str, int] | None:
@@ -678,16 +678,16 @@ def two_color(graph: dict[str, list[str]]) -> dict[str, int] | None:
                 elif colors[other] == colors[node]:
                     return None
     return colors
-''',
-    "best-knapsack": '''
+""",
+    "best-knapsack": """
 def best_knapsack(items: list[list[int]], capacity: int) -> int:
     best = [0] * (capacity + 1)
     for weight, value in items:
         for room in range(capacity, weight - 1, -1):
             best[room] = max(best[room], best[room - weight] + value)
     return best[capacity] if capacity >= 0 else 0
-''',
-    "window-medians": '''
+""",
+    "window-medians": """
 from bisect import insort, bisect_left
 
 def window_medians(nums: list[int], k: int) -> list[float]:
@@ -705,8 +705,8 @@ def window_medians(nums: list[int], k: int) -> list[float]:
             del window[bisect_left(window, nums[i - k])]
             insort(window, nums[i])
     return out
-''',
-    "glob-match": '''
+""",
+    "glob-match": """
 def glob_match(pattern: str, text: str) -> bool:
     tokens = []
     i = 0
@@ -759,8 +759,8 @@ def glob_match(pattern: str, text: str) -> bool:
         else:
             reach = [False] + [reach[j - 1] and single(token, text[j - 1]) for j in range(1, n + 1)]
     return reach[n]
-''',
-    "parse-csv-line": '''
+""",
+    "parse-csv-line": """
 def parse_csv_line(line: str) -> list[str]:
     fields = []
     i = 0
@@ -793,8 +793,8 @@ def parse_csv_line(line: str) -> list[str]:
         if i >= n:
             return fields
         i += 1  # skip the comma; a trailing comma yields one more empty field
-''',
-    "max-weight-schedule": '''
+""",
+    "max-weight-schedule": """
 from bisect import bisect_right
 
 def max_weight_schedule(jobs: list[list[int]]) -> int:
@@ -805,5 +805,5 @@ def max_weight_schedule(jobs: list[list[int]]) -> int:
         compatible = bisect_right(ends, start, 0, i - 1)
         best[i] = max(best[i - 1], best[compatible] + weight)
     return best[-1]
-''',
+""",
 }

@@ -68,7 +68,7 @@ def served(docker) -> Iterator[Served]:  # noqa: F811 - the fixture imported abo
 
 
 def solve(env) -> None:
-    obs, reward, terminated, truncated, info = env.step(SOLUTION)
+    obs, reward, terminated, truncated, _info = env.step(SOLUTION)
     assert (reward, terminated, truncated) == (1.0, True, False), obs["stderr"]
     env.reset(options={"task_id": TASK})
 
@@ -77,7 +77,7 @@ def solve(env) -> None:
 def test_hostile_code_is_contained_in_the_container(served, name):
     case = CASES[name]
     code = case.code.replace(SERVER_PORT, "8000").replace(SERVICE_PORT, "8001")
-    obs, reward, terminated, truncated, info = served.a.step(code)
+    obs, reward, terminated, _truncated, info = served.a.step(code)
     output = obs["stdout"] + obs["stderr"]
     assert case.expected in output, output[-2000:]
     assert obs["exit_code"] == case.exit_code, output[-2000:]

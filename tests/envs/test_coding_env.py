@@ -40,9 +40,13 @@ def test_reset_picks_a_task_by_seed_and_by_id(coding):
     assert chosen.info == {"task_id": EASY, "difficulty": "easy"}
     assert chosen.prompt.endswith("def digit_square_sum(n: int) -> int:")
     assert chosen.tests_total == len(coding._by_id[EASY].tests) and chosen.tests_passed == 0
-    with pytest.raises(ValueError, match=re.escape("unknown task_id 'digit-square-sums'. Did you mean: 'digit-square-sum'? ")):
+    with pytest.raises(
+        ValueError, match=re.escape("unknown task_id 'digit-square-sums'. Did you mean: 'digit-square-sum'? ")
+    ):
         coding.reset(options={"task_id": "digit-square-sums"})
-    with pytest.raises(ValueError, match=re.escape(f"unknown task_id 'nope'. Expected one of: {EASY}, alternate-case, ")):
+    with pytest.raises(
+        ValueError, match=re.escape(f"unknown task_id 'nope'. Expected one of: {EASY}, alternate-case, ")
+    ):
         coding.reset(options={"task_id": "nope"})
     with pytest.raises(ValueError, match=r"unknown reset options \['level'\]"):
         coding.reset(options={"level": 1})
@@ -86,8 +90,11 @@ def test_an_exception_in_the_function_names_the_failing_example_with_its_traceba
 
 
 HIDDEN_ONLY = {
-    "task_id": "hidden", "difficulty": "easy", "prompt": "Return the number of digits of n.",
-    "signature": "def digits(n: int) -> int:", "entry_point": "digits",
+    "task_id": "hidden",
+    "difficulty": "easy",
+    "prompt": "Return the number of digits of n.",
+    "signature": "def digits(n: int) -> int:",
+    "entry_point": "digits",
     "tests": [{"args": [7], "expected": 1}, {"args": [12345], "expected": 5}],
 }
 
@@ -97,9 +104,13 @@ def test_a_failing_hidden_test_reports_the_exception_but_not_its_arguments():
     env = CodingEnvironment(tasks=[HIDDEN_ONLY])
     try:
         env.reset()
-        raised = env.step(CodeAction(code="def digits(n):\n    if n > 9:\n        raise ValueError('too long')\n    return 1"))
-        assert raised.feedback.startswith("1 of 2 tests passed.\nA hidden test failed: it raised ValueError: too long.\n")
-        assert raised.feedback.endswith('line 3, in digits\n    raise ValueError(\'too long\')\nValueError: too long')
+        raised = env.step(
+            CodeAction(code="def digits(n):\n    if n > 9:\n        raise ValueError('too long')\n    return 1")
+        )
+        assert raised.feedback.startswith(
+            "1 of 2 tests passed.\nA hidden test failed: it raised ValueError: too long.\n"
+        )
+        assert raised.feedback.endswith("line 3, in digits\n    raise ValueError('too long')\nValueError: too long")
         wrong = env.step(CodeAction(code="def digits(n):\n    return 1"))
         assert wrong.feedback == "1 of 2 tests passed.\nA hidden test failed: it returned a wrong value."
         assert "12345" not in raised.feedback + wrong.feedback
@@ -131,9 +142,16 @@ def test_reward_modes():
         assert [r for r, e in zip(rewards, expected) if e is not None] == [e for e in expected if e is not None]
         if mode == "improvement":
             assert 0 < rewards[0] < 1 and rewards[0] + rewards[1] == pytest.approx(1.0)
-    with pytest.raises(ValueError, match=re.escape("unknown reward 'binry'. Did you mean: 'binary'? Expected one of: fraction, binary, improvement")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "unknown reward 'binry'. Did you mean: 'binary'? Expected one of: fraction, binary, improvement"
+        ),
+    ):
         CodingEnvironment(reward="binry")
-    with pytest.raises(ValueError, match=re.escape("unknown mode 'task'. Did you mean: 'tasks'? Expected one of: tasks, free")):
+    with pytest.raises(
+        ValueError, match=re.escape("unknown mode 'task'. Did you mean: 'tasks'? Expected one of: tasks, free")
+    ):
         CodingEnvironment(mode="task")
     with pytest.raises(ValueError, match=re.escape("unknown difficulty 'meduim'. Did you mean: 'medium'?")):
         CodingEnvironment(difficulties=["easy", "meduim"])
@@ -166,7 +184,9 @@ def test_free_mode_has_the_openenv_coding_observation():
     env = CodingEnvironment(mode="free")
     try:
         assert env.reset().model_dump(exclude={"done", "reward", "truncated", "info", "metadata"}) == {
-            "stdout": "", "stderr": "", "exit_code": 0
+            "stdout": "",
+            "stderr": "",
+            "exit_code": 0,
         }
         result = env.step(env.parse_action({"code": "import sys\nprint('out')\nsys.exit(4)"}))
         assert (result.stdout, result.exit_code, result.reward, result.done) == ("out\n", 4, 0.0, False)
@@ -241,11 +261,15 @@ def test_time_limit_comes_from_the_registered_spec(remote):
     assert [r[3] for r in results] == [False] * 7 + [True]
 
 
-@pytest.mark.parametrize("action, reason", [(None, "got NoneType"), (123, "got int"), ({"cde": "print(1)"}, "got dict")])
+@pytest.mark.parametrize(
+    "action, reason", [(None, "got NoneType"), (123, "got int"), ({"cde": "print(1)"}, "got dict")]
+)
 def test_an_action_that_is_no_program_is_refused_before_it_runs(remote, action, reason):
     """None, a number or a dict that is not OpenEnv's CodeAction raise InvalidActionError, instead of running str(action)."""
     remote.reset(options={"task_id": EASY})
-    with pytest.raises(openenv_gym.InvalidActionError, match=re.escape(f"of openenv/Coding-v0: expected a string, {reason}")):
+    with pytest.raises(
+        openenv_gym.InvalidActionError, match=re.escape(f"of openenv/Coding-v0: expected a string, {reason}")
+    ):
         remote.step(action)
     assert remote.unwrapped.state()["step_count"] == 0
 

@@ -29,8 +29,8 @@ from websockets.sync.client import connect
 
 import openenv_gym  # noqa: F401 - registers openenv/Coding-v0
 from openenv_gym.client import http_get_json
-from openenv_gym.protocol.urls import ws_url
 from openenv_gym.envs.coding.tasks import BUILTIN_TASKS
+from openenv_gym.protocol.urls import ws_url
 from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE
 from tests.envs.coding_reference import SOLUTIONS
 from tests.utils import REPO_ROOT, UNIT, pid_alive, sandbox_pids, server_pids, wait_until
@@ -82,9 +82,7 @@ HOSTILE = {
     "read the hidden tests": Case(f"print(open({str(BUILTIN_TASKS.resolve())!r}).read())", "FileNotFoundError", 1),
     "write to /usr": Case(f"open('/usr/{MARKER}', 'w').write('x')", "Read-only file system", 1),
     "write to /": Case(f"open('/{MARKER}', 'w').write('x')", "Read-only file system", 1),
-    "write into the project": Case(
-        f"open({str(REPO_ROOT / MARKER)!r}, 'w').write('x')", "FileNotFoundError", 1
-    ),
+    "write into the project": Case(f"open({str(REPO_ROOT / MARKER)!r}, 'w').write('x')", "FileNotFoundError", 1),
     "connect to the env server's port": Case(
         f"import socket\nsocket.create_connection(('127.0.0.1', {SERVER_PORT}), timeout=1)",
         "ConnectionRefusedError",

@@ -48,7 +48,11 @@ def test_every_task_is_solved_by_its_reference_and_not_by_a_stub(sandbox, task):
 def test_visible_tests_are_the_calls_the_prompt_writes_out():
     """A test is visible when the prompt writes its call with the same arguments; a longer name or other args do not count."""
     prompt = 'For example, f("a)b", [1, (2, 3)]) returns 1, but my_f(1, [2]) is another function; f({1}) is a set.'
-    tests = [{"args": ["a)b", [1, [2, 3]]], "expected": 1}, {"args": [1, [2]], "expected": 0}, {"args": [[1]], "expected": 0}]
+    tests = [
+        {"args": ["a)b", [1, [2, 3]]], "expected": 1},
+        {"args": [1, [2]], "expected": 0},
+        {"args": [[1]], "expected": 0},
+    ]
     task = load_tasks([_task(prompt=prompt, signature="def f(x, y):", tests=tests)])[0]
     assert task.visible_tests == (0,)
     by_id = {task.task_id: task for task in TASKS}
@@ -64,7 +68,8 @@ def test_task_ids_lists_the_ids_of_a_task_set_by_difficulty():
     assert task_ids(difficulties=["hard"]) == [task.task_id for task in TASKS if task.difficulty == "hard"]
     assert task_ids([_task(task_id="mine")]) == ["mine"]
     with pytest.raises(
-        ValueError, match=re.escape("unknown difficulty 'hrad'. Did you mean: 'hard'? Expected one of: easy, medium, hard")
+        ValueError,
+        match=re.escape("unknown difficulty 'hrad'. Did you mean: 'hard'? Expected one of: easy, medium, hard"),
     ):
         task_ids(difficulties=["hrad"])
 
@@ -78,18 +83,36 @@ def test_values_compare_as_json_with_float_tolerance_and_strict_booleans():
 
 
 def test_missing_and_raised_results_are_scored():
-    tasks = load_tasks([{
-        "task_id": "t", "difficulty": "easy", "prompt": "p", "signature": "def f(x):", "entry_point": "f",
-        "tests": [{"args": [1], "expected": 2}, {"args": [0], "raises": "ValueError"}, {"args": [3], "expected": 6}],
-    }])
+    tasks = load_tasks(
+        [
+            {
+                "task_id": "t",
+                "difficulty": "easy",
+                "prompt": "p",
+                "signature": "def f(x):",
+                "entry_point": "f",
+                "tests": [
+                    {"args": [1], "expected": 2},
+                    {"args": [0], "raises": "ValueError"},
+                    {"args": [3], "expected": 6},
+                ],
+            }
+        ]
+    )
     results = [{"value": 2}, {"error": "ValueError: no", "exception": ["ValueError", "Exception"]}]
     assert passed_tests(tasks[0].tests, results) == [True, True, False]
     assert passed_tests(tasks[0].tests, [{"value": 2}, {"value": None}]) == [True, False, False]
 
 
 def _task(**changes):
-    row = {"task_id": "t", "difficulty": "easy", "prompt": "p", "signature": "def f(x):", "entry_point": "f",
-           "tests": [{"args": [1], "expected": 2}]}
+    row = {
+        "task_id": "t",
+        "difficulty": "easy",
+        "prompt": "p",
+        "signature": "def f(x):",
+        "entry_point": "f",
+        "tests": [{"args": [1], "expected": 2}],
+    }
     row.update(changes)
     return row
 
@@ -117,7 +140,7 @@ def test_a_task_file_error_names_the_line(tmp_path):
     with pytest.raises(ValueError, match=r"mine.jsonl line 3: signature: String should match pattern"):
         load_tasks(path)
     path.write_text(json.dumps(_task()) + "\n{not json\n")
-    with pytest.raises(ValueError, match="mine.jsonl line 2: not JSON"):
+    with pytest.raises(ValueError, match=re.escape("mine.jsonl line 2: not JSON")):
         load_tasks(path)
     path.write_text(json.dumps(_task()) + "\n" + json.dumps(_task()) + "\n")
     with pytest.raises(ValueError, match="task_id 't' appears twice"):

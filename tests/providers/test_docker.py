@@ -20,12 +20,12 @@ from gymnasium.vector import SyncVectorEnv
 
 import openenv_gym
 from openenv_gym.client import http_get_json
+from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.env import RemoteEnv
 from openenv_gym.errors import ServerConnectError
 from openenv_gym.providers.docker.images import RUNTIME_IMAGE, SERVER_UID, ImageBuildError
 from openenv_gym.providers.docker.owners import OWNER_PID, owned_containers
 from openenv_gym.providers.docker.provider import DockerProvider, DockerUnavailableError
-from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.test_env import assert_same_trajectory, checker_warnings, gym_check, play
 from tests.utils import REPO_ROOT, UNIT, wait_until
@@ -258,7 +258,9 @@ def test_a_missing_image_is_a_clear_error_and_nothing_is_pulled(docker):
 
 def test_an_env_that_cannot_be_made_in_a_container_is_an_env_creation_error(docker):
     """Bad env kwargs stop the container's server at start-up; the client gets EnvCreationError with the reason."""
-    with pytest.raises(openenv_gym.EnvCreationError, match=re.escape("got an unexpected keyword argument 'bogus'")) as caught:
+    with pytest.raises(
+        openenv_gym.EnvCreationError, match=re.escape("got an unexpected keyword argument 'bogus'")
+    ) as caught:
         gym.make("openenv/CartPole-v1", provider="docker", bogus=1)
     assert caught.value.code == "FACTORY_ERROR" and caught.value.env_id == "CartPole-v1"
 
@@ -275,7 +277,7 @@ def test_the_runtime_image_is_built_from_this_source(docker):
 
 
 def test_the_warm_pool_reuses_containers_between_make_vec_calls(docker):
-    from openenv_gym.providers import docker_pool
+    from openenv_gym.providers.docker import pool as docker_pool
 
     kwargs = {"num_envs": 4, "provider": "docker", "sessions_per_server": 2, "provider_kwargs": {"pool": True}}
     try:
@@ -287,7 +289,7 @@ def test_the_warm_pool_reuses_containers_between_make_vec_calls(docker):
         try:
             assert {provider.container_id for provider in second.unwrapped._providers} == ids
             assert docker_pool.pooled() == 0
-            obs, _ = second.reset(seed=0)
+            _obs, _ = second.reset(seed=0)
             assert second.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
         finally:
             second.close()

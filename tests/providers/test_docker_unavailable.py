@@ -30,6 +30,6 @@ def test_a_stopped_engine_is_a_clear_error_and_leaks_no_socket(monkeypatch, tmp_
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stale:
         stale.bind(str(path))  # bound, never listening: connections are refused, as after dockerd stops
     monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
-    with pytest.raises(DockerUnavailableError, match="no Docker Engine answers .nothing listens"):
+    with pytest.raises(DockerUnavailableError, match=r"no Docker Engine answers .nothing listens"):
         docker_client()
     gc.collect()  # a leaked socket would be reported here, as an unraisable ResourceWarning

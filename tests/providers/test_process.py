@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from openenv_gym.client import http_get_json
+from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.env import RemoteEnv
 from openenv_gym.errors import ServerConnectError, ServerStartError
 from openenv_gym.providers import ProcessProvider, URLProvider, make_provider
-from openenv_gym.client.sync_client import EnvClient
 from tests.utils import REPO_ROOT, UNIT, pid_alive, server_pids, wait_until
 
 OWNER_SCRIPT = textwrap.dedent(
@@ -106,7 +106,9 @@ def test_a_server_that_never_gets_ready_times_out_and_is_killed(tmp_path):
 def test_make_provider():
     """Providers are found by name, and a wrong name lists the right ones."""
     assert isinstance(make_provider("url", base_url="http://127.0.0.1:1"), URLProvider)
-    with pytest.raises(ValueError, match=re.escape("unknown provider 'dockr'; expected one of ['docker', 'process', 'ray', 'url']")):
+    with pytest.raises(
+        ValueError, match=re.escape("unknown provider 'dockr'; expected one of ['docker', 'process', 'ray', 'url']")
+    ):
         make_provider("dockr")
     with pytest.raises(TypeError, match=r"^provider='process': .*unexpected keyword argument 'ray_address'"):
         make_provider("process", target="CartPole-v1", ray_address="auto")

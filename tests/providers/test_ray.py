@@ -22,11 +22,10 @@ from ray.util.placement_group import placement_group
 
 import openenv_gym  # noqa: F401
 from openenv_gym.client import http_get_json
-from openenv_gym.errors import ProviderError, ServerConnectError
-from openenv_gym.providers import make_providers
-from openenv_gym.providers import ray_provider
-from openenv_gym.providers.ray_provider import ACTOR_NAME_PREFIX, RayProvider, resource_request
 from openenv_gym.client.sync_client import EnvClient
+from openenv_gym.errors import ProviderError, ServerConnectError
+from openenv_gym.providers import make_providers, ray_provider
+from openenv_gym.providers.ray_provider import ACTOR_NAME_PREFIX, RayProvider, resource_request
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.test_env import assert_same_trajectory, play
 from tests.utils import REPO_ROOT, UNIT, pid_alive, wait_until
@@ -49,7 +48,9 @@ def cluster():
 
 def our_actors() -> list[str]:
     """Names of the live actors of this provider in the cluster, any job's."""
-    return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(ACTOR_NAME_PREFIX)]
+    return [
+        a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(ACTOR_NAME_PREFIX)
+    ]
 
 
 def our_placement_groups() -> list[str]:
@@ -70,10 +71,15 @@ def nothing_left(cluster):
 def test_resources_are_read_in_rays_bundle_form():
     assert resource_request(None) == {"CPU": 1.0}
     assert resource_request({"num_cpus": 0.5, "num_gpus": 1, "memory": 2**30, CUSTOM: 0.1}) == {
-        "CPU": 0.5, "GPU": 1.0, "memory": 2.0**30, CUSTOM: 0.1,
+        "CPU": 0.5,
+        "GPU": 1.0,
+        "memory": 2.0**30,
+        CUSTOM: 0.1,
     }
     for bad in (-1, float("nan"), float("inf"), True, "1"):
-        with pytest.raises(ValueError, match=re.escape(f"resources['num_cpus'] must be a non-negative number, got {bad!r}")):
+        with pytest.raises(
+            ValueError, match=re.escape(f"resources['num_cpus'] must be a non-negative number, got {bad!r}")
+        ):
             resource_request({"num_cpus": bad})
 
 
@@ -195,9 +201,7 @@ class DyingServerActor:
 def test_sub_envs_move_to_another_server_when_their_actor_cannot_be_replaced(monkeypatch):
     """The lost actor's replacement dies too: its sub-envs move, truncated, to the run's other
     server (which has room: sessions_per_server=4), and the rollout goes on."""
-    envs = gym.make_vec(
-        "openenv/CartPole-v1", num_envs=4, provider="ray", servers=2, sessions_per_server=4, **LOOPBACK
-    )
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, provider="ray", servers=2, sessions_per_server=4, **LOOPBACK)
     try:
         envs.reset(seed=0)
         survivor = envs.unwrapped._providers[1]
@@ -281,12 +285,20 @@ def test_what_the_cluster_cannot_place_fails_in_time_and_leaves_nothing(monkeypa
 
     monkeypatch.setattr(ray_provider, "placement_group", counted)
     with pytest.raises(ProviderError, match=re.escape(message)):
-        gym.make_vec("openenv/CartPole-v1", num_envs=2, provider="ray", servers=2, startup_timeout=2 * UNIT, **options, **LOOPBACK)
+        gym.make_vec(
+            "openenv/CartPole-v1",
+            num_envs=2,
+            provider="ray",
+            servers=2,
+            startup_timeout=2 * UNIT,
+            **options,
+            **LOOPBACK,
+        )
     assert len(reservations) == (1 if "placement" in options else 0)
 
 
 def test_options_for_another_provider_are_refused():
-    with pytest.raises(TypeError, match="provider='ray': .*unexpected keyword argument 'memory_limit'"):
+    with pytest.raises(TypeError, match=r"provider='ray': .*unexpected keyword argument 'memory_limit'"):
         make_providers("ray", 2, target="CartPole-v1", memory_limit="1g")
 
 

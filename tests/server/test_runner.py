@@ -84,7 +84,9 @@ def test_serve_exits_at_start_up_when_the_env_cannot_be_made():
 
     result = subprocess.run(
         [sys.executable, "-m", "openenv_gym", "serve", "CartPole-v1", "--port", "0", "--env-kwargs", '{"bogus": 1}'],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 1
     last_line = result.stderr.splitlines()[-1]

@@ -9,12 +9,12 @@ import sys
 import numpy as np
 import pytest
 
-from openenv_gym.client.batch_client import BatchClient
-from openenv_gym.protocol.batch import AutoresetMode
 from openenv_gym.client import AsyncEnvClient, http_get_json
-from openenv_gym.errors import ServerConnectError
-from openenv_gym.server.env_server import bearer_token_matches
+from openenv_gym.client.batch_client import BatchClient
 from openenv_gym.client.sync_client import EnvClient
+from openenv_gym.errors import ServerConnectError
+from openenv_gym.protocol.batch import AutoresetMode
+from openenv_gym.server.env_server import bearer_token_matches
 from tests.testing_env import CounterEnvironment
 from tests.utils import run_async, running_server
 
@@ -30,7 +30,7 @@ def server():
 def test_health_is_open_and_nothing_else_is(server):
     assert http_get_json(server.url, "/health") == {"status": "healthy"}
     for token in (None, "wrong", TOKEN + "x"):
-        with pytest.raises(ServerConnectError, match="HTTP 401: .*needs its token"):
+        with pytest.raises(ServerConnectError, match=r"HTTP 401: .*needs its token"):
             http_get_json(server.url, "/schema", token=token)
     assert "action" in http_get_json(server.url, "/schema", token=TOKEN)
 
@@ -117,7 +117,7 @@ def test_redirects_are_refused_so_the_token_never_travels_elsewhere():
     received = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - the stdlib's name
+        def do_GET(self):
             received.append(self.headers.get("Authorization"))
             if self.path == "/schema":
                 self.send_response(302)

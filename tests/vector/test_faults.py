@@ -9,14 +9,16 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import openenv_gym  # noqa: F401
+import openenv_gym
 from openenv_gym.vector import RemoteVectorEnv
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.utils import REPO_ROOT, pid_alive, server_pids, wait_until
 
 
 @pytest.mark.parametrize(
-    ("mode", "batched"), [("NextStep", True), ("SameStep", True), ("NextStep", False)], ids=["next-batched", "same-batched", "next-plain"]
+    ("mode", "batched"),
+    [("NextStep", True), ("SameStep", True), ("NextStep", False)],
+    ids=["next-batched", "same-batched", "next-plain"],
 )
 def test_killed_server_restarts_its_sub_envs(mode, batched):
     """SIGKILL of one server mid-rollout: its sub-envs come back truncated and flagged, the others go on."""
@@ -126,7 +128,7 @@ def test_step_wait_timeout_keeps_the_step_pending(monkeypatch):
         envs.step_async(np.array([1, 1]))  # each step sleeps 1 s on the server
         with pytest.raises(TimeoutError, match="the step is still pending: call step_wait again"):
             envs.step_wait(timeout=0.05)
-        obs, rewards, terminations, truncations, infos = envs.step_wait()
+        obs, rewards, _terminations, truncations, infos = envs.step_wait()
         assert rewards.tolist() == [1.0, 1.0] and not truncations.any() and FAILURE_INFO_KEY not in infos
         assert obs[:, 0].tolist() == [1.0, 1.0]
         assert [provider.pid for provider in envs._providers] == pids

@@ -11,7 +11,7 @@ import pytest
 from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-import openenv_gym  # noqa: F401
+import openenv_gym
 from openenv_gym.vector import RemoteVectorEnv
 from openenv_gym.vector.remote_vector_env import _server_layout
 from tests.utils import pid_alive, wait_until
@@ -165,7 +165,12 @@ def test_server_layout(num_envs, sessions_per_server, servers, layout):
 
 
 def test_server_layout_refuses_what_cannot_hold():
-    with pytest.raises(ValueError, match=re.escape("servers=2 puts 4 sub-envs on a server, more than sessions_per_server=3; ask for at least 3 servers")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "servers=2 puts 4 sub-envs on a server, more than sessions_per_server=3; ask for at least 3 servers"
+        ),
+    ):
         _server_layout(8, 3, 2)
     for bad in ({"servers": 0}, {"sessions_per_server": 0}):
         with pytest.raises(ValueError, match="must be at least 1"):
@@ -330,8 +335,16 @@ def test_a_closed_vector_env_stays_closed(call):
     envs.reset(seed=0)
     envs.close()
     before = own_server_pids()
-    args = {"step": (np.zeros(2, dtype=np.int64),), "call": ("reset",), "get_attr": ("gravity",), "set_attr": ("gravity", 1.0)}
-    with pytest.raises(openenv_gym.ClosedEnvError, match=re.escape(f"{call}() on RemoteVectorEnv(CartPole-v1, num_envs=2) after close()")) as caught:
+    args = {
+        "step": (np.zeros(2, dtype=np.int64),),
+        "call": ("reset",),
+        "get_attr": ("gravity",),
+        "set_attr": ("gravity", 1.0),
+    }
+    with pytest.raises(
+        openenv_gym.ClosedEnvError,
+        match=re.escape(f"{call}() on RemoteVectorEnv(CartPole-v1, num_envs=2) after close()"),
+    ) as caught:
         getattr(envs, call)(*args.get(call, ()))
     assert isinstance(caught.value, gym.error.ClosedEnvironmentError)
     assert own_server_pids() <= before

@@ -17,7 +17,9 @@ LIMIT = 20
 
 def test_matches_dummy_vec_env():
     """Observations, rewards, dones, terminal_observation and TimeLimit.truncated match DummyVecEnv."""
-    remote = SB3VecEnv(gym.make_vec("openenv/CartPole-v1", num_envs=4, max_episode_steps=LIMIT, autoreset_mode="SameStep"))
+    remote = SB3VecEnv(
+        gym.make_vec("openenv/CartPole-v1", num_envs=4, max_episode_steps=LIMIT, autoreset_mode="SameStep")
+    )
     local = DummyVecEnv([lambda: gym.make("CartPole-v1", max_episode_steps=LIMIT) for _ in range(4)])
     try:
         remote.seed(7)

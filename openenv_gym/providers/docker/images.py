@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import __version__ as VERSION  # the images carry the package's version
-from ...errors import OpenEnvGymError
+from ...errors import ImageBuildError
 
 __all__ = [
     "LOCAL_BASE_IMAGE",
@@ -47,12 +47,8 @@ LOCAL_BASE_IMAGE = "openenv-gym/base:python3"
 RUNTIME_IMAGE = f"openenv-gym/runtime:{VERSION}"
 SERVER_UID = 10001  # the unprivileged user env servers run as in their containers
 SOURCE_LABEL = "openenv-gym.source"  # digest of the code an image was built from
-_SOURCE_TREE = Path(__file__).resolve().parent.parent.parent
+_SOURCE_TREE = Path(__file__).resolve().parents[3]  # openenv_gym/providers/docker/images.py -> the checkout
 WHEELHOUSE_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "openenv-gym" / "wheelhouse"
-
-
-class ImageBuildError(OpenEnvGymError):
-    """An image could not be built, or is missing and may not be built here."""
 
 
 def env_image(name: str) -> str:
@@ -150,10 +146,11 @@ def _image_labels(client: Any, image: str) -> dict[str, str] | None:
 @functools.lru_cache(maxsize=1)
 def source_digest() -> str:
     """A digest of openenv-gym's installed code: images built from other code are rebuilt."""
-    import openenv_gym
-    from ... import envs, vector, wrappers
-
     from importlib.metadata import requires
+
+    import openenv_gym
+
+    from ... import envs, vector, wrappers
 
     digest = hashlib.sha256(json.dumps(requires("openenv-gym") or []).encode())
     for package in (openenv_gym, envs, vector, wrappers):
@@ -270,7 +267,9 @@ def _run_with_progress(command: list[str], description: str, progress: bool) -> 
                 tail = [*tail[-19:], line.rstrip()]
                 bar.update(1)
         if process.returncode != 0:
-            raise ImageBuildError(f"{description} failed ({command[0]} exited {process.returncode}):\n" + "\n".join(tail))
+            raise ImageBuildError(
+                f"{description} failed ({command[0]} exited {process.returncode}):\n" + "\n".join(tail)
+            )
 
 
 _RUNTIME_DOCKERFILE = """\

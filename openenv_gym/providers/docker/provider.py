@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -10,15 +11,16 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 from ...client import http_get_json
-from ...errors import EnvCreationError, OpenEnvGymError, ServerConnectError
+from ...errors import DockerUnavailableError, EnvCreationError, OpenEnvGymError, ProviderError, ServerConnectError
 from ...protocol import ErrorCode
 from ...protocol.startup import FAILED_LINE, TOKEN_ENV_VAR
 from ...protocol.urls import unix_url
-from . import pool as warm_pool
 from ..base import Provider, checked_token
+from . import pool as warm_pool
 from .images import (
     RUNTIME_IMAGE,
     SERVER_UID,
@@ -44,8 +46,15 @@ _reaped = False
 _reap_lock = threading.Lock()
 
 
-class DockerUnavailableError(OpenEnvGymError, ConnectionError):
-    """No Docker Engine answers (or the docker SDK cannot reach it)."""
+@contextlib.contextmanager
+def _translated(what: str) -> Iterator[None]:
+    """The docker SDK's errors as ``ProviderError`` (the cause chained): the one place they are translated."""
+    import docker.errors
+
+    try:
+        yield
+    except docker.errors.DockerException as exc:
+        raise ProviderError(f"docker: {what} failed: {exc}") from exc
 
 
 def docker_client() -> Any:
@@ -185,7 +194,9 @@ class DockerProvider(Provider):
         self.command = [target, *listen, "--idle-timeout", "none"]
         self.limits = {**DEFAULT_LIMITS, **options}  # what remains: the resource limits
         if int(self.limits["open_files"]) > MAX_OPEN_FILES:
-            raise ValueError(f"open_files={self.limits['open_files']} is above {MAX_OPEN_FILES}, which the engine refuses")
+            raise ValueError(
+                f"open_files={self.limits['open_files']} is above {MAX_OPEN_FILES}, which the engine refuses"
+            )
         if max_sessions is not None:
             self.command += ["--max-sessions", str(max_sessions)]
         self.command += ["--max-episode-steps", "none" if max_episode_steps is None else str(max_episode_steps)]
@@ -211,7 +222,7 @@ class DockerProvider(Provider):
         return self._container.id if self._container is not None else None
 
     def start(self) -> str:
-        with self._lock:
+        with self._lock, _translated(f"starting a container of {self.image}"):
             if self._container is not None and self._running():
                 assert self._url is not None
                 return self._url
@@ -234,18 +245,18 @@ class DockerProvider(Provider):
 
     def stop(self) -> None:
         """Remove the container; with ``pool=True``, keep it warm for the next provider of its kind."""
-        with self._lock:
+        with self._lock, _translated("removing a container"):
             if not (self.pool and self._give_to_pool()):
                 self._remove(graceful=True)
             self._close_client()
 
     def kill(self) -> None:
-        with self._lock:
+        with self._lock, _translated("removing a container"):
             self._remove()
             self._close_client()
 
     def is_alive(self) -> bool:
-        with self._lock:
+        with self._lock, _translated("inspecting a container"):
             return self._container is not None and self._running()
 
     # --- internals ---------------------------------------------------------------------------
@@ -436,12 +447,12 @@ def _remove_pooled(item: warm_pool.PooledContainer) -> None:
 
 _UNMASK_PROC = "systempaths=unconfined"
 _TCP_HEALTH_PROBE = (
-    "import urllib.request; urllib.request.urlopen('http://127.0.0.1:%d/health', timeout=2)" % CONTAINER_PORT
+    f"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{CONTAINER_PORT}/health', timeout=2)"
 )
 _UNIX_HEALTH_PROBE = (
-    "import socket; s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect('%s/%s'); "
+    f"import socket; s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect('{SOCKET_DIR}/{SOCKET_NAME}'); "
     "s.sendall(b'GET /health HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n'); assert s.recv(64).split()[1] == b'200'"
-) % (SOCKET_DIR, SOCKET_NAME)
+)
 
 
 def _private_socket_directory() -> str:
