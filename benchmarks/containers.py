@@ -28,7 +28,8 @@ from collections.abc import Callable
 from rollout import steps_per_second, time_ready
 
 import openenv_gym
-from openenv_gym.providers import ProcessProvider, docker_pool
+from openenv_gym.providers import ProcessProvider
+from openenv_gym.providers.docker import pool as docker_pool
 from openenv_gym.providers.docker.provider import DockerProvider, docker_client
 
 NUM_ENVS = 64

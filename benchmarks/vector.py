@@ -117,7 +117,7 @@ async def core_fanout(url: str, n: int, warmup: np.ndarray, timed: np.ndarray) -
 
 def floor_fanout(urls: list[str], n: int, warmup: np.ndarray, timed: np.ndarray) -> float:
     """env-steps/s of N of our sync sessions spread over frame echo servers, stepped as ours are."""
-    from openenv_gym.client.sync_client import EnvClient
+    from openenv_gym.client import EnvClient
 
     clients = [EnvClient(urls[i * len(urls) // n], call_timeout=CALL_TIMEOUT) for i in range(n)]
 

@@ -13,6 +13,7 @@ process hosting a plain ``Environment`` never pays for them.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from ._post_import import call_after_import
@@ -81,7 +82,10 @@ __all__ = [
     "register",
 ]
 
-__version__ = "0.1.0"
+try:  # one source of the version: the package's metadata (pyproject.toml)
+    __version__ = importlib.metadata.version("openenv-gym")
+except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0.0.0+unknown"
 
 # Names that import gymnasium, resolved on first use (PEP 562).
 _LAZY = {
