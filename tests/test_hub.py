@@ -20,8 +20,8 @@ import pytest
 import openenv_gym  # noqa: F401 - registers the catalog
 from openenv_gym.hub import TrustRemoteCodeError, push, register_manifest, space_dockerfile, space_readme
 from openenv_gym.manifest import Manifest, ManifestError, load_manifest
+from tests.equivalence import checker_warnings, gym_check
 from tests.hf_cache import seed_hf_cache
-from tests.test_env import checker_warnings, gym_check
 from tests.utils import REPO_ROOT, free_port
 
 MAIN = "1111111111111111111111111111111111111111"
