@@ -82,7 +82,7 @@ HOSTILE = {
         "PermissionError: [Errno 1] unshare(CLONE_NEWUSER)",
         1,
     ),
-    "sys.exit": Case("import sys\nsys.exit(3)", "", 3),
+    "sys.exit": Case("import sys\nprint('exiting', flush=True)\nsys.exit(3)", "exiting", 3),
     "segfault via ctypes": Case("import ctypes\nctypes.string_at(0)", "killed by signal SIGSEGV", -11),
     "close stdout": Case("import os\nos.close(1)\nprint('lost', flush=True)", "Bad file descriptor", 1),
     "null byte": Case("print(1)\x00", "source code string cannot contain null bytes", 1),

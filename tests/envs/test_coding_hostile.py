@@ -125,7 +125,7 @@ def solve(env: gym.Env[Any, Any]) -> None:
 def assert_still_serving(served: Served) -> None:
     """The same server answers /health, and both sessions solve the task, leaving nothing behind."""
     assert pid_alive(served.server_pid)
-    assert http_get_json(served.url, "/health", timeout=5 * UNIT) is not None
+    assert http_get_json(served.url, "/health", timeout=5 * UNIT) == {"status": "healthy"}
     solve(served.a)
     solve(served.b)
     assert_nothing_left(served)
