@@ -8,29 +8,11 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import openenv_gym
 from openenv_gym import InvalidActionError, RemoteEnv, RemoteError
+from tests.equivalence import assert_same_trajectory, checker_warnings, gym_check, play, sb3_check
 from tests.utils import own_server_pids, pid_alive, server_pids, wait_until
-
-
-def checker_warnings(checker, env) -> set[str]:
-    """Run ``checker`` on ``env`` and return the messages of the warnings it raised (it must not fail)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        checker(env)
-    return {str(w.message) for w in caught}
-
-
-def gym_check(env):
-    check_env(env, skip_render_check=True)
-
-
-def sb3_check(env):
-    from stable_baselines3.common.env_checker import check_env as sb3_check_env
-
-    sb3_check_env(env, warn=True)
 
 
 @pytest.mark.parametrize("checker", [gym_check, sb3_check], ids=["gymnasium", "sb3"])
@@ -55,33 +37,6 @@ def test_gymnasium_check_env_on_echo():
         assert checker_warnings(gym_check, env.unwrapped) == set()
     finally:
         env.close()
-
-
-def play(env: gym.Env, seed: int, steps: int, action_seed: int) -> list[tuple]:
-    """A trajectory of (obs, reward, terminated, truncated) with actions from a seeded space."""
-    env.action_space.seed(action_seed)
-    trajectory = []
-    obs, _ = env.reset(seed=seed)
-    trajectory.append((obs, None, None, None))
-    for _ in range(steps):
-        obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
-        trajectory.append((obs, reward, terminated, truncated))
-        if terminated or truncated:
-            obs, _ = env.reset()  # unseeded: the env's own RNG carries on, locally and remotely
-            trajectory.append((obs, None, None, None))
-    return trajectory
-
-
-def assert_same_trajectory(actual: list[tuple], expected: list[tuple]) -> int:
-    """Trajectories from :func:`play` are equal exactly (observations by value and dtype); return the episode ends."""
-    assert len(actual) == len(expected)
-    ends = 0
-    for (obs_a, rew_a, term_a, trunc_a), (obs_e, rew_e, term_e, trunc_e) in zip(actual, expected):
-        assert obs_a.dtype == obs_e.dtype
-        np.testing.assert_array_equal(obs_a, obs_e)
-        assert (rew_a, term_a, trunc_a) == (rew_e, term_e, trunc_e)
-        ends += bool(term_e or trunc_e)
-    return ends
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Hub manifests: validation, the real hf_hub_download path offline, trust, registration, push."""
+"""Hub manifests: registration and trust, the real hf_hub_download path offline, push."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import re
 import socket
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import gymnasium as gym
@@ -20,30 +19,13 @@ import pytest
 import openenv_gym  # noqa: F401 - registers the catalog
 from openenv_gym.hub import TrustRemoteCodeError, push, register_manifest, space_dockerfile, space_readme
 from openenv_gym.manifest import Manifest, ManifestError, load_manifest
+from tests.equivalence import checker_warnings, gym_check
 from tests.hf_cache import seed_hf_cache
-from tests.test_env import checker_warnings, gym_check
+from tests.manifests import CARTPOLE, write
 from tests.utils import REPO_ROOT, free_port
 
 MAIN = "1111111111111111111111111111111111111111"
 PINNED = "2222222222222222222222222222222222222222"
-
-CARTPOLE = """\
-spec_version: 1
-name: cartpole-hub
-version: "1.0.0"
-description: "CartPole from the Hub, 200 steps"
-type: space
-runtime: openenv-gym
-app: CartPole-v1
-port: 8000
-gym_id: hubtest/CartPole200-v0
-max_episode_steps: 200
-reward_threshold: 195.0
-image: openenv-gym/runtime:0.1.0
-resources:
-  memory: 512m
-  cpus: 1
-"""
 
 
 @pytest.fixture(autouse=True)
@@ -57,70 +39,6 @@ def forget_registrations():
         del catalog[env_id]
     for env_id in set(gym.registry) - before_gym:
         del gym.registry[env_id]
-
-
-def write(tmp_path: Path, text: str, name: str = "openenv.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
-
-
-# --- the manifest ---------------------------------------------------------------------------
-
-
-def test_the_shipped_manifests_validate():
-    for path in sorted((REPO_ROOT / "envs").glob("*/openenv.yaml")):
-        manifest = load_manifest(path)
-        assert manifest.image and manifest.app.startswith("openenv_gym.envs.")
-
-
-def test_openenv_fields_keep_their_meaning_and_unknown_keys_are_kept(tmp_path):
-    manifest = load_manifest(write(tmp_path, CARTPOLE + "future_field: 3\n"))
-    assert (manifest.name, manifest.app, manifest.port, manifest.max_episode_steps) == (
-        "cartpole-hub",
-        "CartPole-v1",
-        8000,
-        200,
-    )
-    assert manifest.model_extra == {"future_field": 3} and not manifest.app_is_code
-    assert Manifest(name="x", app="pkg.mod:Env").app_is_code
-    assert Manifest(name="x", app="pkg.mod:Evil-v0").app_is_code  # Gymnasium would import pkg.mod
-
-
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        ("max_episode_steps: 0", "max_episode_steps: Input should be greater than 0"),
-        ("gym_id: CartPole", "gym_id: Value error, 'CartPole' is not a Gymnasium id"),
-        ("port: 99999", "port: Input should be less than or equal to 65535"),
-        ("network: host", "network: Input should be 'bridge' or 'none'"),
-        ("resources: {memory: 1g, gpus: 2}", "resources.gpus: Extra inputs are not permitted"),
-        ("spaces: {action: {type: Discrete, n: 2}}", "spaces: Value error, spaces needs both"),
-        ("spaces: {action: {type: Nope}, observation: {type: Discrete, n: 2}}", "spaces.action is not a space"),
-        ("space_url: ftp://x", "space_url: String should match pattern"),
-    ],
-)
-def test_a_bad_manifest_names_the_field(tmp_path, change, message):
-    key = change.split(":")[0]
-    lines, skipping = [], False
-    for line in CARTPOLE.splitlines():
-        skipping = line.startswith(key + ":") or (skipping and line.startswith(" "))
-        if not skipping:
-            lines.append(line)
-    text = "\n".join(lines) + "\n" + change + "\n"
-    with pytest.raises(ManifestError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        load_manifest(write(tmp_path, text))
-
-
-def test_unreadable_manifests(tmp_path):
-    with pytest.raises(ManifestError, match="not valid YAML"):
-        load_manifest(write(tmp_path, "name: [unclosed\n"))
-    with pytest.raises(ManifestError, match="must be a mapping of fields, not list"):
-        load_manifest(write(tmp_path, "- a\n- b\n"))
-    with pytest.raises(ManifestError, match="app: Field required"):
-        load_manifest(write(tmp_path, "name: x\n"))
-    with pytest.raises(ManifestError, match="cannot read"):
-        load_manifest(tmp_path / "absent.yaml")
 
 
 # --- registration, trust, running -----------------------------------------------------------

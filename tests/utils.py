@@ -74,6 +74,13 @@ def sandbox_pids() -> set[int]:
     return pids
 
 
+def our_containers(client) -> list:
+    """Containers labelled as owned by this test process, as the Docker SDK ``client`` lists them."""
+    from openenv_gym.providers.docker.owners import OWNER_PID
+
+    return client.containers.list(all=True, filters={"label": f"{OWNER_PID}={os.getpid()}"})
+
+
 def pid_alive(pid: int) -> bool:
     """Whether ``pid`` is a live process (zombies count as dead)."""
     try:

@@ -15,9 +15,8 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401 - registers openenv/Coding-v0
-from tests.envs.test_coding_hostile import HOSTILE, SERVER_PORT, SERVICE_PORT, SOLUTION, TASK, WALL_TIME, Case
-from tests.providers.test_docker import docker, our_containers  # noqa: F401 - a fixture
-from tests.utils import UNIT, wait_until
+from tests.envs.hostile_cases import HOSTILE, SERVER_PORT, SERVICE_PORT, SOLUTION, TASK, WALL_TIME, Case
+from tests.utils import UNIT, our_containers, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +48,7 @@ def container_pids(container) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def served(docker) -> Iterator[Served]:  # noqa: F811 - the fixture imported above
+def served(docker) -> Iterator[Served]:
     a = gym.make("openenv/Coding-v0", provider="docker", env_kwargs={"limits": {"wall_time": WALL_TIME}})
     b = None
     try:

@@ -29,91 +29,13 @@ from websockets.sync.client import connect
 
 import openenv_gym  # noqa: F401 - registers openenv/Coding-v0
 from openenv_gym.client import http_get_json
-from openenv_gym.envs.coding.tasks import BUILTIN_TASKS
 from openenv_gym.protocol.urls import ws_url
 from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE
-from tests.envs.coding_reference import SOLUTIONS
+from tests.envs.hostile_cases import HOSTILE, MARKER, OUTPUT_LIMIT, SERVER_PORT, SERVICE_PORT, SOLUTION, TASK, WALL_TIME
 from tests.utils import REPO_ROOT, UNIT, pid_alive, sandbox_pids, server_pids, wait_until
 
 ENV_ID = "openenv/Coding-v0"
-TASK = "digit-square-sum"  # easy, 7 hidden tests
-SOLUTION = SOLUTIONS[TASK]
-WALL_TIME = 2 * UNIT
-OUTPUT_LIMIT = 64 * 1024  # Limits.output_limit's default
 PROCESSES_PER_SESSION = 2  # bubblewrap, and the warm worker (the init of its pid namespace)
-MARKER = "openenv-gym-hostile-test"  # the name of files the write cases try to create
-
-# Placeholders a case's code may hold, filled in when the case runs.
-SERVER_PORT, SERVICE_PORT = "SERVER_PORT", "SERVICE_PORT"
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    code: str
-    expected: str  # text the observation's stdout + stderr must hold
-    exit_code: int
-    timed_out: bool = False
-
-
-HOSTILE = {
-    "infinite loop": Case("while True:\n    pass", f"wall-clock limit of {WALL_TIME:g} s", -9, timed_out=True),
-    "fork bomb": Case("import os\nwhile True:\n    os.fork()", "BlockingIOError: [Errno 11]", 1),
-    "fork bomb that ignores errors": Case(
-        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
-        "wall-clock limit",
-        -9,
-        timed_out=True,
-    ),
-    "allocate 10 GB": Case("x = bytearray(10 * 1024 ** 3)", "MemoryError", 1),
-    "write a 10 GB file": Case(
-        "with open('big', 'wb') as f:\n    for _ in range(10 * 1024):\n        f.write(b'x' * 1024 * 1024)",
-        "OSError: [Errno 27] File too large",
-        1,
-    ),
-    "print 100 MB": Case(
-        "import sys\nfor _ in range(100):\n    sys.stdout.write('y' * 1024 * 1024)",
-        f"[... output truncated: {100 * 1024 * 1024 - OUTPUT_LIMIT} more bytes]",
-        0,
-    ),
-    "read /etc/shadow": Case("print(open('/etc/shadow').read())", "FileNotFoundError", 1),
-    "read the project's files": Case(
-        f"print(open({str(REPO_ROOT / 'pyproject.toml')!r}).read())", "FileNotFoundError", 1
-    ),
-    "read the hidden tests": Case(f"print(open({str(BUILTIN_TASKS.resolve())!r}).read())", "FileNotFoundError", 1),
-    "write to /usr": Case(f"open('/usr/{MARKER}', 'w').write('x')", "Read-only file system", 1),
-    "write to /": Case(f"open('/{MARKER}', 'w').write('x')", "Read-only file system", 1),
-    "write into the project": Case(f"open({str(REPO_ROOT / MARKER)!r}, 'w').write('x')", "FileNotFoundError", 1),
-    "connect to the env server's port": Case(
-        f"import socket\nsocket.create_connection(('127.0.0.1', {SERVER_PORT}), timeout=1)",
-        "ConnectionRefusedError",
-        1,
-    ),
-    "connect to another loopback service": Case(
-        f"import socket\nsocket.create_connection(('127.0.0.1', {SERVICE_PORT}), timeout=1)",
-        "ConnectionRefusedError",
-        1,
-    ),
-    "kill the parent": Case("import os\nos.kill(os.getppid(), 9)", "PermissionError", 1),
-    "forge the worker's reply": Case(
-        "import os\nos.write(os.open('/proc/1/fd/1', os.O_WRONLY), (10**7).to_bytes(4, 'big'))", "PermissionError", 1
-    ),
-    "create a user namespace": Case(
-        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-        "if libc.unshare(0x10000000) != 0:\n    raise OSError(ctypes.get_errno(), 'unshare(CLONE_NEWUSER)')",
-        "PermissionError: [Errno 1] unshare(CLONE_NEWUSER)",
-        1,
-    ),
-    "sys.exit": Case("import sys\nsys.exit(3)", "", 3),
-    "segfault via ctypes": Case("import ctypes\nctypes.string_at(0)", "killed by signal SIGSEGV", -11),
-    "close stdout": Case("import os\nos.close(1)\nprint('lost', flush=True)", "Bad file descriptor", 1),
-    "null byte": Case("print(1)\x00", "source code string cannot contain null bytes", 1),
-    "leave a process behind": Case(
-        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n"
-        "print('forked')",
-        "forked",
-        0,
-    ),
-}
 
 
 @dataclasses.dataclass
@@ -203,7 +125,7 @@ def solve(env: gym.Env[Any, Any]) -> None:
 def assert_still_serving(served: Served) -> None:
     """The same server answers /health, and both sessions solve the task, leaving nothing behind."""
     assert pid_alive(served.server_pid)
-    assert http_get_json(served.url, "/health", timeout=5 * UNIT) is not None
+    assert http_get_json(served.url, "/health", timeout=5 * UNIT) == {"status": "healthy"}
     solve(served.a)
     solve(served.b)
     assert_nothing_left(served)

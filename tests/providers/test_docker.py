@@ -24,33 +24,13 @@ from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.env import RemoteEnv
 from openenv_gym.errors import ServerConnectError
 from openenv_gym.providers.docker.images import RUNTIME_IMAGE, SERVER_UID, ImageBuildError
-from openenv_gym.providers.docker.owners import OWNER_PID, owned_containers
-from openenv_gym.providers.docker.provider import DockerProvider, DockerUnavailableError
+from openenv_gym.providers.docker.owners import owned_containers
+from openenv_gym.providers.docker.provider import DockerProvider
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
-from tests.test_env import assert_same_trajectory, checker_warnings, gym_check, play
-from tests.utils import REPO_ROOT, UNIT, wait_until
-from tests.vector.test_remote_vector_env import assert_lockstep, assert_same
+from tests.equivalence import assert_lockstep, assert_same, assert_same_trajectory, checker_warnings, gym_check, play
+from tests.utils import REPO_ROOT, UNIT, our_containers, wait_until
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def docker():
-    from openenv_gym.providers.docker.provider import docker_client
-
-    try:
-        client = docker_client()
-    except DockerUnavailableError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the Docker tests: {exc}")
-        pytest.skip(f"no Docker Engine here: {exc}")
-    yield client
-    client.close()
-
-
-def our_containers(client) -> list:
-    """Containers labelled as owned by this test process."""
-    return client.containers.list(all=True, filters={"label": f"{OWNER_PID}={os.getpid()}"})
 
 
 @pytest.fixture(autouse=True)

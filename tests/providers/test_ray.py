@@ -27,9 +27,8 @@ from openenv_gym.errors import ProviderError, ServerConnectError
 from openenv_gym.providers import make_providers, ray_provider
 from openenv_gym.providers.ray_provider import ACTOR_NAME_PREFIX, RayProvider, resource_request
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
-from tests.test_env import assert_same_trajectory, play
+from tests.equivalence import assert_lockstep, assert_same, assert_same_trajectory, play
 from tests.utils import REPO_ROOT, UNIT, pid_alive, wait_until
-from tests.vector.test_remote_vector_env import assert_lockstep, assert_same
 
 pytestmark = pytest.mark.slow
 

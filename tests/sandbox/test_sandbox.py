@@ -140,12 +140,15 @@ HOSTILE = {
     "write to the worker's reply pipe": ("import os\nos.open('/proc/1/fd/1', os.O_WRONLY)", "PermissionError"),
     # The worker is the namespace's init: no signal from inside reaches it, so there is nothing to kill.
     "kill everything": ("import os, signal\nos.kill(-1, signal.SIGKILL)", "ProcessLookupError"),
-    "sys.exit": ("import sys\nsys.exit(3)", ""),
+    "sys.exit": ("import sys\nprint('exiting', flush=True)\nsys.exit(3)", "exiting"),
     "segfault": ("import ctypes\nctypes.string_at(0)", "SIGSEGV"),
     "close stdout": ("import os\nos.close(1)\nprint('lost')", "Exception ignored on flushing sys.stdout"),
     "null byte": ("print(1)\x00", "source code string cannot contain null bytes"),
     "invalid UTF-8": ("print('\udcff')", "can't decode byte 0xff"),
-    "escape the session": ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)", ""),
+    "escape the session": (
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\nprint('forked', flush=True)",
+        "forked",
+    ),
 }
 
 

@@ -61,7 +61,7 @@ def test_sessions_without_the_token_are_refused(server, token):
 def test_sessions_with_the_token_work(server):
     with EnvClient(server.url, token=TOKEN) as client:
         client.reset()
-        assert client.step({"amount": 2}).reward is not None
+        assert client.step({"amount": 2}).reward == 2.0
 
     async def session():
         async with AsyncEnvClient(server.url, token=TOKEN) as client:

@@ -14,48 +14,11 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 import openenv_gym
 from openenv_gym.vector import RemoteVectorEnv
 from openenv_gym.vector.remote_vector_env import _server_layout
+from tests.equivalence import assert_lockstep, assert_same
 from tests.utils import pid_alive, wait_until
 
 NUM_ENVS = 6
 LIMIT = 25  # short episodes: many truncations as well as terminations
-
-
-def assert_same(actual, expected, where: str) -> None:
-    """Deep equality for vector results: arrays by value and dtype, dicts by keys, objects recursively."""
-    if isinstance(expected, (tuple, list)):
-        assert type(actual) is type(expected) and len(actual) == len(expected), f"{where}: {actual!r}"
-        for index, (a, e) in enumerate(zip(actual, expected)):
-            assert_same(a, e, f"{where}[{index}]")
-    elif isinstance(expected, dict):
-        assert isinstance(actual, dict) and actual.keys() == expected.keys(), f"{where}: keys {actual} != {expected}"
-        for key in expected:
-            assert_same(actual[key], expected[key], f"{where}.{key}")
-    elif isinstance(expected, np.ndarray):
-        assert isinstance(actual, np.ndarray), f"{where}: {type(actual)}"
-        assert actual.dtype == expected.dtype and actual.shape == expected.shape, f"{where}: {actual!r} != {expected!r}"
-        if expected.dtype == object:
-            for index, (a, e) in enumerate(zip(actual, expected)):
-                assert_same(a, e, f"{where}[{index}]")
-        else:
-            np.testing.assert_array_equal(actual, expected, err_msg=where)
-    else:
-        assert actual == expected, f"{where}: {actual!r} != {expected!r}"
-
-
-def assert_lockstep(remote, local, steps: int, rng: np.random.Generator, after_ends=None) -> int:
-    """Step both vector envs with the same random CartPole actions, asserting identical results at
-    every step; return the number of episode ends. ``after_ends(ended, step)`` runs after each step in
-    which a sub-env ended (a masked reset in Disabled mode, say)."""
-    ends = 0
-    for step in range(steps):
-        actions = rng.integers(0, 2, local.num_envs)
-        expected = local.step(actions)
-        assert_same(remote.step(actions), expected, f"step {step}")
-        ended = expected[2] | expected[3]
-        ends += int(ended.sum())
-        if after_ends is not None and ended.any():
-            after_ends(ended, step)
-    return ends
 
 
 @pytest.mark.parametrize(

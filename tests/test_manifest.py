@@ -1,0 +1,70 @@
+"""The openenv.yaml manifest: OpenEnv's fields and ours, validation, and the errors it names."""
+
+from __future__ import annotations
+
+import pytest
+
+from openenv_gym.manifest import Manifest, ManifestError, load_manifest
+from tests.manifests import CARTPOLE, write
+from tests.utils import REPO_ROOT
+
+
+def test_the_shipped_manifests_validate():
+    """Every env's openenv.yaml in the repository validates, names an image and an app of ours."""
+    paths = sorted((REPO_ROOT / "envs").glob("*/openenv.yaml"))
+    assert [path.parent.name for path in paths] == ["coding", "echo"]
+    for path in paths:
+        manifest = load_manifest(path)
+        assert manifest.image and manifest.app.startswith("openenv_gym.envs.")
+
+
+def test_openenv_fields_keep_their_meaning_and_unknown_keys_are_kept(tmp_path):
+    """OpenEnv's fields read as OpenEnv means them; unknown keys are kept in model_extra; app names code when it has a colon."""
+    manifest = load_manifest(write(tmp_path, CARTPOLE + "future_field: 3\n"))
+    assert (manifest.name, manifest.app, manifest.port, manifest.max_episode_steps) == (
+        "cartpole-hub",
+        "CartPole-v1",
+        8000,
+        200,
+    )
+    assert manifest.model_extra == {"future_field": 3} and not manifest.app_is_code
+    assert Manifest(name="x", app="pkg.mod:Env").app_is_code
+    assert Manifest(name="x", app="pkg.mod:Evil-v0").app_is_code  # Gymnasium would import pkg.mod
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("max_episode_steps: 0", "max_episode_steps: Input should be greater than 0"),
+        ("gym_id: CartPole", "gym_id: Value error, 'CartPole' is not a Gymnasium id"),
+        ("port: 99999", "port: Input should be less than or equal to 65535"),
+        ("network: host", "network: Input should be 'bridge' or 'none'"),
+        ("resources: {memory: 1g, gpus: 2}", "resources.gpus: Extra inputs are not permitted"),
+        ("spaces: {action: {type: Discrete, n: 2}}", "spaces: Value error, spaces needs both"),
+        ("spaces: {action: {type: Nope}, observation: {type: Discrete, n: 2}}", "spaces.action is not a space"),
+        ("space_url: ftp://x", "space_url: String should match pattern"),
+    ],
+)
+def test_a_bad_manifest_names_the_field(tmp_path, change, message):
+    """An invalid field is a ManifestError naming the field and what it should be."""
+    key = change.split(":")[0]
+    lines, skipping = [], False
+    for line in CARTPOLE.splitlines():
+        skipping = line.startswith(key + ":") or (skipping and line.startswith(" "))
+        if not skipping:
+            lines.append(line)
+    text = "\n".join(lines) + "\n" + change + "\n"
+    with pytest.raises(ManifestError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_manifest(write(tmp_path, text))
+
+
+def test_unreadable_manifests(tmp_path):
+    """Bad YAML, a non-mapping, a missing required field and a missing file are ManifestErrors saying which."""
+    with pytest.raises(ManifestError, match="not valid YAML"):
+        load_manifest(write(tmp_path, "name: [unclosed\n"))
+    with pytest.raises(ManifestError, match="must be a mapping of fields, not list"):
+        load_manifest(write(tmp_path, "- a\n- b\n"))
+    with pytest.raises(ManifestError, match="app: Field required"):
+        load_manifest(write(tmp_path, "name: x\n"))
+    with pytest.raises(ManifestError, match="cannot read"):
+        load_manifest(tmp_path / "absent.yaml")
