@@ -17,7 +17,6 @@ import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from ._post_import import call_after_import
-from .client import AsyncEnvClient, EnvClient
 from .errors import (
     CapacityReachedError,
     ClientError,
@@ -44,6 +43,7 @@ from .errors import (
 
 if TYPE_CHECKING:
     from . import hub
+    from .client import AsyncEnvClient, EnvClient
     from .env import ClosedEnvError, RemoteEnv
     from .registry import CatalogEntry, catalog, register
     from .wrappers import make_sb3_vec_env
@@ -98,7 +98,13 @@ _LAZY = {
 }
 
 
+# The clients, resolved on first use too: a server process never needs them.
+_LAZY_CLIENTS = {"AsyncEnvClient", "EnvClient"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _LAZY_CLIENTS:
+        return getattr(importlib.import_module("openenv_gym.client"), name)
     if name == "hub":  # pydantic and huggingface_hub load on first use
         importlib.import_module("gymnasium")
         return importlib.import_module("openenv_gym.hub")

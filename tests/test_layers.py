@@ -13,26 +13,20 @@ import openenv_gym.client
 import openenv_gym.protocol
 import openenv_gym.spaces
 
-# Prints, as JSON, the modules that importing sys.argv[1] added. With sys.argv[2] == "layer", the root
-# package's __init__ does not run (it re-exports the client and registers the catalog), so what is
-# measured is what the layer's own modules import.
+# Prints, as JSON, the modules that importing sys.argv[1] (the package root on the way, as any user's
+# import runs it) added.
 _NEW_MODULES = """
-import importlib, importlib.util, json, sys, types
+import importlib, json, sys
 before = set(sys.modules)
-if sys.argv[2] == "layer":
-    spec = importlib.util.find_spec("openenv_gym")
-    root = types.ModuleType("openenv_gym")
-    root.__path__, root.__spec__ = list(spec.submodule_search_locations), spec
-    sys.modules["openenv_gym"] = root
 importlib.import_module(sys.argv[1])
 print(json.dumps(sorted(set(sys.modules) - before)))
 """
 
 
-def new_modules(module: str, how: str = "layer") -> set[str]:
-    """The modules a fresh interpreter loads to import ``module`` (``how="package"``: with the root's __init__)."""
+def new_modules(module: str) -> set[str]:
+    """The modules a fresh interpreter loads to import ``module``."""
     result = subprocess.run(
-        [sys.executable, "-c", _NEW_MODULES, module, how], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", _NEW_MODULES, module], capture_output=True, text=True, timeout=60, check=True
     )
     return set(json.loads(result.stdout))
 
@@ -49,7 +43,7 @@ def layer_modules(package) -> list[str]:
 
 def test_importing_the_env_loads_no_server():
     """``import openenv_gym.env`` (the whole package on the way) loads neither our server nor websockets' server."""
-    modules = new_modules("openenv_gym.env", how="package")
+    modules = new_modules("openenv_gym.env")
     assert "openenv_gym.env" in modules
     assert loaded(modules, "openenv_gym.server", "websockets.asyncio.server", "websockets.server") == []
 
@@ -79,7 +73,10 @@ def test_the_client_imports_no_gymnasium_server_or_provider(module):
     assert loaded(modules, "gymnasium", "openenv_gym.server", "openenv_gym.providers") == []
 
 
-def test_importing_the_client_with_the_package_loads_no_gymnasium_server_or_provider():
-    """``import openenv_gym.client`` through the package's own __init__ still loads no gymnasium, server or provider."""
-    modules = new_modules("openenv_gym.client", how="package")
-    assert loaded(modules, "gymnasium", "openenv_gym.server", "openenv_gym.providers") == []
+def test_importing_the_package_loads_only_its_root():
+    """``import openenv_gym`` loads its errors and import hook, nothing of the layers (they load on first use)."""
+    assert loaded(new_modules("openenv_gym"), "openenv_gym", "gymnasium", "numpy") == [
+        "openenv_gym",
+        "openenv_gym._post_import",
+        "openenv_gym.errors",
+    ]
