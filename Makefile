@@ -1,12 +1,13 @@
-# Two entry points, each doing its own set-up in .venv:
+# Three entry points, each doing its own set-up in .venv:
 #   make demo   trains SB3 PPO on 16 remote CartPole sub-envs and reports return and steps/s
-#   make test   runs the whole test suite (what CI runs): it starts a Docker Engine when none
-#               answers and builds the env images offline first (kept in Docker's cache)
+#   make lint   ruff (lint and format) and mypy, as configured in pyproject.toml
+#   make test   lint, then the whole test suite (what CI runs): it starts a Docker Engine when
+#               none answers and builds the env images offline first (kept in Docker's cache)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test images bench clean
+.PHONY: demo lint test images bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +22,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/python examples/train_ppo.py
 
-test: $(VENV)/.installed
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: $(VENV)/.installed lint
 	@if bash scripts/docker-engine.sh; then $(MAKE) --no-print-directory images; \
 	elif [ -n "$$CI" ]; then echo "make test: CI runs the Docker tests, and no engine could be started" >&2; exit 1; \
 	else echo "make test: no Docker Engine: the Docker tests will be skipped" >&2; fi

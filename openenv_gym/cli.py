@@ -265,7 +265,7 @@ def _ps(args: argparse.Namespace) -> int:
     if servers is None:
         print("openenv-gym ps: server processes not listed: this system has no /proc", file=sys.stderr)
     else:
-        rows = [("PID", "TARGET", "ADDRESS", "OWNER")]
+        rows: list[tuple[str, ...]] = [("PID", "TARGET", "ADDRESS", "OWNER")]
         for server in servers:
             owner = f"{server.owner_pid} {server.owner}" + (" (stops with it)" if server.with_owner else "")
             rows.append((str(server.pid), server.target, " ".join(server.addresses) or "?", owner))

@@ -25,6 +25,11 @@ class PlainSessionBatch:
         self.rule = AutoresetRule(autoreset_mode)
         self._pending = "none"  # what complete() must turn into a batch result
 
+    @property
+    def url(self) -> str:
+        """The session's ``ws://`` URL, as :class:`~openenv_gym.client.BatchClient` has one."""
+        return self.client.url
+
     def connect(self) -> PlainSessionBatch:
         self.client.connect()
         return self

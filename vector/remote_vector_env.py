@@ -174,7 +174,7 @@ def _complete_all(completions: list[Callable[[], Any]]) -> list[Any]:
     return results
 
 
-class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
+class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
     """Many remote sub-environments, stepped together over batch sessions.
 
     Sub-envs are packed onto servers (``sessions_per_server`` each, servers started in
@@ -312,9 +312,11 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
                 batched = self._spaces.published
             self.action_space = batch_space(self.single_action_space, num_envs)
             self.observation_space = batch_space(self.single_observation_space, num_envs)
-            self._observations = create_empty_array(self.single_observation_space, num_envs)
+            empty = create_empty_array(self.single_observation_space, num_envs)
+            assert empty is not None  # Gymnasium's annotation allows None; it raises for a space it cannot fill
+            self._observations = empty
             wire_mode = WireAutoresetMode(self.autoreset_mode.value)
-            timeouts = {"open_timeout": open_timeout, "call_timeout": call_timeout, "env_id": server}
+            timeouts: dict[str, Any] = {"open_timeout": open_timeout, "call_timeout": call_timeout, "env_id": server}
             self._batched = batched
             if batched:
                 self._blocks += [
@@ -429,7 +431,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         def reset_block(block: _Block) -> None:
             block.client.begin_batch_reset(seeds[block.start : block.stop], options, sub_mask(block))
 
-        selected = [block for block in self._blocks if sub_mask(block) is None or any(sub_mask(block))]
+        selected = [block for block in self._blocks if mask is None or any(mask[block.start : block.stop])]
         # Send every request first (the servers work in parallel), then read every reply.
         outcomes = _complete_all(
             [
@@ -622,7 +624,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
         """One block's step result (zeros after a NextStep restart's reset), or its failure."""
         result = self._read_reply(block, failure, deadline)
         if isinstance(result, Exception) or not block.reset_next:
-            return result  # type: ignore[no-any-return]
+            return result
         block.reset_next = False  # NextStep after a restart: this step was the reset
         zeros, no = [0.0] * block.size, [False] * block.size
         return BatchResultFrame(result.observations, result.infos, zeros, no, no)
@@ -698,7 +700,7 @@ class RemoteVectorEnv(VectorEnv):  # type: ignore[type-arg]
             raise ValueError(
                 f"`options['reset_mask']` must contain a boolean array with at least one True value, got reset_mask={reset_mask}"
             )
-        return reset_mask.tolist()  # type: ignore[no-any-return]
+        return reset_mask.tolist()
 
     def _encode_actions(self, actions: Any) -> list[dict[str, Any]]:
         space = self.single_action_space

@@ -47,7 +47,7 @@ class SB3VecEnv(VecEnv):
         >>> venv.close()
     """
 
-    def __init__(self, venv: VectorEnv) -> None:  # type: ignore[type-arg]
+    def __init__(self, venv: VectorEnv[Any, Any, Any]) -> None:
         mode = venv.metadata.get("autoreset_mode")
         if mode != AutoresetMode.SAME_STEP:
             raise ValueError(
@@ -67,7 +67,8 @@ class SB3VecEnv(VecEnv):
     def reset(self) -> Any:
         seeds = self._seeds if any(seed is not None for seed in self._seeds) else None
         options = self._options[0] or None  # a Gymnasium VectorEnv takes one options dict
-        observations, infos = self.venv.reset(seed=seeds, options=options)
+        # Gymnasium's own vector envs (and ours) take one seed per sub-env; VectorEnv.reset declares only an int.
+        observations, infos = self.venv.reset(seed=seeds, options=options)  # type: ignore[arg-type]
         self.reset_infos = self._split_infos(infos)
         self._reset_seeds()
         self._reset_options()
@@ -81,6 +82,7 @@ class SB3VecEnv(VecEnv):
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
         if self._actions is None:
+            assert hasattr(self.venv, "step_wait")  # step_async left no actions: the venv has step_async/step_wait
             observations, rewards, terminations, truncations, infos = self.venv.step_wait()
         else:
             observations, rewards, terminations, truncations, infos = self.venv.step(self._actions)
@@ -123,7 +125,7 @@ class SB3VecEnv(VecEnv):
     def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list[Any]:
         raise AttributeError(f"cannot call {method_name!r} on remote sub-environments")
 
-    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: Any = None) -> list[bool]:  # type: ignore[type-arg]
+    def env_is_wrapped(self, wrapper_class: type[gym.Wrapper[Any, Any, Any, Any]], indices: Any = None) -> list[bool]:
         return [False] * len(self._indices(indices))
 
     def _indices(self, indices: Any) -> Sequence[int]:

@@ -124,7 +124,7 @@ def load_tasks(source: str | Path | list[dict[str, Any]] | None = None) -> list[
     if isinstance(source, list):
         rows: list[tuple[str, Any]] = [(f"task {index}", row) for index, row in enumerate(source)]
     else:
-        path = _download(source) if str(source).startswith(HF_PREFIX) else Path(source)
+        path = _download(str(source)) if str(source).startswith(HF_PREFIX) else Path(source)
         rows = []
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():

@@ -66,7 +66,7 @@ class SessionClient:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    def _new_protocol(self) -> ClientSession:
+    def _new_protocol(self) -> ClientSession[Any]:
         """The call rules of one connection (the batch client uses batch frames)."""
         return ClientSession()
 
@@ -82,7 +82,7 @@ class SessionClient:
     def _not_connected(self, call: str) -> ConnectionLostError:
         return ConnectionLostError(self.url, call, None, self._unusable)
 
-    def _finish(self, reply: str) -> Any:
+    def _finish(self, reply: str | bytes) -> Any:
         """Match ``reply`` to the call in flight: its result, or the :class:`RemoteError` it stands for."""
         frame = self._session.receive(reply)
         if isinstance(frame, ErrorFrame):

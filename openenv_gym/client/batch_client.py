@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from ..protocol import ClientSession, MessageType
+from ..protocol import ClientSession, ErrorFrame, MessageType
 from ..protocol.batch import (
     BATCH_PATH,
     BINARY_SUBPROTOCOL,
@@ -58,7 +58,7 @@ class BatchClient(EnvClient):
         path = parts.path[: -len("/ws")] + BATCH_PATH
         self.url = urllib.parse.urlunsplit(parts._replace(path=path, query=batch_query(envs, autoreset_mode)))
 
-    def _new_protocol(self) -> ClientSession:
+    def _new_protocol(self) -> ClientSession[BatchResultFrame | BatchValuesFrame | ErrorFrame]:
         return ClientSession(parse_batch_server_frame, _REPLIES)
 
     def begin_batch_reset(
@@ -81,9 +81,9 @@ class BatchClient(EnvClient):
         """Send a ``batch_call`` (get, set or call an attribute of every sub-env)."""
         self.begin("batch_call", lambda: self._session.send(MessageType.BATCH_CALL, frame))
 
-    def complete(self, timeout: float | None = None) -> Any:
+    def complete(self, timeout: float | None = None) -> BatchResultFrame | BatchValuesFrame:
         """The reply to the request in flight, checked to hold one entry per sub-env."""
-        result = super().complete(timeout)
+        result: BatchResultFrame | BatchValuesFrame = super().complete(timeout)
         if isinstance(result, BatchResultFrame):
             result.check(self.envs)
         elif len(result.values) != self.envs:
@@ -94,16 +94,22 @@ class BatchClient(EnvClient):
         """:meth:`begin_batch_reset` and :meth:`complete` in one call."""
         with self._lock:
             self.begin_batch_reset(*args, **kwargs)
-            return self.complete()  # type: ignore[no-any-return]
+            result = self.complete()
+        assert isinstance(result, BatchResultFrame)  # the session took no other reply to a batch_reset
+        return result
 
     def step_batch(self, actions: list[dict[str, Any]]) -> BatchResultFrame:
         """:meth:`begin_batch_step` and :meth:`complete` in one call."""
         with self._lock:
             self.begin_batch_step(actions)
-            return self.complete()  # type: ignore[no-any-return]
+            result = self.complete()
+        assert isinstance(result, BatchResultFrame)  # the session took no other reply to a batch_step
+        return result
 
     def call_batch(self, frame: BatchCallFrame) -> list[Any]:
         """:meth:`begin_batch_call` and :meth:`complete` in one call; one value per sub-env."""
         with self._lock:
             self.begin_batch_call(frame)
-            return self.complete().values  # type: ignore[no-any-return]
+            result = self.complete()
+        assert isinstance(result, BatchValuesFrame)  # the session took no other reply to a batch_call
+        return result.values

@@ -349,7 +349,7 @@ class EnvClient(SessionClient):
             except (OSError, InvalidState):
                 pass  # the server may have said why before it closed: read that
 
-    def _next_message(self) -> str:
+    def _next_message(self) -> str | bytes:
         if self._ws is None:
             raise self._not_connected(self._call)
         while not self._inbox:

@@ -315,7 +315,7 @@ def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | BatchVa
     return _batch_result(frame, message)
 
 
-def _parse_binary_result(message: bytes) -> BatchResultFrame:
+def _parse_binary_result(message: bytes) -> BatchResultFrame | BatchValuesFrame | ErrorFrame:
     """The binary form of a batch result; its observations become one array of shape (K, ...)."""
     import numpy as np
 

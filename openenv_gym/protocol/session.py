@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast, overload
 
 from ..errors import ProtocolError
 from .codes import ErrorCode, MessageType
@@ -31,6 +31,15 @@ from .frames import (
 )
 
 __all__ = ["ClientSession", "ServerSession", "SessionState"]
+
+#: What a client session's parser makes of a reply (:data:`ServerFrame` unless told otherwise).
+ReplyT = TypeVar("ReplyT")
+
+
+class _Request(Protocol):
+    """A frame a client sends."""
+
+    def serialize(self) -> str: ...
 
 
 # Session rules ---------------------------------------------------------------------------------
@@ -92,7 +101,7 @@ class ServerSession:
         self.state = SessionState.CLOSED
 
 
-class ClientSession:
+class ClientSession(Generic[ReplyT]):
     """The client's side of one session: builds requests and matches each reply to its call.
 
     One call may be in flight at a time, as OpenEnv servers answer strictly in order.
@@ -112,6 +121,14 @@ class ClientSession:
         MessageType.STATE: StateFrame,
     }
 
+    @overload
+    def __init__(self: ClientSession[ServerFrame], parse: None = None, replies: None = None) -> None: ...
+
+    @overload
+    def __init__(
+        self, parse: Callable[[str | bytes], ReplyT], replies: dict[MessageType, type] | None = None
+    ) -> None: ...
+
     def __init__(
         self,
         parse: Callable[[str | bytes], Any] | None = None,
@@ -120,10 +137,11 @@ class ClientSession:
         self.state = SessionState.OPEN
         self.pending: MessageType | None = None
         # The batch client reuses these rules with its own frames (openenv_gym.protocol.batch).
-        self._parse = parse or parse_server_frame
+        # Without a parser, the first overload has made ReplyT the ServerFrame that parses to.
+        self._parse = cast("Callable[[str | bytes], ReplyT]", parse or parse_server_frame)
         self._replies = replies or self.REPLIES
 
-    def send(self, kind: MessageType, frame: Any) -> str:
+    def send(self, kind: MessageType, frame: _Request) -> str:
         """Return the text of ``frame``, a request of type ``kind``, and mark it as in flight.
 
         Raises:
@@ -169,7 +187,7 @@ class ClientSession:
         self.pending = None
         return CloseFrame().serialize()
 
-    def receive(self, message: str | bytes) -> ServerFrame:
+    def receive(self, message: str | bytes) -> ReplyT:
         """Parse the reply to the call in flight.
 
         Raises:
@@ -181,7 +199,7 @@ class ClientSession:
         call, self.pending = self.pending, None
         frame = self._parse(message)
         if isinstance(frame, ErrorFrame):
-            return frame  # type: ignore[no-any-return]
+            return frame
         expected = self._replies[call]
         if not isinstance(frame, expected):
             raise ProtocolError(
@@ -190,4 +208,4 @@ class ClientSession:
             )
         if call in (MessageType.RESET, MessageType.BATCH_RESET):
             self.state = SessionState.READY
-        return frame  # type: ignore[no-any-return]
+        return frame

@@ -37,7 +37,7 @@ def _provider_class(name: str) -> type[Provider]:
         module, _, attr = _PROVIDERS[name].partition(":")
     except KeyError:
         raise ValueError(f"unknown provider {name!r}; expected one of {sorted(_PROVIDERS)}") from None
-    return getattr(importlib.import_module(module, __name__), attr)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(module, __name__), attr)
 
 
 def _build(name: str, build: Any, **kwargs: Any) -> Any:
@@ -54,13 +54,13 @@ def make_provider(name: str, **kwargs: Any) -> Provider:
         ValueError: no provider has that name.
         TypeError: an option that provider does not take.
     """
-    return _build(name, _provider_class(name), **kwargs)  # type: ignore[no-any-return]
+    return _build(name, _provider_class(name), **kwargs)
 
 
 def make_providers(name: str, count: int, **kwargs: Any) -> list[Provider]:
     """Build ``count`` providers of kind ``name`` for the servers of one run (see ``Provider.group``)."""
     cls = _provider_class(name)
-    return _build(name, functools.partial(cls.group, count), **kwargs)  # type: ignore[no-any-return]
+    return _build(name, functools.partial(cls.group, count), **kwargs)
 
 
 # Options the env or vector env sets itself on the providers it builds.

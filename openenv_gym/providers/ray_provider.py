@@ -153,12 +153,12 @@ class _SharedPlacementGroup:
     def acquire(self) -> PlacementGroup:
         """The reserved group, reserving it first if need be; pair each success with :meth:`release`."""
         with self._lock:
-            reservation, reserve = self._reservation, False
+            reservation, ours = self._reservation, None  # ours: the reservation this call makes
             if self._group is None and reservation is None:
-                reservation, reserve = _Reservation(), True
+                reservation = ours = _Reservation()
                 self._reservation = reservation
-        if reserve:
-            self._reserve(reservation)
+        if ours is not None:
+            self._reserve(ours)
         elif reservation is not None:
             reservation.done.wait(self.timeout + PING_TIMEOUT)
         with self._lock:
@@ -415,7 +415,7 @@ class RayProvider(Provider):
         if self._actor is None:
             return None
         try:
-            return self._call("server_pid", PING_TIMEOUT)  # type: ignore[no-any-return]
+            return self._call("server_pid", PING_TIMEOUT)
         except RayError:
             return None
 

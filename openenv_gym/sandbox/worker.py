@@ -30,6 +30,7 @@ import base64
 import builtins
 import json
 import linecache
+import math
 import os
 import resource
 import selectors
@@ -327,7 +328,7 @@ def _collect(pid: int, streams: dict[int, _Capped], deadline: float) -> tuple[in
     selector.register(pidfd, selectors.EVENT_READ)
     status: int | None = None
     cpu_seconds = 0.0
-    exited_at = None
+    exited_at = math.inf  # set with status, when the child exits
     try:
         while True:
             now = time.monotonic()

@@ -98,7 +98,7 @@ class BatchSession(Session):
                     raise self._refuse(
                         ErrorCode.VALIDATION_ERROR, f"{len(request.values)} values for {self.size} sub-envs"
                     )
-                return (await self._call(self._call_all, request)).serialize()  # type: ignore[no-any-return]
+                return (await self._call(self._call_all, request)).serialize()
             if isinstance(request, BatchStepFrame):
                 actions = self._parse_actions(request)
                 result = await self._call(self._step_all, actions)
@@ -215,7 +215,7 @@ class BatchSession(Session):
         """Get, set or call a public attribute of every sub-env, as ``SyncVectorEnv`` does."""
         from ..spaces import jsonable
 
-        values = []
+        values: list[Any] = []
         for index, env in enumerate(self.envs):
             target = getattr(env, "env", env)  # a GymEnvironment's Gymnasium env, else the env
             get = getattr(target, "get_wrapper_attr", None) or (lambda name, t=target: getattr(t, name))

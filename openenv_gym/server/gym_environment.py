@@ -66,6 +66,9 @@ class GymEnvironment(Environment[Any, Any, State]):
 
     action_type = GymAction
     SUPPORTS_CONCURRENT_SESSIONS = True
+    # Always the wrapped env's spaces, never None.
+    action_space: gym.spaces.Space[Any]
+    observation_space: gym.spaces.Space[Any]
 
     def __init__(
         self, env: gym.Env[Any, Any] | Callable[[], gym.Env[Any, Any]], *, blocking: bool | None = None

@@ -52,13 +52,13 @@ def load_factory(
             module = importlib.import_module(module_name)
         except ImportError as exc:
             raise ValueError(f"cannot import {module_name!r} to serve {target!r}: {exc}") from exc
-        factory = getattr(module, attr, None)
-        if factory is not None:
-            if not callable(factory):
+        found = getattr(module, attr, None)
+        if found is not None:
+            if not callable(found):
                 raise ValueError(f"{target!r} is not callable: expected an Environment subclass or a factory")
-            if isinstance(factory, type) and issubclass(factory, Environment) and not env_kwargs:
-                return factory
-            return _adapting_factory(factory, env_kwargs, inline)
+            if isinstance(found, type) and issubclass(found, Environment) and not env_kwargs:
+                return found
+            return _adapting_factory(found, env_kwargs, inline)
         # "module:Id-v0" is Gymnasium's form for an id that importing module registers.
         env_id = attr
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -138,8 +139,10 @@ def _(space: spaces.Dict) -> dict[str, Any]:
     return {"type": "Dict", "spaces": {key: space_to_json(sub) for key, sub in space.spaces.items()}}
 
 
-@space_to_json.register
-def _(space: spaces.Tuple) -> dict[str, Any]:
+@space_to_json.register(
+    spaces.Tuple
+)  # the class itself: singledispatch takes no generic alias (spaces.Tuple[Any]) from an annotation
+def _(space: spaces.Tuple[Any]) -> dict[str, Any]:
     return {"type": "Tuple", "spaces": [space_to_json(sub) for sub in space.spaces]}
 
 
@@ -164,7 +167,7 @@ def _dict_from_json(data: dict[str, Any]) -> spaces.Dict:
     return spaces.Dict([(key, space_from_json(sub)) for key, sub in subspaces.items()])
 
 
-_FROM_JSON: dict[str, Any] = {
+_FROM_JSON: dict[str, Callable[[dict[str, Any]], spaces.Space[Any]]] = {
     "Box": _box_from_json,
     "Discrete": lambda d: spaces.Discrete(
         int(_require(d, "n", "Discrete")), start=int(d.get("start", 0)), dtype=d.get("dtype", "int64")
@@ -194,7 +197,7 @@ def space_from_json(data: dict[str, Any]) -> spaces.Space[Any]:
     if not isinstance(data, dict):
         raise SpaceCodecError(f"a space description must be a JSON object, got {type(data).__name__}")
     kind = data.get("type")
-    build = _FROM_JSON.get(kind)  # type: ignore[arg-type]
+    build = _FROM_JSON.get(kind) if isinstance(kind, str) else None  # a list would not even hash
     if build is None:
         raise SpaceCodecError(f"unknown space type {kind!r}; expected one of {sorted(_FROM_JSON)}")
     try:
@@ -236,8 +239,8 @@ def _(space: spaces.Dict, value: Any) -> Any:
     return {key: encode(sub, value[key]) for key, sub in space.spaces.items()}
 
 
-@encode.register
-def _(space: spaces.Tuple, value: Any) -> Any:
+@encode.register(spaces.Tuple)
+def _(space: spaces.Tuple[Any], value: Any) -> Any:
     return [encode(sub, item) for sub, item in zip(space.spaces, value, strict=True)]
 
 
@@ -294,8 +297,8 @@ def _(space: spaces.Dict, data: Any) -> Any:
     return {key: decode(sub, data[key]) for key, sub in space.spaces.items()}
 
 
-@decode.register
-def _(space: spaces.Tuple, data: Any) -> Any:
+@decode.register(spaces.Tuple)
+def _(space: spaces.Tuple[Any], data: Any) -> Any:
     if not isinstance(data, list) or len(data) != len(space.spaces):
         raise SpaceCodecError(f"expected a list of {len(space.spaces)} items, got {data!r:.200}")
     return tuple(decode(sub, item) for sub, item in zip(space.spaces, data))
@@ -374,8 +377,8 @@ def _(space: spaces.Dict, value: Any) -> str | None:
     return None
 
 
-@mismatch.register
-def _(space: spaces.Tuple, value: Any) -> str | None:
+@mismatch.register(spaces.Tuple)
+def _(space: spaces.Tuple[Any], value: Any) -> str | None:
     if not isinstance(value, (tuple, list)) or len(value) != len(space.spaces):
         return f"expected a tuple of {len(space.spaces)} items"
     for index, (sub, item) in enumerate(zip(space.spaces, value)):
@@ -388,7 +391,8 @@ def _(space: spaces.Tuple, value: Any) -> str | None:
 def to_wire(space: spaces.Space[Any], value: Any, field: str) -> dict[str, Any]:
     """The JSON object that carries ``value`` on the wire (see the module docstring)."""
     if isinstance(space, spaces.Dict):
-        return encode(space, value)  # type: ignore[no-any-return]
+        wire: dict[str, Any] = encode(space, value)  # a Dict space's values encode to objects
+        return wire
     return {field: encode(space, value)}
 
 

@@ -75,7 +75,7 @@ import dataclasses
 import math
 import string
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 from gymnasium import spaces
@@ -163,6 +163,8 @@ class _Node:
 
 
 class _BoxNode(_Node):
+    space: spaces.Box
+
     def __init__(self, space: spaces.Box) -> None:
         self.space = space
 
@@ -186,7 +188,6 @@ class _BoxNode(_Node):
 
     def zero(self) -> Any:
         box = self.space
-        assert isinstance(box, spaces.Box)
         return np.asarray(np.clip(np.zeros(box.shape, dtype=box.dtype), box.low, box.high), dtype=box.dtype)
 
 
@@ -201,6 +202,8 @@ def _same(a: Any, b: Any) -> bool:
 
 class _DiscreteNode(_Node):
     """Discrete values that are the wire values themselves, or indices into ``values``."""
+
+    space: spaces.Discrete
 
     def __init__(self, space: spaces.Discrete, values: list[Any] | None = None) -> None:
         self.space = space
@@ -243,6 +246,8 @@ class _DiscreteNode(_Node):
 
 
 class _TextNode(_Node):
+    space: spaces.Text
+
     def __init__(self, space: spaces.Text) -> None:
         self.space = space
 
@@ -262,6 +267,8 @@ class _TextNode(_Node):
 
 class _MultiBinaryNode(_Node):
     """Fixed arrays of booleans: 0/1 in Gymnasium, ``false``/``true`` on the wire."""
+
+    space: spaces.MultiBinary
 
     def __init__(self, space: spaces.MultiBinary) -> None:
         self.space = space
@@ -285,6 +292,8 @@ class _MultiBinaryNode(_Node):
 
 class _DictNode(_Node):
     """A model: its mapped fields as a ``Dict``; unmapped fields are never sent and dropped when read."""
+
+    space: spaces.Dict
 
     def __init__(self, fields: list[tuple[str, _Node]], required: set[str]) -> None:
         self.fields = dict(fields)
@@ -321,6 +330,8 @@ class _DictNode(_Node):
 
 
 class _TupleNode(_Node):
+    space: spaces.Tuple[Any]
+
     def __init__(self, items: list[_Node]) -> None:
         self.items = items
         self.space = spaces.Tuple([item.space for item in items])
@@ -342,6 +353,8 @@ class _TupleNode(_Node):
 
 class _SequenceNode(_Node):
     """A list of any length: a tuple of item values (Gymnasium's ``Sequence`` without ``stack``)."""
+
+    space: spaces.Sequence
 
     def __init__(self, item: _Node) -> None:
         self.item = item
@@ -391,7 +404,7 @@ def _bounds(schema: dict[str, Any], integer: bool) -> tuple[float, float]:
     return low, high
 
 
-def _is_number(x: Any) -> bool:
+def _is_number(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
@@ -542,8 +555,8 @@ class _Mapper:
                 and nodes
                 and all(b.space.shape == () and b.space.dtype == boxes[0].space.dtype for b in boxes)
             ):
-                low = np.array([b.space.low for b in boxes], dtype=boxes[0].space.dtype)  # type: ignore[attr-defined]
-                high = np.array([b.space.high for b in boxes], dtype=boxes[0].space.dtype)  # type: ignore[attr-defined]
+                low = np.array([b.space.low for b in boxes], dtype=boxes[0].space.dtype)
+                high = np.array([b.space.high for b in boxes], dtype=boxes[0].space.dtype)
                 return _BoxNode(spaces.Box(low=low, high=high, dtype=boxes[0].space.dtype))
             return _TupleNode(nodes)
         if "items" not in schema:
@@ -628,7 +641,8 @@ class SchemaSpace:
             SpaceCodecError: ``value`` does not fit the space.
         """
         if self.field is None:
-            return self._node.encode(value, "")  # type: ignore[no-any-return]
+            wire: dict[str, Any] = self._node.encode(value, "")  # the node of a whole model: an object
+            return wire
         if isinstance(value, Mapping) and not isinstance(self._node, _DictNode) and set(value) == {self.field}:
             value = value[self.field]  # given in its wire form
         return {self.field: self._node.encode(value, self.field)}
@@ -677,10 +691,11 @@ def map_schema(schema: dict[str, Any], role: str) -> SchemaSpace:
         root = mapper.resolve(schema)
         if not root.get("properties"):
             raise _Unmapped("the model declares no fields" if root.get("type") == "object" else "not an object schema")
-        node: _Node = mapper._object(root, "", top=True)
+        model = mapper._object(root, "", top=True)
+        node: _Node = model
         declared = [name for name in root["properties"] if name not in BASE_FIELDS[role]]
-        if declared == [role] and role in node.fields:  # type: ignore[attr-defined]
-            field, node = role, node.fields[role]  # type: ignore[attr-defined]
+        if declared == [role] and role in model.fields:
+            field, node = role, model.fields[role]
     except _Unmapped as exc:
         mapper.unmapped["(root)"] = exc.reason
         if role == ACTION_FIELD:

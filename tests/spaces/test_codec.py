@@ -231,6 +231,12 @@ def test_space_from_json_missing_type() -> None:
         space_from_json({"n": 3})
 
 
+def test_space_from_json_type_not_a_string() -> None:
+    """A type that is not a string (here a list, which cannot be looked up) raises SpaceCodecError."""
+    with pytest.raises(SpaceCodecError, match=re.escape("unknown space type ['Box']")):
+        space_from_json({"type": ["Box"]})
+
+
 @pytest.mark.parametrize(
     "data, message",
     [

@@ -136,16 +136,18 @@ def test_step_wait_timeout_keeps_the_step_pending(monkeypatch):
         envs.close()
 
 
-def test_interrupted_step_wait_can_be_resumed():
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "plain"])
+def test_interrupted_step_wait_can_be_resumed(batched):
     """A Ctrl-C while reading one server leaves the step pending; the next step_wait reads the rest and restarts that block."""
-    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, sessions_per_server=1)
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, sessions_per_server=1, batched=batched)
     try:
         envs.reset(seed=0)
         client = envs.unwrapped._blocks[0].client
+        session = client if batched else client.client  # a PlainSessionBatch wraps one EnvClient
         real_complete = client.complete
 
         def interrupted(timeout=None):
-            client._drop("interrupted by the test")
+            session._drop("interrupted by the test")
             raise KeyboardInterrupt
 
         client.complete = interrupted

@@ -154,6 +154,7 @@ def source_digest() -> str:
 
     digest = hashlib.sha256(json.dumps(requires("openenv-gym") or []).encode())
     for package in (openenv_gym, envs, vector, wrappers):
+        assert package.__file__ is not None  # regular packages, not namespace ones
         root = Path(package.__file__).resolve().parent
         for path in sorted(root.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":

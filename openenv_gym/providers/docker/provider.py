@@ -309,7 +309,7 @@ class DockerProvider(Provider):
         return self._client
 
     def _ensure_image(self, client: Any) -> None:
-        ours = {RUNTIME_IMAGE: None}
+        ours: dict[str, str | None] = {RUNTIME_IMAGE: None}
         ours.update({env_image(path.parent.name): path.parent.name for path in envs_directory().glob("*/Dockerfile")})
         if self.image not in ours:
             if image_exists(client, self.image):
