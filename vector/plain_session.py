@@ -6,6 +6,7 @@ with Gymnasium's autoreset applied on the client by the same rule the batch serv
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 from openenv_gym.client.sync_client import EnvClient
@@ -13,6 +14,15 @@ from openenv_gym.protocol import ObservationFrame
 from openenv_gym.protocol.batch import AutoresetMode, AutoresetRule, BatchResultFrame
 
 __all__ = ["PlainSessionBatch"]
+
+
+class _Pending(enum.Enum):
+    """What :meth:`PlainSessionBatch.complete` must turn into a batch result."""
+
+    NONE = "none"
+    RESET = "reset"  # a reset the caller asked for
+    AUTORESET = "autoreset"  # NextStep: this step of an ended sub-env is its reset
+    STEP = "step"
 
 
 class PlainSessionBatch:
@@ -23,7 +33,7 @@ class PlainSessionBatch:
     def __init__(self, base_url: str, autoreset_mode: AutoresetMode, **kwargs: Any) -> None:
         self.client = EnvClient(base_url, **kwargs)
         self.rule = AutoresetRule(autoreset_mode)
-        self._pending = "none"  # what complete() must turn into a batch result
+        self._pending = _Pending.NONE
 
     @property
     def url(self) -> str:
@@ -49,32 +59,32 @@ class PlainSessionBatch:
         if options is not None:
             kwargs["options"] = options
         self.client.begin_reset(**kwargs)
-        self._pending = "reset"
+        self._pending = _Pending.RESET
 
     def begin_batch_step(self, actions: list[dict[str, Any]]) -> None:
         self.rule.check_can_step(0)
         if self.rule.resets_instead_of_stepping():
             self.client.begin_reset()
-            self._pending = "autoreset"
+            self._pending = _Pending.AUTORESET
         else:
             self.client.begin_step(actions[0])
-            self._pending = "step"
+            self._pending = _Pending.STEP
 
     def complete(self, timeout: float | None = None) -> BatchResultFrame:
         frame: ObservationFrame = self.client.complete(timeout)
-        pending, self._pending = self._pending, "none"
-        if pending in ("reset", "autoreset"):
+        pending, self._pending = self._pending, _Pending.NONE
+        if pending in (_Pending.RESET, _Pending.AUTORESET):
             self.rule.was_reset()
-            if pending == "reset":
+            if pending is _Pending.RESET:
                 return BatchResultFrame([frame.observation], [frame.info])
             return BatchResultFrame([frame.observation], [frame.info], [0.0], [False], [False])
         reward = 0.0 if frame.reward is None else float(frame.reward)
-        done, cut = bool(frame.done), bool(frame.truncated)
+        terminated, truncated = bool(frame.done), bool(frame.truncated)
         final: dict[int, dict[str, Any]] = {}
-        if self.rule.stepped(done, cut):  # SameStep: reset now, in a second round trip
+        if self.rule.stepped(terminated, truncated):  # SameStep: reset now, in a second round trip
             final[0] = {"observation": frame.observation, "info": frame.info}
             frame = self.client.reset()
-        return BatchResultFrame([frame.observation], [frame.info], [reward], [done], [cut], final)
+        return BatchResultFrame([frame.observation], [frame.info], [reward], [terminated], [truncated], final)
 
     def reset_batch(self, *args: Any, **kwargs: Any) -> BatchResultFrame:
         self.begin_batch_reset(*args, **kwargs)
