@@ -42,9 +42,11 @@ class Served:
 
 
 def container_pids(container) -> set[str]:
-    top = container.top(ps_args="-eo pid,stat")
-    stat = top["Titles"].index("STAT")
-    return {row[0] for row in top["Processes"] if not row[stat].startswith("Z")}
+    """The container's live processes, less the engine's health probe (a python3 that asks /health
+    every two seconds and lives a moment: a snapshot may catch it)."""
+    top = container.top(ps_args="-eo pid,stat,args")
+    stat, args = top["Titles"].index("STAT"), top["Titles"].index("COMMAND")
+    return {row[0] for row in top["Processes"] if not row[stat].startswith("Z") and "/health" not in row[args]}
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +76,7 @@ def solve(env) -> None:
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_hostile_code_is_contained_in_the_container(served, name):
+    """Each hostile case fails inside the sandbox, leaves no process behind, and both sessions still solve the task."""
     case = CASES[name]
     code = case.code.replace(SERVER_PORT, "8000").replace(SERVICE_PORT, "8001")
     obs, reward, terminated, _truncated, info = served.a.step(code)
