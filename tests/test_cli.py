@@ -175,6 +175,33 @@ def test_ps_lists_a_server_started_by_hand_and_says_docker_is_unavailable(tmp_pa
     )
 
 
+def test_ps_finds_the_target_after_the_options(tmp_path):
+    """A server started with its options first (`serve --port 0 --inline CartPole-v1`) is listed with its target."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "openenv_gym", "serve", "--port", "0", "--inline", "CartPole-v1"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        server.stdout.readline()
+        result = ps_without_docker(tmp_path)
+    finally:
+        stop_process(server)
+        server.stdout.close()
+    assert ps_row(result.stdout, server.pid).split()[:2] == [str(server.pid), "CartPole-v1"]
+
+
+def test_the_serve_flags_without_a_value_are_the_parsers():
+    """SERVE_FLAGS, which ps uses to find the target, names exactly the serve options that take no value."""
+    from openenv_gym.cli import build_parser
+    from openenv_gym.providers.process import SERVE_FLAGS
+
+    commands = next(action for action in build_parser()._actions if action.dest == "command")
+    serve = commands.choices["serve"]
+    no_value = {option for action in serve._actions if action.nargs == 0 for option in action.option_strings}
+    assert no_value == SERVE_FLAGS
+
+
 def test_ps_lists_a_server_of_the_process_provider_with_its_owner(tmp_path):
     """A server the process provider started is listed with this process as its owner, stopping with it."""
     from openenv_gym.providers import ProcessProvider

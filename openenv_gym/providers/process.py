@@ -29,7 +29,7 @@ from ..protocol.startup import FAILED_PREFIX, READY_PREFIX, TOKEN_ENV_VAR
 from ..protocol.urls import is_loopback_host
 from .base import Provider, checked_token
 
-__all__ = ["ProcessProvider", "ServerProcess", "serve_arguments", "server_processes"]
+__all__ = ["SERVE_FLAGS", "ProcessProvider", "ServerProcess", "serve_arguments", "serve_target", "server_processes"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
 STOP_GRACE = 5.0
@@ -291,6 +291,30 @@ def serve_arguments(argv: list[str]) -> list[str] | None:
     return None
 
 
+# The options of `openenv-gym serve` that take no value (tests/test_cli.py keeps it true to the parser).
+SERVE_FLAGS = frozenset({"--inline", "--exit-on-stdin-eof", "-h", "--help"})
+
+
+def serve_target(arguments: list[str]) -> str | None:
+    """What ``openenv-gym serve ARGUMENTS`` serves: its one positional argument, wherever it stands.
+
+    Example:
+        >>> serve_target(["--port", "8000", "--inline", "CartPole-v1"])
+        'CartPole-v1'
+        >>> serve_target(["--host=0.0.0.0", "CartPole-v1"]), serve_target(["--port", "0"])
+        ('CartPole-v1', None)
+    """
+    takes_value = False
+    for arg in arguments:
+        if takes_value:
+            takes_value = False
+        elif arg.startswith("-"):
+            takes_value = "=" not in arg and arg not in SERVE_FLAGS
+        else:
+            return arg
+    return None
+
+
 def server_processes() -> list[ServerProcess] | None:
     """The ``openenv-gym serve`` processes of this user, or ``None`` where there is no ``/proc``."""
     proc = Path("/proc")
@@ -306,7 +330,10 @@ def server_processes() -> list[ServerProcess] | None:
                 continue
             argv = [arg.decode(errors="replace") for arg in (entry / "cmdline").read_bytes().split(b"\0")[:-1]]
             arguments = serve_arguments(argv)
-            if arguments is None or not arguments or arguments[0].startswith("-"):
+            if arguments is None:
+                continue
+            target = serve_target(arguments)
+            if target is None:
                 continue
             owner_pid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             sockets = {link[len("socket:[") : -1] for link in _fd_links(entry) if link.startswith("socket:[")}
@@ -323,7 +350,7 @@ def server_processes() -> list[ServerProcess] | None:
         found.append(
             ServerProcess(
                 pid=int(entry.name),
-                target=arguments[0],
+                target=target,
                 addresses=tuple(addresses),
                 owner_pid=owner_pid,
                 owner=owner,
