@@ -62,11 +62,16 @@ def well_formed(results: list[Any]) -> list[dict[str, Any]]:
 
 
 def passed_tests(tests: list[TestCase], results: list[dict[str, Any]]) -> list[bool]:
-    """Which tests passed, given the sandbox's per-case results (missing ones failed)."""
+    """Which tests passed, given the sandbox's per-case results (missing ones failed).
+
+    A program that defines no entry point passes no test, not even one that expects a ``NameError``.
+    """
     outcomes = []
     for index, test in enumerate(tests):
         result = results[index] if index < len(results) else {}
-        if test.raises is not None:
+        if result.get("missing_entry_point"):
+            outcomes.append(False)
+        elif test.raises is not None:
             outcomes.append(test.raises in result.get("exception", ()))
         else:
             outcomes.append("value" in result and same_value(result["value"], test.expected))

@@ -188,3 +188,19 @@ def test_tasks_from_a_hugging_face_dataset_load_offline_from_the_cache(tmp_path)
     missing = _load_offline(tmp_path, "hf://datasets/org/absent/data/train.jsonl")
     assert missing.startswith(("LocalEntryNotFoundError", "OfflineModeIsEnabled")), missing
     assert _load_offline(tmp_path, "hf://datasets/org").startswith("ValueError expected hf://datasets/ORG/NAME")
+
+
+def test_a_missing_entry_point_passes_no_test_not_even_one_expecting_name_error():
+    """A test that expects NameError fails when the program defines no function at all."""
+    from openenv_gym.envs.coding.tasks import TestCase
+
+    tests = [TestCase(args=[1], raises="NameError"), TestCase(args=[2], raises="NameError")]
+    results = [
+        {
+            "error": "NameError: the code defines no function named 'f'",
+            "exception": ["NameError"],
+            "missing_entry_point": True,
+        },
+        {"error": "NameError: name 'x' is not defined", "exception": ["NameError", "Exception"]},
+    ]
+    assert passed_tests(tests, results) == [False, True]
