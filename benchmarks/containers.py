@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from rollout import steps_per_second, time_ready
 
-import openenv_gym
+import openenv_gym  # registers the openenv/... ids
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.providers.docker import pool as docker_pool
 from openenv_gym.providers.docker.provider import DockerProvider, docker_client

@@ -223,9 +223,13 @@ class RemoteError(ClientError):
         # Pickled whole (a Ray actor raises it in another process), not as its arguments alone.
         return type(self), (self.code, self.message, self.details, self.env_id)
 
-    def __str__(self) -> str:
+    def headline(self) -> str:
+        """The first line of the message: what the server said, without its traceback."""
         where = f" in {self.env_id}" if self.env_id else ""
-        text = f"server error{where}: {self.message} (code: {self.code})"
+        return f"server error{where}: {self.message} (code: {self.code})"
+
+    def __str__(self) -> str:
+        text = self.headline()
         remote_traceback = self.details.get("traceback")
         if remote_traceback:
             text += f"\n\nRemote traceback:\n{remote_traceback}"
@@ -237,18 +241,16 @@ class CapacityReachedError(RemoteError):
 
 
 class EnvCreationError(RemoteError):
-    """The server could not create the environment (code ``FACTORY_ERROR``): the env's own
-    constructor failed, e.g. on bad ``env_kwargs`` or a missing tasks file. Its message is the
-    server's; a server started for the env reports it at start-up, a running one on ``/schema``
-    or when a session opens."""
+    """The server could not create the environment (code ``FACTORY_ERROR``).
 
-    def __str__(self) -> str:
+    The env's own constructor failed, e.g. on bad ``env_kwargs`` or a missing tasks file. The
+    message is the server's; a server started for the env reports it at start-up, a running one
+    on ``/schema`` or when a session opens.
+    """
+
+    def headline(self) -> str:
         where = f" {self.env_id}" if self.env_id else " the environment"
-        text = f"the server could not create{where}: {self.message}"
-        remote_traceback = self.details.get("traceback")
-        if remote_traceback:
-            text += f"\n\nRemote traceback:\n{remote_traceback}"
-        return text
+        return f"the server could not create{where}: {self.message}"
 
 
 class ProviderError(OpenEnvGymError, RuntimeError):

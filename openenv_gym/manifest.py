@@ -103,7 +103,7 @@ class Manifest(BaseModel):
             for key in ("action", "observation"):
                 try:
                     space_from_json(value[key])
-                except Exception as exc:
+                except Exception as exc:  # any decoding error is the manifest's fault
                     raise ValueError(f"spaces.{key} is not a space description: {exc}") from None
         return value
 

@@ -11,7 +11,7 @@ import urllib.request
 from typing import Any
 
 from ..errors import EnvCreationError, ServerConnectError
-from ..protocol import ErrorCode
+from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.urls import http_url, unix_socket_path
 
 __all__ = ["MAX_ERROR_BODY_BYTES", "MAX_HTTP_BODY_BYTES", "auth_headers", "http_get_json"]
@@ -96,6 +96,6 @@ def _status_error(url: str, status: int, body: bytes) -> Exception:
     except (ValueError, RecursionError):
         data = None
     if isinstance(data, dict) and data.get("code") == ErrorCode.FACTORY_ERROR.value:
-        details = {key: value for key, value in data.items() if key not in ("code", "message")}
-        return EnvCreationError(ErrorCode.FACTORY_ERROR.value, str(data.get("message", "")), details)
+        frame = ErrorFrame.from_data(data)
+        return EnvCreationError(frame.code, frame.message, frame.details)
     return ServerConnectError(url, f"HTTP {status}: {body[:500].decode(errors='replace')}")

@@ -157,7 +157,19 @@ class ErrorFrame:
             object.__setattr__(self, "code", self.code.value)
 
     def serialize(self) -> str:
-        return dumps({"type": "error", "data": {**self.details, "message": self.message, "code": self.code}})
+        return dumps({"type": "error", "data": self.data()})
+
+    def data(self) -> dict[str, Any]:
+        """The JSON object the frame carries as its ``data`` (also what ``/schema`` answers with)."""
+        return {**self.details, "message": self.message, "code": self.code}
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> ErrorFrame:
+        """The frame whose :meth:`data` is ``data`` (a missing code reads as ``EXECUTION_ERROR``)."""
+        details = dict(data)
+        code = details.pop("code", ErrorCode.EXECUTION_ERROR.value)
+        message = details.pop("message", "")
+        return cls(str(code), str(message), details)
 
     @classmethod
     def from_exception(cls, exc: ProtocolError) -> ErrorFrame:
@@ -223,8 +235,5 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
     if kind == "state":
         return StateFrame(data_object(frame, "state"))
     if kind == "error":
-        data = dict(data_object(frame, "error"))
-        code = data.pop("code", ErrorCode.EXECUTION_ERROR.value)
-        message_text = data.pop("message", "")
-        return ErrorFrame(str(code), str(message_text), data)
+        return ErrorFrame.from_data(data_object(frame, "error"))
     raise ProtocolError(ErrorCode.UNKNOWN_TYPE.value, f"unknown server frame type: {kind!r}")

@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from ..client import http_get_json
 from ..errors import EnvCreationError, ServerConnectError, ServerStartError
+from ..protocol import ErrorFrame
 from ..protocol.startup import FAILED_PREFIX, READY_PREFIX, TOKEN_ENV_VAR
 from ..protocol.urls import is_loopback_host
 from .base import Provider, checked_token
@@ -73,10 +74,12 @@ def _creation_error(report: str, target: str, command: list[str]) -> Exception:
     """The error for a server that could not make its environment, from the JSON it reported."""
     try:
         data = json.loads(report)
-        code, message = data.pop("code"), data.pop("message")
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except ValueError:
+        data = None
+    if not (isinstance(data, dict) and "code" in data and "message" in data):
         return ServerStartError(f"server could not create its environment: {report}", command)
-    return EnvCreationError(code, message, data, env_id=target)
+    frame = ErrorFrame.from_data(data)
+    return EnvCreationError(frame.code, frame.message, frame.details, env_id=target)
 
 
 class ProcessProvider(Provider):

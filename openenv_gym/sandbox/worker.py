@@ -132,7 +132,7 @@ def _run_child(request: dict[str, Any], config: dict[str, Any], out: int, err: i
         exit_code = _run_solution(request)
     except SystemExit as exc:
         exit_code = _exit_status(exc.code)
-    except BaseException:
+    except BaseException:  # report it as Python would, then exit 1
         _print_traceback()
         exit_code = 1
     finally:
@@ -143,7 +143,7 @@ def _flush_like_python(exit_code: int) -> int:
     """Flush stdout and stderr at exit as CPython does: a failed stdout flush is reported, exit 120."""
     try:
         sys.stdout.flush()
-    except BaseException as exc:
+    except BaseException as exc:  # the code closed or broke its stdout
         try:
             sys.stderr.write(f"Exception ignored on flushing sys.stdout:\n{type(exc).__name__}: {exc}\n")
         except BaseException:
@@ -151,7 +151,7 @@ def _flush_like_python(exit_code: int) -> int:
         exit_code = exit_code or 120
     try:
         sys.stderr.flush()
-    except BaseException:
+    except BaseException:  # nothing is left to report it on
         pass
     return exit_code
 
@@ -161,10 +161,10 @@ def _run_solution(request: dict[str, Any]) -> int:
     linecache.cache[_SOLUTION] = (len(source), None, source.decode("utf-8", "replace").splitlines(True), _SOLUTION)
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     try:
-        exec(compile(source, _SOLUTION, "exec"), namespace)
+        exec(compile(source, _SOLUTION, "exec"), namespace)  # the point of the sandbox
     except SystemExit:
         raise
-    except BaseException:
+    except BaseException:  # the program failed: it exits 1 and no case runs
         _print_traceback()
         return 1
     if request.get("entry_point"):
@@ -187,7 +187,7 @@ def _run_cases(namespace: dict[str, Any], entry_point: str, cases: list[list[Any
                 try:
                     value = function(*args)
                     result = {"value": json.loads(json.dumps(value))}
-                except BaseException as exc:
+                except BaseException as exc:  # a failed case, including SystemExit
                     result = {
                         "error": _describe(exc)[:1000],
                         "exception": [cls.__name__ for cls in type(exc).__mro__],
@@ -227,7 +227,7 @@ def _print_traceback() -> None:
         tb = tb.tb_next
     try:
         traceback.print_exception(kind, value, tb)
-    except BaseException:
+    except BaseException:  # stderr closed by the code
         pass
 
 

@@ -210,7 +210,7 @@ class EnvServer:
             except Exception as exc:
                 logger.exception("describing the environment failed")
                 frame = factory_error(self.factory, exc, self.send_tracebacks)
-                return _json_response(500, {**frame.details, "code": frame.code, "message": frame.message})
+                return _json_response(500, frame.data())
             return _json_response(200, description[path[1:]])
         return _json_response(404, {"message": f"no route {path}; try /ws, /health, /schema or /metadata"})
 

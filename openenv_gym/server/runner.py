@@ -151,8 +151,7 @@ def _report_failure(server: EnvServer, exc: BaseException, ready_fd: int | None)
     sys.stderr.write(f"{frame.details['traceback']}{FAILED_LINE}{frame.message}\n")
     sys.stderr.flush()
     if ready_fd is not None:
-        data = {**frame.details, "code": frame.code, "message": frame.message}
-        os.write(ready_fd, f"{FAILED_PREFIX}{json.dumps(data)}\n".encode())
+        os.write(ready_fd, f"{FAILED_PREFIX}{json.dumps(frame.data())}\n".encode())
         os.close(ready_fd)
 
 

@@ -210,7 +210,7 @@ def test_no_network_not_even_the_hosts_loopback(sandbox):
 
 def test_runs_cannot_see_host_processes(sandbox):
     result = sandbox.run("import os\nprint(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))")
-    pids = eval(result.stdout)
+    pids = eval(result.stdout)  # a list of ints we printed
     assert len(pids) == 2 and 1 in pids  # the worker (the namespace's init) and the run
 
 

@@ -117,7 +117,7 @@ def test_redirects_are_refused_so_the_token_never_travels_elsewhere():
     received = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
+        def do_GET(self):  # the stdlib's name
             received.append(self.headers.get("Authorization"))
             if self.path == "/schema":
                 self.send_response(302)
