@@ -37,6 +37,8 @@ from .errors import (
     ServerConnectError,
     ServerStartError,
     SpaceCodecError,
+    ToolCallError,
+    ToolDefinitionError,
     TrustRemoteCodeError,
     UnsupportedSpaceError,
 )
@@ -73,6 +75,8 @@ __all__ = [
     "ServerConnectError",
     "ServerStartError",
     "SpaceCodecError",
+    "ToolCallError",
+    "ToolDefinitionError",
     "TrustRemoteCodeError",
     "UnsupportedSpaceError",
     "__version__",

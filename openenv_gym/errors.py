@@ -7,6 +7,8 @@
     ├── SpaceCodecError (ValueError)          a value, or a space's JSON form, that does not fit
     │   └── InvalidActionError                     an action outside the env's action space
     ├── UnsupportedSpaceError (TypeError)     a Gymnasium space type with no JSON form
+    ├── ToolCallError (ValueError)            text that is not one tool call (the tool face shows it to the model)
+    ├── ToolDefinitionError (TypeError)       an environment's tool that cannot be served (at class creation)
     ├── ClientError                           something went wrong talking to a server
     │   ├── ServerConnectError (ConnectionError)   the server could not be reached or refused us
     │   ├── ConnectionLostError (ConnectionError)  the connection dropped while a call was waiting
@@ -56,6 +58,8 @@ __all__ = [
     "ServerConnectError",
     "ServerStartError",
     "SpaceCodecError",
+    "ToolCallError",
+    "ToolDefinitionError",
     "TrustRemoteCodeError",
     "UnsupportedSpaceError",
 ]
@@ -112,6 +116,19 @@ class InvalidActionError(SpaceCodecError):
 
 class UnsupportedSpaceError(OpenEnvGymError, TypeError):
     """A Gymnasium space type that has no JSON form (yet)."""
+
+
+class ToolCallError(OpenEnvGymError, ValueError):
+    """Text or a dict that is not one tool call ``{"name": .., "arguments": {..}}``.
+
+    The Gymnasium tool face never raises it: it answers with an error observation, so that the
+    model sees its mistake.
+    """
+
+
+class ToolDefinitionError(OpenEnvGymError, TypeError):
+    """An environment's tool that cannot be served: a reserved name, a parameter with no JSON
+    schema, ``*args``; raised when the class is created."""
 
 
 class ClientError(OpenEnvGymError):

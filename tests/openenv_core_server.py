@@ -14,6 +14,9 @@ its JSON schemas are ``Discrete(2)`` and ``Box((4,))``. ``--env grid`` walks a 5
 (0, 0) to (4, 4) with models full of what pydantic's JSON schemas hold (a str Enum and a nested
 model under ``$defs``, ``Optional`` fields, a bool, a list of models, free-form ``dict`` fields)
 and ``reward: null`` on every step but the one that reaches the goal (reward 1.0, done).
+``--env mcp`` is a stock ``MCPEnvironment`` with FastMCP tools: ``echo_message`` and
+``echo_with_length`` as OpenEnv's echo env has them, ``calculate(expression)`` (reward -0.1 a
+call) and ``submit(answer)`` (reward 1.0 and done when the answer is 42, the task's).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import enum
 import uuid
 from typing import Any
 
-ENVS = ("echo", "cartpole", "typed-cartpole", "grid")
+ENVS = ("echo", "cartpole", "typed-cartpole", "grid", "mcp")
 GRID_SIZE = 5
 
 
@@ -168,6 +171,97 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
         @property
         def state(self) -> State:
             return self._state
+
+    def mcp_env() -> Any:
+        # Imported here: FastMCP takes seconds to import, and only this env needs it.
+        from fastmcp import FastMCP
+        from openenv.core.env_server.mcp_environment import MCPEnvironment
+        from openenv.core.env_server.mcp_types import CallToolAction
+
+        class CalculatorEnv(MCPEnvironment):
+            SUPPORTS_CONCURRENT_SESSIONS = True
+
+            def __init__(self) -> None:
+                server = FastMCP("calculator")
+
+                @server.tool
+                def echo_message(message: str) -> str:
+                    """Echo back the provided message.
+
+                    Args:
+                        message: The message to echo back
+                    """
+                    return message
+
+                @server.tool
+                def echo_with_length(message: str) -> dict:
+                    """Echo back the message with its length.
+
+                    Args:
+                        message: The message to echo back
+                    """
+                    return {"message": message, "length": len(message)}
+
+                @server.tool
+                def calculate(expression: str) -> float:
+                    """Evaluate an arithmetic expression.
+
+                    Args:
+                        expression: the expression, e.g. "2*3+4"
+                    """
+                    if not set(expression) <= set("0123456789+-*/(). "):
+                        raise ValueError("only numbers and + - * / ( ) are allowed")
+                    return float(eval(expression))  # the characters were checked above
+
+                @server.tool
+                def submit(answer: float) -> str:
+                    """Submit the final answer.
+
+                    Args:
+                        answer: the number asked for
+                    """
+                    return "correct" if answer == 42 else "wrong"
+
+                super().__init__(server)
+                self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+            def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Observation:
+                self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+                return Observation(metadata={"prompt": "What is 6 times 7? Use the calculator, then submit."})
+
+            def _step_impl(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+                return Observation(metadata={"error": f"not a tool call: {type(action).__name__}"})
+
+            def _scored(self, action: Any, observation: Any) -> Observation:
+                self._state.step_count += 1
+                if isinstance(action, CallToolAction) and action.tool_name == "submit":
+                    solved = observation.error is None and action.arguments.get("answer") == 42
+                    observation.reward, observation.done = (1.0 if solved else 0.0), True
+                elif isinstance(action, CallToolAction) and action.tool_name == "calculate":
+                    observation.reward = -0.1
+                return observation
+
+            def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+                return self._scored(action, super().step(action, timeout_s=timeout_s, **kwargs))
+
+            async def step_async(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Observation:
+                # openenv-core awaits this on its own loop, where the MCP session is open.
+                return self._scored(action, await super().step_async(action, timeout_s=timeout_s, **kwargs))
+
+            @property
+            def state(self) -> State:
+                return self._state
+
+        return CalculatorEnv
+
+    if env == "mcp":
+        from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
+
+        app = create_app(
+            mcp_env(), CallToolAction, CallToolObservation, env_name="calculator_env", max_concurrent_envs=8
+        )
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+        return
 
     env_cls: Any = {"echo": EchoEnv, "cartpole": CartPoleEnv, "typed-cartpole": TypedCartPoleEnv, "grid": GridEnv}[env]
     if async_step:

@@ -5,6 +5,9 @@ Wire-compatible with OpenEnv's echo env of the message / echoed_message form::
     -> {"type":"step","data":{"message":"hi"}}
     <- {"type":"observation","data":{"observation":{"echoed_message":"hi","message_length":2},
         "reward":0.2,"done":false,"truncated":false,"info":{}}}
+
+and with OpenEnv's echo tools, ``echo_message`` and ``echo_with_length``, the way its MCP echo env
+offers them (``{"type":"call_tool","tool_name":"echo_message","arguments":{"message":"hi"}}``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
+from openenv_gym.server import Action, Environment, EnvironmentMetadata, Observation, State, tool
 
 __all__ = ["MAX_MESSAGE_LENGTH", "EchoAction", "EchoEnvironment", "EchoObservation"]
 
@@ -71,6 +74,26 @@ class EchoEnvironment(Environment[EchoAction, EchoObservation, State]):
         return EchoObservation(
             echoed_message=message, message_length=len(message), reward=len(message) * REWARD_PER_CHARACTER
         )
+
+    @tool
+    def echo_message(self, message: str) -> str:
+        """Echo back the provided message.
+
+        Args:
+            message: The message to echo back
+        """
+        self._state.step_count += 1
+        return message
+
+    @tool
+    def echo_with_length(self, message: str) -> dict[str, Any]:
+        """Echo back the message with its length.
+
+        Args:
+            message: The message to echo back
+        """
+        self._state.step_count += 1
+        return {"message": message, "length": len(message)}
 
     @property
     def state(self) -> State:

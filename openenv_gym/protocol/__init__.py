@@ -1,6 +1,6 @@
 """The wire protocol, as pure functions and state machines with no I/O: OpenEnv's ``/ws`` frames and
 session rules (:mod:`.frames`, :mod:`.session`), our batch sessions and binary codec (:mod:`.batch`),
-server URLs (:mod:`.urls`), and the start-up lines a server writes for whoever started it
+tool calls and MCP's JSON-RPC (:mod:`.tools`, :mod:`.jsonrpc`), server URLs (:mod:`.urls`), and the start-up lines a server writes for whoever started it
 (:mod:`.startup`). Nothing here imports gymnasium, a socket or a process."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from .frames import (
     ClientFrame,
     CloseFrame,
     ErrorFrame,
+    McpFrame,
     ObservationFrame,
     ResetFrame,
     ServerFrame,
@@ -27,6 +28,7 @@ __all__ = [
     "CloseFrame",
     "ErrorCode",
     "ErrorFrame",
+    "McpFrame",
     "MessageType",
     "ObservationFrame",
     "ResetFrame",

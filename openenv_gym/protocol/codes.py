@@ -16,6 +16,7 @@ class MessageType(str, enum.Enum):
     CLOSE = "close"
     OBSERVATION = "observation"
     ERROR = "error"
+    MCP = "mcp"  # an MCP JSON-RPC message, either way
     # Our batch extension (openenv_gym.protocol.batch), served on /ws/batch only.
     BATCH_RESET = "batch_reset"
     BATCH_STEP = "batch_step"

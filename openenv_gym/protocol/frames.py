@@ -2,7 +2,8 @@
 
 Frames are JSON text messages ``{"type": ..., "data": ...}`` compatible with OpenEnv's ``/ws``
 endpoint. A client sends ``reset``, ``step``, ``state`` or ``close``; the server answers
-``observation``, ``state`` or ``error``. Our additions are additive, so OpenEnv clients ignore
+``observation``, ``state`` or ``error``. An ``mcp`` frame carries one MCP JSON-RPC message
+either way (:mod:`.jsonrpc`). Our additions are additive, so OpenEnv clients ignore
 them: ``truncated`` and ``info`` beside ``done`` in observation data.
 """
 
@@ -19,6 +20,7 @@ __all__ = [
     "ClientFrame",
     "CloseFrame",
     "ErrorFrame",
+    "McpFrame",
     "ObservationFrame",
     "ResetFrame",
     "ServerFrame",
@@ -81,7 +83,20 @@ class CloseFrame:
         return "close"
 
 
-ClientFrame = ResetFrame | StepFrame | StateRequest | CloseFrame
+@dataclass(frozen=True)
+class McpFrame:
+    """One MCP JSON-RPC 2.0 message (a request from a client, its response from the server)."""
+
+    data: dict[str, Any]
+
+    def serialize(self) -> str:
+        return dumps({"type": "mcp", "data": self.data})
+
+    def __str__(self) -> str:
+        return f"mcp {elide(self.data)}"
+
+
+ClientFrame = ResetFrame | StepFrame | StateRequest | CloseFrame | McpFrame
 
 
 # Server -> client ------------------------------------------------------------------------------
@@ -179,7 +194,7 @@ class ErrorFrame:
         return f"error {self.code}: {self.message}"
 
 
-ServerFrame = ObservationFrame | StateFrame | ErrorFrame
+ServerFrame = ObservationFrame | StateFrame | ErrorFrame | McpFrame
 
 
 def parse_client_frame(message: str | bytes) -> ClientFrame:
@@ -205,6 +220,8 @@ def parse_client_frame(message: str | bytes) -> ClientFrame:
         return StateRequest()
     if kind == "close":
         return CloseFrame()
+    if kind == "mcp":
+        return McpFrame(data_object(frame, "mcp"))
     raise ProtocolError(ErrorCode.UNKNOWN_TYPE.value, f"Unknown message type: {kind}")
 
 
@@ -236,4 +253,6 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
         return StateFrame(data_object(frame, "state"))
     if kind == "error":
         return ErrorFrame.from_data(data_object(frame, "error"))
+    if kind == "mcp":
+        return McpFrame(data_object(frame, "mcp"))
     raise ProtocolError(ErrorCode.UNKNOWN_TYPE.value, f"unknown server frame type: {kind!r}")

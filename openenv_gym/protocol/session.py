@@ -20,6 +20,7 @@ from .frames import (
     ClientFrame,
     CloseFrame,
     ErrorFrame,
+    McpFrame,
     ObservationFrame,
     ResetFrame,
     ServerFrame,
@@ -51,6 +52,11 @@ class SessionState(enum.Enum):
     OPEN = "open"  # connected, no episode started yet
     READY = "ready"  # an episode was reset; steps are allowed
     CLOSED = "closed"
+
+
+def _lists_tools(frame: object) -> bool:
+    """Whether ``frame`` is the step that lists tools: OpenEnv needs no reset before it."""
+    return isinstance(frame, StepFrame) and frame.action.get("type") == "list_tools"
 
 
 class ServerSession:
@@ -85,7 +91,7 @@ class ServerSession:
             frame = self._parse(message)
         except ProtocolError as exc:
             return ErrorFrame.from_exception(exc)
-        if isinstance(frame, self._step_types) and self.state is SessionState.OPEN:
+        if isinstance(frame, self._step_types) and self.state is SessionState.OPEN and not _lists_tools(frame):
             return ErrorFrame(ErrorCode.SESSION_ERROR, "step before reset: send a reset frame first")
         if isinstance(frame, CloseFrame):
             self.state = SessionState.CLOSED
@@ -119,6 +125,7 @@ class ClientSession(Generic[ReplyT]):
         MessageType.RESET: ObservationFrame,
         MessageType.STEP: ObservationFrame,
         MessageType.STATE: StateFrame,
+        MessageType.MCP: McpFrame,
     }
 
     @overload
@@ -180,6 +187,10 @@ class ClientSession(Generic[ReplyT]):
     def send_state(self) -> str:
         """Return the text of a state request and mark it as in flight."""
         return self.send(MessageType.STATE, StateRequest())
+
+    def send_mcp(self, request: dict[str, Any]) -> str:
+        """Return the text of an ``mcp`` frame holding a JSON-RPC request, and mark it as in flight."""
+        return self.send(MessageType.MCP, McpFrame(request))
 
     def send_close(self) -> str:
         """Return the text of a close frame; no reply is expected and the session is closed."""

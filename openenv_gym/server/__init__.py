@@ -1,4 +1,4 @@
-"""The server layer: the `Environment` base class, `EnvServer`, and the Gymnasium adapter."""
+"""The server layer: the `Environment` base class and its ``@tool`` methods, `EnvServer`, and the Gymnasium adapter."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .env_server import EnvServer
 from .environment import Action, Environment, EnvironmentMetadata, Observation, State
 from .runner import load_factory, run
+from .tools import ToolResult, tool
 
 if TYPE_CHECKING:
     from .gym_environment import GymEnvironment
@@ -20,8 +21,10 @@ __all__ = [
     "GymEnvironment",
     "Observation",
     "State",
+    "ToolResult",
     "load_factory",
     "run",
+    "tool",
 ]
 
 

@@ -3,17 +3,21 @@
 The shape follows OpenEnv's ``Environment`` so its environments port with few changes: ``reset``
 and ``step`` return an :class:`Observation` that carries ``reward`` and ``done``; ``state`` is a
 property. Our additions: ``truncated`` and ``info`` on the observation, and optional Gymnasium
-``action_space`` / ``observation_space`` that the server publishes in ``/schema``.
+``action_space`` / ``observation_space`` that the server publishes in ``/schema``, and tools
+(``@tool`` methods, :mod:`.tools`) that clients list and call as OpenEnv's MCP environments do.
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..protocol import ObservationFrame
+from ..protocol.tools import call_tool_observation, list_tools_observation
+from .tools import DEFAULT_TOOL_TIMEOUT, MAX_TOOL_RESULT_BYTES, Tool, ToolOutcome, collect_tools
 
 if TYPE_CHECKING:
     from gymnasium import spaces
@@ -98,6 +102,10 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             serving the environment needs neither gymnasium nor numpy.
         SUPPORTS_CONCURRENT_SESSIONS: whether many instances may live in one server process.
         blocking: whether ``reset``/``step`` may block and must run off the event loop.
+        tools: the class's ``@tool`` methods by name, collected when the class is created.
+        tool_timeout_s: seconds a tool call may take unless the tool or the call says otherwise;
+            an instance may set its own.
+        max_tool_result_bytes: the largest text one tool call may return.
     """
 
     action_type: ClassVar[type[Action]] = Action
@@ -109,6 +117,15 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
     action_space: spaces.Space[Any] | None = None
     observation_space: spaces.Space[Any] | None = None
     space_descriptions: ClassVar[dict[str, Any] | None] = None
+
+    tools: ClassVar[Mapping[str, Tool]] = {}
+    tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT
+    max_tool_result_bytes: int = MAX_TOOL_RESULT_BYTES
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A bad tool fails here, when the class is created.
+        cls.tools = collect_tools(cls, protected=frozenset(dir(Environment)))
 
     @abc.abstractmethod
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ObsT:
@@ -141,13 +158,35 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
 
     def observation_frame(self, observation: ObsT) -> ObservationFrame:
         """Turn what :meth:`reset` or :meth:`step` returned into an observation frame."""
+        data = observation.model_dump(exclude=_FRAME_FIELDS)
+        if self.tools and observation.metadata:
+            # OpenEnv's tool clients read metadata inside the observation (its servers drop it
+            # there: OpenEnv #616); ours send it in both places, as OpenEnv 0.10 does.
+            data["metadata"] = observation.metadata
         return ObservationFrame(
-            observation=observation.model_dump(exclude=_FRAME_FIELDS),
+            observation=data,
             reward=observation.reward,
             done=observation.done,
             truncated=observation.truncated,
             info=observation.info,
             metadata=observation.metadata or None,
+        )
+
+    def tools_frame(self) -> ObservationFrame:
+        """The observation that answers ``list_tools``."""
+        return ObservationFrame(list_tools_observation([tool.describe() for tool in self.tools.values()]))
+
+    def tool_frame(self, outcome: ToolOutcome) -> ObservationFrame:
+        """The observation that answers one ``call_tool``."""
+        data = call_tool_observation(outcome.name, outcome.result, outcome.error)
+        if outcome.metadata:
+            data["metadata"] = outcome.metadata
+        return ObservationFrame(
+            data,
+            reward=outcome.reward,
+            done=outcome.done,
+            truncated=outcome.truncated,
+            metadata=outcome.metadata or None,
         )
 
     def state_data(self) -> dict[str, Any]:
@@ -161,6 +200,8 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             "observation": self.observation_type.model_json_schema(),
             "state": self.state_type.model_json_schema(),
         }
+        if self.tools:  # our extension: a client learns it may call tools without asking
+            result["tools"] = [tool.describe() for tool in self.tools.values()]
         if self.space_descriptions is not None:
             result["spaces"] = self.space_descriptions
         elif self.action_space is not None and self.observation_space is not None:

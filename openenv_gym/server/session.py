@@ -15,17 +15,24 @@ import pydantic
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from ..errors import ProtocolError
 from ..protocol import (
     CloseFrame,
     ErrorCode,
     ErrorFrame,
+    McpFrame,
+    ObservationFrame,
     ResetFrame,
     ServerSession,
+    SessionState,
     StateFrame,
     StateRequest,
     StepFrame,
+    jsonrpc,
 )
+from ..protocol.tools import CallToolRequest, ListToolsRequest, ToolErrorType, parse_tool_action
 from .environment import Environment
+from .tools import ToolOutcome, run_tool
 
 __all__ = ["Session", "factory_error"]
 
@@ -88,7 +95,13 @@ class Session:
         self.busy = False
         self.last_active = asyncio.get_running_loop().time()
         self.size = 1  # environments this session holds, for the server's capacity count
-        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="openenv-gym-session")
+        self._executor = self._new_executor()
+        # Tool calls that overran their limit: their threads may still be running.
+        self._abandoned: list[asyncio.Future[Any]] = []
+
+    @staticmethod
+    def _new_executor() -> concurrent.futures.ThreadPoolExecutor:
+        return concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="openenv-gym-session")
 
     def _blocking(self) -> bool:
         source = self.env if self.env is not None else self.factory
@@ -100,6 +113,63 @@ class Session:
             return fn(*args, **kwargs)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+
+    async def _run_bounded(self, call: Callable[[], Any], timeout: float) -> Any:
+        """Run a sync tool call in the worker thread, giving up on it after ``timeout`` seconds.
+
+        Tools always run off the event loop, so that their limit holds even in a non-blocking
+        environment. A call that overruns keeps its thread (Python cannot stop one), so the
+        session moves on to a fresh worker and remembers the old one for :meth:`close`.
+
+        Raises:
+            TimeoutError: the call overran.
+        """
+        future = asyncio.get_running_loop().run_in_executor(self._executor, call)
+        done, _ = await asyncio.wait({future}, timeout=timeout)
+        if done:
+            return future.result()
+        logger.warning("a tool call overran its %g s limit; its thread is left to finish on its own", timeout)
+        self._abandoned.append(future)
+        self._executor.shutdown(wait=False)
+        self._executor = self._new_executor()
+        raise TimeoutError
+
+    async def _call_tool(self, request: CallToolRequest) -> ToolOutcome:
+        assert self.env is not None
+        return await run_tool(self.env, request, self._run_bounded, self.env.max_tool_result_bytes)
+
+    async def _tool_frame(self, request: ListToolsRequest | CallToolRequest) -> ObservationFrame:
+        assert self.env is not None
+        if isinstance(request, ListToolsRequest):
+            return self.env.tools_frame()
+        return self.env.tool_frame(await self._call_tool(request))
+
+    async def _mcp(self, message: dict[str, Any]) -> McpFrame:
+        """Answer one MCP JSON-RPC request (``tools/list``, ``tools/call``)."""
+        assert self.env is not None
+        request_id, request = jsonrpc.parse_request(message)
+        if isinstance(request, jsonrpc.JsonRpcError):
+            return McpFrame(request.response(request_id))
+        if isinstance(request, ListToolsRequest):
+            tools = [tool.describe() for tool in self.env.tools.values()]
+            return McpFrame(jsonrpc.result_response(request_id, jsonrpc.list_tools_result(tools)))
+        if self.protocol.state is SessionState.OPEN:
+            return McpFrame(
+                jsonrpc.error_response(
+                    request_id, jsonrpc.JsonRpcCode.INVALID_REQUEST, "tools/call before reset: send a reset frame first"
+                )
+            )
+        outcome = await self._call_tool(request)
+        if outcome.error is None:
+            assert outcome.result is not None
+            return McpFrame(jsonrpc.result_response(request_id, jsonrpc.tool_result(outcome.result)))
+        kind, text = outcome.error["error_type"], outcome.error["message"]
+        if kind == ToolErrorType.TOOL_NOT_FOUND.value:  # OpenEnv answers an unknown tool so
+            return McpFrame(jsonrpc.error_response(request_id, jsonrpc.JsonRpcCode.INTERNAL_ERROR, text))
+        if kind == ToolErrorType.INVALID_ARGS.value:
+            return McpFrame(jsonrpc.error_response(request_id, jsonrpc.JsonRpcCode.INVALID_PARAMS, text))
+        # A tool that ran and failed (or overran) is a result with isError, as MCP says.
+        return McpFrame(jsonrpc.result_response(request_id, jsonrpc.error_result(text)))
 
     async def open(self) -> ErrorFrame | None:
         """Create the environment; return the ``FACTORY_ERROR`` frame to send if that failed."""
@@ -139,7 +209,15 @@ class Session:
         request = self.protocol.receive(message)
         if isinstance(request, ErrorFrame):
             return request.serialize()
+        if isinstance(request, McpFrame):
+            return (await self._mcp(request.data)).serialize()
         if isinstance(request, StepFrame):
+            try:
+                tool_request = parse_tool_action(request.action)
+            except ProtocolError as exc:
+                return ErrorFrame.from_exception(exc).serialize()
+            if tool_request is not None:
+                return (await self._tool_frame(tool_request)).serialize()
             try:
                 action = self.env.parse_action(request.action)
             except pydantic.ValidationError as exc:
@@ -175,14 +253,15 @@ class Session:
     async def close(self) -> bool:
         """Close the environment (once, with a timeout) and release the worker thread.
 
-        Returns false if the environment's ``close()`` overran :data:`CLOSE_TIMEOUT`: its thread
-        may then still be running, and the process should not wait for it at exit.
+        Returns false if the environment's ``close()`` overran :data:`CLOSE_TIMEOUT`, or a tool
+        call that overran its limit is still running: such a thread may never end, and the
+        process should not wait for it at exit.
         """
         self.protocol.close()
         env, self.env = self.env, None
         in_time = await self._close_env(env) if env is not None else True
         self._executor.shutdown(wait=False)
-        return in_time
+        return in_time and all(future.done() for future in self._abandoned)
 
     async def _close_env(self, env: Environment[Any, Any, Any]) -> bool:
         """Run ``env.close()`` where its other calls ran; false if it overran its timeout."""

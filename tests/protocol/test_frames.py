@@ -295,8 +295,8 @@ def test_state_frame_round_trips() -> None:
 def test_parse_server_unknown_type_raises() -> None:
     """A server frame of unknown type raises UNKNOWN_TYPE naming it."""
     with pytest.raises(ProtocolError) as exc_info:
-        parse_server_frame('{"type":"mcp","data":{}}')
-    assert_protocol_error(exc_info, ErrorCode.UNKNOWN_TYPE, "unknown server frame type: 'mcp'")
+        parse_server_frame('{"type":"batch_step","data":{}}')
+    assert_protocol_error(exc_info, ErrorCode.UNKNOWN_TYPE, "unknown server frame type: 'batch_step'")
 
 
 # __str__ ---------------------------------------------------------------------------------------

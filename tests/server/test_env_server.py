@@ -64,13 +64,14 @@ def test_binds_loopback_by_default():
 
 
 def test_http_routes():
-    """/health, /schema (with Gymnasium spaces) and /metadata answer JSON; unknown paths get 404."""
+    """/health, /schema (with Gymnasium spaces and tools) and /metadata answer JSON; unknown paths get 404."""
     with running_server(EchoEnvironment) as server:
         assert get(server, "/health") == (200, {"status": "healthy"})
         status, schema = get(server, "/schema")
         assert status == 200
-        assert set(schema) == {"action", "observation", "state", "spaces"}
+        assert set(schema) == {"action", "observation", "state", "spaces", "tools"}
         assert "message" in schema["action"]["properties"]
+        assert [tool["name"] for tool in schema["tools"]] == ["echo_message", "echo_with_length"]
         assert schema["spaces"]["action"]["type"] == "Dict"
         status, metadata = get(server, "/metadata")
         assert (status, metadata["name"]) == (200, "echo_env")
