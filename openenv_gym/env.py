@@ -15,6 +15,7 @@ from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, Serve
 from .providers import Provider, URLProvider, make_provider, start_options
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
+from .tool_face import ToolFace, offers_tools
 
 __all__ = ["ClosedEnvError", "RemoteEnv", "ServerSpaces", "check_served", "make_remote_env", "resolve_spaces"]
 
@@ -99,9 +100,14 @@ def _published(
 
 
 def resolve_spaces(
-    base_url: str, timeout: float, *, json_schema_fallback: bool = False, token: str | None = None
+    base_url: str,
+    timeout: float,
+    *,
+    json_schema_fallback: bool = False,
+    token: str | None = None,
+    schema: Any = None,
 ) -> ServerSpaces:
-    """The spaces of the server at ``base_url``, read from its ``/schema``.
+    """The spaces of the server at ``base_url``, read from its ``/schema`` (or from ``schema``, read before).
 
     A server's own Gymnasium spaces (``/schema["spaces"]``) are always used when it publishes
     them. Otherwise, with ``json_schema_fallback``, they are built from its JSON schemas by
@@ -112,7 +118,8 @@ def resolve_spaces(
         ValueError: it publishes no Gymnasium spaces and ``json_schema_fallback`` is off.
         UnsupportedSpaceError: a field every action needs has no space (the message names it).
     """
-    schema = http_get_json(base_url, "/schema", timeout=timeout, token=token)
+    if schema is None:
+        schema = http_get_json(base_url, "/schema", timeout=timeout, token=token)
     spaces = schema.get("spaces") if isinstance(schema, dict) else None
     if spaces:
         return _published(
@@ -149,6 +156,16 @@ def resolve_spaces(
             raise InvalidActionError(value, action.space, str(exc)) from None
 
     return ServerSpaces(action.space, observation.space, False, action_to_wire, observation.from_wire, unmapped)
+
+
+def _wants_tool_face(tool_calls: bool | None, schema: Any, base_url: str) -> bool:
+    """Whether to give an env the tool face: asked for, or tools and no spaces of its own."""
+    offered = offers_tools(schema)
+    if tool_calls and not offered:
+        raise ValueError(f"tool_calls=True, but the server at {base_url} offers no tools in its /schema")
+    if tool_calls is None:
+        return offered and not (isinstance(schema, dict) and schema.get("spaces"))
+    return tool_calls
 
 
 def check_served(base_url: str, expected: str | None, timeout: float, token: str | None = None) -> None:
@@ -220,6 +237,13 @@ class RemoteEnv(gym.Env[Any, Any]):
     before anything is sent (nothing is coerced: ``1.7`` is no Discrete action). A call after
     :meth:`close` raises :class:`ClosedEnvError`.
 
+    An env that offers tools and no Gymnasium spaces of its own (``openenv/CodingTools-v0``, an
+    OpenEnv MCP server) gets the tool face of :mod:`openenv_gym.tool_face`: the action is one
+    tool call as JSON text, ``'{"name": "run_python", "arguments": {"code": "print(1)"}}'``, the
+    observation is text (the task prompt after a reset, the tool's result after a call), and
+    ``info["tools"]`` lists the tools in OpenAI format. ``tool_calls=True`` asks for that face on
+    an env that has spaces too (``openenv/Echo-v0``); ``tool_calls=False`` refuses it.
+
     Any server that speaks OpenEnv's protocol, including one built with OpenEnv itself, is
     wrapped by ``gym.make("openenv/Remote-v0", base_url="http://host:8000")``: that id sets
     ``json_schema_fallback=True``. With another id, ``base_url`` must be a server of that env
@@ -238,6 +262,8 @@ class RemoteEnv(gym.Env[Any, Any]):
         token: the token the server requires (``Authorization: Bearer``); for a server the
             provider starts, the token it is to require. Default: the provider's (none on
             loopback, a fresh one for a server beyond it).
+        tool_calls: ``None`` (the default) picks the tool face for an env that offers tools and
+            publishes no spaces; ``True`` always (the env must offer tools), ``False`` never.
         sessions_per_server: accepted and unused, so that a registered spec (a Hub manifest's)
             can set it for ``gym.make_vec``, which packs that many sub-envs per server.
         provider: ``"process"`` (default: a child process on loopback), ``"docker"`` (a
@@ -272,6 +298,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         json_schema_fallback: bool = False,
         token: str | None = None,
         sessions_per_server: int | None = None,
+        tool_calls: bool | None = None,
         **kwargs: Any,
     ) -> None:
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
@@ -311,11 +338,18 @@ class RemoteEnv(gym.Env[Any, Any]):
         try:
             if isinstance(self.provider, URLProvider):  # started by someone else: is it this env?
                 check_served(self.base_url, server, open_timeout, token)
-            self._spaces = resolve_spaces(
-                self.base_url, open_timeout, json_schema_fallback=json_schema_fallback, token=token
-            )
-            self.action_space, self.observation_space = self._spaces.action_space, self._spaces.observation_space
-            self._client.connect()
+            schema = http_get_json(self.base_url, "/schema", timeout=open_timeout, token=token)
+            self._tools: ToolFace | None = None
+            if _wants_tool_face(tool_calls, schema, self.base_url):
+                self._client.connect()
+                self._tools = ToolFace(ToolFace.list_tools(self._client))
+                self.action_space, self.observation_space = self._tools.action_space, self._tools.observation_space
+            else:
+                self._spaces = resolve_spaces(
+                    self.base_url, open_timeout, json_schema_fallback=json_schema_fallback, token=token, schema=schema
+                )
+                self.action_space, self.observation_space = self._spaces.action_space, self._spaces.observation_space
+                self._client.connect()
         except BaseException:
             self.close()
             raise
@@ -342,18 +376,23 @@ class RemoteEnv(gym.Env[Any, Any]):
             kwargs["seed"] = seed
         if options is not None:
             kwargs["options"] = options
+        if self._tools is not None:
+            return self._tools.reset(self._client, kwargs)
         frame = self._client.reset(**kwargs)
         return self._spaces.observation_from_wire(frame.observation), frame.info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """Send ``action``: a value of ``action_space`` (a ``Dict`` action as a plain ``dict``), or
-        the fields of the server's own action model as a dict (OpenEnv's ``{"code": ...}``).
+        the fields of the server's own action model as a dict (OpenEnv's ``{"code": ...}``); with
+        the tool face, one tool call as JSON text or as a dict (a bad one is an error observation).
 
         Raises:
             InvalidActionError: ``action`` is not in the action space; nothing was sent.
             ClosedEnvError: the env was closed.
         """
         self._check_open("step")
+        if self._tools is not None:
+            return self._tools.step(self._client, action)
         try:
             wire = self._spaces.action_to_wire(action)
         except InvalidActionError as exc:

@@ -48,7 +48,7 @@ PUBLIC = {
         "register",
     },
     "openenv_gym.vector": {"RemoteVectorEnv"},
-    "openenv_gym.wrappers": {"SB3VecEnv", "make_sb3_vec_env"},
+    "openenv_gym.wrappers": {"ChatMessages", "SB3VecEnv", "make_sb3_vec_env"},
     "openenv_gym.server": {
         "Action",
         "EnvServer",

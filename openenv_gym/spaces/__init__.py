@@ -1,6 +1,6 @@
 """Gymnasium spaces on the wire, without I/O: spaces and their values as JSON, exactly
-(:mod:`.codec`), and spaces built from the pydantic JSON schemas an OpenEnv server publishes
-(:mod:`.schema`). The only layer of the protocol side that imports gymnasium."""
+(:mod:`.codec`), spaces built from the pydantic JSON schemas an OpenEnv server publishes
+(:mod:`.schema`), and the free-text spaces of tool envs (:mod:`.text`). The only layer of the protocol side that imports gymnasium."""
 
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ from .codec import (
     space_to_json,
     to_wire,
 )
+from .text import ToolCallSpace, UnicodeText
 
 __all__ = [
     "ACTION_FIELD",
     "OBSERVATION_FIELD",
+    "ToolCallSpace",
+    "UnicodeText",
     "decode",
     "encode",
     "from_wire",

@@ -1,0 +1,131 @@
+"""The Gymnasium face of a tool env: one tool call as JSON text in, the tool's result as text out.
+
+This is how LLM trainers drive environments (GEM, verifiers, SkyRL: a text action per turn, the
+tool list shown to the model in OpenAI's function format), on top of OpenEnv's tool wire:
+
+* ``reset`` returns the task prompt, with ``info["tools"]`` in OpenAI / TRL format;
+* ``step('{"name": "add", "arguments": {"a": 1}}')`` (or the same as a dict) calls the tool and
+  returns its result's text, the env's reward and ``done`` as ``terminated``; ``info`` carries
+  ``tool_name``, the raw ``tool_result`` and, when the call failed, ``error``;
+* a malformed call, an unknown tool or bad arguments give an error observation (reward 0, not
+  terminated): the model must see its mistake, and the session lives on.
+
+:class:`ToolFace` holds the conversions; :class:`~openenv_gym.env.RemoteEnv` uses it for envs
+that offer tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from .errors import ToolCallError
+from .protocol import ObservationFrame
+from .protocol.tools import LIST_TOOLS, ToolErrorType, call_tool_action, openai_tool, parse_tool_call, result_text
+from .spaces.text import DEFAULT_MAX_TEXT, ToolCallSpace, UnicodeText
+
+__all__ = ["INVALID_TOOL_CALL", "ToolFace", "offers_tools"]
+
+#: ``info["error"]["error_type"]`` of text that is not a tool call (ours: it never reaches a server).
+INVALID_TOOL_CALL = "invalid_tool_call"
+
+
+class _Client(Protocol):
+    def reset(self, **kwargs: Any) -> ObservationFrame: ...
+
+    def step(self, action: dict[str, Any]) -> ObservationFrame: ...
+
+
+def offers_tools(schema: Any) -> bool:
+    """Whether a server's ``/schema`` says it takes tool calls.
+
+    Ours list their tools there (``"tools"``); an OpenEnv MCP server's action schema is its
+    ``CallToolAction`` (fields ``tool_name`` and ``arguments``).
+    """
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("tools"):
+        return True
+    action = schema.get("action")
+    properties = action.get("properties") if isinstance(action, dict) else None
+    return isinstance(properties, dict) and {"tool_name", "arguments"} <= properties.keys()
+
+
+def _error_info(kind: str, message: str) -> dict[str, Any]:
+    return {"error": {"error_type": kind, "message": message}}
+
+
+def _error_text(message: str) -> str:
+    return f"Error: {message}"
+
+
+class ToolFace:
+    """Tool calls as text actions and tool results as text observations, for one session.
+
+    Args:
+        tools: the env's tools as listed (``{"name", "description", "input_schema"}``), for the
+            action space's samples; the list is read again at every reset.
+        max_length: the longest action and observation text.
+    """
+
+    def __init__(self, tools: list[dict[str, Any]], max_length: int = DEFAULT_MAX_TEXT) -> None:
+        self.tools = tools
+        self.action_space = ToolCallSpace([tool["name"] for tool in tools], max_length)
+        self.observation_space = UnicodeText(max_length)
+
+    @staticmethod
+    def list_tools(client: _Client) -> list[dict[str, Any]]:
+        """The tools the server lists (a ``list_tools`` step: no reset needed)."""
+        tools = client.step(LIST_TOOLS).observation.get("tools")
+        if not isinstance(tools, list):
+            raise ToolCallError(f"the server answered list_tools without a tool list: {tools!r}")
+        return [tool for tool in tools if isinstance(tool, dict) and isinstance(tool.get("name"), str)]
+
+    def _fit(self, text: str) -> str:
+        """``text`` cut to the observation space's length (a server without our result limit may send more)."""
+        limit = self.observation_space.max_length
+        if len(text) <= limit:
+            return text
+        marker = f"\n...[cut: {len(text)} characters in all]"
+        return text[: limit - len(marker)] + marker
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """The tools in OpenAI / TRL function format."""
+        return [openai_tool(tool) for tool in self.tools]
+
+    def reset(self, client: _Client, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Reset the session; the observation is the task prompt, ``info["tools"]`` the tool list."""
+        frame = client.reset(**kwargs)
+        self.tools = self.list_tools(client)
+        self.action_space.tool_names = tuple(tool["name"] for tool in self.tools)
+        metadata = frame.metadata or frame.observation.get("metadata") or {}
+        prompt = frame.observation.get("prompt", metadata.get("prompt", ""))
+        info = {**frame.info, "tools": self.openai_tools()}
+        if metadata:
+            info["metadata"] = metadata
+        return self._fit(prompt if isinstance(prompt, str) else str(prompt)), info
+
+    def step(self, client: _Client, action: str | Mapping[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Call the tool ``action`` names; every mistake in the call is an error observation."""
+        try:
+            name, arguments = parse_tool_call(action)
+        except ToolCallError as exc:
+            return _error_text(str(exc)), 0.0, False, False, _error_info(INVALID_TOOL_CALL, str(exc))
+        frame = client.step(call_tool_action(name, arguments))
+        observation = frame.observation
+        result = observation.get("result")
+        error = observation.get("error")
+        info: dict[str, Any] = {**frame.info, "tool_name": observation.get("tool_name", name), "tool_result": result}
+        metadata = frame.metadata or observation.get("metadata")
+        if metadata:
+            info["metadata"] = metadata
+        if isinstance(error, dict):
+            message = str(error.get("message", ""))
+            text = _error_text(message)
+            info.update(_error_info(str(error.get("error_type", ToolErrorType.EXECUTION_ERROR.value)), message))
+        else:
+            text = result_text(result if isinstance(result, dict) else None)
+            if isinstance(result, dict) and (result.get("is_error") or result.get("isError")):
+                info.update(_error_info(ToolErrorType.EXECUTION_ERROR.value, text))
+        reward = 0.0 if frame.reward is None else float(frame.reward)
+        return self._fit(text), reward, bool(frame.done), bool(frame.truncated), info
