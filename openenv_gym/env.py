@@ -15,7 +15,7 @@ from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, Serve
 from .providers import Provider, URLProvider, make_provider, start_options
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
-from .tool_face import ToolFace, offers_tools
+from .tool_face import ToolFace, wants_tool_face
 
 __all__ = ["ClosedEnvError", "RemoteEnv", "ServerSpaces", "check_served", "make_remote_env", "resolve_spaces"]
 
@@ -156,16 +156,6 @@ def resolve_spaces(
             raise InvalidActionError(value, action.space, str(exc)) from None
 
     return ServerSpaces(action.space, observation.space, False, action_to_wire, observation.from_wire, unmapped)
-
-
-def _wants_tool_face(tool_calls: bool | None, schema: Any, base_url: str) -> bool:
-    """Whether to give an env the tool face: asked for, or tools and no spaces of its own."""
-    offered = offers_tools(schema)
-    if tool_calls and not offered:
-        raise ValueError(f"tool_calls=True, but the server at {base_url} offers no tools in its /schema")
-    if tool_calls is None:
-        return offered and not (isinstance(schema, dict) and schema.get("spaces"))
-    return tool_calls
 
 
 def check_served(base_url: str, expected: str | None, timeout: float, token: str | None = None) -> None:
@@ -340,7 +330,7 @@ class RemoteEnv(gym.Env[Any, Any]):
                 check_served(self.base_url, server, open_timeout, token)
             schema = http_get_json(self.base_url, "/schema", timeout=open_timeout, token=token)
             self._tools: ToolFace | None = None
-            if _wants_tool_face(tool_calls, schema, self.base_url):
+            if wants_tool_face(tool_calls, schema, self.base_url):
                 self._client.connect()
                 self._tools = ToolFace(ToolFace.list_tools(self._client))
                 self.action_space, self.observation_space = self._tools.action_space, self._tools.observation_space

@@ -17,6 +17,7 @@ that offer tools.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from .errors import ToolCallError
@@ -24,7 +25,10 @@ from .protocol import ObservationFrame
 from .protocol.tools import LIST_TOOLS, ToolErrorType, call_tool_action, openai_tool, parse_tool_call, result_text
 from .spaces.text import DEFAULT_MAX_TEXT, ToolCallSpace, UnicodeText
 
-__all__ = ["INVALID_TOOL_CALL", "ToolFace", "offers_tools"]
+__all__ = ["INVALID_TOOL_CALL", "StepResult", "ToolFace", "offers_tools", "wants_tool_face"]
+
+#: What ``gymnasium.Env.step`` returns.
+StepResult = tuple[Any, float, bool, bool, dict[str, Any]]
 
 #: ``info["error"]["error_type"]`` of text that is not a tool call (ours: it never reaches a server).
 INVALID_TOOL_CALL = "invalid_tool_call"
@@ -51,6 +55,20 @@ def offers_tools(schema: Any) -> bool:
     return isinstance(properties, dict) and {"tool_name", "arguments"} <= properties.keys()
 
 
+def wants_tool_face(tool_calls: bool | None, schema: Any, base_url: str) -> bool:
+    """Whether to give an env the tool face: asked for, or tools and no spaces of its own.
+
+    Raises:
+        ValueError: ``tool_calls=True`` for a server that offers no tools.
+    """
+    offered = offers_tools(schema)
+    if tool_calls and not offered:
+        raise ValueError(f"tool_calls=True, but the server at {base_url} offers no tools in its /schema")
+    if tool_calls is None:
+        return offered and not (isinstance(schema, dict) and schema.get("spaces"))
+    return tool_calls
+
+
 def _error_info(kind: str, message: str) -> dict[str, Any]:
     return {"error": {"error_type": kind, "message": message}}
 
@@ -66,10 +84,16 @@ class ToolFace:
         tools: the env's tools as listed (``{"name", "description", "input_schema"}``), for the
             action space's samples; the list is read again at every reset.
         max_length: the longest action and observation text.
+        read_only_results: give ``info["tool_result"]`` and ``info["metadata"]`` as read-only
+            mappings, not dicts: a vector env's info merges dicts key by key, which fails when
+            its sub-envs' results differ in shape (a string ``data`` beside an object one).
     """
 
-    def __init__(self, tools: list[dict[str, Any]], max_length: int = DEFAULT_MAX_TEXT) -> None:
+    def __init__(
+        self, tools: list[dict[str, Any]], max_length: int = DEFAULT_MAX_TEXT, *, read_only_results: bool = False
+    ) -> None:
         self.tools = tools
+        self.read_only_results = read_only_results
         self.action_space = ToolCallSpace([tool["name"] for tool in tools], max_length)
         self.observation_space = UnicodeText(max_length)
 
@@ -80,6 +104,9 @@ class ToolFace:
         if not isinstance(tools, list):
             raise ToolCallError(f"the server answered list_tools without a tool list: {tools!r}")
         return [tool for tool in tools if isinstance(tool, dict) and isinstance(tool.get("name"), str)]
+
+    def _result(self, value: Any) -> Any:
+        return MappingProxyType(value) if self.read_only_results and isinstance(value, dict) else value
 
     def _fit(self, text: str) -> str:
         """``text`` cut to the observation space's length (a server without our result limit may send more)."""
@@ -93,32 +120,40 @@ class ToolFace:
         """The tools in OpenAI / TRL function format."""
         return [openai_tool(tool) for tool in self.tools]
 
-    def reset(self, client: _Client, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """Reset the session; the observation is the task prompt, ``info["tools"]`` the tool list."""
-        frame = client.reset(**kwargs)
+    # The three steps of a call, apart, so that the vector env can send many calls before it reads.
+
+    def to_wire(self, action: str | Mapping[str, Any]) -> dict[str, Any] | StepResult:
+        """The ``call_tool`` action to send for ``action``, or the error result to return at once."""
+        try:
+            name, arguments = parse_tool_call(action)
+        except ToolCallError as exc:
+            return _error_text(str(exc)), 0.0, False, False, _error_info(INVALID_TOOL_CALL, str(exc))
+        return call_tool_action(name, arguments)
+
+    def reset_result(self, client: _Client, frame: ObservationFrame) -> tuple[str, dict[str, Any]]:
+        """The prompt and info of a reset's ``frame``; lists the tools again (one more round trip)."""
         self.tools = self.list_tools(client)
         self.action_space.tool_names = tuple(tool["name"] for tool in self.tools)
         metadata = frame.metadata or frame.observation.get("metadata") or {}
         prompt = frame.observation.get("prompt", metadata.get("prompt", ""))
         info = {**frame.info, "tools": self.openai_tools()}
         if metadata:
-            info["metadata"] = metadata
+            info["metadata"] = self._result(metadata)
         return self._fit(prompt if isinstance(prompt, str) else str(prompt)), info
 
-    def step(self, client: _Client, action: str | Mapping[str, Any]) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Call the tool ``action`` names; every mistake in the call is an error observation."""
-        try:
-            name, arguments = parse_tool_call(action)
-        except ToolCallError as exc:
-            return _error_text(str(exc)), 0.0, False, False, _error_info(INVALID_TOOL_CALL, str(exc))
-        frame = client.step(call_tool_action(name, arguments))
+    def step_result(self, frame: ObservationFrame) -> StepResult:
+        """The text, reward, flags and info of a call's ``frame``."""
         observation = frame.observation
         result = observation.get("result")
         error = observation.get("error")
-        info: dict[str, Any] = {**frame.info, "tool_name": observation.get("tool_name", name), "tool_result": result}
+        info: dict[str, Any] = {
+            **frame.info,
+            "tool_name": observation.get("tool_name"),
+            "tool_result": self._result(result),
+        }
         metadata = frame.metadata or observation.get("metadata")
         if metadata:
-            info["metadata"] = metadata
+            info["metadata"] = self._result(metadata)
         if isinstance(error, dict):
             message = str(error.get("message", ""))
             text = _error_text(message)
@@ -129,3 +164,16 @@ class ToolFace:
                 info.update(_error_info(ToolErrorType.EXECUTION_ERROR.value, text))
         reward = 0.0 if frame.reward is None else float(frame.reward)
         return self._fit(text), reward, bool(frame.done), bool(frame.truncated), info
+
+    # One call at a time, for RemoteEnv.
+
+    def reset(self, client: _Client, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Reset the session; the observation is the task prompt, ``info["tools"]`` the tool list."""
+        return self.reset_result(client, client.reset(**kwargs))
+
+    def step(self, client: _Client, action: str | Mapping[str, Any]) -> StepResult:
+        """Call the tool ``action`` names; every mistake in the call is an error observation."""
+        wire = self.to_wire(action)
+        if isinstance(wire, tuple):
+            return wire
+        return self.step_result(client.step(wire))

@@ -248,3 +248,60 @@ def _rendered(messages, tools) -> bool:
 
 def test_tool_face_names_are_public():
     assert openenv_gym.wrappers.ChatMessages is ChatMessages
+
+
+# make_vec ------------------------------------------------------------------------------------
+
+
+def test_make_vec_steps_text_calls_in_batches(toolbox_url):
+    """One plain session per sub-env; bad calls answered locally; autoreset brings the next prompt."""
+    envs = gym.make_vec("openenv/Remote-v0", num_envs=3, base_url=toolbox_url)
+    try:
+        assert isinstance(envs.single_action_space, ToolCallSpace) and "submit" in envs.single_action_space.tool_names
+        prompts, infos = envs.reset(seed=0)
+        assert prompts == ("Add 2 and 3, then submit the sum.",) * 3
+        assert len(infos["tools"]) == 3 and infos["_tools"].all()
+        actions = ('{"name": "add", "arguments": {"a": 1}}', "oops", {"name": "submit", "arguments": {"answer": 5}})
+        texts, rewards, terminations, truncations, infos = envs.step(actions)
+        assert texts[0] == "1" and texts[1].startswith("Error: ") and texts[2] == "correct"
+        assert rewards.tolist() == [0.0, 0.0, 1.0] and terminations.tolist() == [False, False, True]
+        assert not truncations.any()
+        assert infos["error"]["error_type"][1] == "invalid_tool_call" and infos["_error"].tolist() == [
+            False,
+            True,
+            False,
+        ]
+        # Results of different shapes sit side by side (read-only mappings, not merged key by key).
+        assert infos["tool_result"][0]["data"] == 1 and infos["tool_result"][2]["data"] == "correct"
+        texts, rewards, terminations, _, infos = envs.step(('{"name": "add", "arguments": {"a": 2}}',) * 3)
+        assert texts == ("2", "2", "Add 2 and 3, then submit the sum.")  # NextStep: the ended sub-env reset
+        assert rewards.tolist() == [0.0, 0.0, 0.0]
+    finally:
+        envs.close()
+
+
+def test_make_vec_drives_openenv_mcp_servers(calculator_url):
+    """An OpenEnv server lists no tools in /schema: the first session lists them."""
+    envs = gym.make_vec("openenv/Remote-v0", num_envs=2, base_url=calculator_url)
+    try:
+        assert envs.single_action_space.tool_names == ("echo_message", "echo_with_length", "calculate", "submit")
+        envs.reset(seed=0)
+        texts, rewards, *_ = envs.step(
+            (
+                '{"name": "calculate", "arguments": {"expression": "1+1"}}',
+                '{"name": "echo_message", "arguments": {"message": "hi"}}',
+            )
+        )
+        assert texts == ("2.0", "hi") and rewards.tolist() == pytest.approx([-0.1, 0.0])
+    finally:
+        envs.close()
+
+
+def test_make_vec_of_echo_tools():
+    envs = gym.make_vec("openenv/Echo-v0", num_envs=2, tool_calls=True)
+    try:
+        envs.reset()
+        texts, *_ = envs.step(('{"name": "echo_message", "arguments": {"message": "é"}}',) * 2)
+        assert texts == ("é", "é")
+    finally:
+        envs.close()

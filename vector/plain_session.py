@@ -1,19 +1,49 @@
 """`PlainSessionBatch`: one plain ``/ws`` session presented as a batch of one sub-env.
 
 It lets the vector env run over servers that speak only OpenEnv's protocol (no ``/ws/batch``),
-with Gymnasium's autoreset applied on the client by the same rule the batch server applies.
+with Gymnasium's autoreset applied on the client by the same rule the batch server applies. A
+*face* converts actions and frames: :class:`WireFace` passes wire objects through (the vector env
+decodes them with the spaces), :class:`~openenv_gym.tool_face.ToolFace` makes tool calls of text.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.protocol import ObservationFrame
 from openenv_gym.protocol.batch import AutoresetMode, AutoresetRule, BatchResultFrame
+from openenv_gym.tool_face import StepResult
 
-__all__ = ["PlainSessionBatch"]
+__all__ = ["Face", "PlainSessionBatch", "WireFace"]
+
+
+class Face(Protocol):
+    """How one session's actions become step frames, and its frames become results."""
+
+    def to_wire(self, action: Any) -> dict[str, Any] | StepResult:
+        """The step action to send, or a result to return without sending anything."""
+        ...
+
+    def reset_result(self, client: EnvClient, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]: ...
+
+    def step_result(self, frame: ObservationFrame) -> StepResult: ...
+
+
+class WireFace:
+    """Actions and observations as their wire objects, for the vector env to encode and decode."""
+
+    def to_wire(self, action: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(action)
+
+    def reset_result(self, client: EnvClient, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]:
+        return frame.observation, frame.info
+
+    def step_result(self, frame: ObservationFrame) -> StepResult:
+        reward = 0.0 if frame.reward is None else float(frame.reward)
+        return frame.observation, reward, bool(frame.done), bool(frame.truncated), frame.info
 
 
 class _Pending(enum.Enum):
@@ -23,6 +53,7 @@ class _Pending(enum.Enum):
     RESET = "reset"  # a reset the caller asked for
     AUTORESET = "autoreset"  # NextStep: this step of an ended sub-env is its reset
     STEP = "step"
+    ANSWERED = "answered"  # the face answered the action itself: nothing was sent
 
 
 class PlainSessionBatch:
@@ -30,10 +61,12 @@ class PlainSessionBatch:
 
     envs = 1
 
-    def __init__(self, base_url: str, autoreset_mode: AutoresetMode, **kwargs: Any) -> None:
+    def __init__(self, base_url: str, autoreset_mode: AutoresetMode, face: Face | None = None, **kwargs: Any) -> None:
         self.client = EnvClient(base_url, **kwargs)
         self.rule = AutoresetRule(autoreset_mode)
+        self.face: Face = face or WireFace()
         self._pending = _Pending.NONE
+        self._answer: StepResult | None = None
 
     @property
     def url(self) -> str:
@@ -67,24 +100,32 @@ class PlainSessionBatch:
             self.client.begin_reset()
             self._pending = _Pending.AUTORESET
         else:
-            self.client.begin_step(actions[0])
-            self._pending = _Pending.STEP
+            wire = self.face.to_wire(actions[0])
+            if isinstance(wire, tuple):
+                self._answer, self._pending = wire, _Pending.ANSWERED
+            else:
+                self.client.begin_step(wire)
+                self._pending = _Pending.STEP
 
     def complete(self, timeout: float | None = None) -> BatchResultFrame:
-        frame: ObservationFrame = self.client.complete(timeout)
         pending, self._pending = self._pending, _Pending.NONE
-        if pending in (_Pending.RESET, _Pending.AUTORESET):
-            self.rule.was_reset()
-            if pending is _Pending.RESET:
-                return BatchResultFrame([frame.observation], [frame.info])
-            return BatchResultFrame([frame.observation], [frame.info], [0.0], [False], [False])
-        reward = 0.0 if frame.reward is None else float(frame.reward)
-        terminated, truncated = bool(frame.done), bool(frame.truncated)
+        if pending is _Pending.ANSWERED:
+            assert self._answer is not None
+            (observation, reward, terminated, truncated, info), self._answer = self._answer, None
+        else:
+            frame: ObservationFrame = self.client.complete(timeout)
+            if pending in (_Pending.RESET, _Pending.AUTORESET):
+                self.rule.was_reset()
+                observation, info = self.face.reset_result(self.client, frame)
+                if pending is _Pending.RESET:
+                    return BatchResultFrame([observation], [info])
+                return BatchResultFrame([observation], [info], [0.0], [False], [False])
+            observation, reward, terminated, truncated, info = self.face.step_result(frame)
         final: dict[int, dict[str, Any]] = {}
         if self.rule.stepped(terminated, truncated):  # SameStep: reset now, in a second round trip
-            final[0] = {"observation": frame.observation, "info": frame.info}
-            frame = self.client.reset()
-        return BatchResultFrame([frame.observation], [frame.info], [reward], [terminated], [truncated], final)
+            final[0] = {"observation": observation, "info": info}
+            observation, info = self.face.reset_result(self.client, self.client.reset())
+        return BatchResultFrame([observation], [info], [reward], [terminated], [truncated], final)
 
     def reset_batch(self, *args: Any, **kwargs: Any) -> BatchResultFrame:
         self.begin_batch_reset(*args, **kwargs)

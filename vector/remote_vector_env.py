@@ -21,7 +21,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from openenv_gym.client.batch_client import BatchClient
-from openenv_gym.env import ClosedEnvError, check_served, resolve_spaces
+from openenv_gym.env import ClosedEnvError, ServerSpaces, check_served, resolve_spaces
 from openenv_gym.errors import (
     ConnectionLostError,
     InvalidActionError,
@@ -33,7 +33,8 @@ from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
 from openenv_gym.providers import Provider, URLProvider, make_providers, start_options
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
-from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, mismatch
+from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, ToolCallSpace, mismatch
+from openenv_gym.tool_face import ToolFace, wants_tool_face
 
 from .plain_session import PlainSessionBatch
 
@@ -74,6 +75,12 @@ class _Block:
     @property
     def size(self) -> int:
         return self.stop - self.start
+
+
+def _tool_spaces(schema: dict[str, Any]) -> ServerSpaces:
+    """The spaces of the tool face: text calls and text results, passed through as they are."""
+    face = ToolFace(schema.get("tools") or [])
+    return ServerSpaces(face.action_space, face.observation_space, False, lambda action: action, lambda text: text)
 
 
 def _split(num_envs: int, parts: int) -> list[tuple[int, int]]:
@@ -228,6 +235,9 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         servers: the number of servers to start (sub-envs spread evenly over them); then
             ``sessions_per_server``, if given, is how many one server may take (room for the
             sub-envs of a failed server), an error if fewer than the spread puts on it.
+        tool_calls: as for ``RemoteEnv``: ``None`` gives an env that offers tools and no spaces
+            the tool face (text tool calls in, text results out; one plain session per sub-env),
+            ``True`` always, ``False`` never.
         batched: ``True``: one batch session per server (fastest; needs openenv-gym's
             ``/ws/batch``); ``False``: one plain OpenEnv ``/ws`` session per sub-env with autoreset
             on the client. ``None`` (default) chooses from the first server's ``/schema``: batch
@@ -262,6 +272,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         token: str | None = None,
         servers: int | None = None,
+        tool_calls: bool | None = None,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
@@ -303,9 +314,21 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 for url, url_provider in dict(zip(urls, self._providers)).items():
                     check_served(url, server, open_timeout, url_provider.token)
             ranges = _split(num_envs, len(urls))
-            self._spaces = resolve_spaces(
-                urls[0], open_timeout, json_schema_fallback=json_schema_fallback, token=self._providers[0].token
-            )
+            schema = http_get_json(urls[0], "/schema", timeout=open_timeout, token=self._providers[0].token)
+            tool_face = wants_tool_face(tool_calls, schema, urls[0])
+            if tool_face:
+                if batched:
+                    raise ValueError("tool calls go one session per sub-env: batched=True cannot be given with them")
+                batched = False
+                self._spaces = _tool_spaces(schema)
+            else:
+                self._spaces = resolve_spaces(
+                    urls[0],
+                    open_timeout,
+                    json_schema_fallback=json_schema_fallback,
+                    token=self._providers[0].token,
+                    schema=schema,
+                )
             self.single_action_space = self._spaces.action_space
             self.single_observation_space = self._spaces.observation_space
             if batched is None:  # openenv-gym servers publish spaces and serve /ws/batch; OpenEnv's do neither
@@ -337,10 +360,14 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                     for url, provider, (start, stop) in zip(urls, self._providers, ranges)
                 ]
             else:
+                # Each sub-env's tool face keeps the tool list its own session reported.
+                faces: Callable[[], ToolFace | None] = (
+                    (lambda: ToolFace([], read_only_results=True)) if tool_face else (lambda: None)
+                )
                 self._blocks += [
                     _Block(
                         functools.partial(
-                            PlainSessionBatch, autoreset_mode=wire_mode, token=provider.token, **timeouts
+                            PlainSessionBatch, autoreset_mode=wire_mode, face=faces(), token=provider.token, **timeouts
                         ),
                         url,
                         provider,
@@ -352,6 +379,18 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 ]
             for block in self._blocks:
                 block.client.connect()
+            call_spaces = [
+                space
+                for space in (self.single_action_space, *getattr(self.action_space, "spaces", ()))
+                if isinstance(space, ToolCallSpace)
+            ]
+            if tool_face and not call_spaces[0].tool_names:
+                # An OpenEnv server lists its tools in no /schema: ask the first session.
+                first = self._blocks[0].client
+                assert isinstance(first, PlainSessionBatch)
+                names = tuple(tool["name"] for tool in ToolFace.list_tools(first.client))
+                for space in call_spaces:
+                    space.tool_names = names
         except BaseException:
             self.close()
             raise
