@@ -42,6 +42,7 @@ images: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/single_session.py
 	$(BIN)/python benchmarks/vector.py
+	$(BIN)/python benchmarks/tools.py
 	$(BIN)/python benchmarks/codec.py
 	$(BIN)/python benchmarks/coding_step.py
 	$(BIN)/python benchmarks/containers.py

@@ -1,4 +1,7 @@
-"""Server processes for the benchmarks: spawn, wait for ``/health``, stop; openenv-core's included.
+"""Server processes for the benchmarks: spawn, wait for ``/health``, stop; ours and openenv-core's.
+
+Also the per-configuration result the session benchmarks share (calls/s per round, pooled
+latencies) and the ``met`` / ``NOT met`` word their target lines print.
 
 Imported by the benchmark scripts, which run from the repository root as
 ``.venv/bin/python benchmarks/<name>.py`` (their folder is then on ``sys.path``).
@@ -7,29 +10,39 @@ Imported by the benchmark scripts, which run from the repository root as
 from __future__ import annotations
 
 import os
+import selectors
+import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO
 
 __all__ = [
+    "ECHO",
     "REPO_ROOT",
     "SPAWNED",
     "START_TIMEOUT",
+    "Result",
     "Server",
+    "met",
     "spawn",
     "start_frame_echo",
     "start_openenv_core",
+    "start_ours",
+    "stop_all",
+    "stop_all_on_sigterm",
     "wait_health",
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 START_TIMEOUT = 60.0  # openenv-core imports gradio on start-up: allow for a cold disk
+ECHO = "openenv_gym.envs.echo:EchoEnvironment"
 
 
 @dataclass
@@ -68,6 +81,21 @@ class Server:
 SPAWNED: list[Server] = []  # every server started, so a script's `finally` can stop them all
 
 
+def stop_all() -> None:
+    """Stop every server spawned so far (for a script's ``finally``); idempotent."""
+    for server in SPAWNED:
+        server.stop()
+
+
+def stop_all_on_sigterm() -> None:
+    """Make SIGTERM exit through the script's ``finally`` (as Ctrl-C does), so its servers are stopped."""
+
+    def exit_(signum: int, frame: object) -> None:
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, exit_)
+
+
 def spawn(name: str, cmd: list[str], url: str = "", env: dict[str, str] | None = None) -> tuple[Server, float]:
     """Start ``cmd`` from the repository root; without a ``url`` its stdout is piped (ours reports its port there)."""
     log = tempfile.TemporaryFile()
@@ -103,8 +131,33 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_ours(target: str = ECHO) -> Server:
+    """``openenv_gym serve target`` on a free loopback port (the one its ready line reports), healthy."""
+    cmd = [sys.executable, "-m", "openenv_gym", "serve", target, "--port", "0", "--host", "127.0.0.1"]
+    server, t0 = spawn("ours", cmd)
+    assert server.proc.stdout is not None
+    buffer = b""
+    with selectors.DefaultSelector() as sel:
+        sel.register(server.proc.stdout, selectors.EVENT_READ)
+        while b"\n" not in buffer:
+            if time.perf_counter() > t0 + START_TIMEOUT:
+                raise server.fail("no ready line in time")
+            if sel.select(0.1):
+                chunk = os.read(server.proc.stdout.fileno(), 4096)
+                if not chunk:
+                    raise server.fail("closed stdout before it was ready")
+                buffer += chunk
+    # "openenv-gym server listening on http://127.0.0.1:PORT (WebSocket ...)"
+    server.url = buffer.split(b"\n", 1)[0].decode().split(" on ", 1)[1].split()[0]
+    wait_health(server, t0)
+    return server
+
+
 def start_openenv_core(*args: str) -> Server:
-    """openenv-core's own server (``tests/openenv_core_server.py``, options ``args``), healthy."""
+    """openenv-core's own server (``tests/openenv_core_server.py``, options ``args``), healthy.
+
+    ``start_openenv_core("--env", "mcp")`` serves its stock ``MCPEnvironment`` with FastMCP tools.
+    """
     port = _free_port()
     cmd = [sys.executable, "-m", "tests.openenv_core_server", str(port), *args]
     env = dict(os.environ, ENABLE_WEB_INTERFACE="false")
@@ -120,3 +173,22 @@ def start_frame_echo() -> Server:
     server, t0 = spawn("frame echo", cmd, f"http://127.0.0.1:{port}")
     wait_health(server, t0)
     return server
+
+
+@dataclass
+class Result:
+    """One configuration's measurements: a rate per round, and every call's latency pooled."""
+
+    rates: list[float] = field(default_factory=list)  # calls/s, one per round
+    lat: list[float] = field(default_factory=list)  # seconds, all rounds pooled
+
+    def rate(self) -> float:
+        return statistics.median(self.rates)
+
+    def ms(self, q: float) -> float:
+        xs = sorted(self.lat)
+        return xs[min(len(xs) - 1, int(q * len(xs)))] * 1e3
+
+
+def met(ok: bool) -> str:
+    return "met" if ok else "NOT met"

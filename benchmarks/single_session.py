@@ -21,40 +21,16 @@ import argparse
 import asyncio
 import os
 import platform
-import selectors
 import statistics
-import sys
 import time
-from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any
 
-from servers import SPAWNED, START_TIMEOUT, Server, spawn, start_openenv_core, wait_health
+from servers import Result, Server, met, start_openenv_core, start_ours, stop_all
 
 ACTION = {"message": "hello"}
 SESSION_TIMEOUT = 600.0
 CALL_TIMEOUT = 30.0
-
-
-def start_ours() -> Server:
-    cmd = [sys.executable, "-m", "openenv_gym", "serve", "openenv_gym.envs.echo:EchoEnvironment"]
-    server, t0 = spawn("ours", [*cmd, "--port", "0", "--host", "127.0.0.1"])
-    assert server.proc.stdout is not None
-    buffer = b""
-    with selectors.DefaultSelector() as sel:
-        sel.register(server.proc.stdout, selectors.EVENT_READ)
-        while b"\n" not in buffer:
-            if time.perf_counter() > t0 + START_TIMEOUT:
-                raise server.fail("no ready line in time")
-            if sel.select(0.1):
-                chunk = os.read(server.proc.stdout.fileno(), 4096)
-                if not chunk:
-                    raise server.fail("closed stdout before it was ready")
-                buffer += chunk
-    # "openenv-gym server listening on http://127.0.0.1:PORT (WebSocket ...)"
-    server.url = buffer.split(b"\n", 1)[0].decode().split(" on ", 1)[1].split()[0]
-    wait_health(server, t0)
-    return server
 
 
 def start_openenv(async_step: bool = False) -> Server:
@@ -130,23 +106,6 @@ def run_session(side: str, kind: str, url: str, warmup: int, steps: int) -> tupl
     return session_sync(client, warmup, steps)
 
 
-@dataclass
-class Result:
-    rates: list[float] = field(default_factory=list)  # steps/s, one per round
-    lat: list[float] = field(default_factory=list)  # seconds, all rounds pooled
-
-    def rate(self) -> float:
-        return statistics.median(self.rates)
-
-    def ms(self, q: float) -> float:
-        xs = sorted(self.lat)
-        return xs[min(len(xs) - 1, int(q * len(xs)))] * 1e3
-
-
-def met(ok: bool) -> str:
-    return "met" if ok else "NOT met"
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--steps", type=int, default=3000, help="timed steps per configuration and round")
@@ -205,8 +164,7 @@ def main() -> None:
                 results[side, kind].rates.append(args.steps / total)
                 results[side, kind].lat.extend(lat)
     finally:
-        for srv in SPAWNED:
-            srv.stop()
+        stop_all()
 
     print(f"\n{'one session: server / client':<30}{'steps/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
     for side, kind in configs:

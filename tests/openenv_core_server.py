@@ -16,7 +16,8 @@ model under ``$defs``, ``Optional`` fields, a bool, a list of models, free-form 
 and ``reward: null`` on every step but the one that reaches the goal (reward 1.0, done).
 ``--env mcp`` is a stock ``MCPEnvironment`` with FastMCP tools: ``echo_message`` and
 ``echo_with_length`` as OpenEnv's echo env has them, ``calculate(expression)`` (reward -0.1 a
-call) and ``submit(answer)`` (reward 1.0 and done when the answer is 42, the task's).
+call) and ``submit(answer)`` (reward 1.0 and done when the answer is 42, the task's);
+``benchmarks/tools.py`` measures our Echo's tool calls against it.
 """
 
 from __future__ import annotations
