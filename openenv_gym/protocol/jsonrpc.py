@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .tools import CallToolRequest, ListToolsRequest, call_tool_result
+from .tools import CallToolRequest, ListToolsRequest, ToolErrorType, call_tool_result
 
 __all__ = [
     "JsonRpcCode",
     "JsonRpcError",
+    "call_response",
     "error_response",
     "error_result",
     "list_tools_result",
@@ -108,6 +109,26 @@ def error_response(request_id: str | int | None, code: JsonRpcCode, message: str
 def list_tools_result(tools: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``tools/list`` result for tool descriptions ``{"name", "description", "input_schema"}``."""
     return {"tools": [{**tool, "inputSchema": tool["input_schema"]} for tool in tools]}
+
+
+def call_response(
+    request_id: str | int | None, result: Mapping[str, Any] | None, error: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The response to ``tools/call`` for a call's ``CallToolResult`` or its ``error`` object.
+
+    An unknown tool is an internal error (-32603, as OpenEnv answers it), invalid arguments are
+    invalid params (-32602); a tool that ran and failed, or overran its limit, is a result with
+    ``isError``, as MCP reports it, for the model to read.
+    """
+    if error is None:
+        assert result is not None, "a call has a result or an error"
+        return result_response(request_id, tool_result(result))
+    kind, message = error.get("error_type"), str(error.get("message", ""))
+    if kind == ToolErrorType.TOOL_NOT_FOUND.value:
+        return error_response(request_id, JsonRpcCode.INTERNAL_ERROR, message)
+    if kind == ToolErrorType.INVALID_ARGS.value:
+        return error_response(request_id, JsonRpcCode.INVALID_PARAMS, message)
+    return result_response(request_id, error_result(message))
 
 
 def error_result(message: str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from ..protocol import (
     StepFrame,
     jsonrpc,
 )
-from ..protocol.tools import CallToolRequest, ListToolsRequest, ToolErrorType, parse_tool_action
+from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
 from .environment import Environment
 from .tools import ToolOutcome, run_tool
 
@@ -160,16 +160,7 @@ class Session:
                 )
             )
         outcome = await self._call_tool(request)
-        if outcome.error is None:
-            assert outcome.result is not None
-            return McpFrame(jsonrpc.result_response(request_id, jsonrpc.tool_result(outcome.result)))
-        kind, text = outcome.error["error_type"], outcome.error["message"]
-        if kind == ToolErrorType.TOOL_NOT_FOUND.value:  # OpenEnv answers an unknown tool so
-            return McpFrame(jsonrpc.error_response(request_id, jsonrpc.JsonRpcCode.INTERNAL_ERROR, text))
-        if kind == ToolErrorType.INVALID_ARGS.value:
-            return McpFrame(jsonrpc.error_response(request_id, jsonrpc.JsonRpcCode.INVALID_PARAMS, text))
-        # A tool that ran and failed (or overran) is a result with isError, as MCP says.
-        return McpFrame(jsonrpc.result_response(request_id, jsonrpc.error_result(text)))
+        return McpFrame(jsonrpc.call_response(request_id, outcome.result, outcome.error))
 
     async def open(self) -> ErrorFrame | None:
         """Create the environment; return the ``FACTORY_ERROR`` frame to send if that failed."""
