@@ -1,4 +1,5 @@
-"""The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps``, ``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``."""
+"""The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps``, ``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``;
+``mcp``: one env session's tools as a stdio MCP server."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .errors import OpenEnvGymError
 from .protocol.urls import is_loopback_host
 from .server.env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES
 
@@ -154,7 +156,55 @@ def build_parser() -> argparse.ArgumentParser:
         "Owners remove their own containers on close and at exit; this catches the ones left behind.",
     )
     _add_tasks_parser(commands)
+    _add_mcp_parser(commands)
     return parser
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _add_mcp_parser(commands: Any) -> None:
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve one env session as an MCP server on stdin/stdout: its tools, plus reset",
+        description="Run a Model Context Protocol server over stdio (for an MCP client to start) that "
+        "holds one session of TARGET: an env id (openenv/Echo-v0), a Gymnasium id or module:attr, served "
+        "by a server started on loopback; or of the running server at --url. The env's tools become MCP "
+        "tools, whose calls are forwarded to the session, plus reset (seed, options) for a new episode; "
+        "each result's _meta holds openenv-gym/reward, openenv-gym/done and openenv-gym/truncated. stdout "
+        "carries MCP messages only; logs go to stderr. Needs pip install 'openenv-gym[mcp]'.",
+    )
+    mcp.add_argument("target", nargs="?", default=None, help="an env id, a Gymnasium id, or module:attr")
+    mcp.add_argument("--url", default=None, help="a running server (http://host:port) instead of starting one")
+    mcp.add_argument(
+        "--token-env",
+        default=None,
+        metavar="VAR",
+        help="with --url: the running server's token is in environment variable VAR",
+    )
+    mcp.add_argument("--env-kwargs", type=_env_kwargs, default={}, help="JSON keyword arguments for the env")
+    # The defaults are the client's and the provider's (tests/test_mcp_bridge.py holds the help to
+    # them); not imported here, so that `serve` does not load the client and the providers.
+    mcp.add_argument(
+        "--call-timeout",
+        type=_positive_seconds,
+        default=None,
+        help="seconds to wait for each tool call or reset (default: 60)",
+    )
+    mcp.add_argument(
+        "--startup-timeout",
+        type=_positive_seconds,
+        default=None,
+        help="seconds a started server has to become ready (default: 30)",
+    )
+    mcp.add_argument("--log-level", default="WARNING", help="logging level, on stderr (default: WARNING)")
 
 
 def _add_tasks_parser(commands: Any) -> None:
@@ -337,6 +387,53 @@ def _serve(args: argparse.Namespace) -> int:
     return status
 
 
+def _mcp(args: argparse.Namespace) -> int:
+    # Before anything starts: without the SDK there is nothing to serve.
+    try:
+        from .integrations import mcp
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in ("mcp", "mcp_types"):
+            raise
+        print(f"openenv-gym mcp: error: {exc}", file=sys.stderr)
+        return 1
+
+    # stdout is the MCP channel: every log line goes to stderr.
+    logging.basicConfig(
+        level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if args.target is None and args.url is None:
+        print("openenv-gym mcp: error: give a TARGET (an env id or module:attr) or --url", file=sys.stderr)
+        return 2
+    token = None
+    if args.token_env is not None:
+        token = os.environ.get(args.token_env)
+        if not token:
+            print(f"openenv-gym mcp: error: --token-env {args.token_env}: that variable is not set", file=sys.stderr)
+            return 2
+    timeouts = {
+        name: value
+        for name, value in (("call_timeout", args.call_timeout), ("startup_timeout", args.startup_timeout))
+        if value is not None
+    }
+    try:
+        mcp.serve(args.target, url=args.url, env_kwargs=args.env_kwargs, token=token, **timeouts)
+    except ValueError as exc:  # a bad TARGET or URL, or options that do not go together
+        print(f"openenv-gym mcp: error: {mcp.one_line(exc)}", file=sys.stderr)
+        return 2
+    except OpenEnvGymError as exc:  # one line even for a server's traceback or start-up log
+        if _debug(args):
+            raise
+        print(f"openenv-gym mcp: error: {mcp.one_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C before the MCP server ran (it handles its own); all stopped
+        return 130
+    return 0
+
+
+def _debug(args: argparse.Namespace) -> bool:
+    return os.environ.get(_DEBUG_ENV_VAR, "") not in ("", "0") or getattr(args, "log_level", "").upper() == "DEBUG"
+
+
 def _user_errors() -> tuple[type[BaseException], ...]:
     """The failures a command reports in one line: ours, and the Hub client's (if it was loaded)."""
     from .errors import OpenEnvGymError
@@ -359,6 +456,7 @@ _COMMANDS = {
     "pull": _pull,
     "push": _push,
     "tasks": _tasks,
+    "mcp": _mcp,
 }
 # Set to show the traceback of a failed command instead of its one-line error.
 _DEBUG_ENV_VAR = "OPENENV_GYM_DEBUG"
@@ -375,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = _COMMANDS[args.command](args)
     except _user_errors() as exc:
-        if os.environ.get(_DEBUG_ENV_VAR, "") not in ("", "0") or getattr(args, "log_level", "").upper() == "DEBUG":
+        if _debug(args):
             raise
         print(f"openenv-gym {args.command}: error: {exc}", file=sys.stderr)
         code = 1

@@ -80,3 +80,12 @@ def test_importing_the_package_loads_only_its_root():
         "openenv_gym._post_import",
         "openenv_gym.errors",
     ]
+
+
+@pytest.mark.parametrize("module", ["openenv_gym.cli", "openenv_gym.integrations"])
+def test_only_the_mcp_bridge_loads_the_mcp_sdk(module):
+    """The CLI (so ``serve``) and the integrations package load no MCP SDK (seconds to import):
+    only ``openenv-gym mcp`` does, through ``openenv_gym.integrations.mcp``."""
+    modules = new_modules(module)
+    assert module in modules
+    assert loaded(modules, "mcp", "mcp_types", "openenv_gym.integrations.mcp") == []

@@ -1,0 +1,10 @@
+"""Bridges from openenv-gym environments to other agent frameworks.
+
+Each integration lives in a module of its own and needs its own optional extra, so importing
+this package loads nothing: :mod:`openenv_gym.integrations.mcp` serves one env session as an MCP
+server over stdio (``pip install 'openenv-gym[mcp]'``; ``openenv-gym mcp TARGET``).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
