@@ -275,8 +275,8 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
 
 
 _TOOLS_ONLY = (
-    "this environment is driven by its tools: send {'type': 'call_tool', 'tool_name': 'run_python' | "
-    "'run_tests' | 'submit', 'arguments': {'code': ...}} (or {'type': 'list_tools'})"
+    'this environment is driven by its tools: send {"type": "call_tool", "tool_name": "run_python", '
+    '"arguments": {"code": "..."}} (or "run_tests", "submit"), or {"type": "list_tools"}'
 )
 
 

@@ -19,10 +19,11 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym
-from openenv_gym.client import EnvClient
+from openenv_gym.client import EnvClient, http_get_json
 from openenv_gym.envs.coding import CodingToolsEnvironment, load_tasks
 from openenv_gym.envs.coding.environment import MAX_CODE_LENGTH
 from openenv_gym.protocol import ObservationFrame
+from openenv_gym.providers import ProcessProvider
 from openenv_gym.server import EnvServer
 from tests.envs.coding_reference import SOLUTIONS
 from tests.envs.hostile_cases import (
@@ -262,11 +263,18 @@ def test_the_constructor_refuses_a_call_limit_within_the_sandboxs():
         CodingToolsEnvironment(reward="binry")  # type: ignore[arg-type]
 
 
-def test_the_catalog_registers_the_id_with_its_turn_limit():
+def test_the_catalog_entry_serves_the_env_in_a_server_process_of_its_own():
+    """The registered id: its turn limit, no Gymnasium spaces (the tool face makes its own), and a server
+    process started from its server string that answers tool calls."""
     spec = gym.spec("openenv/CodingTools-v0")
     assert (spec.max_episode_steps, spec.reward_threshold) == (16, 1.0)
     assert spec.kwargs["server"] == "openenv_gym.envs.coding_tools:CodingToolsEnvironment"
     assert CodingToolsEnvironment.space_descriptions is None and CodingToolsEnvironment.action_space is None
+    with ProcessProvider(spec.kwargs["server"], env_kwargs={"limits": {"wall_time": WALL_TIME}}) as url:
+        assert "spaces" not in http_get_json(url, "/schema", timeout=10 * UNIT)
+        with EnvClient(url) as client:
+            client.reset(options={"task_id": TASK})
+            assert call(client, "submit", code=SOLUTION).reward == 1.0
 
 
 # --- time limits -------------------------------------------------------------------------------
