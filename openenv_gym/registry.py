@@ -89,6 +89,13 @@ def builtin_entries() -> list[CatalogEntry]:
             description="Python function-writing tasks with hidden tests; code runs in a sandbox",
         ),
         CatalogEntry(
+            id="openenv/CodingTools-v0",
+            server="openenv_gym.envs.coding_tools:CodingToolsEnvironment",
+            max_episode_steps=16,  # tool calls; as envs/coding_tools/openenv.yaml says
+            reward_threshold=1.0,
+            description="The Coding tasks through tools: run_python, run_tests on the examples, submit",
+        ),
+        CatalogEntry(
             id="openenv/Remote-v0",
             server=None,
             kwargs={"json_schema_fallback": True},

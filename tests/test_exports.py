@@ -109,12 +109,15 @@ PUBLIC = {
         "CodeObservation",
         "CodingEnvironment",
         "CodingState",
+        "CodingToolsEnvironment",
+        "CodingToolsObservation",
         "Task",
         "TaskObservation",
         "TestCase",
         "load_tasks",
         "task_ids",
     },
+    "openenv_gym.envs.coding_tools": {"CodingToolsEnvironment", "CodingToolsObservation"},
 }
 
 

@@ -2,20 +2,65 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import inspect
+
 import pytest
 
+import openenv_gym
 from openenv_gym.manifest import Manifest, ManifestError, load_manifest
+from openenv_gym.sandbox import Limits
 from tests.manifests import CARTPOLE, write
 from tests.utils import REPO_ROOT
+
+SHIPPED = sorted((REPO_ROOT / "envs").glob("*/openenv.yaml"))
 
 
 def test_the_shipped_manifests_validate():
     """Every env's openenv.yaml in the repository validates, names an image and an app of ours."""
-    paths = sorted((REPO_ROOT / "envs").glob("*/openenv.yaml"))
-    assert [path.parent.name for path in paths] == ["coding", "echo"]
-    for path in paths:
+    assert [path.parent.name for path in SHIPPED] == ["coding", "coding_tools", "echo"]
+    for path in SHIPPED:
         manifest = load_manifest(path)
         assert manifest.image and manifest.app.startswith("openenv_gym.envs.")
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda path: path.parent.name)
+def test_each_shipped_manifest_is_its_catalog_entry(path):
+    """The registry's entry for a manifest's gym_id serves its app, with its turn limit and threshold.
+
+    The catalog cannot read the manifests (``import openenv_gym`` stays cheap), so the two say it
+    twice and this holds them together; the app's folder is the manifest's (the Docker provider
+    finds a manifest by its app's folder).
+    """
+    manifest = load_manifest(path)
+    assert manifest.gym_id in openenv_gym.catalog, f"{path}: no catalog entry {manifest.gym_id}"
+    entry = openenv_gym.catalog[manifest.gym_id]
+    assert (entry.server, entry.max_episode_steps, entry.reward_threshold, entry.nondeterministic) == (
+        manifest.app,
+        manifest.max_episode_steps,
+        manifest.reward_threshold,
+        manifest.nondeterministic,
+    )
+    assert manifest.app.startswith(f"openenv_gym.envs.{path.parent.name}:")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in SHIPPED if "tool_timeout_s" in load_manifest(path).model_extra],
+    ids=lambda p: p.parent.name,
+)
+def test_a_manifests_per_call_limits_are_its_envs_defaults(path):
+    """``tool_timeout_s`` and ``limits`` in a manifest state what its env does when not told otherwise."""
+    manifest = load_manifest(path)
+    module, _, name = manifest.app.partition(":")
+    parameters = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+    extra = manifest.model_extra or {}
+    assert parameters["tool_timeout_s"].default == extra["tool_timeout_s"]
+    assert parameters["max_episode_steps"].default == manifest.max_episode_steps
+    assert parameters["limits"].default is None  # so the sandbox's own defaults apply
+    defaults = dataclasses.asdict(Limits())
+    assert extra["limits"] == {key: defaults[key] for key in extra["limits"]}
 
 
 def test_openenv_fields_keep_their_meaning_and_unknown_keys_are_kept(tmp_path):

@@ -16,6 +16,7 @@ from tests.utils import REPO_ROOT
 EXPECTED_IDS = {
     "openenv/Echo-v0",
     "openenv/Coding-v0",
+    "openenv/CodingTools-v0",
     "openenv/Remote-v0",
     "openenv/CartPole-v1",
     "openenv/MountainCar-v0",

@@ -17,7 +17,6 @@ Every step is a fresh program: nothing of one step's globals or files is left fo
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import string
 import uuid
@@ -26,22 +25,29 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from openenv_gym.sandbox import Limits, Sandbox
+from openenv_gym.sandbox import Limits
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 
-from .feedback import FEEDBACK_LIMIT, feedback
-from .scoring import passed_tests, well_formed
-from .tasks import BUILTIN_TASKS, HF_PREFIX, MAX_PROMPT_LENGTH, MAX_TESTS, Task, choice_error, select_tasks
+from .feedback import FEEDBACK_LIMIT
+from .harness import (
+    OUTPUT_MARKER_ROOM,
+    RewardMode,
+    check_episode_options,
+    grade,
+    pick_task,
+    reset_options,
+    reward_for,
+    run_program,
+    task_sandbox,
+)
+from .harness import fit_text as _fit  # noqa: F401 - its name here before it moved, which tests import
+from .tasks import MAX_PROMPT_LENGTH, MAX_TESTS, Task, choice_error, select_tasks
 
 __all__ = ["MAX_CODE_LENGTH", "CodeAction", "CodeObservation", "CodingEnvironment", "CodingState", "TaskObservation"]
 
 MAX_CODE_LENGTH = 65536
 DEFAULT_MAX_EPISODE_STEPS = 8
-OUTPUT_MARKER_ROOM = 256  # characters the truncation markers and sandbox notes may add to a capped stream
-RewardMode = Literal["fraction", "binary", "improvement"]
-_REWARD_MODES = ("fraction", "binary", "improvement")
 _MODES = ("tasks", "free")
-_CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x09), *range(0x0E, 0x20), 0x7F]}
 
 
 class CodeAction(Action):
@@ -117,10 +123,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
     ) -> None:
         if mode not in _MODES:
             raise choice_error("mode", mode, _MODES)
-        if reward not in _REWARD_MODES:
-            raise choice_error("reward", reward, _REWARD_MODES)
-        if max_episode_steps is not None and max_episode_steps < 1:
-            raise ValueError(f"max_episode_steps must be at least 1, got {max_episode_steps}")
+        check_episode_options(reward, max_episode_steps)
         self.mode = mode
         self.reward_mode = reward
         self.max_episode_steps = max_episode_steps
@@ -131,10 +134,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             self._by_id = {task.task_id: task for task in self.tasks}
         self.observation_type = TaskObservation if mode == "tasks" else CodeObservation  # type: ignore[misc]
         self.space_descriptions = _space_descriptions(mode, self.limits.output_limit)  # type: ignore[misc]
-        # The task file holds the expected values: never readable by agent code, wherever it lives.
-        hidden = [BUILTIN_TASKS if tasks is None else tasks] if isinstance(tasks, (str, Path, type(None))) else []
-        hidden = [path for path in hidden if not str(path).startswith(HF_PREFIX)]
-        self._sandbox = Sandbox(self.limits, mechanism=sandbox, hidden_paths=hidden)  # raises if no sandbox here
+        self._sandbox = task_sandbox(tasks, self.limits, sandbox)  # raises if no sandbox here
         self._rng = random.Random()
         self._task: Task | None = None
         self._state = CodingState()
@@ -142,23 +142,14 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
     # --- Environment API ---------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> CodeObservation:
-        options = kwargs.get("options") or {}
-        unknown = set(options) - {"task_id"}
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; the coding env takes 'task_id'")
+        options = reset_options(kwargs.get("options"))
         if seed is not None:
             self._rng = random.Random(seed)
         self._sandbox.start()
         self._state = CodingState(episode_id=episode_id or str(uuid.uuid4()))
         if self.mode == "free":
             return CodeObservation(reward=0.0)
-        if "task_id" in options:
-            try:
-                self._task = self._by_id[options["task_id"]]
-            except (KeyError, TypeError):
-                raise choice_error("task_id", options["task_id"], list(self._by_id)) from None
-        else:
-            self._task = self._rng.choice(self.tasks)
+        self._task = pick_task(self.tasks, self._by_id, options, self._rng)
         self._state.task_id = self._task.task_id
         return TaskObservation(
             prompt=self._task.statement,
@@ -173,44 +164,37 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
         self._state.step_count += 1
         truncated = self.max_episode_steps is not None and self._state.step_count >= self.max_episode_steps
         task = self._task
-        result = self._sandbox.run(
-            action.code,
-            entry_point=task.entry_point if task else None,
-            cases=[test.args for test in task.tests] if task else None,
-            tracebacks=task.visible_tests if task else (),
-        )
-        stdout = _fit(result.stdout, self.limits.output_limit)
-        stderr = _fit(result.stderr, self.limits.output_limit)
-        exit_code = max(-128, min(255, result.exit_code))
-        info: dict[str, Any] = {"timed_out": result.timed_out}  # no duration: info stays deterministic
         if task is None:
+            output = run_program(self._sandbox, action.code, self.limits.output_limit)
             return CodeObservation(
-                stdout=stdout, stderr=stderr, exit_code=exit_code, reward=0.0, truncated=truncated, info=info
+                stdout=output.stdout,
+                stderr=output.stderr,
+                exit_code=output.exit_code,
+                reward=0.0,
+                truncated=truncated,
+                info={"timed_out": output.timed_out},  # no duration: info stays deterministic
             )
-        result = dataclasses.replace(result, results=well_formed(result.results))
-        passed = passed_tests(task.tests, result.results)
-        fraction = sum(passed) / len(passed)
-        solved = all(passed)
-        if self.reward_mode == "binary":
-            reward = float(solved)
-        elif self.reward_mode == "improvement":
-            reward = max(0.0, fraction - self._state.best_fraction)
-        else:
-            reward = fraction
-        self._state.best_fraction = max(self._state.best_fraction, fraction)
-        info.update(task_id=task.task_id, difficulty=task.difficulty, tests=passed)
+        graded = grade(self._sandbox, task, action.code, self.limits.output_limit)
+        reward = reward_for(self.reward_mode, graded, self._state.best_fraction)
+        self._state.best_fraction = max(self._state.best_fraction, graded.fraction)
+        output = graded.output
         return TaskObservation(
             prompt=task.statement,
-            stdout=stdout,
-            stderr=stderr,
-            exit_code=exit_code,
-            tests_passed=sum(passed),
-            tests_total=len(passed),
-            feedback=_fit(feedback(task, result, passed), FEEDBACK_LIMIT),
+            stdout=output.stdout,
+            stderr=output.stderr,
+            exit_code=output.exit_code,
+            tests_passed=sum(graded.passed),
+            tests_total=len(graded.passed),
+            feedback=graded.feedback,
             reward=reward,
-            done=solved,
-            truncated=truncated and not solved,
-            info=info,
+            done=graded.solved,
+            truncated=truncated and not graded.solved,
+            info={
+                "timed_out": output.timed_out,
+                "task_id": task.task_id,
+                "difficulty": task.difficulty,
+                "tests": graded.passed,
+            },
         )
 
     @property
@@ -237,15 +221,6 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             ),
             version="0.1.0",
         )
-
-
-def _fit(text: str, limit: int) -> str:
-    """``text`` in the observation's charset (other characters escaped), capped near ``limit``."""
-    if not text.isascii() or any(ord(char) in _CONTROL for char in text):
-        text = text.encode("ascii", "backslashreplace").decode("ascii").translate(_CONTROL)
-    if len(text) > limit + OUTPUT_MARKER_ROOM:
-        text = text[:limit] + f"\n[... truncated: {len(text) - limit} more characters]"
-    return text
 
 
 def _space_descriptions(mode: str, output_limit: int) -> dict[str, Any]:

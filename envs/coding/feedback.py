@@ -14,7 +14,7 @@ from openenv_gym.sandbox import RunResult
 
 from .tasks import Task, TestCase
 
-__all__ = ["FEEDBACK_LIMIT", "feedback"]
+__all__ = ["FEEDBACK_LIMIT", "example_reports", "feedback"]
 
 FEEDBACK_LIMIT = 8192  # characters of feedback an observation holds
 _REPR_LIMIT = 200
@@ -52,8 +52,7 @@ def feedback(task: Task, result: RunResult, passed: list[bool]) -> str:
     if visible:
         index = visible[0]
         test = task.tests[index]
-        call = f"{task.entry_point}({', '.join(_short(arg) for arg in test.args)})"
-        lines.append(f"Example {call} failed: {_expected(test)}, {_outcome(results, index)}.")
+        lines.append(f"Example {_call(task, test)} failed: {_expected(test)}, {_outcome(results, index)}.")
     else:
         index = passed.index(False)
         lines.append(f"A hidden test failed: {_outcome(results, index, hidden=True)}.")
@@ -61,6 +60,39 @@ def feedback(task: Task, result: RunResult, passed: list[bool]) -> str:
     if trace:
         lines.append(trace.rstrip("\n"))
     return "\n".join(lines)
+
+
+def example_reports(task: Task, results: list[dict[str, Any]], passed: list[bool]) -> list[dict[str, Any]]:
+    """How each test the prompt shows went: ``{"call", "expected", "got", "passed"}``.
+
+    Only the visible tests are reported (their calls and outcomes are in the prompt already);
+    ``results`` are the sandbox's per-test results, ``passed`` the scores of all the task's tests.
+    A raise is named with its message; :func:`feedback` has the first failure's traceback.
+
+    Example:
+        >>> task = Task(task_id="t", difficulty="easy", prompt="For example, inc(1) returns 2.",
+        ...             signature="def inc(x):", entry_point="inc",
+        ...             tests=[{"args": [5], "expected": 6}, {"args": [1], "expected": 2}])
+        >>> example_reports(task, [{"value": 6}, {"value": 1}], [True, False])
+        [{'call': 'inc(1)', 'expected': '2', 'got': '1', 'passed': False}]
+    """
+    reports = []
+    for index in task.visible_tests:
+        test = task.tests[index]
+        item = results[index] if index < len(results) else None
+        if item is None:
+            got = "did not run"
+        elif "value" in item:
+            got = _short(item["value"])
+        else:
+            got = f"raised {item.get('error', 'an exception')}"
+        expected = f"raises {test.raises}" if test.raises is not None else _short(test.expected)
+        reports.append({"call": _call(task, test), "expected": expected, "got": got, "passed": passed[index]})
+    return reports
+
+
+def _call(task: Task, test: TestCase) -> str:
+    return f"{task.entry_point}({', '.join(_short(arg) for arg in test.args)})"
 
 
 def _expected(test: TestCase) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import dataclasses
 import os
 import selectors
@@ -13,9 +14,9 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..errors import SandboxUnavailableError
 from . import worker
@@ -66,7 +67,8 @@ class Sandbox:
     not a new interpreter. Runs get no network, a read-only view of the interpreter, a private scratch
     directory emptied after each run, and the :class:`Limits`. After each run every process it
     left is killed. A worker that dies (a run can kill it when bubblewrap is not run as root) or
-    stops answering is replaced on the next run. Thread-safe: runs are serialised.
+    stops answering is replaced on the next run. Thread-safe: runs are serialised, and a worker
+    outlives the thread that started it.
 
     Args:
         limits: what each run may use.
@@ -226,14 +228,17 @@ class Sandbox:
                 argv = [self.python, *program]
                 self._scratch_root = _private_tempdir()
                 workdir = os.path.join(self._scratch_root, "work")
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+            pass_fds = () if seccomp_fd is None else (seccomp_fd,)
+            process = _in_spawner(
+                lambda: subprocess.Popen(
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=pass_fds,
+                )
             )
         finally:
             if seccomp_fd is not None:
@@ -290,6 +295,36 @@ class Sandbox:
             shutil.rmtree(self._scratch_root, ignore_errors=True)
             self._scratch_root = None
         return stderr
+
+
+_T = TypeVar("_T")
+_spawner: concurrent.futures.ThreadPoolExecutor | None = None
+_spawner_lock = threading.Lock()
+
+
+def _in_spawner(start: Callable[[], _T]) -> _T:
+    """``start()`` (which starts the worker), called in a thread that lives as long as the process.
+
+    bubblewrap's ``--die-with-parent`` (``PR_SET_PDEATHSIG``) fires when the *thread* that started
+    it ends, not the process: a worker started from a short-lived thread (a server session's
+    worker thread, replaced after a tool call overran its limit) would be killed with it, and
+    the run then in it lost.
+    """
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="openenv-gym-sandbox-spawner")
+        spawner = _spawner
+    return spawner.submit(start).result()
+
+
+def _forget_spawner() -> None:
+    """In a forked child, which has none of its parent's threads: start a spawner of its own when needed."""
+    global _spawner, _spawner_lock
+    _spawner, _spawner_lock = None, threading.Lock()  # the parent's lock may have been held at the fork
+
+
+os.register_at_fork(after_in_child=_forget_spawner)
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:

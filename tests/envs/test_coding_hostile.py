@@ -15,11 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import signal
-import socket
 import urllib.parse
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -30,12 +27,20 @@ from websockets.sync.client import connect
 import openenv_gym  # noqa: F401 - registers openenv/Coding-v0
 from openenv_gym.client import http_get_json
 from openenv_gym.protocol.urls import ws_url
-from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE
-from tests.envs.hostile_cases import HOSTILE, MARKER, OUTPUT_LIMIT, SERVER_PORT, SERVICE_PORT, SOLUTION, TASK, WALL_TIME
-from tests.utils import REPO_ROOT, UNIT, pid_alive, sandbox_pids, server_pids, wait_until
+from tests.envs.hostile_cases import (
+    HOSTILE,
+    PROCESSES_PER_SESSION,
+    SOLUTION,
+    TASK,
+    WALL_TIME,
+    assert_contained,
+    assert_runs_cleaned_up,
+    run_case,
+    run_processes,
+)
+from tests.utils import UNIT, pid_alive, sandbox_pids, server_pids, wait_until
 
 ENV_ID = "openenv/Coding-v0"
-PROCESSES_PER_SESSION = 2  # bubblewrap, and the warm worker (the init of its pid namespace)
 
 
 @dataclasses.dataclass
@@ -74,43 +79,13 @@ def served() -> Iterator[Served]:
         a.close()
 
 
-def run_processes() -> dict[int, bool]:
-    """Live processes with a run's uid, each with whether a SIGKILL is pending for it.
-
-    As root, each sandbox's runs use the uid SANDBOX_UID_BASE + its bubblewrap pid.
-    """
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                status = (entry / "status").read_text()
-                uid = int(status.split("\nUid:")[1].split()[0])
-                pending = int(status.split("\nSigPnd:")[1].split()[0], 16)
-                pending |= int(status.split("\nShdPnd:")[1].split()[0], 16)
-            except (OSError, IndexError, ValueError):
-                continue
-            if uid >= SANDBOX_UID_BASE and "State:\tZ" not in status:
-                found[int(entry.name)] = bool(pending & (1 << (signal.SIGKILL - 1)))
-    return found
-
-
 def ours(served: Served) -> set[int]:
     return sandbox_pids() - served.before_sandboxes
 
 
 def assert_nothing_left(served: Served) -> None:
-    """No process of a run is left, and the sandboxes are the very processes of setup.
-
-    The worker answers once it has sent SIGKILL to every process of the run, not once they are
-    gone: when the reply arrives, a few may still be exiting (seen after a fork bomb). So right
-    after a step every process of a run must already be killed, and soon none may exist.
-    """
-    survivors = [pid for pid, killed in run_processes().items() if not killed]
-    assert survivors == [], "a process of the run outlived it, and no SIGKILL is on its way"
-    assert wait_until(lambda: not run_processes(), 1 * UNIT), f"processes of the run left: {run_processes()}"
-    assert wait_until(lambda: ours(served) == served.sandboxes, 1 * UNIT), (
-        f"sandbox processes were added, lost or replaced: {ours(served) ^ served.sandboxes}"
-    )
+    """No process of a run is left, and the sandboxes are the very processes of setup."""
+    assert_runs_cleaned_up(lambda: ours(served), served.sandboxes)
 
 
 def solve(env: gym.Env[Any, Any]) -> None:
@@ -134,22 +109,10 @@ def assert_still_serving(served: Served) -> None:
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_code_is_contained_and_the_server_keeps_serving(served, name):
     case = HOSTILE[name]
-    with socket.create_server(("127.0.0.1", 0)) as service:
-        service.setblocking(False)
-        code = case.code.replace(SERVER_PORT, str(served.port))
-        code = code.replace(SERVICE_PORT, str(service.getsockname()[1]))
-        obs, reward, terminated, truncated, info = served.a.step(code)
-        with pytest.raises(BlockingIOError):
-            service.accept()  # nothing got through to the test's own loopback service
-    output = obs["stdout"] + obs["stderr"]
-    assert case.expected in output, output[-2000:]
-    assert obs["exit_code"] == case.exit_code, output[-2000:]
-    assert info["timed_out"] is case.timed_out
+    obs, reward, terminated, truncated, info = run_case(case, served.port, served.a.step)
+    assert_contained(case, obs["stdout"], obs["stderr"], obs["exit_code"], info["timed_out"])
     assert obs["tests_passed"] == 0 < obs["tests_total"] == 7
     assert (reward, terminated, truncated) == (0.0, False, False)
-    assert len(obs["stdout"]) <= OUTPUT_LIMIT + 256 and len(obs["stderr"]) <= OUTPUT_LIMIT + 256
-    for written in (Path("/usr") / MARKER, Path("/") / MARKER, REPO_ROOT / MARKER):
-        assert not written.exists(), f"the run wrote {written} on the host"
     assert_nothing_left(served)  # right after the step returns: the worker cleaned up before replying
     assert_still_serving(served)
 

@@ -60,6 +60,12 @@ def test_visible_tests_are_the_calls_the_prompt_writes_out():
     assert sum(bool(task.visible_tests) for task in TASKS) >= 50
 
 
+@pytest.mark.parametrize("task", TASKS, ids=lambda task: task.task_id)
+def test_every_task_shows_an_example_that_is_one_of_its_tests(task):
+    """CodingTools' run_tests runs the prompt's examples: every shipped task must show one, as a literal call."""
+    assert task.visible_tests, f"the prompt of {task.task_id} writes out no call of one of its tests"
+
+
 def test_task_ids_lists_the_ids_of_a_task_set_by_difficulty():
     """task_ids() lists every shipped id in file order; difficulties filter; an unknown difficulty lists the valid ones."""
     from openenv_gym.envs.coding import task_ids

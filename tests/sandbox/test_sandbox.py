@@ -9,6 +9,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -255,6 +257,53 @@ def test_a_worker_that_dies_is_replaced(sandbox):
         assert result.stdout == "again\n" and box.restarts == 1
     finally:
         box.close()
+
+
+def test_a_worker_outlives_the_thread_that_started_it():
+    """A server may start a sandbox in a thread that then ends (a session's worker thread, replaced after
+    a tool call overran): bubblewrap's --die-with-parent follows that thread, yet the worker lives on."""
+    box = Sandbox(LIMITS)
+    try:
+        starter = threading.Thread(target=box.start)
+        starter.start()
+        starter.join()
+        pid = box.pid
+        assert pid is not None
+        assert not wait_until(lambda: not pid_alive(pid), 0.5 * UNIT), "the worker died with its starting thread"
+        assert box.run("print('still here')").stdout == "still here\n"
+        assert (box.pid, box.restarts) == (pid, 0)
+    finally:
+        box.close()
+
+
+def test_a_forked_child_starts_sandboxes_of_its_own():
+    """After os.fork the child has no spawner thread: its sandboxes still start (none would, waiting on the parent's)."""
+    with Sandbox(LIMITS) as box:  # this process has a spawner thread now, which the child will lack
+        assert box.run("print(1)").stdout == "1\n"
+    with warnings.catch_warnings():
+        # Python 3.12+ warns about forking a threaded process; the child only starts a sandbox and exits.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through its exit status
+        code = 1
+        try:
+            with Sandbox(LIMITS) as box:
+                code = 0 if box.run("print('child')").stdout == "child\n" else 2
+        finally:
+            os._exit(code)
+    reaped: list[int] = []  # the child's wait status, once it has exited
+
+    def reap() -> bool:
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid == child:
+            reaped.append(status)
+        return bool(reaped)
+
+    if not wait_until(reap, 30 * UNIT):  # it waits for a thread it does not have: do not leave it behind
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+    assert reaped, "the forked child's sandbox never started"
+    assert os.waitstatus_to_exitcode(reaped[0]) == 0
 
 
 def test_close_leaves_no_process_and_is_idempotent():
