@@ -359,3 +359,47 @@ def test_hostile_code_through_run_python_is_contained_and_the_session_lives_on(h
     hostile.client.reset(options={"task_id": TASK})
     assert not run_processes()
     assert_runs_cleaned_up(lambda: sandbox_pids() - hostile.before, hostile.sandboxes)
+
+
+# Through gym.make: the tool face --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gym_env() -> Iterator[gym.Env]:
+    env = gym.make("openenv/CodingTools-v0")
+    yield env
+    env.close()
+
+
+def test_a_scripted_agent_solves_a_task_through_gym_make(gym_env):
+    """run_python, then run_tests, then submit: text calls in, result text out, reward and terminated."""
+    prompt, info = gym_env.reset(options={"task_id": TASK})
+    assert "def digit_square_sum(n: int) -> int:" in prompt and "You have 16 tool calls." in prompt
+    assert [tool["function"]["name"] for tool in info["tools"]] == TOOLS
+    ran = gym_env.step(json.dumps({"name": "run_python", "arguments": {"code": "print(6 * 7)"}}))
+    assert json.loads(ran[0])["stdout"] == "42\n" and ran[1:4] == (0.0, False, False)
+    tested, reward, terminated, _, _ = gym_env.step({"name": "run_tests", "arguments": {"code": SOLUTION}})
+    report = json.loads(tested)
+    assert report["examples"] == [{"call": "digit_square_sum(123)", "expected": "14", "got": "14", "passed": True}]
+    assert (reward, terminated) == (0.0, False)
+    wrong, reward, terminated, truncated, _ = gym_env.step({"name": "submit", "arguments": {"code": WRONG}})
+    assert json.loads(wrong)["tests_passed"] == 1 and reward == pytest.approx(1 / 7)
+    assert (terminated, truncated) == (False, False)
+    solved, reward, terminated, truncated, info = gym_env.step({"name": "submit", "arguments": {"code": SOLUTION}})
+    assert json.loads(solved)["solved"] is True and (reward, terminated, truncated) == (1.0, True, False)
+    assert info["tool_name"] == "submit" and "error" not in info
+
+
+def test_the_model_sees_its_mistakes_through_gym_make(gym_env):
+    gym_env.reset(options={"task_id": TASK})
+    text, reward, terminated, _, info = gym_env.step('{"name": "run_python", "arguments": {"program": "1"}}')
+    assert info["error"]["error_type"] == "invalid_args" and "code: Field required" in text
+    assert (reward, terminated) == (0.0, False)
+    text, *_, info = gym_env.step("```python\nprint(1)\n```")
+    assert info["error"]["error_type"] == "invalid_tool_call" and text.startswith("Error: ")
+
+
+def test_check_env_passes_on_coding_tools(gym_env):
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(gym_env.unwrapped)
