@@ -34,6 +34,8 @@ class ToolboxEnvironment(Environment[Any, TaskObservation, State]):
     tool_timeout_s = 5.0
     #: Set while a hanging tool's thread is inside it; cleared when the thread leaves.
     hanging = threading.Event()
+    #: Lets a ``hang(until_closed=False)`` call leave (a test sets it).
+    unhang = threading.Event()
 
     def __init__(self) -> None:
         self._state = State()
@@ -87,11 +89,12 @@ class ToolboxEnvironment(Environment[Any, TaskObservation, State]):
         raise RuntimeError(why)
 
     @tool
-    def hang(self, seconds: float = 60.0) -> str:
-        """Block the worker thread (until the session ends, at most ``seconds``)."""
+    def hang(self, seconds: float = 60.0, until_closed: bool = True) -> str:
+        """Block the worker thread until the session ends (or, with ``until_closed`` false, until
+        the test sets :attr:`unhang`), at most ``seconds``."""
         type(self).hanging.set()
         try:
-            self.release.wait(seconds)
+            (self.release if until_closed else type(self).unhang).wait(seconds)
         finally:
             type(self).hanging.clear()
         return "woke up"

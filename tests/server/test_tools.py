@@ -289,13 +289,16 @@ def test_a_malformed_tool_action_is_a_validation_error_frame(session, data):
 def test_a_hanging_tool_times_out_and_the_session_goes_on(toolbox):
     """The env's limit (5 s here) gives a timeout error; the next call runs on a fresh worker.
 
-    The server remembers the thread it gave up on: when the session closes, it reports it stuck.
+    The server remembers the thread it gave up on: when the session closes with that thread still
+    running, the server reports itself stuck.
     """
+    ToolboxEnvironment.unhang.clear()
     session = Session(toolbox.url)
     try:
         session.send({"type": "reset"})
         started = time.monotonic()
-        reply = session.step({"type": "call_tool", "tool_name": "hang", "arguments": {}, "timeout_s": 0.5})["data"]
+        hang = {"type": "call_tool", "tool_name": "hang", "arguments": {"until_closed": False}, "timeout_s": 0.5}
+        reply = session.step(hang)["data"]
         assert time.monotonic() - started < 5  # the call's own limit, not the env's 5 s
         assert _error(reply) == {"error_type": "timeout", "message": "tool 'hang' did not return within 0.5 s"}
         assert ToolboxEnvironment.hanging.is_set()  # the tool is still running in its thread
@@ -306,10 +309,11 @@ def test_a_hanging_tool_times_out_and_the_session_goes_on(toolbox):
         assert error["error_type"] == "timeout"
     finally:
         session.close()
-    # Closing the env lets the hung thread leave; the server saw it outlive its call.
-    assert wait_until(lambda: not ToolboxEnvironment.hanging.is_set(), 10 * UNIT)
     assert wait_until(lambda: not toolbox.sessions, 10 * UNIT)
-    assert toolbox.stuck  # the runner exits at once instead of waiting for such a thread
+    assert ToolboxEnvironment.hanging.is_set()  # still inside the tool after its session closed
+    assert toolbox.stuck  # so the runner will exit at once instead of waiting for that thread
+    ToolboxEnvironment.unhang.set()
+    assert wait_until(lambda: not ToolboxEnvironment.hanging.is_set(), 10 * UNIT)
 
 
 # MCP JSON-RPC frames ------------------------------------------------------------------------
