@@ -40,7 +40,6 @@ from .harness import (
     run_program,
     task_sandbox,
 )
-from .harness import fit_text as _fit  # noqa: F401 - its name here before it moved, which tests import
 from .tasks import MAX_PROMPT_LENGTH, MAX_TESTS, Task, choice_error, select_tasks
 
 __all__ = ["MAX_CODE_LENGTH", "CodeAction", "CodeObservation", "CodingEnvironment", "CodingState", "TaskObservation"]

@@ -14,7 +14,7 @@ from openenv.core.env_server.types import Observation as OpenEnvObservation
 
 import openenv_gym
 from openenv_gym.envs.coding import CodeAction, CodingEnvironment
-from openenv_gym.envs.coding.environment import _fit
+from openenv_gym.envs.coding.harness import fit_text
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.sandbox import SandboxUnavailableError
 from tests.envs.coding_reference import SOLUTIONS
@@ -203,9 +203,9 @@ def test_actions_arrive_as_openenv_code_or_as_the_gymnasium_text_action(coding):
 
 
 def test_output_is_kept_in_the_observation_charset_and_capped():
-    assert _fit("caf\u00e9 \x1b[31m\x00", 100) == "caf\\xe9 \\x1b[31m\\x00"
-    assert _fit("tab\tand\nnewline", 100) == "tab\tand\nnewline"
-    capped = _fit("y" * 10_000, 100)
+    assert fit_text("caf\u00e9 \x1b[31m\x00", 100) == "caf\\xe9 \\x1b[31m\\x00"
+    assert fit_text("tab\tand\nnewline", 100) == "tab\tand\nnewline"
+    capped = fit_text("y" * 10_000, 100)
     assert capped.startswith("y" * 100) and capped.endswith("[... truncated: 9900 more characters]")
 
 
