@@ -17,7 +17,16 @@ from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
 from .tool_face import ToolFace, wants_tool_face
 
-__all__ = ["ClosedEnvError", "RemoteEnv", "ServerSpaces", "check_served", "make_remote_env", "resolve_spaces"]
+__all__ = [
+    "ClosedEnvError",
+    "RemoteEnv",
+    "ServerSpaces",
+    "build_provider",
+    "check_served",
+    "make_remote_env",
+    "resolve_spaces",
+    "server_face",
+]
 
 
 class ClosedEnvError(OpenEnvGymError, gym.error.ClosedEnvironmentError):
@@ -158,6 +167,69 @@ def resolve_spaces(
     return ServerSpaces(action.space, observation.space, False, action_to_wire, observation.from_wire, unmapped)
 
 
+def build_provider(
+    server: str | None,
+    base_url: str | None,
+    provider: str | Provider,
+    provider_kwargs: dict[str, Any] | None,
+    env_kwargs: dict[str, Any] | None,
+    kwargs: dict[str, Any],
+    token: str | None,
+    open_timeout: float,
+    startup_timeout: float,
+) -> Provider:
+    """The provider of one env's server, from ``gym.make``'s arguments (nothing is started yet).
+
+    Loose keyword arguments are sorted by :func:`~openenv_gym.providers.start_options`: the
+    provider's constructor options go to it, the rest to the environment.
+    """
+    options, env_kwargs = start_options(
+        provider, provider_kwargs, kwargs, token, env_kwargs, starts=base_url is None and isinstance(provider, str)
+    )
+    if base_url is not None:
+        return URLProvider(base_url, timeout=open_timeout, token=token)
+    if not isinstance(provider, str):
+        return provider
+    if provider == "url":
+        raise ValueError("provider='url' needs base_url='ws://host:port'")
+    if server is None:
+        raise ValueError(
+            "RemoteEnv needs base_url='http://host:port' (a running server, as openenv/Remote-v0 "
+            f"always does) or server= (the environment for provider={provider!r} to start)"
+        )
+    return make_provider(
+        provider,
+        target=server,
+        env_kwargs=env_kwargs,
+        # The client's TimeLimit (from the registered spec) is the only time limit.
+        max_episode_steps=None,
+        startup_timeout=startup_timeout,
+        **options,
+    )
+
+
+def server_face(
+    base_url: str,
+    server: str | None,
+    provider: Provider,
+    timeout: float,
+    token: str | None,
+    json_schema_fallback: bool,
+    tool_calls: bool | None,
+) -> ServerSpaces | ToolFace:
+    """How one env's actions and observations travel: its spaces, or the tool face.
+
+    Reads ``/metadata`` (a server started by someone else must serve ``server``) and ``/schema``.
+    A tool face whose ``tools`` is empty needs them listed by a session (an OpenEnv server).
+    """
+    if isinstance(provider, URLProvider):  # started by someone else: is it this env?
+        check_served(base_url, server, timeout, token)
+    schema = http_get_json(base_url, "/schema", timeout=timeout, token=token)
+    if wants_tool_face(tool_calls, schema, base_url):
+        return ToolFace(list(schema.get("tools") or []))
+    return resolve_spaces(base_url, timeout, json_schema_fallback=json_schema_fallback, token=token, schema=schema)
+
+
 def check_served(base_url: str, expected: str | None, timeout: float, token: str | None = None) -> None:
     """Make sure the server at ``base_url`` serves ``expected`` (a Gymnasium id or ``"module:attr"``).
 
@@ -292,31 +364,12 @@ class RemoteEnv(gym.Env[Any, Any]):
         **kwargs: Any,
     ) -> None:
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
-        options, env_kwargs = start_options(
-            provider, provider_kwargs, kwargs, token, env_kwargs, starts=base_url is None and isinstance(provider, str)
-        )
         self.render_mode = render_mode
         if render_mode is not None:
             _warn_render_not_forwarded(render_mode)
-        if base_url is not None:
-            provider = URLProvider(base_url, timeout=open_timeout, token=token)
-        elif isinstance(provider, str):
-            if provider == "url":
-                raise ValueError("provider='url' needs base_url='ws://host:port'")
-            if server is None:
-                raise ValueError(
-                    "RemoteEnv needs base_url='http://host:port' (a running server, as openenv/Remote-v0 "
-                    f"always does) or server= (the environment for provider={provider!r} to start)"
-                )
-            provider = make_provider(
-                provider,
-                target=server,
-                env_kwargs=env_kwargs,
-                # The client's TimeLimit (from the registered spec) is the only time limit.
-                max_episode_steps=None,
-                startup_timeout=startup_timeout,
-                **options,
-            )
+        provider = build_provider(
+            server, base_url, provider, provider_kwargs, env_kwargs, kwargs, token, open_timeout, startup_timeout
+        )
         self.server = server
         self.provider = provider
         self.base_url = provider.start()
@@ -326,20 +379,16 @@ class RemoteEnv(gym.Env[Any, Any]):
         )
         self._closer = weakref.finalize(self, _shutdown, self._client, provider)
         try:
-            if isinstance(self.provider, URLProvider):  # started by someone else: is it this env?
-                check_served(self.base_url, server, open_timeout, token)
-            schema = http_get_json(self.base_url, "/schema", timeout=open_timeout, token=token)
+            face = server_face(self.base_url, server, provider, open_timeout, token, json_schema_fallback, tool_calls)
+            self._client.connect()
             self._tools: ToolFace | None = None
-            if wants_tool_face(tool_calls, schema, self.base_url):
-                self._client.connect()
-                self._tools = ToolFace(ToolFace.list_tools(self._client))
-                self.action_space, self.observation_space = self._tools.action_space, self._tools.observation_space
+            if isinstance(face, ToolFace):
+                if not face.tools:  # an OpenEnv server lists its tools in no /schema: ask the session
+                    face.set_tools(ToolFace.list_tools(self._client))
+                self._tools = face
             else:
-                self._spaces = resolve_spaces(
-                    self.base_url, open_timeout, json_schema_fallback=json_schema_fallback, token=token, schema=schema
-                )
-                self.action_space, self.observation_space = self._spaces.action_space, self._spaces.observation_space
-                self._client.connect()
+                self._spaces = face
+            self.action_space, self.observation_space = face.action_space, face.observation_space
         except BaseException:
             self.close()
             raise

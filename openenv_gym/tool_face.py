@@ -81,8 +81,8 @@ class ToolFace:
     """Tool calls as text actions and tool results as text observations, for one session.
 
     Args:
-        tools: the env's tools as listed (``{"name", "description", "input_schema"}``), for the
-            action space's samples; the list is read again at every reset.
+        tools: the env's tools as its server lists them (``{"name", "description",
+            "input_schema"}``), read once when the env is made: ``info["tools"]`` at every reset.
         max_length: the longest action and observation text.
         read_only_results: give ``info["tool_result"]`` and ``info["metadata"]`` as read-only
             mappings, not dicts: a vector env's info merges dicts key by key, which fails when
@@ -98,12 +98,22 @@ class ToolFace:
         self.observation_space = UnicodeText(max_length)
 
     @staticmethod
-    def list_tools(client: _Client) -> list[dict[str, Any]]:
-        """The tools the server lists (a ``list_tools`` step: no reset needed)."""
-        tools = client.step(LIST_TOOLS).observation.get("tools")
+    def tools_of(frame: ObservationFrame) -> list[dict[str, Any]]:
+        """The tools a ``list_tools`` step's observation lists."""
+        tools = frame.observation.get("tools")
         if not isinstance(tools, list):
             raise ToolCallError(f"the server answered list_tools without a tool list: {tools!r}")
         return [tool for tool in tools if isinstance(tool, dict) and isinstance(tool.get("name"), str)]
+
+    @classmethod
+    def list_tools(cls, client: _Client) -> list[dict[str, Any]]:
+        """The tools the server lists (a ``list_tools`` step: no reset needed)."""
+        return cls.tools_of(client.step(LIST_TOOLS))
+
+    def set_tools(self, tools: list[dict[str, Any]]) -> None:
+        """Take the tool list a server gave (for a face made before a session could ask)."""
+        self.tools = tools
+        self.action_space.tool_names = tuple(tool["name"] for tool in tools)
 
     def _result(self, value: Any) -> Any:
         return MappingProxyType(value) if self.read_only_results and isinstance(value, dict) else value
@@ -130,10 +140,8 @@ class ToolFace:
             return _error_text(str(exc)), 0.0, False, False, _error_info(INVALID_TOOL_CALL, str(exc))
         return call_tool_action(name, arguments)
 
-    def reset_result(self, client: _Client, frame: ObservationFrame) -> tuple[str, dict[str, Any]]:
-        """The prompt and info of a reset's ``frame``; lists the tools again (one more round trip)."""
-        self.tools = self.list_tools(client)
-        self.action_space.tool_names = tuple(tool["name"] for tool in self.tools)
+    def reset_result(self, frame: ObservationFrame) -> tuple[str, dict[str, Any]]:
+        """The prompt and info of a reset's ``frame``."""
         metadata = frame.metadata or frame.observation.get("metadata") or {}
         prompt = frame.observation.get("prompt", metadata.get("prompt", ""))
         info = {**frame.info, "tools": self.openai_tools()}
@@ -169,7 +177,7 @@ class ToolFace:
 
     def reset(self, client: _Client, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """Reset the session; the observation is the task prompt, ``info["tools"]`` the tool list."""
-        return self.reset_result(client, client.reset(**kwargs))
+        return self.reset_result(client.reset(**kwargs))
 
     def step(self, client: _Client, action: str | Mapping[str, Any]) -> StepResult:
         """Call the tool ``action`` names; every mistake in the call is an error observation."""

@@ -27,7 +27,7 @@ class Face(Protocol):
         """The step action to send, or a result to return without sending anything."""
         ...
 
-    def reset_result(self, client: EnvClient, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]: ...
+    def reset_result(self, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]: ...
 
     def step_result(self, frame: ObservationFrame) -> StepResult: ...
 
@@ -38,7 +38,7 @@ class WireFace:
     def to_wire(self, action: Mapping[str, Any]) -> dict[str, Any]:
         return dict(action)
 
-    def reset_result(self, client: EnvClient, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]:
+    def reset_result(self, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]:
         return frame.observation, frame.info
 
     def step_result(self, frame: ObservationFrame) -> StepResult:
@@ -116,7 +116,7 @@ class PlainSessionBatch:
             frame: ObservationFrame = self.client.complete(timeout)
             if pending in (_Pending.RESET, _Pending.AUTORESET):
                 self.rule.was_reset()
-                observation, info = self.face.reset_result(self.client, frame)
+                observation, info = self.face.reset_result(frame)
                 if pending is _Pending.RESET:
                     return BatchResultFrame([observation], [info])
                 return BatchResultFrame([observation], [info], [0.0], [False], [False])
@@ -124,7 +124,7 @@ class PlainSessionBatch:
         final: dict[int, dict[str, Any]] = {}
         if self.rule.stepped(terminated, truncated):  # SameStep: reset now, in a second round trip
             final[0] = {"observation": observation, "info": info}
-            observation, info = self.face.reset_result(self.client, self.client.reset())
+            observation, info = self.face.reset_result(self.client.reset())
         return BatchResultFrame([observation], [info], [reward], [terminated], [truncated], final)
 
     def reset_batch(self, *args: Any, **kwargs: Any) -> BatchResultFrame:

@@ -5,12 +5,9 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-import math
-import os
 import time
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any, NoReturn
 
 import numpy as np
@@ -32,6 +29,7 @@ from openenv_gym.errors import (
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
 from openenv_gym.providers import Provider, URLProvider, make_providers, start_options
+from openenv_gym.providers.fleet import server_layout, split, start_all, stop_all
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, ToolCallSpace, mismatch
 from openenv_gym.tool_face import ToolFace, wants_tool_face
@@ -77,91 +75,17 @@ class _Block:
         return self.stop - self.start
 
 
-def _tool_spaces(schema: dict[str, Any]) -> ServerSpaces:
+def _tool_spaces(tools: list[dict[str, Any]]) -> ServerSpaces:
     """The spaces of the tool face: text calls and text results, passed through as they are."""
-    face = ToolFace(schema.get("tools") or [])
+    face = ToolFace(tools)
     return ServerSpaces(face.action_space, face.observation_space, False, lambda action: action, lambda text: text)
-
-
-def _split(num_envs: int, parts: int) -> list[tuple[int, int]]:
-    """Contiguous [start, stop) ranges of near-equal size covering ``range(num_envs)``."""
-    bounds = [round(i * num_envs / parts) for i in range(parts + 1)]
-    return [(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i + 1] > bounds[i]]
-
-
-def _server_layout(num_envs: int, sessions_per_server: int | None, servers: int | None) -> tuple[int, int]:
-    """How many servers to start, and how many sessions each takes (its ``max_sessions``).
-
-    ``servers=`` fixes the count (the sub-envs spread evenly over them), and then
-    ``sessions_per_server`` is what one server may take (room for a failed server's sub-envs);
-    otherwise ``sessions_per_server`` (default: enough for one server per CPU) fixes both.
-    """
-    if sessions_per_server is not None and sessions_per_server < 1:
-        raise ValueError(f"sessions_per_server must be at least 1, got {sessions_per_server}")
-    if servers is not None:
-        if servers < 1:
-            raise ValueError(f"servers must be at least 1, got {servers}")
-        count = min(servers, num_envs)
-        per_server = math.ceil(num_envs / count)
-        if sessions_per_server is None:
-            return count, per_server
-        if per_server > sessions_per_server:
-            raise ValueError(
-                f"servers={servers} puts {per_server} sub-envs on a server, more than sessions_per_server="
-                f"{sessions_per_server}; ask for at least {math.ceil(num_envs / sessions_per_server)} servers"
-            )
-        return count, sessions_per_server
-    if sessions_per_server is None:
-        sessions_per_server = math.ceil(num_envs / min(num_envs, os.cpu_count() or 1))
-    return math.ceil(num_envs / sessions_per_server), sessions_per_server
-
-
-def _start_all(providers: list[Provider], desc: str) -> list[str]:
-    """Start every provider in parallel, with a progress bar on a terminal; stop all on failure."""
-    from tqdm.auto import tqdm
-
-    urls: list[str | None] = [None] * len(providers)
-    with ThreadPoolExecutor(max_workers=min(len(providers), 16)) as pool:
-        futures = {pool.submit(provider.start): index for index, provider in enumerate(providers)}
-        try:
-            with tqdm(total=len(providers), desc=desc, unit="server", disable=len(providers) < 2 or None) as bar:
-                for future in as_completed(futures):
-                    urls[futures[future]] = future.result()
-                    bar.update()
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            pool.shutdown(wait=True)  # no provider is stopped while another thread starts it
-            _stop_all(providers)
-            raise
-    return [url for url in urls if url is not None]
-
-
-def _stop_all(providers: list[Provider]) -> None:
-    """Stop every provider, in parallel: each may wait for its server (or a lost node) to answer."""
-    if len(providers) > 1:
-        try:
-            with ThreadPoolExecutor(max_workers=min(len(providers), 16)) as pool:
-                futures = [pool.submit(provider.stop) for provider in providers]
-        except RuntimeError:  # at interpreter exit no new thread starts: stop them one by one below
-            pass
-        else:
-            for future in futures:
-                if future.exception() is not None:  # one failure must not keep the others running
-                    logger.error("stopping a server failed", exc_info=future.exception())
-            return
-    for provider in providers:
-        try:
-            provider.stop()
-        except Exception:  # one failure must not keep the others running
-            logger.exception("stopping a server failed")
 
 
 def _release(blocks: list[_Block], providers: list[Provider]) -> None:
     """Close every block's session, then stop the servers (a finalizer: it must not hold the env)."""
     for block in blocks:
         block.client.close()
-    _stop_all(providers)
+    stop_all(providers)
 
 
 def _complete_all(completions: list[Callable[[], Any]]) -> list[Any]:
@@ -300,7 +224,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             options,
             env_kwargs,
             max_episode_steps,
-            _server_layout(num_envs, sessions_per_server, servers),
+            server_layout(num_envs, sessions_per_server, servers),
             startup_timeout,
             token,
         )
@@ -309,18 +233,20 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         self._closer = weakref.finalize(self, _release, self._blocks, self._providers)
         self.closed = False
         try:
-            urls = _start_all(self._providers, desc=f"starting {server or 'env'} servers")
+            urls = start_all(self._providers, desc=f"starting {server or 'env'} servers")
             if base_urls:  # started by someone else: are they servers of this env?
                 for url, url_provider in dict(zip(urls, self._providers)).items():
                     check_served(url, server, open_timeout, url_provider.token)
-            ranges = _split(num_envs, len(urls))
+            ranges = split(num_envs, len(urls))
             schema = http_get_json(urls[0], "/schema", timeout=open_timeout, token=self._providers[0].token)
             tool_face = wants_tool_face(tool_calls, schema, urls[0])
+            tools: list[dict[str, Any]] = []  # the tool face's: one list, shared by every sub-env's face
             if tool_face:
                 if batched:
                     raise ValueError("tool calls go one session per sub-env: batched=True cannot be given with them")
                 batched = False
-                self._spaces = _tool_spaces(schema)
+                tools = list(schema.get("tools") or [])
+                self._spaces = _tool_spaces(tools)
             else:
                 self._spaces = resolve_spaces(
                     urls[0],
@@ -360,9 +286,8 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                     for url, provider, (start, stop) in zip(urls, self._providers, ranges)
                 ]
             else:
-                # Each sub-env's tool face keeps the tool list its own session reported.
                 faces: Callable[[], ToolFace | None] = (
-                    (lambda: ToolFace([], read_only_results=True)) if tool_face else (lambda: None)
+                    (lambda: ToolFace(tools, read_only_results=True)) if tool_face else (lambda: None)
                 )
                 self._blocks += [
                     _Block(
@@ -379,18 +304,19 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 ]
             for block in self._blocks:
                 block.client.connect()
-            call_spaces = [
-                space
-                for space in (self.single_action_space, *getattr(self.action_space, "spaces", ()))
-                if isinstance(space, ToolCallSpace)
-            ]
-            if tool_face and not call_spaces[0].tool_names:
-                # An OpenEnv server lists its tools in no /schema: ask the first session.
+            if tool_face and not tools:
+                # An OpenEnv server lists its tools in no /schema: ask the first session, and give
+                # the list to every sub-env's face and action space.
                 first = self._blocks[0].client
                 assert isinstance(first, PlainSessionBatch)
-                names = tuple(tool["name"] for tool in ToolFace.list_tools(first.client))
-                for space in call_spaces:
-                    space.tool_names = names
+                tools = ToolFace.list_tools(first.client)
+                for block in self._blocks:
+                    assert isinstance(block.client, PlainSessionBatch) and isinstance(block.client.face, ToolFace)
+                    block.client.face.set_tools(tools)
+                names = tuple(tool["name"] for tool in tools)
+                for space in (self.single_action_space, *getattr(self.action_space, "spaces", ())):
+                    if isinstance(space, ToolCallSpace):
+                        space.tool_names = names
         except BaseException:
             self.close()
             raise

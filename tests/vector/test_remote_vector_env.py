@@ -12,8 +12,8 @@ from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import openenv_gym
+from openenv_gym.providers.fleet import server_layout
 from openenv_gym.vector import RemoteVectorEnv
-from openenv_gym.vector.remote_vector_env import _server_layout
 from tests.equivalence import assert_lockstep, assert_same
 from tests.utils import pid_alive, wait_until
 
@@ -123,8 +123,8 @@ def test_packing_and_cleanup():
         (5, 2, None, (3, 2)),
     ],
 )
-def test_server_layout(num_envs, sessions_per_server, servers, layout):
-    assert _server_layout(num_envs, sessions_per_server, servers) == layout
+def testserver_layout(num_envs, sessions_per_server, servers, layout):
+    assert server_layout(num_envs, sessions_per_server, servers) == layout
 
 
 def test_server_layout_refuses_what_cannot_hold():
@@ -134,10 +134,10 @@ def test_server_layout_refuses_what_cannot_hold():
             "servers=2 puts 4 sub-envs on a server, more than sessions_per_server=3; ask for at least 3 servers"
         ),
     ):
-        _server_layout(8, 3, 2)
+        server_layout(8, 3, 2)
     for bad in ({"servers": 0}, {"sessions_per_server": 0}):
         with pytest.raises(ValueError, match="must be at least 1"):
-            _server_layout(4, bad.get("sessions_per_server"), bad.get("servers"))
+            server_layout(4, bad.get("sessions_per_server"), bad.get("servers"))
 
 
 def test_servers_starts_that_many_servers_with_the_sub_envs_spread_evenly():
