@@ -45,6 +45,8 @@ from .errors import (
 
 if TYPE_CHECKING:
     from . import hub
+    from .async_env import AsyncRemoteEnv, make_async
+    from .async_pool import AsyncEnvPool
     from .client import AsyncEnvClient, EnvClient
     from .env import ClosedEnvError, RemoteEnv
     from .registry import CatalogEntry, catalog, register
@@ -52,6 +54,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AsyncEnvClient",
+    "AsyncEnvPool",
+    "AsyncRemoteEnv",
     "CapacityReachedError",
     "CatalogEntry",
     "ClientError",
@@ -82,6 +86,7 @@ __all__ = [
     "__version__",
     "catalog",
     "hub",
+    "make_async",
     "make_sb3_vec_env",
     "register",
 ]
@@ -93,6 +98,9 @@ except importlib.metadata.PackageNotFoundError:  # a source tree that was never 
 
 # Names that import gymnasium, resolved on first use (PEP 562).
 _LAZY = {
+    "AsyncEnvPool": "openenv_gym.async_pool",
+    "AsyncRemoteEnv": "openenv_gym.async_env",
+    "make_async": "openenv_gym.async_env",
     "ClosedEnvError": "openenv_gym.env",
     "RemoteEnv": "openenv_gym.env",
     "CatalogEntry": "openenv_gym.registry",

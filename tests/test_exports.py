@@ -14,6 +14,8 @@ import openenv_gym
 PUBLIC = {
     "openenv_gym": {
         "AsyncEnvClient",
+        "AsyncEnvPool",
+        "AsyncRemoteEnv",
         "CapacityReachedError",
         "CatalogEntry",
         "ClientError",
@@ -44,6 +46,7 @@ PUBLIC = {
         "__version__",
         "catalog",
         "hub",
+        "make_async",
         "make_sb3_vec_env",
         "register",
     },

@@ -16,6 +16,7 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.protocol import State
 
 from ..errors import CapacityReachedError, ConnectionLostError, RequestTimeoutError, ServerConnectError
 from ..protocol import ObservationFrame, StateFrame
@@ -40,6 +41,11 @@ class AsyncEnvClient(SessionClient):
         super().__init__(base_url, **kwargs)
         self._ws: ClientConnection | None = None
         self.subprotocols: list[str] | None = None  # offered in the handshake (the batch client's codec)
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the connection is there and open (false once the server closed it or died)."""
+        return self._ws is not None and self._ws.state is State.OPEN
 
     async def connect(self) -> AsyncEnvClient:
         """Open the session; idempotent.

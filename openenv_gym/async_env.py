@@ -1,0 +1,236 @@
+"""`AsyncRemoteEnv`: a remote env for asyncio code, one episode at a time, many at once.
+
+LLM trainers run dozens to hundreds of episodes concurrently, each at its own pace (a model
+turn, a tool call, the next turn), so a lockstep vector step is the wrong shape for them.
+``env = await openenv_gym.make_async(id)`` gives the same spaces, actions and results as
+``gym.make(id)``, on one WebSocket session, without a thread or a process of its own::
+
+    env = await openenv_gym.make_async("openenv/Echo-v0", tool_calls=True)
+    prompt, info = await env.reset(seed=0)
+    text, reward, terminated, truncated, info = await env.step('{"name": "echo_message", ...}')
+    await env.aclose()
+
+:class:`~openenv_gym.async_pool.AsyncEnvPool` hands out such envs from sessions it keeps open
+on a few servers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import gymnasium as gym
+
+from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, AsyncEnvClient
+from .env import ClosedEnvError, ServerSpaces, build_provider, server_face
+from .errors import ConnectionLostError, InvalidActionError, RequestTimeoutError, ServerConnectError
+from .protocol import ObservationFrame
+from .protocol.tools import LIST_TOOLS
+from .providers import Provider
+from .providers.process import DEFAULT_STARTUP_TIMEOUT
+from .tool_face import StepResult, ToolFace
+
+__all__ = ["AsyncRemoteEnv", "make_async", "spec_options"]
+
+Face = ServerSpaces | ToolFace
+
+
+class AsyncRemoteEnv:
+    """One session with an env server, driven from asyncio: ``await reset()``, ``await step()``.
+
+    The results are ``RemoteEnv``'s: Python ``float`` rewards and ``bool`` flags, observations
+    decoded with the action and observation spaces (or the tool face's text). A time limit
+    (``max_episode_steps``, the registered spec's under :func:`make_async`) truncates the episode
+    as Gymnasium's ``TimeLimit`` does. A call on a closed env raises :class:`ClosedEnvError`.
+
+    Made by :func:`make_async` or by :meth:`AsyncEnvPool.acquire
+    <openenv_gym.async_pool.AsyncEnvPool.acquire>`; :meth:`aclose` closes the session, or hands
+    it back to its pool.
+
+    Attributes:
+        action_space, observation_space: as for ``gym.make`` of the same id.
+        env_id: the Gymnasium id (or server target) it was made for.
+        failed: the error that broke the session (the server died, a call timed out), if any.
+    """
+
+    def __init__(
+        self,
+        client: AsyncEnvClient,
+        face: Face,
+        *,
+        env_id: str | None = None,
+        max_episode_steps: int | None = None,
+        release: Callable[[AsyncRemoteEnv], Awaitable[None]] | None = None,
+    ) -> None:
+        self._client = client
+        self._face = face
+        self.env_id = env_id
+        self.max_episode_steps = max_episode_steps
+        self.action_space: gym.Space[Any] = face.action_space
+        self.observation_space: gym.Space[Any] = face.observation_space
+        self.failed: BaseException | None = None
+        self._release = release
+        self._closed = False
+        self._elapsed = 0
+
+    def __repr__(self) -> str:
+        return f"AsyncRemoteEnv({self.env_id or '?'}, {self._client.url})"
+
+    @property
+    def client(self) -> AsyncEnvClient:
+        """The session's client."""
+        return self._client
+
+    def _check_open(self, call: str) -> None:
+        if self._closed:
+            raise ClosedEnvError(repr(self), call)
+
+    async def _call(self, request: Awaitable[ObservationFrame]) -> ObservationFrame:
+        try:
+            return await request
+        except (ConnectionLostError, RequestTimeoutError, ServerConnectError) as exc:
+            self.failed = exc  # the session is gone: this env cannot go on
+            raise
+
+    async def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Start an episode; as ``gymnasium.Env.reset``."""
+        self._check_open("reset")
+        kwargs: dict[str, Any] = {}
+        if seed is not None:
+            kwargs["seed"] = seed
+        if options is not None:
+            kwargs["options"] = options
+        frame = await self._call(self._client.reset(**kwargs))
+        self._elapsed = 0
+        if isinstance(self._face, ToolFace):
+            return self._face.reset_result(frame)
+        return self._face.observation_from_wire(frame.observation), frame.info
+
+    async def step(self, action: Any) -> StepResult:
+        """Apply ``action``; as ``gymnasium.Env.step`` (with the tool face: one tool call).
+
+        Raises:
+            InvalidActionError: ``action`` is not in the action space; nothing was sent.
+            ClosedEnvError: the env was closed.
+        """
+        self._check_open("step")
+        if isinstance(self._face, ToolFace):
+            wire = self._face.to_wire(action)
+            if isinstance(wire, tuple):  # a malformed call, answered without a round trip
+                result = wire
+            else:
+                result = self._face.step_result(await self._call(self._client.step(wire)))
+        else:
+            try:
+                wire = self._face.action_to_wire(action)
+            except InvalidActionError as exc:
+                exc.env_id = self.env_id
+                raise
+            frame = await self._call(self._client.step(wire))
+            reward = 0.0 if frame.reward is None else float(frame.reward)
+            observation = self._face.observation_from_wire(frame.observation)
+            result = (observation, reward, bool(frame.done), bool(frame.truncated), frame.info)
+        self._elapsed += 1
+        if self.max_episode_steps is not None and self._elapsed >= self.max_episode_steps:
+            observation, reward, terminated, _, info = result
+            result = (observation, reward, terminated, True, info)
+        return result
+
+    async def aclose(self) -> None:
+        """Close the session (or hand it back to the pool it came from); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._release is not None:
+            await self._release(self)
+        else:
+            await self._client.close()
+
+    async def __aenter__(self) -> AsyncRemoteEnv:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def spec_options(env_id: str, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], int | None]:
+    """The options a registered openenv id's spec gives, overridden by ``kwargs``, and its time limit.
+
+    Raises:
+        ValueError: ``env_id`` is not one of openenv-gym's remote envs.
+    """
+    import openenv_gym  # noqa: F401 - registers the catalog with Gymnasium
+
+    spec = gym.spec(env_id)
+    if spec.entry_point != "openenv_gym.env:make_remote_env":
+        raise ValueError(
+            f"{env_id!r} is not a remote env of openenv-gym's catalog (its entry point: {spec.entry_point})"
+        )
+    options = {**spec.kwargs, **kwargs}
+    max_episode_steps = options.pop("max_episode_steps", spec.max_episode_steps)
+    return options, max_episode_steps
+
+
+async def open_face(
+    client: AsyncEnvClient,
+    base_url: str,
+    server: str | None,
+    provider: Provider,
+    open_timeout: float,
+    token: str | None,
+    json_schema_fallback: bool,
+    tool_calls: bool | None,
+) -> Face:
+    """Connect ``client`` and learn how the server's actions and observations travel."""
+    face = await asyncio.to_thread(
+        server_face, base_url, server, provider, open_timeout, token, json_schema_fallback, tool_calls
+    )
+    await client.connect()
+    if isinstance(face, ToolFace) and not face.tools:  # an OpenEnv server lists its tools in no /schema
+        face.set_tools(ToolFace.tools_of(await client.step(LIST_TOOLS)))
+    return face
+
+
+async def make_async(env_id: str, **kwargs: Any) -> AsyncRemoteEnv:
+    """``gym.make(env_id, **kwargs)`` for asyncio: an :class:`AsyncRemoteEnv` on a server of its own.
+
+    Takes ``gym.make``'s keyword arguments for the id (``base_url=``, ``provider=``, ``tool_calls=``,
+    the env's own, ``max_episode_steps=``...). The server is started in a worker thread, so the
+    event loop keeps running; it is stopped by :meth:`AsyncRemoteEnv.aclose`.
+    """
+    options, max_episode_steps = spec_options(env_id, kwargs)
+    server = options.pop("server", None)
+    base_url = options.pop("base_url", None)
+    provider_name = options.pop("provider", "process")
+    provider_kwargs = options.pop("provider_kwargs", None)
+    env_kwargs = options.pop("env_kwargs", None)
+    open_timeout = options.pop("open_timeout", DEFAULT_OPEN_TIMEOUT)
+    call_timeout = options.pop("call_timeout", DEFAULT_CALL_TIMEOUT)
+    startup_timeout = options.pop("startup_timeout", DEFAULT_STARTUP_TIMEOUT)
+    json_schema_fallback = options.pop("json_schema_fallback", False)
+    tool_calls = options.pop("tool_calls", None)
+    token = options.pop("token", None)
+    options.pop("sessions_per_server", None)  # for pools and vector envs
+    provider = build_provider(
+        server, base_url, provider_name, provider_kwargs, env_kwargs, options, token, open_timeout, startup_timeout
+    )
+    url = await asyncio.to_thread(provider.start)
+    token = token or provider.token
+    client = AsyncEnvClient(url, open_timeout=open_timeout, call_timeout=call_timeout, env_id=server, token=token)
+    try:
+        face = await open_face(client, url, server, provider, open_timeout, token, json_schema_fallback, tool_calls)
+    except BaseException:
+        await client.close()
+        await asyncio.to_thread(provider.stop)
+        raise
+
+    async def release(env: AsyncRemoteEnv) -> None:
+        try:
+            await env.client.close()
+        finally:
+            await asyncio.to_thread(provider.stop)
+
+    return AsyncRemoteEnv(client, face, env_id=env_id, max_episode_steps=max_episode_steps, release=release)
