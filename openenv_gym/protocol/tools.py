@@ -25,6 +25,8 @@ from ._json import dumps, invalid
 __all__ = [
     "LIST_TOOLS",
     "RESERVED_TOOL_NAMES",
+    "TOOL_CALL_CLOSE",
+    "TOOL_CALL_OPEN",
     "CallToolRequest",
     "ListToolsRequest",
     "ToolErrorType",
@@ -41,6 +43,9 @@ __all__ = [
 
 #: Names a tool may not take: they are the session's own calls (as in OpenEnv).
 RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
+
+#: The tags around a call in a Hermes / Qwen chat template's completion.
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
 
 #: The step action that lists an environment's tools.
 LIST_TOOLS: dict[str, Any] = {"type": "list_tools"}
@@ -210,10 +215,13 @@ def parse_tool_call(action: str | Mapping[str, Any]) -> tuple[str, dict[str, Any
 
     Takes the OpenAI function-call shape ``{"name": .., "arguments": {..}}`` as JSON text or as a
     dict; ``tool_name`` is accepted for ``name``, a ``{"function": {..}}`` wrapper is unwrapped,
-    and ``arguments`` may itself be JSON text (as OpenAI's API sends it).
+    and ``arguments`` may itself be JSON text (as OpenAI's API sends it). A whole completion in
+    the Hermes / Qwen form, text around ``<tool_call>{...}</tool_call>``, gives its first call.
 
     Example:
         >>> parse_tool_call('{"name": "add", "arguments": {"a": 1}}')
+        ('add', {'a': 1})
+        >>> parse_tool_call('Let me add. <tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>')
         ('add', {'a': 1})
 
     Raises:
@@ -221,6 +229,8 @@ def parse_tool_call(action: str | Mapping[str, Any]) -> tuple[str, dict[str, Any
     """
     call: Any = action
     if isinstance(action, str):
+        if TOOL_CALL_OPEN in action:
+            action = action.split(TOOL_CALL_OPEN, 1)[1].split(TOOL_CALL_CLOSE, 1)[0]
         try:
             call = json.loads(action)
         except ValueError as exc:

@@ -143,6 +143,8 @@ def test_openai_tool_format_takes_either_schema_key() -> None:
         '{"type": "function", "function": {"name": "add", "arguments": "{\\"a\\": 1}"}}',
         {"name": "add", "arguments": {"a": 1}},
         '  {"id": "call_1", "name": "add", "arguments": {"a": 1}}\n',
+        '<think>1 + 2?</think>\n<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>',
+        '<tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call><tool_call>{"name": "x"}</tool_call>',
     ],
 )
 def test_tool_calls_parse_in_the_shapes_models_write(call: object) -> None:
@@ -164,6 +166,7 @@ def test_a_call_without_arguments_has_none() -> None:
         ('{"name": "add", "arguments": "{oops"}', "arguments of the tool call are not valid JSON"),
         ('{"name": "add", "args": {}}', "unexpected keys ['args']"),
         ("[" * 100_000, "not valid JSON"),
+        ("<tool_call>add(1)</tool_call>", "not valid JSON"),
     ],
 )
 def test_bad_tool_calls_say_what_is_wrong(call: str, message: str) -> None:
