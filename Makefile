@@ -43,6 +43,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/single_session.py
 	$(BIN)/python benchmarks/vector.py
 	$(BIN)/python benchmarks/tools.py
+	$(BIN)/python benchmarks/async_episodes.py
 	$(BIN)/python benchmarks/codec.py
 	$(BIN)/python benchmarks/coding_step.py
 	$(BIN)/python benchmarks/containers.py

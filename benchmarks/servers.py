@@ -1,7 +1,8 @@
 """Server processes for the benchmarks: spawn, wait for ``/health``, stop; ours and openenv-core's.
 
 Also the per-configuration result the session benchmarks share (calls/s per round, pooled
-latencies) and the ``met`` / ``NOT met`` word their target lines print.
+latencies), the ``met`` / ``NOT met`` word their target lines print, and what a server's process
+tree holds (its processes, their memory and CPU time, read from ``/proc``: Linux only).
 
 Imported by the benchmark scripts, which run from the repository root as
 ``.venv/bin/python benchmarks/<name>.py`` (their folder is then on ``sys.path``).
@@ -30,6 +31,8 @@ __all__ = [
     "START_TIMEOUT",
     "Result",
     "Server",
+    "TreeSample",
+    "descendants",
     "met",
     "spawn",
     "start_frame_echo",
@@ -37,6 +40,7 @@ __all__ = [
     "start_ours",
     "stop_all",
     "stop_all_on_sigterm",
+    "tree_sample",
     "wait_health",
 ]
 
@@ -131,9 +135,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_ours(target: str = ECHO) -> Server:
-    """``openenv_gym serve target`` on a free loopback port (the one its ready line reports), healthy."""
-    cmd = [sys.executable, "-m", "openenv_gym", "serve", target, "--port", "0", "--host", "127.0.0.1"]
+def start_ours(target: str = ECHO, *serve_args: str) -> Server:
+    """``openenv_gym serve target [serve_args]`` on a free loopback port (the one its ready line reports), healthy."""
+    cmd = [sys.executable, "-m", "openenv_gym", "serve", target, "--port", "0", "--host", "127.0.0.1", *serve_args]
     server, t0 = spawn("ours", cmd)
     assert server.proc.stdout is not None
     buffer = b""
@@ -156,7 +160,8 @@ def start_ours(target: str = ECHO) -> Server:
 def start_openenv_core(*args: str) -> Server:
     """openenv-core's own server (``tests/openenv_core_server.py``, options ``args``), healthy.
 
-    ``start_openenv_core("--env", "mcp")`` serves its stock ``MCPEnvironment`` with FastMCP tools.
+    ``start_openenv_core("--env", "mcp")`` serves its stock ``MCPEnvironment`` with FastMCP tools;
+    ``"--max-sessions", "256"`` raises its limit of concurrent sessions.
     """
     port = _free_port()
     cmd = [sys.executable, "-m", "tests.openenv_core_server", str(port), *args]
@@ -188,6 +193,60 @@ class Result:
     def ms(self, q: float) -> float:
         xs = sorted(self.lat)
         return xs[min(len(xs) - 1, int(q * len(xs)))] * 1e3
+
+
+def _parents() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:  # it exited meanwhile
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the name, in parentheses, may hold spaces
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def descendants(*pids: int) -> list[int]:
+    """``pids`` and every live process under them (children, their children...)."""
+    children = _parents()
+    found, stack = [], list(pids)
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, ()))
+    return found
+
+
+@dataclass
+class TreeSample:
+    """Processes of some server trees at one moment: their count, summed RSS and PSS, CPU time."""
+
+    procs: int
+    rss_mib: float  # VmRSS summed: pages shared between the processes count in each
+    pss_mib: float  # Pss summed: shared pages split among the processes that map them
+    cpu_s: float  # user + system seconds, with those of the children they reaped
+
+
+def tree_sample(*pids: int) -> TreeSample:
+    """Count, memory and CPU time of ``pids`` and all their descendants (those that exit meanwhile are skipped)."""
+    procs, rss_kib, pss_kib, ticks = 0, 0, 0, 0
+    for pid in descendants(*pids):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                rss = next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                pss = next((int(line.split()[1]) for line in f if line.startswith("Pss:")), 0)
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        procs, rss_kib, pss_kib = procs + 1, rss_kib + rss, pss_kib + pss
+        ticks += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return TreeSample(procs, rss_kib / 1024, pss_kib / 1024, ticks / os.sysconf("SC_CLK_TCK"))
 
 
 def met(ok: bool) -> str:

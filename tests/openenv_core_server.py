@@ -1,8 +1,9 @@
 """An env built with openenv-core itself, served by its own FastAPI app under uvicorn.
 
-Run as ``python -m tests.openenv_core_server PORT [--async-step] [--env {echo,cartpole,typed-cartpole,grid}]`` from
-the repository root. The tests use the default echo env to prove that our clients speak to
-OpenEnv's real server, not only to ours; ``benchmarks/single_session.py`` measures against it.
+Run as ``python -m tests.openenv_core_server PORT [--async-step] [--env {echo,cartpole,typed-cartpole,grid,mcp}]
+[--max-sessions N]`` from the repository root. The tests use the default echo env to prove that
+our clients speak to OpenEnv's real server, not only to ours; ``benchmarks/single_session.py``
+measures against it.
 ``--async-step`` gives the env a ``step_async``, so openenv-core runs steps on its event loop
 instead of its thread pool. ``--env cartpole`` serves Gymnasium's ``CartPole-v1`` instead
 (action ``{"action": int}``, observation ``{"observation": [4 floats]}``, reward 1.0 per step,
@@ -17,7 +18,10 @@ and ``reward: null`` on every step but the one that reaches the goal (reward 1.0
 ``--env mcp`` is a stock ``MCPEnvironment`` with FastMCP tools: ``echo_message`` and
 ``echo_with_length`` as OpenEnv's echo env has them, ``calculate(expression)`` (reward -0.1 a
 call) and ``submit(answer)`` (reward 1.0 and done when the answer is 42, the task's);
-``benchmarks/tools.py`` measures our Echo's tool calls against it.
+``benchmarks/tools.py`` measures our Echo's tool calls against it, and
+``benchmarks/async_episodes.py`` runs up to 256 concurrent episodes on it. ``--max-sessions N``
+replaces the env's limit of concurrent sessions (openenv-core's ``max_concurrent_envs``: 4 for
+echo, 256 for the cartpoles, 16 for grid, 8 for mcp).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ ENVS = ("echo", "cartpole", "typed-cartpole", "grid", "mcp")
 GRID_SIZE = 5
 
 
-def main(port: int, async_step: bool = False, env: str = "echo") -> None:
+def main(port: int, async_step: bool = False, env: str = "echo", max_sessions: int | None = None) -> None:
     import uvicorn
     from openenv.core.env_server import Action, Environment, Observation, State, create_app
     from pydantic import BaseModel, Field
@@ -259,7 +263,11 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
         from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
 
         app = create_app(
-            mcp_env(), CallToolAction, CallToolObservation, env_name="calculator_env", max_concurrent_envs=8
+            mcp_env(),
+            CallToolAction,
+            CallToolObservation,
+            env_name="calculator_env",
+            max_concurrent_envs=max_sessions or 8,
         )
         uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
         return
@@ -273,10 +281,16 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
         env_cls.step_async = step_async
 
     if env == "echo":
-        app = create_app(EchoEnv, EchoAction, EchoObservation, env_name="echo_env", max_concurrent_envs=4)
+        app = create_app(
+            EchoEnv, EchoAction, EchoObservation, env_name="echo_env", max_concurrent_envs=max_sessions or 4
+        )
     elif env == "cartpole":
         app = create_app(
-            CartPoleEnv, CartPoleAction, CartPoleObservation, env_name="cartpole_env", max_concurrent_envs=256
+            CartPoleEnv,
+            CartPoleAction,
+            CartPoleObservation,
+            env_name="cartpole_env",
+            max_concurrent_envs=max_sessions or 256,
         )
     elif env == "typed-cartpole":
         app = create_app(
@@ -284,10 +298,12 @@ def main(port: int, async_step: bool = False, env: str = "echo") -> None:
             TypedCartPoleAction,
             TypedCartPoleObservation,
             env_name="typed_cartpole_env",
-            max_concurrent_envs=256,
+            max_concurrent_envs=max_sessions or 256,
         )
     else:
-        app = create_app(GridEnv, GridAction, GridObservation, env_name="grid_env", max_concurrent_envs=16)
+        app = create_app(
+            GridEnv, GridAction, GridObservation, env_name="grid_env", max_concurrent_envs=max_sessions or 16
+        )
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
@@ -296,5 +312,14 @@ if __name__ == "__main__":
     parser.add_argument("port", type=int)
     parser.add_argument("--async-step", action="store_true", help="give the env a step_async (runs on the event loop)")
     parser.add_argument("--env", choices=ENVS, default="echo", help="the env to serve (default: echo)")
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="concurrent sessions allowed (openenv-core's max_concurrent_envs; default: the env's own)",
+    )
     args = parser.parse_args()
-    main(args.port, async_step=args.async_step, env=args.env)
+    if args.max_sessions is not None and args.max_sessions < 1:
+        parser.error(f"--max-sessions must be at least 1, got {args.max_sessions}")
+    main(args.port, async_step=args.async_step, env=args.env, max_sessions=args.max_sessions)
