@@ -424,7 +424,7 @@ def test_grpo_with_environment_factory_scores_rollouts_with_the_env(tmp_path, no
             tokenize=True,
             return_dict=True,
         )["input_ids"]
-        assert overfit(trainer.model, rendered, tokenizer.encode(completion, add_special_tokens=False)) <= 0.002
+        assert overfit(trainer.model, rendered, tokenizer.encode(completion, add_special_tokens=False)) <= 0.01
         trainer.train()
 
         key = f"rewards/{CodingTools.__name__}/mean"
@@ -545,7 +545,7 @@ def test_grpo_with_rollout_func_scores_completions_with_the_env(tmp_path, no_ser
         rendered = tokenizer.apply_chat_template(
             rows[0]["prompt"], add_generation_prompt=True, tokenize=True, return_dict=True
         )["input_ids"]
-        assert overfit(trainer.model, rendered, tokenizer.encode(completion, add_special_tokens=False)) <= 0.002
+        assert overfit(trainer.model, rendered, tokenizer.encode(completion, add_special_tokens=False)) <= 0.01
         trainer.train()
 
         logged = [entry for entry in trainer.state.log_history if "rewards/env_reward/mean" in entry]

@@ -76,7 +76,7 @@ def overfit(
     prompt_ids: list[int],
     completion_ids: list[int],
     *,
-    target_loss: float = 0.002,
+    target_loss: float = 0.01,
     max_steps: int = 3000,
     lr: float = 1e-2,
 ) -> float:
