@@ -82,6 +82,15 @@ class AsyncRemoteEnv:
         """The session's client."""
         return self._client
 
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The env's tools as its server lists them (``name``, ``description``, ``input_schema``); ``[]`` without the tool face.
+
+        A reset's ``info["tools"]`` gives them in OpenAI format; this is the list before that
+        conversion, for code that builds its own tool objects (the TRL integration's methods).
+        """
+        return list(self._face.tools) if isinstance(self._face, ToolFace) else []
+
     def _check_open(self, call: str) -> None:
         if self._closed:
             raise ClosedEnvError(repr(self), call)

@@ -262,7 +262,10 @@ class AsyncEnvPool:
         while not self._idle.empty():
             clients.append(self._idle.get_nowait().client)
         await asyncio.gather(*(client.close() for client in clients), return_exceptions=True)
-        await asyncio.to_thread(stop_all, self._providers)
+        try:
+            await asyncio.to_thread(stop_all, self._providers)
+        except RuntimeError:  # at interpreter exit the executor takes no more work: stop them on this thread
+            stop_all(self._providers)
 
     async def __aenter__(self) -> AsyncEnvPool:
         return await self.start()

@@ -82,6 +82,14 @@ def test_importing_the_package_loads_only_its_root():
     ]
 
 
+def test_the_trl_integration_loads_neither_trl_nor_torch():
+    """``openenv_gym.integrations.trl`` imports none of TRL, transformers, torch or datasets (seconds each):
+    the trainer passes in what a rollout generates with, and its dataset rows are made on demand."""
+    modules = new_modules("openenv_gym.integrations.trl")
+    assert "openenv_gym.integrations.trl" in modules
+    assert loaded(modules, "trl", "transformers", "torch", "datasets", "mcp") == []
+
+
 @pytest.mark.parametrize("module", ["openenv_gym.cli", "openenv_gym.integrations"])
 def test_only_the_mcp_bridge_loads_the_mcp_sdk(module):
     """The CLI (so ``serve``) and the integrations package load no MCP SDK (seconds to import):
