@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.loop_thread import LoopThread
+from openenv_gym._loop_thread import LoopThread
 
 
 def test_runs_coroutines_and_stops():

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from openenv_gym._loop_thread import LoopThread
 from openenv_gym.client import http_get_json
 from openenv_gym.errors import ServerConnectError
 from openenv_gym.server import EnvServer
-from tests.loop_thread import LoopThread
 
 # One unit of test time; raise OPENENV_GYM_TEST_UNIT on a slow machine instead of editing tests.
 UNIT = float(os.environ.get("OPENENV_GYM_TEST_UNIT", "1.0"))

@@ -13,6 +13,7 @@ import weakref
 
 import pytest
 
+from openenv_gym._loop_thread import LoopThread
 from openenv_gym.client import AsyncEnvClient, http_get_json
 from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.envs.echo import EchoEnvironment
@@ -24,7 +25,6 @@ from openenv_gym.errors import (
     ServerConnectError,
 )
 from openenv_gym.providers import ProcessProvider
-from tests.loop_thread import LoopThread
 from tests.testing_env import CounterEnvironment
 from tests.utils import REPO_ROOT, UNIT, free_port, run_async, running_server
 
