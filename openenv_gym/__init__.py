@@ -39,6 +39,7 @@ from .errors import (
     SpaceCodecError,
     ToolCallError,
     ToolDefinitionError,
+    ToolFailedError,
     TrustRemoteCodeError,
     UnsupportedSpaceError,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "SpaceCodecError",
     "ToolCallError",
     "ToolDefinitionError",
+    "ToolFailedError",
     "TrustRemoteCodeError",
     "UnsupportedSpaceError",
     "__version__",

@@ -9,6 +9,7 @@
     ├── UnsupportedSpaceError (TypeError)     a Gymnasium space type with no JSON form
     ├── ToolCallError (ValueError)            text that is not one tool call (the tool face shows it to the model)
     ├── ToolDefinitionError (TypeError)       an environment's tool that cannot be served (at class creation)
+    ├── ToolFailedError (RuntimeError)        a tool call the env refused, raised to TRL (integrations.trl)
     ├── ClientError                           something went wrong talking to a server
     │   ├── ServerConnectError (ConnectionError)   the server could not be reached or refused us
     │   ├── ConnectionLostError (ConnectionError)  the connection dropped while a call was waiting
@@ -60,6 +61,7 @@ __all__ = [
     "SpaceCodecError",
     "ToolCallError",
     "ToolDefinitionError",
+    "ToolFailedError",
     "TrustRemoteCodeError",
     "UnsupportedSpaceError",
 ]
@@ -129,6 +131,24 @@ class ToolCallError(OpenEnvGymError, ValueError):
 class ToolDefinitionError(OpenEnvGymError, TypeError):
     """An environment's tool that cannot be served: a reserved name, a parameter with no JSON
     schema, ``*args``; raised when the class is created."""
+
+
+class ToolFailedError(OpenEnvGymError, RuntimeError):
+    """A tool call the env refused, or that could not be made; TRL shows the model ``str(error)``.
+
+    Attributes:
+        tool_name: the tool called.
+        error_type: the env's ``error_type`` (``invalid_args``, ``execution_error``, ``timeout``,
+            ``tool_not_found``...), or ``episode_over`` for a call after the episode ended, or
+            ``session_lost`` when the session broke.
+        message: what went wrong, in the env's words.
+    """
+
+    def __init__(self, tool_name: str, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.error_type = error_type
+        self.message = message
 
 
 class ClientError(OpenEnvGymError):

@@ -41,6 +41,7 @@ PUBLIC = {
         "SpaceCodecError",
         "ToolCallError",
         "ToolDefinitionError",
+        "ToolFailedError",
         "TrustRemoteCodeError",
         "UnsupportedSpaceError",
         "__version__",

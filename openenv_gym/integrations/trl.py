@@ -82,7 +82,7 @@ from .._loop_thread import LoopThread
 from ..async_env import AsyncRemoteEnv, make_async, spec_options
 from ..async_pool import AsyncEnvPool
 from ..client import DEFAULT_CALL_TIMEOUT
-from ..errors import InvalidActionError, OpenEnvGymError
+from ..errors import InvalidActionError, OpenEnvGymError, ToolFailedError
 
 if TYPE_CHECKING:
     import datasets
@@ -115,24 +115,6 @@ _POOL_ONLY = ("servers", "sessions_per_server", "acquire_timeout", "base_urls")
 
 #: What a call on a session may raise: the env's error frame, or the session lost (``env.failed`` set).
 _CALL_ERRORS = (OpenEnvGymError, TimeoutError)
-
-
-class ToolFailedError(OpenEnvGymError, RuntimeError):
-    """A tool call the env refused, or that could not be made; TRL shows the model ``str(error)``.
-
-    Attributes:
-        tool_name: the tool called.
-        error_type: the env's ``error_type`` (``invalid_args``, ``execution_error``, ``timeout``,
-            ``tool_not_found``...), or ``episode_over`` for a call after the episode ended, or
-            ``session_lost`` when the session broke.
-        message: what went wrong, in the env's words.
-    """
-
-    def __init__(self, tool_name: str, error_type: str, message: str) -> None:
-        super().__init__(message)
-        self.tool_name = tool_name
-        self.error_type = error_type
-        self.message = message
 
 
 @dataclass(frozen=True)
