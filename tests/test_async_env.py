@@ -137,6 +137,11 @@ def test_no_session_is_left_on_the_server_after_the_pool_closes():
 
         async def run():
             async with AsyncEnvPool("openenv/Echo-v0", size=256, base_url=server.url, tool_calls=True) as pool:
+                # A handshake returns before the server's handler counts its session: wait for all.
+                for _ in range(200):
+                    if server.active_sessions == 256:
+                        break
+                    await asyncio.sleep(0.05)
                 assert server.active_sessions == 256
                 await asyncio.gather(*(_echo_episode(pool, i, calls=2) for i in range(256)))
 
