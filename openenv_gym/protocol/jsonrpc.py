@@ -10,12 +10,11 @@ each find what they read.
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .tools import CallToolRequest, ListToolsRequest, ToolErrorType, call_tool_result
+from .tools import CallToolRequest, ListToolsRequest, ToolErrorType, call_tool_result, valid_timeout
 
 __all__ = [
     "JsonRpcCode",
@@ -89,9 +88,7 @@ def parse_request(
     if not isinstance(arguments, dict):
         return request_id, JsonRpcError(JsonRpcCode.INVALID_PARAMS, "Invalid params: arguments must be an object")
     timeout_s = params.get("timeout_s")
-    if timeout_s is not None and (
-        isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < math.inf
-    ):
+    if not valid_timeout(timeout_s):
         return request_id, JsonRpcError(JsonRpcCode.INVALID_PARAMS, "Invalid params: timeout_s must be positive")
     return request_id, CallToolRequest(name, arguments, None if timeout_s is None else float(timeout_s))
 

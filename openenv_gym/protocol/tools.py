@@ -112,11 +112,16 @@ def parse_tool_action(data: Mapping[str, Any]) -> ListToolsRequest | CallToolReq
     if not isinstance(arguments, dict):
         raise invalid(f"the arguments of a call_tool action must be an object, got {type(arguments).__name__}")
     timeout_s = data.get("timeout_s")
-    if timeout_s is not None and (
-        isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s < math.inf
-    ):
+    if not valid_timeout(timeout_s):
         raise invalid(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
     return CallToolRequest(name, arguments, None if timeout_s is None else float(timeout_s))
+
+
+def valid_timeout(timeout_s: Any) -> bool:
+    """Whether a call's ``timeout_s`` is absent or a positive, finite number of seconds."""
+    if timeout_s is None:
+        return True
+    return not isinstance(timeout_s, bool) and isinstance(timeout_s, (int, float)) and 0 < timeout_s < math.inf
 
 
 def call_tool_action(name: str, arguments: Mapping[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
