@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import importlib.util
+import pathlib
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -73,6 +75,28 @@ class CatalogEntry:
 _CLASSIC_CONTROL = ("CartPole-v1", "MountainCar-v0", "Acrobot-v1", "Pendulum-v1", "MountainCarContinuous-v0")
 
 
+def ale_games() -> list[str]:
+    """The names of ale-py's single-player games (``"Pong"``, ``"SpaceInvaders"``), read from the
+    ROMs it ships without importing it; empty when ale-py is not installed."""
+    found = importlib.util.find_spec("ale_py")
+    if found is None or not found.submodule_search_locations:
+        return []
+    roms = pathlib.Path(next(iter(found.submodule_search_locations)), "roms")
+    # ale-py registers no v5 env for these: they have no single-player ROM.
+    multiplayer = {"combat", "joust", "maze_craze", "warlords"}
+    return sorted(rom.stem.title().replace("_", "") for rom in roms.glob("*.bin") if rom.stem not in multiplayer)
+
+
+def ale_entry(game: str) -> CatalogEntry:
+    """``openenv/ALE-<Game>-v5``: ALE's ``ALE/<Game>-v5`` on a server. Gymnasium's ids take one
+    namespace, so ``openenv/ALE/<Game>-v5`` cannot be registered."""
+    return CatalogEntry(
+        id=f"openenv/ALE-{game}-v5",
+        server=f"ALE/{game}-v5",
+        description=f"ALE's {game} (ale-py), frames as binary arrays; make_vec serves AtariVectorEnv",
+    )
+
+
 def builtin_entries() -> list[CatalogEntry]:
     """The environments openenv-gym ships."""
     entries = [
@@ -103,6 +127,7 @@ def builtin_entries() -> list[CatalogEntry]:
         ),
     ]
     entries += [CatalogEntry.from_gymnasium(gym_id) for gym_id in _CLASSIC_CONTROL]
+    entries += [ale_entry(game) for game in ale_games()]
     return entries
 
 

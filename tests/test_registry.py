@@ -38,10 +38,26 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def test_every_ale_game_is_registered_without_importing_ale_py():
+    """openenv/ALE-<Game>-v5 for each of ale-py's v5 games (read from its ROMs; ale-py is not imported)."""
+    import ale_py
+
+    gym.register_envs(ale_py)
+    games = {
+        id[len("ALE/") :] for id in gym.registry if id.startswith("ALE/") and id.endswith("-v5") and "-ram-" not in id
+    }
+    assert {id for id in openenv_gym.catalog if id.startswith("openenv/ALE-")} == {
+        f"openenv/ALE-{game}" for game in games
+    }
+    assert gym.spec("openenv/ALE-Pong-v5").kwargs["server"] == "ALE/Pong-v5"
+    result = run_python("import sys, gymnasium, openenv_gym; print('ale_py' in sys.modules)")
+    assert result.stdout.strip() == "False", result.stderr
+
+
 def test_import_registers_the_catalog():
     """Importing openenv_gym registers every built-in id with Gymnasium, pointing at RemoteEnv."""
     assert EXPECTED_IDS <= set(gym.registry)
-    assert EXPECTED_IDS == set(openenv_gym.catalog)
+    assert {id for id in openenv_gym.catalog if not id.startswith("openenv/ALE-")} == EXPECTED_IDS
     spec = gym.spec("openenv/CartPole-v1")
     assert spec.entry_point == "openenv_gym.env:make_remote_env"
     assert spec.kwargs["server"] == "CartPole-v1"

@@ -18,6 +18,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from openenv_gym.client.batch_client import BatchClient
+from openenv_gym.client.vector_client import VectorClient
 from openenv_gym.env import ClosedEnvError, ServerSpaces, check_served, resolve_spaces
 from openenv_gym.errors import (
     ConnectionLostError,
@@ -28,13 +29,15 @@ from openenv_gym.errors import (
 )
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
+from openenv_gym.protocol.vector import VectorResultFrame, choose_vector_backend
 from openenv_gym.providers import Provider, URLProvider, make_providers, start_options
 from openenv_gym.providers.fleet import server_layout, split, start_all, stop_all
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
-from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, ToolCallSpace, mismatch
+from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, ToolCallSpace, mismatch, space_from_json
 from openenv_gym.tool_face import ToolFace, wants_tool_face
 
 from .plain_session import PlainSessionBatch
+from .vector_blocks import block_seed, join_batches, join_infos, lost_result, slice_batch
 
 __all__ = ["FAILURE_INFO_KEY", "RemoteVectorEnv"]
 
@@ -56,7 +59,7 @@ class _Block:
 
     def __init__(
         self,
-        make_client: Callable[[str], BatchClient | PlainSessionBatch],
+        make_client: Callable[[str], BatchClient | PlainSessionBatch | VectorClient],
         url: str,
         provider: Provider,
         start: int,
@@ -69,6 +72,7 @@ class _Block:
         self.stop = stop
         self.last_observations: list[Any] = []  # as received (wire objects or arrays), for reporting a loss
         self.reset_next = False  # a restarted block under NextStep: its next step is a reset
+        self.last_result: VectorResultFrame | None = None  # a vector backend's block: what it last returned
 
     @property
     def size(self) -> int:
@@ -169,6 +173,17 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             ``/ws/batch``), plain sessions otherwise (an OpenEnv server).
         codec: for batch sessions, ``"binary"`` (default) has the servers send Box observations
             as raw bytes; ``"json"`` keeps every frame JSON. Non-Box observations are JSON either way.
+            With a vector backend, ``"binary"`` packs every array both ways.
+        vector_backend: what steps the sub-envs on each server. ``"auto"`` (default) follows
+            ``gymnasium.make_vec``: the env's own vector implementation (its
+            ``vector_entry_point``, e.g. ``CartPoleVectorEnv``; ALE's ``AtariVectorEnv``) when it
+            has one that serves ``autoreset_mode``, else one env per sub-env. ``"per_env"``
+            forces one env per sub-env (exactly ``SyncVectorEnv``'s results); ``"gymnasium"``,
+            ``"ale"`` and ``"envpool"`` force that server-side vector env and raise
+            ``ValueError`` saying why when it cannot serve the env or the mode. Each server's
+            block of K sub-envs is then one vector env of K, stepped in one call; ``reset(seed=s)``
+            seeds the block starting at sub-env k with ``s + k``. ``metadata["vector_backend"]``
+            and ``metadata["vector_backend_reason"]`` say which runs and why.
         open_timeout, call_timeout, startup_timeout: seconds, as for ``RemoteEnv``.
         token: the token the ``base_urls`` servers require, or that the servers this env starts
             are to require (default: whatever their provider chooses: none on loopback, a fresh
@@ -197,6 +212,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         token: str | None = None,
         servers: int | None = None,
         tool_calls: bool | None = None,
+        vector_backend: str = "auto",
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
@@ -255,6 +271,10 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                     token=self._providers[0].token,
                     schema=schema,
                 )
+            wire_mode = WireAutoresetMode(self.autoreset_mode.value)
+            backend = None
+            if not tool_face:
+                backend = self._choose_backend(vector_backend, wire_mode, batched, schema, urls[0], open_timeout)
             self.single_action_space = self._spaces.action_space
             self.single_observation_space = self._spaces.observation_space
             if batched is None:  # openenv-gym servers publish spaces and serve /ws/batch; OpenEnv's do neither
@@ -264,10 +284,29 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             empty = create_empty_array(self.single_observation_space, num_envs)
             assert empty is not None  # Gymnasium's annotation allows None; it raises for a space it cannot fill
             self._observations = empty
-            wire_mode = WireAutoresetMode(self.autoreset_mode.value)
             timeouts: dict[str, Any] = {"open_timeout": open_timeout, "call_timeout": call_timeout, "env_id": server}
             self._batched = batched
-            if batched:
+            self._backend = backend
+            if backend is not None:
+                self._blocks += [
+                    _Block(
+                        functools.partial(
+                            VectorClient,
+                            envs=stop - start,
+                            autoreset_mode=wire_mode,
+                            backend=backend,
+                            codec=codec,
+                            token=provider.token,
+                            **timeouts,
+                        ),
+                        url,
+                        provider,
+                        start,
+                        stop,
+                    )
+                    for url, provider, (start, stop) in zip(urls, self._providers, ranges)
+                ]
+            elif batched:
                 self._blocks += [
                     _Block(
                         functools.partial(
@@ -320,6 +359,40 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         except BaseException:
             self.close()
             raise
+
+    def _choose_backend(
+        self,
+        requested: str,
+        mode: WireAutoresetMode,
+        batched: bool | None,
+        schema: dict[str, Any],
+        url: str,
+        open_timeout: float,
+    ) -> str | None:
+        """Pick the server-side vector env (``None``: one env per sub-env), say why in ``metadata``,
+        and take the spaces from it when there is one (ALE's differ from its single env's)."""
+        if batched is False:
+            if requested not in ("auto", "per_env"):
+                raise ValueError(f"vector_backend={requested!r} runs on batch sessions; batched=False was given")
+            name, reason = None, "batched=False: one plain session per sub-env"
+        else:
+            offered = schema.get("vector_backends") or {}
+            name, reason = choose_vector_backend(requested, mode, offered, schema.get("vector_backends_unavailable"))
+        self.metadata.update(vector_backend=name or "per_env", vector_backend_reason=reason)
+        if name is None:
+            return None
+        entry = schema["vector_backends"][name]
+        if "observation_space" not in entry:  # EnvPool: described only when asked for
+            token = self._providers[0].token
+            full = http_get_json(url, f"/schema?vector_backend={name}", timeout=open_timeout, token=token)
+            if name not in full.get("vector_backends", {}):
+                why = full.get("vector_backends_unavailable", {}).get(name, "the server does not offer it")
+                raise ValueError(f"vector_backend={name!r} cannot serve this env: {why}")
+            entry = full["vector_backends"][name]
+        observation_space = space_from_json(entry["observation_space"])
+        action_space = space_from_json(entry["action_space"])
+        self._spaces = ServerSpaces(action_space, observation_space, True, lambda action: action, lambda obs: obs)
+        return name
 
     def _make_providers(
         self,
@@ -377,6 +450,9 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         """Reset all sub-envs, or those ``options["reset_mask"]`` selects (as SyncVectorEnv does)."""
         self._check_open("reset")
         self._check_not_pending("reset")
+        if self._backend is not None:
+            options = dict(options) if options is not None else None
+            return self._reset_vector(seed, options, self._reset_mask(options))
         if seed is None:
             seeds: list[int | None] = [None] * self.num_envs
         elif isinstance(seed, int):
@@ -443,6 +519,9 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         """
         self._check_open("step_async")
         self._check_not_pending("step_async")
+        if self._backend is not None:
+            self._step_async_vector(actions)
+            return
         wire = self._encode_actions(actions)
         if len(wire) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} actions, got {len(wire)}")
@@ -496,6 +575,13 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         if error is not None:
             raise error
         # Every healthy server's reply is read; now restart the failed blocks.
+        if self._backend is not None:
+            return self._assemble_vector(
+                [
+                    self._recover_vector(block, outcome) if isinstance(outcome, Exception) else outcome
+                    for block, outcome in zip(self._blocks, self._outcomes)
+                ]
+            )
         results = [
             self._recover(block, outcome) if isinstance(outcome, Exception) else outcome
             for block, outcome in zip(self._blocks, self._outcomes)
@@ -529,6 +615,11 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
     def _call_blocks(self, frame: BatchCallFrame) -> tuple[Any, ...]:
         self._check_not_pending(frame.op)
+        if self._backend is not None:
+            raise NotImplementedError(
+                f"{frame.op} of sub-env attributes: the sub-envs are one {self._backend} vector env per server, "
+                "not separate envs; make the vector env with vector_backend='per_env' for this"
+            )
         if not self._batched:
             raise NotImplementedError(f"{frame.op} of sub-env attributes needs batch sessions (batched=True)")
 
@@ -585,12 +676,14 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
     def _read_step(
         self, block: _Block, failure: Exception | None, deadline: float | None
-    ) -> BatchResultFrame | Exception:
+    ) -> BatchResultFrame | VectorResultFrame | Exception:
         """One block's step result (zeros after a NextStep restart's reset), or its failure."""
         result = self._read_reply(block, failure, deadline)
         if isinstance(result, Exception) or not block.reset_next:
             return result
         block.reset_next = False  # NextStep after a restart: this step was the reset
+        if isinstance(result, VectorResultFrame):
+            return self._reset_as_step(block, result)
         zeros, no = [0.0] * block.size, [False] * block.size
         return BatchResultFrame(result.observations, result.infos, zeros, no, no)
 
@@ -641,6 +734,94 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                     continue
         assert own_failure is not None
         raise own_failure
+
+    # Vector backends ----------------------------------------------------------------------------
+
+    def _reset_vector(
+        self, seed: int | list[int | None] | None, options: dict[str, Any] | None, mask: list[bool] | None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset every block's vector env (those ``mask`` touches), all sent before any is read."""
+        seeds = {block.start: block_seed(seed, block.start, self.num_envs) for block in self._blocks}
+        selected = [block for block in self._blocks if mask is None or any(mask[block.start : block.stop])]
+
+        def reset_block(block: _Block) -> None:
+            sub_mask = mask[block.start : block.stop] if mask is not None else None
+            block.client.begin_vector_reset(seeds[block.start], options, sub_mask)  # type: ignore[union-attr]
+
+        outcomes = _complete_all(
+            [
+                functools.partial(self._read_reply, block, failure)
+                for block, failure in zip(selected, self._send_all(selected, reset_block))
+            ]
+        )
+        for block, outcome in zip(selected, outcomes):
+            if isinstance(outcome, Exception):  # its server is gone: reset it on a healthy one
+                self._replace_client(block, outcome)
+                reset_block(block)
+                outcome = block.client.complete()
+            block.last_result, block.reset_next = outcome, False
+        observations = join_batches([block.last_result.observations for block in self._blocks])  # type: ignore[union-attr]
+        self._observations = observations
+        parts = [(block.start, block.size, block.last_result.infos) for block in selected]  # type: ignore[union-attr]
+        return observations, join_infos(parts, self.num_envs)
+
+    def _step_async_vector(self, actions: Any) -> None:
+        problem = mismatch(self.action_space, actions)
+        if problem is not None:
+            raise InvalidActionError(actions, self.action_space, problem, self._name())
+        if isinstance(self.action_space, (spaces.MultiDiscrete, spaces.Box, spaces.MultiBinary)):
+            actions = np.asarray(actions, dtype=self.action_space.dtype)
+
+        def send_step(block: _Block) -> None:
+            client: VectorClient = block.client  # type: ignore[assignment]
+            if block.reset_next:  # NextStep right after a restart: this step is the reset
+                client.begin_vector_reset()
+            else:
+                client.begin_vector_step(slice_batch(actions, block.start, block.stop))
+
+        self._send_failures = self._send_all(self._blocks, send_step)
+        self._outcomes = [None] * len(self._blocks)
+        self._pending = _Pending.STEP
+
+    def _reset_as_step(self, block: _Block, result: VectorResultFrame) -> VectorResultFrame:
+        """A restarted block's reset, reported as NextStep reports a reset: no reward, no flags."""
+        previous = block.last_result.rewards if block.last_result is not None else None
+        dtype = previous.dtype if previous is not None else np.float64
+        no = np.zeros(block.size, dtype=np.bool_)
+        return VectorResultFrame(result.observations, result.infos, np.zeros(block.size, dtype=dtype), no, no)
+
+    def _recover_vector(self, block: _Block, exc: Exception) -> VectorResultFrame:
+        """Restart a vector block on a healthy server; report its sub-envs truncated, saying why."""
+        self._replace_client(block, exc)
+        reason = f"{type(exc).__name__}: {exc}"
+        assert block.last_result is not None  # a block steps only after its reset
+        lost = lost_result(block.last_result, reason, FAILURE_INFO_KEY)
+        if self.autoreset_mode is AutoresetMode.SAME_STEP:  # reset now; the lost observations are final
+            reset = block.client.reset_vector()  # type: ignore[union-attr]
+            final_obs = np.empty(block.size, dtype=object)
+            for index, observation in enumerate(
+                iterate(batch_space(self.single_observation_space, block.size), lost.observations)
+            ):
+                final_obs[index] = observation
+            infos = {**reset.infos, **lost.infos, "final_obs": final_obs, "_final_obs": lost.truncated.copy()}
+            return VectorResultFrame(reset.observations, infos, lost.rewards, lost.terminated, lost.truncated)
+        block.reset_next = self.autoreset_mode is AutoresetMode.NEXT_STEP
+        return lost
+
+    def _assemble_vector(
+        self, results: list[VectorResultFrame]
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        for block, result in zip(self._blocks, results):
+            block.last_result = result
+        self._observations = join_batches([result.observations for result in results])  # new arrays every step
+        parts = [(block.start, block.size, result.infos) for block, result in zip(self._blocks, results)]
+        return (
+            self._observations,
+            join_batches([result.rewards for result in results]),
+            join_batches([result.terminated for result in results]),
+            join_batches([result.truncated for result in results]),
+            join_infos(parts, self.num_envs),
+        )
 
     # Assembly -----------------------------------------------------------------------------------
 

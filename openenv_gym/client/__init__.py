@@ -1,6 +1,7 @@
 """Clients of an environment server: one session over ``/ws``, synchronous (:class:`EnvClient`, on
 websockets' Sans-I/O protocol and a blocking socket) or asyncio (:class:`AsyncEnvClient`); a batch
-session over ``/ws/batch`` (:class:`BatchClient`); and ``GET`` of the server's JSON endpoints
+session over ``/ws/batch`` (:class:`BatchClient`), or one server-side vector env there
+(:class:`VectorClient`); and ``GET`` of the server's JSON endpoints
 (:func:`http_get_json`). Every wait is bounded by ``open_timeout`` or ``call_timeout``. They speak
 OpenEnv's protocol, so they work with our servers and with OpenEnv's; they know nothing of
 gymnasium."""
@@ -12,6 +13,7 @@ from ._session import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, DEFAULT_OPE
 from .async_client import AsyncEnvClient
 from .batch_client import BatchClient
 from .sync_client import EnvClient
+from .vector_client import VectorClient
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -21,6 +23,7 @@ __all__ = [
     "BatchClient",
     "EnvClient",
     "SessionClient",
+    "VectorClient",
     "auth_headers",
     "http_get_json",
     "remote_error",

@@ -42,11 +42,20 @@ class BatchClient(EnvClient):
         autoreset_mode: Gymnasium's autoreset mode, applied on the server.
         codec: ``"json"``, or ``"binary"`` to offer :data:`~openenv_gym.protocol.batch.BINARY_SUBPROTOCOL`
             (the server answers Box observations as raw bytes; others stay JSON).
+        backend: a server-side vector env to serve the sub-envs (see
+            :class:`~openenv_gym.client.vector_client.VectorClient`, which speaks to it).
         **kwargs: as for :class:`~openenv_gym.client.sync_client.EnvClient`.
     """
 
     def __init__(
-        self, base_url: str, envs: int, autoreset_mode: AutoresetMode, codec: str = "json", **kwargs: Any
+        self,
+        base_url: str,
+        envs: int,
+        autoreset_mode: AutoresetMode,
+        codec: str = "json",
+        *,
+        backend: str | None = None,
+        **kwargs: Any,
     ) -> None:
         if codec not in ("json", "binary"):
             raise ValueError(f"codec must be 'json' or 'binary', got {codec!r}")
@@ -56,7 +65,7 @@ class BatchClient(EnvClient):
         self.autoreset_mode = autoreset_mode
         parts = urllib.parse.urlsplit(self.url)
         path = parts.path[: -len("/ws")] + BATCH_PATH
-        self.url = urllib.parse.urlunsplit(parts._replace(path=path, query=batch_query(envs, autoreset_mode)))
+        self.url = urllib.parse.urlunsplit(parts._replace(path=path, query=batch_query(envs, autoreset_mode, backend)))
 
     def _new_protocol(self) -> ClientSession[BatchResultFrame | BatchValuesFrame | ErrorFrame]:
         return ClientSession(parse_batch_server_frame, _REPLIES)

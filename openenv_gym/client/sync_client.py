@@ -252,7 +252,7 @@ class EnvClient(SessionClient):
             self.begin(call, build)
             return self.complete()
 
-    def begin(self, call: str, build: Callable[[], str]) -> None:
+    def begin(self, call: str, build: Callable[[], str | bytes]) -> None:
         """Send a request without waiting for its reply; :meth:`complete` reads it.
 
         The split lets one thread send to many servers before reading any reply (the vector
@@ -340,11 +340,14 @@ class EnvClient(SessionClient):
             self._drop(f"the session was abandoned when {call} was interrupted; make a new client")
             raise
 
-    def _send_text(self, text: str) -> None:
+    def _send_text(self, text: str | bytes) -> None:
         assert self._ws is not None
         if self._ws.state is State.OPEN:
             try:
-                self._ws.send_text(text.encode())
+                if isinstance(text, bytes):  # a packed binary request (vector sessions)
+                    self._ws.send_binary(text)
+                else:
+                    self._ws.send_text(text.encode())
                 self._flush(self._deadline)
             except (OSError, InvalidState):
                 pass  # the server may have said why before it closed: read that

@@ -21,22 +21,22 @@ Observations and actions travel as the wire objects of the single spaces, as on 
 (``same_step`` mode) to its final ``{"observation": ..., "info": ...}``.
 
 **Binary results.** A client that offers the WebSocket subprotocol :data:`BINARY_SUBPROTOCOL`
-gets each ``batch_result`` of a ``Box`` observation space as one binary message: the 4 bytes
-:data:`BINARY_MAGIC`, a little-endian ``uint32`` header length, the JSON frame with
-``observations`` replaced by ``{"$array": {"dtype": ..., "shape": [...]}}``, then the
-observations' raw bytes (C order). Formatting and parsing floats is most of what JSON costs here;
-raw bytes cost next to nothing. Requests stay JSON.
+gets each ``batch_result`` of a ``Box`` observation space as one binary message, packed by
+:func:`openenv_gym.protocol.arrays.pack`: the observations as one raw array of shape
+``(K, ...)``, the rest as JSON. Formatting and parsing floats is most of what JSON costs here;
+raw bytes cost next to nothing. Requests stay JSON on batch sessions (vector sessions,
+:mod:`openenv_gym.protocol.vector`, take packed requests too).
 """
 
 from __future__ import annotations
 
 import enum
-import struct
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProtocolError
+from . import arrays
 from ._json import data_object, dumps, elide, invalid, load_object
 from .codes import ErrorCode, MessageType
 from .frames import CloseFrame, ErrorFrame, parse_server_frame
@@ -62,9 +62,9 @@ __all__ = [
 ]
 
 BATCH_PATH = "/ws/batch"
-BINARY_SUBPROTOCOL = "openenv-gym.binary.v1"
-BINARY_MAGIC = b"OGB1"
-_HEADER_LENGTH = struct.Struct("<I")
+# v2: every array of a message packed (protocol/arrays.py); a v1 peer falls back to JSON.
+BINARY_SUBPROTOCOL = "openenv-gym.binary.v2"
+BINARY_MAGIC = arrays.BINARY_MAGIC
 
 
 class AutoresetMode(str, enum.Enum):
@@ -109,13 +109,20 @@ class AutoresetRule:
         self.ended = False
 
 
-def batch_query(envs: int, autoreset_mode: AutoresetMode) -> str:
-    """The query string that opens a batch session of ``envs`` sub-environments."""
-    return urllib.parse.urlencode({"envs": envs, "autoreset_mode": autoreset_mode.value})
+def batch_query(envs: int, autoreset_mode: AutoresetMode, backend: str | None = None) -> str:
+    """The query string that opens a batch session of ``envs`` sub-environments.
+
+    ``backend`` names the server-side vector env that serves them
+    (:mod:`openenv_gym.protocol.vector`); ``None`` steps one env per sub-env.
+    """
+    params = {"envs": envs, "autoreset_mode": autoreset_mode.value}
+    if backend is not None:
+        params["backend"] = backend
+    return urllib.parse.urlencode(params)
 
 
-def parse_batch_query(query: str, max_envs: int) -> tuple[int, AutoresetMode]:
-    """Read ``envs`` and ``autoreset_mode`` from a batch session's query string.
+def parse_batch_query(query: str, max_envs: int) -> tuple[int, AutoresetMode, str | None]:
+    """Read ``envs``, ``autoreset_mode`` and ``backend`` from a batch session's query string.
 
     Raises:
         ProtocolError: VALIDATION_ERROR naming the parameter that is missing or wrong.
@@ -129,10 +136,12 @@ def parse_batch_query(query: str, max_envs: int) -> tuple[int, AutoresetMode]:
         raise invalid(f"envs={envs} is out of range: this server hosts 1 to {max_envs} per session")
     mode = params.get("autoreset_mode", [AutoresetMode.NEXT_STEP.value])[0]
     try:
-        return envs, AutoresetMode(mode)
+        autoreset_mode = AutoresetMode(mode)
     except ValueError:
         modes = [m.value for m in AutoresetMode]
         raise invalid(f"unknown autoreset_mode {mode!r}; expected one of {modes}") from None
+    backend = params.get("backend", [None])[0]
+    return envs, autoreset_mode, backend
 
 
 @dataclass(frozen=True)
@@ -236,9 +245,7 @@ class BatchResultFrame:
             array = np.ascontiguousarray(items, dtype=dtype)
         except (KeyError, TypeError, ValueError) as exc:
             raise invalid(f"observations do not stack into one {dtype} array: {exc}") from exc
-        described = {"$array": {"dtype": array.dtype.str, "shape": list(array.shape)}}
-        header = dumps(self._frame(described)).encode()
-        return b"".join((BINARY_MAGIC, _HEADER_LENGTH.pack(len(header)), header, array.tobytes()))
+        return arrays.pack(self._frame(array))
 
     def check(self, size: int | None = None) -> None:
         """Raise :class:`ProtocolError` if the lists disagree in length or ``final`` is malformed."""
@@ -309,8 +316,8 @@ def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | BatchVa
     Raises:
         ProtocolError: the message is not a well-formed batch result or error frame.
     """
-    if isinstance(message, (bytes, bytearray, memoryview)) and bytes(message[:4]) == BINARY_MAGIC:
-        return _parse_binary_result(bytes(message))
+    if arrays.is_packed(message):
+        return _parse_binary_result(message)  # type: ignore[arg-type]
     frame = load_object(message)
     return _batch_result(frame, message)
 
@@ -319,16 +326,14 @@ def _parse_binary_result(message: bytes) -> BatchResultFrame | BatchValuesFrame 
     """The binary form of a batch result; its observations become one array of shape (K, ...)."""
     import numpy as np
 
+    frame = arrays.unpack(message)
     try:
-        (length,) = _HEADER_LENGTH.unpack_from(message, len(BINARY_MAGIC))
-        start = len(BINARY_MAGIC) + _HEADER_LENGTH.size
-        frame = load_object(message[start : start + length].decode())
-        described = frame["data"]["observations"]["$array"]
-        dtype, shape = np.dtype(described["dtype"]), tuple(described["shape"])
-        array = np.frombuffer(message, dtype=dtype, offset=start + length).reshape(shape)
-    except (KeyError, TypeError, ValueError, struct.error) as exc:
-        raise invalid(f"malformed binary batch result: {exc}") from exc
-    frame["data"]["observations"] = list(array)
+        observations = frame["data"]["observations"]
+    except (KeyError, TypeError):
+        raise invalid("malformed binary batch result: no data.observations") from None
+    if not isinstance(observations, np.ndarray) or observations.ndim == 0:
+        raise invalid("malformed binary batch result: observations are not one array")
+    frame["data"]["observations"] = list(observations)
     return _batch_result(frame, message)
 
 

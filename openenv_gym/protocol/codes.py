@@ -23,6 +23,9 @@ class MessageType(str, enum.Enum):
     BATCH_RESULT = "batch_result"
     BATCH_CALL = "batch_call"
     BATCH_VALUES = "batch_values"
+    VECTOR_RESET = "vector_reset"
+    VECTOR_STEP = "vector_step"
+    VECTOR_RESULT = "vector_result"
 
 
 class ErrorCode(str, enum.Enum):

@@ -148,13 +148,14 @@ class ClientSession(Generic[ReplyT]):
         self._parse = cast("Callable[[str | bytes], ReplyT]", parse or parse_server_frame)
         self._replies = replies or self.REPLIES
 
-    def send(self, kind: MessageType, frame: _Request) -> str:
-        """Return the text of ``frame``, a request of type ``kind``, and mark it as in flight.
+    def send_binary(self, kind: MessageType, frame: Any) -> bytes:
+        """Return the binary form of ``frame`` (its ``serialize_binary()``) and mark it as in flight."""
+        self._check_can_send(kind)
+        message: bytes = frame.serialize_binary()
+        self.pending = kind
+        return message
 
-        Raises:
-            ProtocolError: the session is closed, or another call is still waiting.
-            TypeError, ValueError: the frame has a value JSON cannot carry; nothing is in flight.
-        """
+    def _check_can_send(self, kind: MessageType) -> None:
         if self.state is SessionState.CLOSED:
             raise ProtocolError(ErrorCode.SESSION_ERROR.value, f"{kind.value} after the session closed")
         if self.pending is not None:
@@ -163,6 +164,15 @@ class ClientSession(Generic[ReplyT]):
                 f"{kind.value} while {self.pending.value} is still waiting for its reply: "
                 "one call at a time per session",
             )
+
+    def send(self, kind: MessageType, frame: _Request) -> str:
+        """Return the text of ``frame``, a request of type ``kind``, and mark it as in flight.
+
+        Raises:
+            ProtocolError: the session is closed, or another call is still waiting.
+            TypeError, ValueError: the frame has a value JSON cannot carry; nothing is in flight.
+        """
+        self._check_can_send(kind)
         text = frame.serialize()  # may raise (a value JSON cannot carry): then nothing is in flight
         if not text.isascii():
             try:

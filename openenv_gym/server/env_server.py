@@ -191,9 +191,14 @@ class EnvServer:
                     metadata = env.get_metadata().model_dump()
                     if self.target is not None:
                         metadata["target"] = self.target
-                    self._description = {"schema": env.schema(), "metadata": metadata}
+                    schema = env.schema()
                 finally:
                     await asyncio.to_thread(env.close)
+                backends = getattr(self.factory, "vector_backends", None)
+                if backends is not None:  # our extension: the vector envs a vector session may use
+                    offered, unavailable = await asyncio.to_thread(backends.describe)
+                    schema.update(vector_backends=offered, vector_backends_unavailable=unavailable)
+                self._description = {"schema": schema, "metadata": metadata}
         return self._description
 
     async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -207,12 +212,33 @@ class EnvServer:
         if path in ("/schema", "/metadata"):
             try:
                 description = await self.describe()
+                if path == "/schema" and "vector_backend=" in request.path:
+                    return await self._schema_with_backend(description["schema"], request.path)
             except Exception as exc:
                 logger.exception("describing the environment failed")
                 frame = factory_error(self.factory, exc, self.send_tracebacks)
                 return _json_response(500, frame.data())
             return _json_response(200, description[path[1:]])
         return _json_response(404, {"message": f"no route {path}; try /ws, /health, /schema or /metadata"})
+
+    async def _schema_with_backend(self, schema: dict[str, Any], path: str) -> Response:
+        """``/schema?vector_backend=NAME``: the schema with that backend described in full (EnvPool's
+        spaces are found only when asked for, since importing EnvPool takes over a second)."""
+        import urllib.parse
+
+        name = urllib.parse.parse_qs(path.partition("?")[2]).get("vector_backend", [""])[0]
+        backends = getattr(self.factory, "vector_backends", None)
+        offered, unavailable = (
+            dict(schema.get("vector_backends", {})),
+            dict(schema.get("vector_backends_unavailable", {})),
+        )
+        if backends is not None and name in offered:
+            try:
+                offered[name] = await asyncio.to_thread(backends.describe_one, name)
+            except Exception as exc:
+                del offered[name]
+                unavailable[name] = str(exc)
+        return _json_response(200, {**schema, "vector_backends": offered, "vector_backends_unavailable": unavailable})
 
     # WebSocket ----------------------------------------------------------------------------------
 
@@ -227,8 +253,21 @@ class EnvServer:
         path, _, query = connection.request.path.partition("?")
         if path != BATCH_PATH:
             return Session(connection, self.factory, send_tracebacks=self.send_tracebacks)
-        size, mode = parse_batch_query(query, self.max_sessions)
-        return BatchSession(connection, self.factory, size, mode, send_tracebacks=self.send_tracebacks)
+        size, mode, backend = parse_batch_query(query, self.max_sessions)
+        if backend is None:
+            return BatchSession(connection, self.factory, size, mode, send_tracebacks=self.send_tracebacks)
+        backends = getattr(self.factory, "vector_backends", None)
+        if backends is None:
+            raise ProtocolError(
+                ErrorCode.VALIDATION_ERROR.value, f"backend={backend}: this server has no vector backends"
+            )
+        from .vector_session import VectorSession  # numpy and gymnasium: only servers of Gymnasium envs
+
+        def build(num_envs: int, autoreset_mode: Any) -> Any:
+            return backends.make(backend, num_envs, autoreset_mode)
+
+        build.__name__ = f"{backend} vector env"
+        return VectorSession(connection, build, size, mode, send_tracebacks=self.send_tracebacks)
 
     async def _handle_connection(self, connection: ServerConnection) -> None:
         try:

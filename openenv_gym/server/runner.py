@@ -17,6 +17,9 @@ from .environment import Environment
 from .session import factory_error
 
 __all__ = ["load_factory", "run"]
+# Gymnasium namespaces whose envs exist once a package is imported (Gymnasium loads no plugins).
+_REGISTERING_PACKAGES = {"ALE": "ale_py"}
+
 # Seconds a stopping server waits for its sessions to close their environments before it exits
 # regardless, so a stuck environment cannot keep an orphaned server alive.
 STOP_TIMEOUT = 10.0
@@ -65,7 +68,14 @@ def load_factory(
     import gymnasium as gym
 
     from .gym_environment import GymEnvironment, make_gym_env
+    from .vector_backends import VectorBackends
 
+    namespace = env_id.partition("/")[0] if "/" in env_id else None
+    if namespace in _REGISTERING_PACKAGES and namespace not in {spec.namespace for spec in gym.registry.values()}:
+        try:
+            importlib.import_module(_REGISTERING_PACKAGES[namespace])
+        except ImportError as exc:
+            raise ValueError(f"serving {target!r} needs {_REGISTERING_PACKAGES[namespace]!r}: {exc}") from exc
     try:
         gym.spec(env_id)
     except gym.error.Error as exc:
@@ -76,6 +86,7 @@ def load_factory(
 
     factory.__name__ = env_id
     factory.SUPPORTS_CONCURRENT_SESSIONS = True  # type: ignore[attr-defined]
+    factory.vector_backends = VectorBackends(env_id, max_episode_steps, env_kwargs)  # type: ignore[attr-defined]
     return factory
 
 

@@ -284,7 +284,7 @@ def test_capacity_counts_sub_envs():
 
 
 def test_binary_results_equal_the_json_ones(cartpole_server):
-    """Offering the binary subprotocol gives OGB1 batch_result bytes whose arrays equal the JSON session's."""
+    """Offering the binary subprotocol gives packed batch_result bytes whose arrays equal the JSON session's."""
     actions = step({"action": 1}, {"action": 0}, {"action": 1})
     with ws(cartpole_server) as plain, ws(cartpole_server, subprotocols=[BINARY_SUBPROTOCOL]) as fast:
         assert plain.subprotocol is None and fast.subprotocol == BINARY_SUBPROTOCOL

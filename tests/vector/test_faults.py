@@ -83,15 +83,19 @@ def test_errors_of_the_env_itself_are_not_swallowed():
         envs.close()
 
 
-def test_reset_recovers_a_dead_server():
+@pytest.mark.parametrize("backend", ["per_env", "gymnasium"])
+def test_reset_recovers_a_dead_server(backend):
     """reset() after a server died resets its sub-envs on a new server instead of failing."""
-    envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, sessions_per_server=2)
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, sessions_per_server=2, vector_backend=backend)
     providers = envs.unwrapped._providers
     try:
         envs.reset(seed=0)
         os.kill(providers[1].pid, signal.SIGKILL)
         obs, _ = envs.reset(seed=3)
-        expected, _ = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)]).reset(seed=3)
+        if backend == "per_env":
+            expected, _ = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(4)]).reset(seed=3)
+        else:  # one vector env of 2 per server, the second seeded 3 + 2
+            expected = np.concatenate([gym.make_vec("CartPole-v1", 2).reset(seed=seed)[0] for seed in (3, 5)])
         np.testing.assert_array_equal(obs, expected)
         assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
     finally:

@@ -35,6 +35,7 @@ def test_matches_sync_vector_env(mode, batched, codec):
         sessions_per_server=4,
         batched=batched,
         codec=codec,
+        vector_backend="per_env",
     )
     local = SyncVectorEnv(
         [lambda: gym.make("CartPole-v1", max_episode_steps=LIMIT) for _ in range(NUM_ENVS)], autoreset_mode=mode
@@ -43,7 +44,7 @@ def test_matches_sync_vector_env(mode, batched, codec):
         assert isinstance(remote, RemoteVectorEnv) and len(remote._blocks) == (2 if batched else NUM_ENVS)
         if batched:  # the codec the servers agreed to
             subprotocols = {block.client._ws.subprotocol for block in remote._blocks}
-            assert subprotocols == ({"openenv-gym.binary.v1"} if codec == "binary" else {None})
+            assert subprotocols == ({"openenv-gym.binary.v2"} if codec == "binary" else {None})
         assert remote.metadata["autoreset_mode"] is mode
         assert remote.observation_space == local.observation_space and remote.action_space == local.action_space
         assert_same(remote.reset(seed=123), local.reset(seed=123), "reset")
@@ -235,7 +236,7 @@ def test_servers_that_differ_in_codec_still_give_sync_vector_env_results():
         block.client.close()
         block.make_client = functools.partial(block.make_client, codec="json")
         block.client = block.make_client(block.provider.start()).connect()
-        assert [b.client._ws.subprotocol for b in remote._blocks] == ["openenv-gym.binary.v1", None]
+        assert [b.client._ws.subprotocol for b in remote._blocks] == ["openenv-gym.binary.v2", None]
         assert_same(remote.reset(seed=5), local.reset(seed=5), "reset")
         assert assert_lockstep(remote, local, 300, np.random.default_rng(2)) > 10
     finally:
@@ -264,7 +265,7 @@ def test_image_observations_are_identical_in_both_codecs(monkeypatch):
 
 def test_call_get_attr_set_attr_like_sync_vector_env():
     """call/get_attr/set_attr reach every sub-env as SyncVectorEnv's do; private names are refused."""
-    remote = gym.make_vec("openenv/CartPole-v1", num_envs=3, sessions_per_server=2)
+    remote = gym.make_vec("openenv/CartPole-v1", num_envs=3, sessions_per_server=2, vector_backend="per_env")
     local = SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(3)])
     try:
         remote.reset(seed=4)

@@ -1,0 +1,230 @@
+"""Vector sessions: a batch session backed by one server-side vector env (pure, no I/O).
+
+A server whose env has a native vector implementation (Gymnasium's ``vector_entry_point``,
+ALE's ``AtariVectorEnv``, EnvPool) lists it under ``/schema["vector_backends"]``::
+
+    {"gymnasium": {"entry_point": "...:CartPoleVectorEnv", "autoreset_modes": ["NextStep"],
+                   "observation_space": {...}, "action_space": {...}}}
+
+A client opens ``/ws/batch?envs=K&autoreset_mode=NextStep&backend=gymnasium``; the server builds
+that vector env once for the connection, and each request is one call of it. Every value stays
+an array (or a dict of arrays: Gymnasium's vector infos with their ``_key`` masks), packed by
+:mod:`openenv_gym.protocol.arrays`: binary on a connection that negotiated the binary
+subprotocol (requests too), JSON otherwise::
+
+    -> {"type":"vector_reset","data":{"seed":0,"options":null,"mask":null}}
+    <- {"type":"vector_result","data":{"observations":{"$array":...},"infos":{...}}}
+    -> {"type":"vector_step","data":{"actions":{"$array":...}}}
+    <- {"type":"vector_result","data":{"observations":...,"rewards":...,"terminated":...,
+        "truncated":...,"infos":{...}}}
+
+Each backend keeps its own autoreset mode and reports the modes it serves; which backend a
+client uses is :func:`choose_vector_backend`'s answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ProtocolError
+from . import arrays
+from ._json import data_object, dumps, elide, invalid
+from .batch import AutoresetMode
+from .codes import ErrorCode, MessageType
+from .frames import CloseFrame, ErrorFrame, parse_server_frame
+
+__all__ = [
+    "BACKEND_CHOICES",
+    "VECTOR_BACKENDS",
+    "VectorResetFrame",
+    "VectorResultFrame",
+    "VectorStepFrame",
+    "choose_vector_backend",
+    "parse_vector_client_frame",
+    "parse_vector_server_frame",
+]
+
+#: The server-side vector envs a server may offer.
+VECTOR_BACKENDS = ("gymnasium", "envpool", "ale")
+#: What a client may ask for: one of those, ``"per_env"`` (one env per sub-env, as
+#: ``SyncVectorEnv``), or ``"auto"`` (Gymnasium's own choice, see :func:`choose_vector_backend`).
+BACKEND_CHOICES = ("auto", "per_env", *VECTOR_BACKENDS)
+
+
+def choose_vector_backend(
+    requested: str,
+    autoreset_mode: AutoresetMode,
+    offered: dict[str, dict[str, Any]],
+    unavailable: dict[str, str] | None = None,
+) -> tuple[str | None, str]:
+    """Which vector backend serves a vector env, and why; ``None`` means per-env stepping.
+
+    ``"auto"`` follows ``gymnasium.make_vec``: the env's ``vector_entry_point`` when it has one
+    that serves ``autoreset_mode``, else one env per sub-env (which serves every mode). EnvPool
+    is used only when asked for.
+
+    Args:
+        requested: one of :data:`BACKEND_CHOICES`.
+        autoreset_mode: the mode the vector env must have.
+        offered: the server's ``/schema["vector_backends"]`` (``{}`` if it has none).
+        unavailable: the server's ``/schema["vector_backends_unavailable"]``: why it offers
+            none of the others, for the error message.
+
+    Raises:
+        ValueError: an unknown choice, or a backend forced that the server cannot serve in this
+            mode (the message says why).
+    """
+    if requested not in BACKEND_CHOICES:
+        raise ValueError(f"vector_backend must be one of {list(BACKEND_CHOICES)}, got {requested!r}")
+    if requested == "per_env":
+        return None, "per_env asked for: one env per sub-env, as SyncVectorEnv"
+    mode = autoreset_mode.value
+    if requested == "auto":
+        native = offered.get("gymnasium")
+        if native is None:
+            return None, "the env has no vector_entry_point: one env per sub-env"
+        if mode not in native.get("autoreset_modes", ()):
+            return None, (
+                f"its vector_entry_point ({native.get('entry_point')}) serves autoreset modes "
+                f"{native.get('autoreset_modes')}, not {mode}: one env per sub-env"
+            )
+        return "gymnasium", f"the env's vector_entry_point ({native.get('entry_point')})"
+    backend = offered.get(requested)
+    if backend is None:
+        why = (unavailable or {}).get(requested, "the server does not offer it")
+        raise ValueError(f"vector_backend={requested!r} cannot serve this env: {why}")
+    if mode not in backend.get("autoreset_modes", ()):
+        raise ValueError(
+            f"vector_backend={requested!r} serves autoreset modes {backend.get('autoreset_modes')}, not {mode}"
+        )
+    return requested, f"{requested} asked for ({backend.get('entry_point')})"
+
+
+@dataclass(frozen=True)
+class VectorResetFrame:
+    """Reset the vector env (the sub-envs ``mask`` selects, through ``options["reset_mask"]``)."""
+
+    seed: int | None = None
+    options: dict[str, Any] | None = None
+    mask: list[bool] | None = None
+
+    def serialize(self) -> str:
+        return dumps({"type": "vector_reset", "data": {"seed": self.seed, "options": self.options, "mask": self.mask}})
+
+    def __str__(self) -> str:
+        return f"vector_reset seed={self.seed} mask={elide(self.mask)}"
+
+
+@dataclass(frozen=True)
+class VectorStepFrame:
+    """Step the vector env with the batch of actions (an array, or a dict or tuple of arrays)."""
+
+    actions: Any
+
+    def _frame(self, actions: Any) -> dict[str, Any]:
+        return {"type": "vector_step", "data": {"actions": actions}}
+
+    def serialize(self) -> str:
+        return arrays.to_json(self._frame(self.actions))
+
+    def serialize_binary(self) -> bytes:
+        return arrays.pack(self._frame(self.actions))
+
+    def __str__(self) -> str:
+        return f"vector_step {elide(self.actions)}"
+
+
+@dataclass(frozen=True)
+class VectorResultFrame:
+    """What the vector env returned, as it returned it; a reset result has no rewards or flags."""
+
+    observations: Any
+    infos: dict[str, Any]
+    rewards: Any = None
+    terminated: Any = None
+    truncated: Any = None
+
+    def _frame(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"observations": self.observations, "infos": self.infos}
+        if self.rewards is not None:
+            data.update(rewards=self.rewards, terminated=self.terminated, truncated=self.truncated)
+        return {"type": "vector_result", "data": data}
+
+    def serialize(self) -> str:
+        return arrays.to_json(self._frame())
+
+    def serialize_binary(self) -> bytes:
+        return arrays.pack(self._frame())
+
+    def check(self, size: int) -> None:
+        """Raise :class:`ProtocolError` unless rewards and flags are arrays of ``size`` items."""
+        if not isinstance(self.infos, dict):
+            raise invalid("vector_result infos must be an object")
+        for name in ("rewards", "terminated", "truncated"):
+            value = getattr(self, name)
+            if value is not None and getattr(value, "shape", None) != (size,):
+                raise invalid(f"vector_result {name} must be an array of {size} items")
+
+    def __str__(self) -> str:
+        return f"vector_result rewards={elide(self.rewards)}"
+
+
+def _load(message: str | bytes) -> dict[str, Any]:
+    frame = arrays.from_json(message) if isinstance(message, str) else arrays.unpack(message)
+    if not isinstance(frame, dict):
+        raise invalid(f"a frame must be an object, got {type(frame).__name__}")
+    return frame
+
+
+def parse_vector_client_frame(message: str | bytes) -> VectorResetFrame | VectorStepFrame | CloseFrame:
+    """Parse one message a client sends on a vector session (text, or packed binary).
+
+    Raises:
+        ProtocolError: INVALID_JSON, UNKNOWN_TYPE or VALIDATION_ERROR.
+    """
+    if not isinstance(message, str) and not arrays.is_packed(message):
+        raise invalid("a binary frame on a vector session must be a packed message")
+    frame = _load(message)
+    kind = frame.get("type")
+    if kind == MessageType.CLOSE.value:
+        return CloseFrame()
+    data = data_object(frame, str(kind))
+    if kind == MessageType.VECTOR_STEP.value:
+        if "actions" not in data:
+            raise invalid("vector_step needs data.actions, the batch of actions")
+        return VectorStepFrame(data["actions"])
+    if kind == MessageType.VECTOR_RESET.value:
+        seed, options, mask = data.get("seed"), data.get("options"), data.get("mask")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise invalid("vector_reset seed must be null or an integer (one seed seeds the vector env)")
+        if options is not None and not isinstance(options, dict):
+            raise invalid("vector_reset options must be null or an object")
+        if mask is not None and not (isinstance(mask, list) and all(isinstance(m, bool) for m in mask)):
+            raise invalid("vector_reset mask must be null or a list of booleans")
+        return VectorResetFrame(seed, options, mask)
+    raise ProtocolError(
+        ErrorCode.UNKNOWN_TYPE.value,
+        f"Unknown message type: {kind} (a vector session takes vector_reset, vector_step and close)",
+    )
+
+
+def parse_vector_server_frame(message: str | bytes) -> VectorResultFrame | ErrorFrame:
+    """Parse one message a server sends on a vector session.
+
+    Raises:
+        ProtocolError: the message is not a well-formed vector result or error frame.
+    """
+    frame = _load(message)
+    if frame.get("type") != MessageType.VECTOR_RESULT.value:
+        if isinstance(message, str):
+            parsed = parse_server_frame(message)
+            if isinstance(parsed, ErrorFrame):
+                return parsed
+        raise ProtocolError(ErrorCode.SESSION_ERROR.value, f"expected vector_result, got {frame.get('type')!r}")
+    data = data_object(frame, "vector_result")
+    if "observations" not in data or not isinstance(data.get("infos"), dict):
+        raise invalid("vector_result needs data.observations and data.infos (an object)")
+    return VectorResultFrame(
+        data["observations"], data["infos"], data.get("rewards"), data.get("terminated"), data.get("truncated")
+    )

@@ -1,0 +1,242 @@
+"""Server-side vector envs for a Gymnasium id: Gymnasium's ``vector_entry_point``, ALE, EnvPool.
+
+:class:`VectorBackends` says which of them can serve an id (and why not), builds one probe of
+each to publish its spaces and autoreset modes in ``/schema["vector_backends"]``, and builds
+the vector env of each vector session. Every backend is a ``gymnasium.vector.VectorEnv`` or
+behaves like one (EnvPool's, through :class:`_EnvPoolVector`), keeping its own autoreset mode.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from ..spaces import space_to_json
+from .gym_environment import _MICROSECOND_ENVS
+
+__all__ = ["VectorBackends", "VectorHost"]
+
+_ALE_ENTRY_POINT = "ale_py.env:AtariEnv"
+
+
+def _load(entry_point: Any) -> Any:
+    if not isinstance(entry_point, str):
+        return entry_point
+    module, _, attr = entry_point.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _parameters(function: Any) -> dict[str, inspect.Parameter]:
+    try:
+        return dict(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return {}
+
+
+class _EnvPoolVector:
+    """EnvPool's env as Gymnasium's vector API: seeded by ``reset(seed=...)``, which EnvPool
+    only takes when the pool is made, so a new seed makes a new pool."""
+
+    def __init__(self, task_id: str, num_envs: int, kwargs: dict[str, Any]) -> None:
+        self.task_id, self.num_envs, self.kwargs = task_id, num_envs, kwargs
+        self.seed: int | None = None
+        self.env = self._make(None)
+        self.single_observation_space = self.env.observation_space
+        self.single_action_space = self.env.action_space
+        self.metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def _make(self, seed: int | None) -> Any:
+        import envpool
+
+        seeded = {} if seed is None else {"seed": seed}
+        return envpool.make_gymnasium(self.task_id, num_envs=self.num_envs, **seeded, **self.kwargs)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        if options:
+            raise ValueError(f"EnvPool takes no reset options, got {sorted(options)}")
+        if seed is not None and seed != self.seed:
+            self.env.close()
+            self.env, self.seed = self._make(seed), seed
+        return self.env.reset()
+
+    def step(self, actions: Any) -> Any:
+        return self.env.step(actions)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class VectorHost:
+    """One vector session's vector env; what its worker thread calls."""
+
+    def __init__(self, env: Any, blocking: bool) -> None:
+        self.env = env
+        self.blocking = blocking
+        self.single_observation_space = env.single_observation_space
+        self.single_action_space = env.single_action_space
+
+    def reset(self, seed: int | None, options: dict[str, Any] | None, mask: list[bool] | None) -> tuple[Any, Any]:
+        if mask is not None:
+            options = {**(options or {}), "reset_mask": np.asarray(mask, dtype=np.bool_)}
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions: Any) -> tuple[Any, ...]:
+        return tuple(self.env.step(actions))
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class VectorBackends:
+    """The vector envs that can serve Gymnasium id ``env_id`` made as the server makes its envs.
+
+    Args:
+        env_id: the Gymnasium id.
+        max_episode_steps: as for :func:`~openenv_gym.server.gym_environment.make_gym_env`:
+            ``-1`` the spec's limit, ``None`` none, a number that limit.
+        env_kwargs: the env's keyword arguments.
+    """
+
+    def __init__(self, env_id: str, max_episode_steps: int | None, env_kwargs: dict[str, Any]) -> None:
+        self.env_id = env_id
+        self.spec = gym.spec(env_id)
+        self.max_episode_steps = self.spec.max_episode_steps if max_episode_steps == -1 else max_episode_steps
+        self.env_kwargs = dict(env_kwargs)
+        self._description: tuple[dict[str, dict[str, Any]], dict[str, str]] | None = None
+        self._probes: dict[Any, dict[str, Any]] = {}
+
+    # What each backend would build -------------------------------------------------------------
+
+    def _entry_point(self, name: str) -> Any:
+        """The class or function backend ``name`` builds from; raise ValueError saying why not."""
+        if name == "gymnasium":
+            if self.spec.vector_entry_point is None:
+                raise ValueError(f"{self.env_id} has no vector_entry_point")
+            return _load(self.spec.vector_entry_point)
+        if name == "ale":
+            if self.spec.entry_point != _ALE_ENTRY_POINT:
+                raise ValueError(f"{self.env_id} is not an ALE game (its entry point is {self.spec.entry_point})")
+            try:
+                from ale_py.vector_env import AtariVectorEnv
+            except ImportError as exc:
+                raise ValueError(f"ale-py is not installed: {exc}") from exc
+            return AtariVectorEnv
+        if name == "envpool":
+            try:
+                import envpool
+            except ImportError as exc:
+                raise ValueError(f"EnvPool is not installed (pip install envpool): {exc}") from exc
+            if self._envpool_task() not in envpool.list_all_envs():
+                raise ValueError(f"EnvPool has no task {self._envpool_task()!r}")
+            return _EnvPoolVector
+        raise ValueError(f"unknown vector backend {name!r}")
+
+    def _envpool_task(self) -> str:
+        return self.env_id.removeprefix("ALE/")  # EnvPool names Atari games without the namespace
+
+    def _kwargs(self, name: str, entry_point: Any, mode: AutoresetMode) -> dict[str, Any]:
+        """The keyword arguments for ``entry_point``, as ``gymnasium.make_vec`` passes them."""
+        if name == "envpool":
+            kwargs = dict(self.env_kwargs)
+            if self.max_episode_steps is not None:
+                kwargs.setdefault("max_episode_steps", self.max_episode_steps)
+            return kwargs
+        kwargs = {**self.spec.kwargs, **self.env_kwargs}
+        parameters = _parameters(entry_point)
+        if "max_episode_steps" in parameters:
+            if self.max_episode_steps is None:
+                raise ValueError(f"{entry_point.__name__} has a built-in time limit, and this server serves none")
+            kwargs.setdefault("max_episode_steps", self.max_episode_steps)
+        elif self.max_episode_steps is not None and name == "gymnasium":
+            raise ValueError(f"{entry_point.__name__} takes no max_episode_steps ({self.max_episode_steps} asked)")
+        if "autoreset_mode" in parameters:
+            kwargs["autoreset_mode"] = mode
+        return kwargs
+
+    def make(self, name: str, num_envs: int, mode: Any) -> VectorHost:
+        """Build backend ``name`` with ``num_envs`` sub-envs in autoreset ``mode``.
+
+        Args:
+            name: ``"gymnasium"``, ``"ale"`` or ``"envpool"``.
+            num_envs: the number of sub-envs.
+            mode: Gymnasium's ``AutoresetMode`` or the wire's (the same values).
+
+        Raises:
+            ValueError: the backend cannot serve this env in this mode (the message says why).
+        """
+        mode = AutoresetMode(getattr(mode, "value", mode))
+        entry_point = self._entry_point(name)
+        kwargs = self._kwargs(name, entry_point, mode)
+        if name == "envpool":
+            env = _EnvPoolVector(self._envpool_task(), num_envs, kwargs)
+        else:
+            env = entry_point(num_envs=num_envs, **kwargs)
+        served = env.metadata.get("autoreset_mode")
+        if served is not None and AutoresetMode(served) is not mode:
+            env.close()
+            raise ValueError(f"{type(env).__name__} autoresets {AutoresetMode(served).value}, not {mode.value}")
+        blocking = not type(env).__module__.startswith(_MICROSECOND_ENVS)
+        return VectorHost(env, blocking)
+
+    # What /schema says --------------------------------------------------------------------------
+
+    def describe(self) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+        """The backends offered (spaces, autoreset modes, entry point) and why the others are not.
+
+        Gymnasium's and ALE's were built (one sub-env in each autoreset mode) to find this out.
+        EnvPool is not imported here (that alone takes over a second): when installed, it is
+        offered with its one autoreset mode and no spaces, which :meth:`describe_one` adds.
+        """
+        if self._description is None:
+            offered: dict[str, dict[str, Any]] = {}
+            unavailable: dict[str, str] = {}
+            for name in ("gymnasium", "ale"):
+                try:
+                    offered[name] = self.describe_one(name)
+                except Exception as exc:  # any reason it cannot be built is a reason not to offer it
+                    unavailable[name] = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+            if importlib.util.find_spec("envpool") is None:
+                unavailable["envpool"] = "EnvPool is not installed (pip install envpool)"
+            else:
+                entry_point = f"envpool.make_gymnasium({self._envpool_task()!r})"
+                offered["envpool"] = {"entry_point": entry_point, "autoreset_modes": [AutoresetMode.NEXT_STEP.value]}
+            self._description = offered, unavailable
+        return self._description
+
+    def describe_one(self, name: str) -> dict[str, Any]:
+        """Backend ``name``'s entry in ``/schema["vector_backends"]``, spaces included.
+
+        Raises:
+            ValueError: it cannot serve this env (the message says why).
+        """
+        entry_point = self._entry_point(name)
+        if entry_point in self._probes:  # ALE's backend and Gymnasium's are the same class for ALE ids
+            return self._probes[entry_point]
+        modes, failures, spaces = [], [], None
+        for mode in AutoresetMode:
+            try:
+                host = self.make(name, 1, mode)
+            except (ValueError, TypeError) as exc:
+                failures.append(f"{mode.value}: {exc}")
+                continue
+            try:
+                spaces = spaces or {
+                    "observation_space": space_to_json(host.single_observation_space),
+                    "action_space": space_to_json(host.single_action_space),
+                }
+            finally:
+                host.close()
+            modes.append(mode.value)
+        if spaces is None:
+            raise ValueError("; ".join(failures))
+        label = f"{entry_point.__module__}:{entry_point.__qualname__}"
+        if name == "envpool":
+            label = f"envpool.make_gymnasium({self._envpool_task()!r})"
+        self._probes[entry_point] = {"entry_point": label, "autoreset_modes": modes, **spaces}
+        return self._probes[entry_point]

@@ -1,0 +1,115 @@
+"""`VectorSession`: a batch session whose K sub-envs are one server-side vector env."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from websockets.asyncio.server import ServerConnection
+
+from ..errors import ProtocolError
+from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ServerSession
+from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
+from ..protocol.vector import (
+    VectorResetFrame,
+    VectorResultFrame,
+    VectorStepFrame,
+    parse_vector_client_frame,
+)
+from .session import Session, _execution_error
+from .vector_backends import VectorHost
+
+__all__ = ["VectorSession"]
+
+
+class VectorSession(Session):
+    """Serve ``/ws/batch?backend=...``: one vector env of K sub-envs, one call per request.
+
+    The vector env applies its own autoreset (the client asked for a mode the backend serves)
+    and its results go back as it returned them, arrays packed raw on a binary connection.
+    Requests are checked before the vector env sees them: actions must fit the batched action
+    space, so a bad one is a ``VALIDATION_ERROR`` that leaves the session usable.
+    """
+
+    def __init__(
+        self,
+        connection: ServerConnection,
+        build: Callable[[int, AutoresetMode], VectorHost],
+        size: int,
+        autoreset_mode: AutoresetMode,
+        *,
+        send_tracebacks: bool = True,
+    ) -> None:
+        super().__init__(connection, build, send_tracebacks=send_tracebacks)  # type: ignore[arg-type]
+        self.size = size
+        self.autoreset_mode = autoreset_mode
+        self.protocol = ServerSession(parse_vector_client_frame, step_types=(VectorStepFrame,))
+        self.host: VectorHost | None = None
+        self._binary = connection.subprotocol == BINARY_SUBPROTOCOL
+        self._action_space: Any = None
+
+    def _blocking(self) -> bool:
+        return self.host.blocking if self.host is not None else True
+
+    async def _create(self) -> None:
+        from gymnasium.vector.utils import batch_space
+
+        self.host = await self._call(self.factory, self.size, self.autoreset_mode)
+        self.env = self.host  # type: ignore[assignment]  # what Session.close() closes
+        self._action_space = batch_space(self.host.single_action_space, self.size)
+
+    async def handle(self, message: str | bytes) -> str | bytes | None:
+        request = self.protocol.receive(message)
+        if isinstance(request, ErrorFrame):
+            return request.serialize()
+        if isinstance(request, CloseFrame):
+            return None
+        assert self.host is not None
+        try:
+            if isinstance(request, VectorStepFrame):
+                actions = self._check_actions(request.actions)
+                observations, rewards, terminated, truncated, infos = await self._call(self.host.step, actions)
+                result = VectorResultFrame(
+                    observations, infos, np.asarray(rewards), np.asarray(terminated), np.asarray(truncated)
+                )
+            else:
+                assert isinstance(request, VectorResetFrame)
+                self._check_mask(request.mask)
+                observations, infos = await self._call(self.host.reset, request.seed, request.options, request.mask)
+                result = VectorResultFrame(observations, infos)
+                self.protocol.reset_succeeded()
+        except ProtocolError as exc:
+            return ErrorFrame.from_exception(exc).serialize()
+        except Exception as exc:
+            call = "vector_step" if isinstance(request, VectorStepFrame) else "vector_reset"
+            return _execution_error(call, exc, self.send_tracebacks).serialize()
+        try:
+            return result.serialize_binary() if self._binary else result.serialize()
+        except Exception as exc:  # a reply that cannot be encoded must not end the session
+            return _execution_error("encoding the result", exc, self.send_tracebacks).serialize()
+
+    def _check_actions(self, actions: Any) -> Any:
+        from ..spaces import mismatch
+
+        if isinstance(actions, list):  # a JSON list from a client without the array form
+            try:
+                actions = np.asarray(actions, dtype=getattr(self._action_space, "dtype", None))
+            except (TypeError, ValueError) as exc:
+                raise ProtocolError(ErrorCode.VALIDATION_ERROR.value, f"invalid actions: {exc}") from exc
+        problem = mismatch(self._action_space, actions)
+        if problem is not None:
+            raise ProtocolError(
+                ErrorCode.VALIDATION_ERROR.value, f"invalid actions for {self.size} sub-envs: {problem}"
+            )
+        return actions
+
+    def _check_mask(self, mask: list[bool] | None) -> None:
+        if mask is not None and (len(mask) != self.size or not any(mask)):
+            raise ProtocolError(
+                ErrorCode.VALIDATION_ERROR.value, f"mask must hold {self.size} booleans, at least one true"
+            )
+
+    async def close(self) -> bool:
+        self.host = None
+        return await super().close()

@@ -1,0 +1,137 @@
+"""Batches of a vector env served by server-side vector envs: slicing, joining, infos, seeds.
+
+With a vector backend each block of sub-envs is one vector env on its server, so its results
+arrive as batch arrays and Gymnasium's vector infos (``{"key": array, "_key": mask}``). These
+functions cut the caller's batch into blocks and join the blocks' results, leaving every array's
+dtype as its backend made it; with one block, its results are the vector env's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from openenv_gym.protocol.vector import VectorResultFrame
+
+__all__ = ["block_seed", "failure_infos", "join_batches", "join_infos", "lost_result", "slice_batch"]
+
+
+def slice_batch(value: Any, start: int, stop: int) -> Any:
+    """Sub-envs ``start:stop`` of a batch (an array, or a dict or tuple of them)."""
+    if isinstance(value, dict):
+        return {key: slice_batch(item, start, stop) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return tuple(slice_batch(item, start, stop) for item in value)
+    return value[start:stop]
+
+
+def join_batches(values: list[Any]) -> Any:
+    """The blocks' batches joined in order, as new writable arrays (a received array is a
+    read-only view of its message)."""
+    first = values[0]
+    if isinstance(first, dict):
+        return {key: join_batches([value[key] for value in values]) for key in first}
+    if isinstance(first, tuple):
+        return tuple(join_batches([value[index] for value in values]) for index in range(len(first)))
+    return np.concatenate(values) if len(values) > 1 else np.array(first)
+
+
+def join_infos(parts: list[tuple[int, int, dict[str, Any]]], num_envs: int) -> dict[str, Any]:
+    """One vector info from each block's ``(start, size, info)``.
+
+    A key's arrays land at their blocks' places (zeros elsewhere, as Gymnasium fills them), its
+    ``_key`` mask set where each block's own mask (without one: every sub-env of the block) says.
+    Arrays that differ in dtype or shape between blocks, and values that are no array of the
+    block's length, are joined in an object array. Nested dicts are joined the same way.
+    """
+    if len(parts) == 1 and parts[0][:2] == (0, num_envs):
+        return parts[0][2]
+    keys = list(dict.fromkeys(key for _, _, info in parts for key in info))
+    joined: dict[str, Any] = {}
+    for key in keys:
+        if key.startswith("_") and key[1:] in keys:
+            continue  # a mask: rebuilt with its key
+        present = [(start, size, info[key], info.get(f"_{key}")) for start, size, info in parts if key in info]
+        if all(isinstance(value, dict) for _, _, value, _ in present):
+            joined[key] = join_infos([(start, size, value) for start, size, value, _ in present], num_envs)
+        else:
+            joined[key] = _join_values(present, num_envs)
+        mask = np.zeros(num_envs, dtype=np.bool_)
+        for start, size, _, own in present:
+            mask[start : start + size] = own if isinstance(own, np.ndarray) and own.shape == (size,) else True
+        joined[f"_{key}"] = mask
+    return joined
+
+
+def _join_values(present: list[tuple[int, int, Any, Any]], num_envs: int) -> np.ndarray:
+    arrays = [value for _, size, value, _ in present if isinstance(value, np.ndarray) and value.shape[:1] == (size,)]
+    kinds = {(array.dtype, array.shape[1:]) for array in arrays}
+    if len(arrays) == len(present) and len(kinds) == 1:
+        dtype, rest = kinds.pop()
+        full = (
+            np.zeros((num_envs, *rest), dtype=dtype) if not dtype.hasobject else np.full(num_envs, None, dtype=object)
+        )
+        for start, size, value, _ in present:
+            full[start : start + size] = value
+        return full
+    full = np.full(num_envs, None, dtype=object)
+    for start, size, value, _ in present:
+        items = list(value) if isinstance(value, np.ndarray) and value.shape[:1] == (size,) else [value] * size
+        for offset, item in enumerate(items):
+            full[start + offset] = item
+    return full
+
+
+def failure_infos(size: int, reason: str, key: str) -> dict[str, Any]:
+    """The vector info of a block whose sub-envs were lost: ``key`` holds why, for each one."""
+    reasons = np.empty(size, dtype=object)
+    reasons[:] = [reason] * size
+    return {key: reasons, f"_{key}": np.ones(size, dtype=np.bool_)}
+
+
+def lost_result(last: VectorResultFrame, reason: str, key: str) -> VectorResultFrame:
+    """What a lost block reports: its last observations, no reward, truncated, and why."""
+    size = len(last.terminated) if last.terminated is not None else _batch_length(last.observations)
+    reward_dtype = last.rewards.dtype if last.rewards is not None else np.float64
+    return VectorResultFrame(
+        last.observations,
+        failure_infos(size, reason, key),
+        np.zeros(size, dtype=reward_dtype),
+        np.zeros(size, dtype=np.bool_),
+        np.ones(size, dtype=np.bool_),
+    )
+
+
+def _batch_length(value: Any) -> int:
+    if isinstance(value, dict):
+        return _batch_length(next(iter(value.values())))
+    if isinstance(value, tuple):
+        return _batch_length(value[0])
+    return len(value)
+
+
+def block_seed(seed: int | list[int | None] | None, start: int, num_envs: int) -> int | None:
+    """The seed of the block whose first sub-env is ``start``: ``seed + start`` for an int seed,
+    so that one block is seeded exactly as ``gymnasium.make_vec(...).reset(seed=seed)``.
+
+    Raises:
+        ValueError: a list of seeds that is not ``[s, s + 1, ...]`` (or all ``None``): a vector
+            env takes one seed.
+    """
+    if seed is None or isinstance(seed, int):
+        return None if seed is None else seed + start
+    seeds = list(seed)
+    if len(seeds) != num_envs:
+        raise ValueError(
+            f"If seeds are passed as a list the length must match num_envs={num_envs} but got length={len(seeds)}."
+        )
+    if all(item is None for item in seeds):
+        return None
+    first = seeds[0]
+    if isinstance(first, int) and seeds == [first + index for index in range(num_envs)]:
+        return first + start
+    raise ValueError(
+        "a server-side vector env takes one seed, not one per sub-env: pass reset(seed=s) (the block that "
+        "starts at sub-env k gets s + k), or make the vector env with vector_backend='per_env'"
+    )
