@@ -256,7 +256,9 @@ def from_env_fns(
     The servers must be able to import what the factories refer to by name (a class defined in an
     installed module is pickled by reference; one defined in ``__main__``, a test or a notebook,
     by value), and run the same Python version (cloudpickle's rule): the process and Ray
-    providers use this interpreter; a Docker image must hold the env's packages.
+    providers use this interpreter; a Docker image must hold the env's packages. A block's
+    pickles travel in one frame, which a server takes up to 16 MiB by default: let a factory
+    capture a path to its data, not the data.
 
     Example:
         >>> import gymnasium as gym
