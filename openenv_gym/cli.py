@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import OpenEnvGymError
+from .protocol.pickled import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET
 from .protocol.urls import is_loopback_host
 from .server.env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES
 
@@ -69,9 +70,15 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="serve an environment on a WebSocket (/ws) with /health, /schema and /metadata",
         description="Serve TARGET: a registered Gymnasium id (CartPole-v1) or module:attr naming "
-        "an openenv_gym.server.Environment subclass or factory.",
+        f"an openenv_gym.server.Environment subclass or factory. With {ACCEPT_FLAG} (and --token-env), "
+        "TARGET may be left out: the server then runs only the sub-env factories clients send pickled.",
     )
-    serve.add_argument("target", help="a Gymnasium id, or module:attr")
+    serve.add_argument(
+        "target",
+        nargs="?",
+        default=None,
+        help=f"a Gymnasium id, or module:attr (none, or {PICKLED_FACTORIES_TARGET}, with {ACCEPT_FLAG})",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind; 0 picks a free one (default: 8000)")
     serve.add_argument(
@@ -83,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="VAR",
         help="require the token held by environment variable VAR (Authorization: Bearer) on every "
         "request but /health; use it when binding beyond loopback",
+    )
+    serve.add_argument(
+        ACCEPT_FLAG,
+        action="store_true",
+        help="also make batch sessions' sub-envs from factories the client sends pickled "
+        "(RemoteVectorEnv.from_env_fns); unpickling runs the client's code, so this needs --token-env",
     )
     serve.add_argument("--max-sessions", type=int, default=None, help="sessions served at once")
     serve.add_argument(
@@ -348,6 +361,10 @@ def _serve(args: argparse.Namespace) -> int:
     from .server.runner import load_factory, run
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    problem = _serve_target_problem(args)
+    if problem is not None:
+        print(f"openenv-gym serve: {problem}", file=sys.stderr)
+        return 2
     token = None
     if args.token_env is not None:
         # Taken out of the environment, so nothing the env starts (agent code, a subprocess) inherits it.
@@ -360,9 +377,15 @@ def _serve(args: argparse.Namespace) -> int:
             "serving on %s without a token: anyone who reaches it can run the env (see --token-env)", args.host
         )
     try:
-        factory = load_factory(
-            args.target, max_episode_steps=args.max_episode_steps, env_kwargs=args.env_kwargs, inline=args.inline
-        )
+        if args.target in (None, PICKLED_FACTORIES_TARGET):
+            from .server.pickled_factories import NoTargetEnvironment
+
+            factory: Any = NoTargetEnvironment
+            args.target = PICKLED_FACTORIES_TARGET
+        else:
+            factory = load_factory(
+                args.target, max_episode_steps=args.max_episode_steps, env_kwargs=args.env_kwargs, inline=args.inline
+            )
     except ValueError as exc:
         print(f"openenv-gym serve: {exc}", file=sys.stderr)
         return 2
@@ -379,12 +402,28 @@ def _serve(args: argparse.Namespace) -> int:
             exit_on_stdin_eof=args.exit_on_stdin_eof,
             ready_fd=args.ready_fd,
             target=args.target,
+            accept_pickled_factories=args.accept_pickled_factories,
         )
     except OSError as exc:
         where = args.unix_socket or f"{args.host}:{args.port}"
         print(f"openenv-gym serve: cannot listen on {where}: {exc}", file=sys.stderr)
         return 1
     return status
+
+
+def _serve_target_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``serve``'s TARGET and pickle options together, if anything."""
+    if args.accept_pickled_factories and args.token_env is None:
+        return (
+            f"{ACCEPT_FLAG} needs --token-env VAR: unpickling runs whatever code a client sends, so only "
+            "clients holding the token may send it"
+        )
+    if not args.accept_pickled_factories and args.target in (None, PICKLED_FACTORIES_TARGET):
+        what = "TARGET is missing" if args.target is None else f"{PICKLED_FACTORIES_TARGET} serves nothing"
+        return f"{what}: give a Gymnasium id or module:attr (only {ACCEPT_FLAG} serves without one)"
+    if args.target in (None, PICKLED_FACTORIES_TARGET) and args.env_kwargs:
+        return "--env-kwargs needs a TARGET: pickled factories make their envs themselves"
+    return None
 
 
 def _mcp(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@
     ├── ToolCallError (ValueError)            text that is not one tool call (the tool face shows it to the model)
     ├── ToolDefinitionError (TypeError)       an environment's tool that cannot be served (at class creation)
     ├── ToolFailedError (RuntimeError)        a tool call the env refused, raised to TRL (integrations.trl)
+    ├── SpaceMismatchError (RuntimeError)     a sub-env's spaces differ from the first's (from_env_fns)
     ├── ClientError                           something went wrong talking to a server
     │   ├── ServerConnectError (ConnectionError)   the server could not be reached or refused us
     │   ├── ConnectionLostError (ConnectionError)  the connection dropped while a call was waiting
@@ -59,6 +60,7 @@ __all__ = [
     "ServerConnectError",
     "ServerStartError",
     "SpaceCodecError",
+    "SpaceMismatchError",
     "ToolCallError",
     "ToolDefinitionError",
     "ToolFailedError",
@@ -149,6 +151,31 @@ class ToolFailedError(OpenEnvGymError, RuntimeError):
         self.tool_name = tool_name
         self.error_type = error_type
         self.message = message
+
+
+class SpaceMismatchError(OpenEnvGymError, RuntimeError):
+    """A sub-env's space differs from the first env's, so the batch cannot hold it (as
+    ``gymnasium.vector.AsyncVectorEnv`` refuses, with a ``RuntimeError``).
+
+    Attributes:
+        index: the sub-env.
+        role: ``"observation"`` or ``"action"``.
+        expected: the space of the env made from ``env_fns[0]``.
+        got: the sub-env's space (its JSON form if it cannot be rebuilt here).
+    """
+
+    def __init__(self, index: int, role: str, expected: Any, got: Any) -> None:
+        super().__init__(index, role, expected, got)
+        self.index = index
+        self.role = role
+        self.expected = expected
+        self.got = got
+
+    def __str__(self) -> str:
+        return (
+            f"sub-env {self.index} has the {self.role} space {self.got}, not {self.expected} as the env of "
+            f"env_fns[0] has; in order to batch them, every sub-env's {self.role} space must be equal"
+        )
 
 
 class ClientError(OpenEnvGymError):

@@ -39,6 +39,7 @@ PUBLIC = {
         "ServerConnectError",
         "ServerStartError",
         "SpaceCodecError",
+        "SpaceMismatchError",
         "ToolCallError",
         "ToolDefinitionError",
         "ToolFailedError",

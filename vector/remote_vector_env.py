@@ -7,8 +7,8 @@ import functools
 import logging
 import time
 import weakref
-from collections.abc import Callable
-from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 from gymnasium import spaces
@@ -38,6 +38,9 @@ from openenv_gym.tool_face import ToolFace, wants_tool_face
 
 from .plain_session import PlainSessionBatch
 from .vector_blocks import block_seed, join_batches, join_infos, lost_result, slice_batch
+
+if TYPE_CHECKING:
+    import gymnasium as gym
 
 __all__ = ["FAILURE_INFO_KEY", "RemoteVectorEnv"]
 
@@ -254,7 +257,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 for url, url_provider in dict(zip(urls, self._providers)).items():
                     check_served(url, server, open_timeout, url_provider.token)
             ranges = split(num_envs, len(urls))
-            schema = http_get_json(urls[0], "/schema", timeout=open_timeout, token=self._providers[0].token)
+            schema = self._server_schema(urls[0], open_timeout)
             tool_face = wants_tool_face(tool_calls, schema, urls[0])
             tools: list[dict[str, Any]] = []  # the tool face's: one list, shared by every sub-env's face
             if tool_face:
@@ -310,7 +313,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 self._blocks += [
                     _Block(
                         functools.partial(
-                            BatchClient,
+                            self._batch_client(start, stop),
                             envs=stop - start,
                             autoreset_mode=wire_mode,
                             codec=codec,
@@ -393,6 +396,49 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         action_space = space_from_json(entry["action_space"])
         self._spaces = ServerSpaces(action_space, observation_space, True, lambda action: action, lambda obs: obs)
         return name
+
+    @classmethod
+    def from_env_fns(
+        cls,
+        env_fns: Sequence[Callable[[], gym.Env[Any, Any]]],
+        shared_memory: bool = True,
+        copy: bool = True,
+        context: str | None = None,
+        daemon: bool = True,
+        worker: Callable[..., None] | None = None,
+        observation_mode: str = "same",
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        max_concurrency: int | None = None,
+        **kwargs: Any,
+    ) -> RemoteVectorEnv:
+        """A drop-in for ``gymnasium.vector.AsyncVectorEnv(env_fns, ...)``: your own factories, on servers.
+
+        See :func:`openenv_gym.vector.from_env_fns.from_env_fns` for the arguments, which
+        AsyncVectorEnv arguments are honoured, ignored or refused, and the security rule (the
+        factories go pickled only to servers this call starts, never to a URL).
+        """
+        from .from_env_fns import from_env_fns
+
+        return from_env_fns(
+            env_fns,
+            shared_memory=shared_memory,
+            copy=copy,
+            context=context,
+            daemon=daemon,
+            worker=worker,
+            observation_mode=observation_mode,
+            autoreset_mode=autoreset_mode,
+            max_concurrency=max_concurrency,
+            **kwargs,
+        )
+
+    def _server_schema(self, url: str, open_timeout: float) -> Any:
+        """The first server's ``/schema``, which the spaces come from (from_env_fns: the local env's)."""
+        return http_get_json(url, "/schema", timeout=open_timeout, token=self._providers[0].token)
+
+    def _batch_client(self, start: int, stop: int) -> Callable[..., BatchClient]:
+        """What opens the batch session of sub-envs ``start`` to ``stop`` (from_env_fns sends their factories)."""
+        return BatchClient
 
     def _make_providers(
         self,

@@ -23,6 +23,9 @@ class MessageType(str, enum.Enum):
     BATCH_RESULT = "batch_result"
     BATCH_CALL = "batch_call"
     BATCH_VALUES = "batch_values"
+    # Opens a batch session of pickled sub-env factories (openenv_gym.protocol.pickled).
+    BATCH_MAKE = "batch_make"
+    # Vector sessions: one server-side vector env (openenv_gym.protocol.vector).
     VECTOR_RESET = "vector_reset"
     VECTOR_STEP = "vector_step"
     VECTOR_RESULT = "vector_result"
@@ -38,3 +41,5 @@ class ErrorCode(str, enum.Enum):
     CAPACITY_REACHED = "CAPACITY_REACHED"
     FACTORY_ERROR = "FACTORY_ERROR"
     SESSION_ERROR = "SESSION_ERROR"
+    # Ours: a server that takes no pickled factories refused them (openenv_gym.protocol.pickled).
+    PICKLES_REFUSED = "PICKLES_REFUSED"

@@ -64,7 +64,9 @@ def make_providers(name: str, count: int, **kwargs: Any) -> list[Provider]:
 
 
 # Options the env or vector env sets itself on the providers it builds.
-_SET_BY_THE_ENV = frozenset({"target", "env_kwargs", "max_episode_steps", "max_sessions", "startup_timeout"})
+_SET_BY_THE_ENV = frozenset(
+    {"target", "env_kwargs", "max_episode_steps", "max_sessions", "startup_timeout", "accept_pickled_factories"}
+)
 
 
 def provider_options(name: str) -> frozenset[str]:

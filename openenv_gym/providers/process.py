@@ -26,6 +26,7 @@ from typing import IO, Any
 from ..client import http_get_json
 from ..errors import EnvCreationError, ServerConnectError, ServerStartError
 from ..protocol import ErrorFrame
+from ..protocol.pickled import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET
 from ..protocol.startup import FAILED_PREFIX, READY_PREFIX, TOKEN_ENV_VAR
 from ..protocol.urls import is_loopback_host
 from .base import Provider, checked_token
@@ -100,6 +101,9 @@ class ProcessProvider(Provider):
             agent may think for longer than any fixed timeout between two steps.
         startup_timeout: seconds to wait for the server to report its port and answer ``/health``.
         python: the interpreter to run the server with.
+        accept_pickled_factories: start the server with ``--accept-pickled-factories`` (for
+            ``RemoteVectorEnv.from_env_fns``, which sets it), and so with a token, a fresh one
+            unless ``token`` is given.
     """
 
     def __init__(
@@ -114,12 +118,14 @@ class ProcessProvider(Provider):
         idle_timeout: float | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         python: str = sys.executable,
+        accept_pickled_factories: bool = False,
     ) -> None:
         self.target = target
+        self.accept_pickled_factories = accept_pickled_factories
         self.env_kwargs = env_kwargs or {}
         self.max_episode_steps = max_episode_steps
         self.host = host
-        if token is None and not is_loopback_host(host):
+        if token is None and (accept_pickled_factories or not is_loopback_host(host)):
             token = new_token()
         self.token = checked_token(token)
         self.max_sessions = max_sessions
@@ -132,9 +138,10 @@ class ProcessProvider(Provider):
 
     @classmethod
     def group(cls, count: int, **options: Any) -> list[Provider]:
-        """``count`` servers of one run; beyond loopback they share one token, so a client that
-        loses its server can move to another of the run."""
-        if options.get("token") is None and not is_loopback_host(options.get("host", "127.0.0.1")):
+        """``count`` servers of one run; beyond loopback (or taking pickles) they share one token, so
+        a client that loses its server can move to another of the run."""
+        beyond = not is_loopback_host(options.get("host", "127.0.0.1"))
+        if options.get("token") is None and (beyond or options.get("accept_pickled_factories")):
             options["token"] = new_token()
         return super().group(count, **options)
 
@@ -157,6 +164,8 @@ class ProcessProvider(Provider):
         command += ["--idle-timeout", "none" if self.idle_timeout is None else str(self.idle_timeout)]
         if self.token is not None:
             command += ["--token-env", TOKEN_ENV_VAR]
+        if self.accept_pickled_factories:
+            command.append(ACCEPT_FLAG)
         return command
 
     def start(self) -> str:
@@ -295,7 +304,7 @@ def serve_arguments(argv: list[str]) -> list[str] | None:
 
 
 # The options of `openenv-gym serve` that take no value (tests/test_cli.py keeps it true to the parser).
-SERVE_FLAGS = frozenset({"--inline", "--exit-on-stdin-eof", "-h", "--help"})
+SERVE_FLAGS = frozenset({"--inline", "--exit-on-stdin-eof", ACCEPT_FLAG, "-h", "--help"})
 
 
 def serve_target(arguments: list[str]) -> str | None:
@@ -336,6 +345,8 @@ def server_processes() -> list[ServerProcess] | None:
             if arguments is None:
                 continue
             target = serve_target(arguments)
+            if target is None and ACCEPT_FLAG in arguments:
+                target = PICKLED_FACTORIES_TARGET  # serves no env of its own
             if target is None:
                 continue
             owner_pid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])

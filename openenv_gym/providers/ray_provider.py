@@ -246,6 +246,8 @@ class RayProvider(Provider):
         token: the token the server requires; default, a fresh random one.
         runtime_env: Ray runtime environment of the actor (``{"pip": ["openenv-gym"]}`` for nodes
             that lack it).
+        accept_pickled_factories: run the server with ``--accept-pickled-factories`` (for
+            ``RemoteVectorEnv.from_env_fns``, which sets it); it has the token anyway.
     """
 
     def __init__(
@@ -265,6 +267,7 @@ class RayProvider(Provider):
         host: str | None = None,
         token: str | None = None,
         runtime_env: dict[str, Any] | None = None,
+        accept_pickled_factories: bool = False,
         _shared_group: _SharedPlacementGroup | None = None,
     ) -> None:
         self.target = target
@@ -299,6 +302,7 @@ class RayProvider(Provider):
             "idle_timeout": idle_timeout,
             "startup_timeout": startup_timeout,
             "token": self.token,
+            "accept_pickled_factories": accept_pickled_factories,
         }
         self.base_url: str | None = None
         self.actor_name: str | None = None

@@ -18,9 +18,11 @@ from websockets.http11 import Request, Response
 from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
+from ..protocol.pickled import check_pickles_allowed, wants_pickled_factories
 from ..protocol.urls import is_loopback_host, unix_url
 from .batch_session import BatchSession
 from .environment import Environment
+from .pickled_factories import PickledBatchSession
 from .session import Session, factory_error
 
 __all__ = ["EnvServer"]
@@ -81,6 +83,10 @@ class EnvServer:
         target: what the server serves (``openenv-gym serve TARGET``: a Gymnasium id or
             ``"module:attr"``), published as ``target`` in ``/metadata`` so a client that asks for
             one env can tell it reached a server of another.
+        accept_pickled_factories: open batch sessions whose sub-envs are made from factories the
+            client sends pickled (``/ws/batch?...&factories=pickled``, see
+            :mod:`openenv_gym.protocol.pickled`). Unpickling runs the client's code, so this needs
+            ``token``; without it, such sessions are refused.
     """
 
     def __init__(
@@ -96,7 +102,11 @@ class EnvServer:
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         send_tracebacks: bool | None = None,
         target: str | None = None,
+        accept_pickled_factories: bool = False,
     ) -> None:
+        if accept_pickled_factories and token is None:
+            raise ValueError("accept_pickled_factories needs a token: unpickling runs whatever code a client sends")
+        self.accept_pickled_factories = accept_pickled_factories
         if max_sessions is None:
             concurrent = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)
             max_sessions = 64 if concurrent else 1
@@ -191,6 +201,8 @@ class EnvServer:
                     metadata = env.get_metadata().model_dump()
                     if self.target is not None:
                         metadata["target"] = self.target
+                    if self.accept_pickled_factories:
+                        metadata["pickled_factories"] = True
                     schema = env.schema()
                 finally:
                     await asyncio.to_thread(env.close)
@@ -254,6 +266,9 @@ class EnvServer:
         if path != BATCH_PATH:
             return Session(connection, self.factory, send_tracebacks=self.send_tracebacks)
         size, mode, backend = parse_batch_query(query, self.max_sessions)
+        if wants_pickled_factories(query):
+            check_pickles_allowed(self.accept_pickled_factories, self._token is not None)
+            return PickledBatchSession(connection, size, mode, send_tracebacks=self.send_tracebacks)
         if backend is None:
             return BatchSession(connection, self.factory, size, mode, send_tracebacks=self.send_tracebacks)
         backends = getattr(self.factory, "vector_backends", None)

@@ -185,6 +185,7 @@ def run(
     exit_on_stdin_eof: bool = False,
     ready_fd: int | None = None,
     target: str | None = None,
+    accept_pickled_factories: bool = False,
 ) -> int:
     """Serve ``factory`` until SIGINT or SIGTERM (or EOF on stdin when asked), then close every session.
 
@@ -192,6 +193,7 @@ def run(
     starting with :data:`~openenv_gym.protocol.startup.READY_PREFIX` and its URL to stdout, and to ``ready_fd`` (then closed)
     when one is given. If that environment cannot be made, it says why on stderr (and on
     ``ready_fd``, after :data:`~openenv_gym.protocol.startup.FAILED_PREFIX`, as JSON) and returns 1 without listening.
+    ``accept_pickled_factories`` (which needs ``token``) is :class:`EnvServer`'s.
 
     Returns:
         The exit status: 0 after a normal stop, 1 when the environment could not be made.
@@ -206,5 +208,6 @@ def run(
         idle_timeout=idle_timeout,
         max_frame_bytes=max_frame_bytes,
         target=target,
+        accept_pickled_factories=accept_pickled_factories,
     )
     return asyncio.run(_serve(server, exit_on_stdin_eof, ready_fd))

@@ -17,9 +17,11 @@ from typing import Any
 from ...client import http_get_json
 from ...errors import DockerUnavailableError, EnvCreationError, OpenEnvGymError, ProviderError, ServerConnectError
 from ...protocol import ErrorCode
+from ...protocol.pickled import ACCEPT_FLAG
 from ...protocol.startup import FAILED_LINE, TOKEN_ENV_VAR
 from ...protocol.urls import unix_url
 from ..base import Provider, checked_token
+from ..process import new_token
 from . import pool as warm_pool
 from .images import (
     RUNTIME_IMAGE,
@@ -153,6 +155,9 @@ class DockerProvider(Provider):
         token: a token the server then requires of every session (``Authorization: Bearer``);
             none by default, since the container is reached through loopback or a private socket.
         docker_client: a ``docker.DockerClient`` (default: ``docker.from_env()``).
+        accept_pickled_factories: run the server with ``--accept-pickled-factories`` (for
+            ``RemoteVectorEnv.from_env_fns``, which sets it), and so with a token, a fresh one
+            unless ``token`` is given.
     """
 
     def __init__(
@@ -175,6 +180,7 @@ class DockerProvider(Provider):
         build: bool = True,
         docker_client: Any = None,
         token: str | None = None,
+        accept_pickled_factories: bool = False,
     ) -> None:
         asked = {
             "image": image, "memory": memory, "cpus": cpus, "pids": pids, "open_files": open_files,
@@ -202,9 +208,13 @@ class DockerProvider(Provider):
         self.command += ["--max-episode-steps", "none" if max_episode_steps is None else str(max_episode_steps)]
         if env_kwargs:
             self.command += ["--env-kwargs", json.dumps(env_kwargs)]
+        if token is None and accept_pickled_factories:
+            token = new_token()
         self.token = checked_token(token)
         if token is not None:
             self.command += ["--token-env", TOKEN_ENV_VAR]
+        if accept_pickled_factories:
+            self.command.append(ACCEPT_FLAG)
         self.startup_timeout = startup_timeout
         self.pool = pool
         self.build = build
