@@ -1,12 +1,20 @@
 """Vector benchmark: env-steps/s of CartPole-v1 vector envs, ours against Gymnasium's and openenv-core's.
 
-For each ``num_envs`` (default 1, 8 and 64), all in one run so the ratios hold on a noisy machine:
+For each ``num_envs`` (default 1, 8, 64, 256 and 1024), all in one run so the ratios hold on a
+noisy machine:
 
 * ``gymnasium.vector.SyncVectorEnv`` over ``gym.make("CartPole-v1")``: the in-process reference;
-* ``gymnasium.vector.AsyncVectorEnv`` over the same: one process per env, shared memory;
-* ours, batched: ``gym.make_vec("openenv/CartPole-v1", num_envs=N)``, a ``RemoteVectorEnv`` whose
-  sub-envs live in batch sessions on env servers (one per CPU); each codec it accepts, if any;
-* ours, JSON per-session: the same with ``batched=False`` (one OpenEnv WebSocket session per env);
+* ``gymnasium.vector.AsyncVectorEnv`` over the same: one process per env, shared memory (N <= 64);
+* Gymnasium's own vectorized CartPole in-process: ``gymnasium.make_vec("CartPole-v1", N)``, which
+  is its ``vector_entry_point``, ``CartPoleVectorEnv`` (numpy over all sub-envs at once);
+* EnvPool in-process, sync mode, one thread per CPU: ``envpool.make_gymnasium("CartPole-v1")``
+  (a benchmark-only dependency, the ``envpool`` extra);
+* ours, server-side vector env: ``gym.make_vec("openenv/CartPole-v1", num_envs=N)``, whose
+  default backend is the same ``CartPoleVectorEnv`` on one server, arrays packed both ways;
+* ours, batched per env: the same with ``vector_backend="per_env"`` (one Python env per sub-env
+  in batch sessions on one server per CPU, as ``SyncVectorEnv``); each codec, N <= 256;
+* ours, JSON per-session: the same with ``batched=False`` (one OpenEnv WebSocket session per env,
+  N <= 64);
 * openenv-core: N ``GenericEnvClient`` async clients stepped with ``asyncio.gather`` against its
   own server (``tests/openenv_core_server.py --env cartpole``), reset client-side when done;
 * the transport floor of the per-session path: N of our ``EnvClient`` sessions, stepped as ours
@@ -19,13 +27,18 @@ Each config: ``reset(seed=0)``, warm-up steps, then ``--steps`` timed steps of s
 actions; env-steps/s = N * steps / seconds. Autoreset is Gymnasium's default (NextStep). The
 configs take turns, ``--rounds`` times per N, so a ratio compares runs minutes apart at most on a
 machine whose speed drifts; the table shows each config's median, and each ratio is the median of
-its per-round ratios, with their range. Targets at 64 envs, printed and never asserted: ours
-batched >= 10x AsyncVectorEnv and >= 0.5x SyncVectorEnv; ours JSON per-session >= 4x
-openenv-core's aggregate. Run from the repository root::
+its per-round ratios, with their range. Targets, printed and never asserted: at 64 envs ours
+batched >= 10x AsyncVectorEnv and >= 0.5x SyncVectorEnv, ours JSON per-session >= 4x
+openenv-core's aggregate, ours server-side vector env >= 2x SyncVectorEnv; at 256 envs ours
+server-side vector env >= 1.0x EnvPool and >= 4x SyncVectorEnv. Then, per N, where a step of the
+server-side vector env spends its time: the vector env's own step (in-process), the server's
+decoding, check and encoding, the client's, and the rest (the WebSocket round trip and both
+sessions; a frame echo server's round trip is printed beside it as the transport's floor).
+Run from the repository root::
 
     .venv/bin/python benchmarks/vector.py                 # full run: three rounds of every config
     .venv/bin/python benchmarks/vector.py --quick         # smoke run
-    .venv/bin/python benchmarks/vector.py --envs 1,8 --steps 500
+    .venv/bin/python benchmarks/vector.py --envs 64,256 --steps 500
 """
 
 from __future__ import annotations
@@ -37,6 +50,7 @@ import os
 import platform
 import statistics
 import time
+import warnings
 from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any
@@ -54,6 +68,11 @@ RUN_TIMEOUT = 900.0  # one openenv-core fan-out run, end to end
 
 SYNC, ASYNC, PER_SESSION, CORE = "SyncVectorEnv", "AsyncVectorEnv", "ours JSON per-session", "openenv-core x N"
 FLOOR = "transport floor: frame echo x N"
+GYM_VEC, ENVPOOL = "gymnasium.make_vec (in-process)", "EnvPool sync (in-process)"
+VECTOR = "ours, server-side vector env"
+# The largest N each config runs at: one process or session per sub-env does not scale further here.
+MAX_ENVS = {ASYNC: 64, PER_SESSION: 64, CORE: 64, FLOOR: 64}
+MAX_BATCHED_PER_ENV = 256
 
 
 def close_env(envs: Any) -> None:
@@ -67,7 +86,8 @@ def time_vector(make: Callable[[], Any], n: int, warmup: np.ndarray, timed: np.n
     """env-steps/s of the vector env ``make()`` builds, over the timed action rows."""
     envs = make()
     try:
-        obs, _ = envs.reset(seed=0)
+        seeded_at_make = any("envpool" in cls.__module__ for cls in type(envs).__mro__)  # EnvPool's reset takes none
+        obs, _ = envs.reset() if seeded_at_make else envs.reset(seed=0)
         if np.shape(obs) != (n, 4):
             raise RuntimeError(f"reset gave observations of shape {np.shape(obs)}, expected {(n, 4)}")
         for actions in warmup:
@@ -141,6 +161,74 @@ def floor_fanout(urls: list[str], n: int, warmup: np.ndarray, timed: np.ndarray)
             client.close()
 
 
+def _per_call_us(fn: Callable[[], Any], calls: int = 1000, runs: int = 5) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(times)
+
+
+def where_time_goes(n: int) -> str:
+    """One vector step of ours at N=n, taken apart: each part timed alone, the rest by difference."""
+    from gymnasium.vector.utils import batch_space
+
+    from openenv_gym.client import EnvClient
+    from openenv_gym.protocol.vector import (
+        VectorResultFrame,
+        VectorStepFrame,
+        parse_vector_client_frame,
+        parse_vector_server_frame,
+    )
+    from openenv_gym.spaces import mismatch
+    from openenv_gym.vector.vector_blocks import join_batches, join_infos
+
+    actions = np.zeros(n, dtype=np.int64)
+    space = batch_space(gym.spaces.Discrete(2), n)
+    local = gym.make_vec(ENV_ID, num_envs=n)
+    local.reset(seed=0)
+    env_us = _per_call_us(lambda: local.step(actions))
+    result = VectorResultFrame(*local.step(actions)[:1], local.step(actions)[4], *local.step(actions)[1:4])
+    local.close()
+    request, reply = VectorStepFrame(actions).serialize_binary(), result.serialize_binary()
+
+    def server() -> None:
+        mismatch(space, parse_vector_client_frame(request).actions)
+        result.serialize_binary()
+
+    def client() -> None:
+        mismatch(space, actions)
+        VectorStepFrame(actions).serialize_binary()
+        parsed = parse_vector_server_frame(reply)
+        for value in (parsed.observations, parsed.rewards, parsed.terminated, parsed.truncated):
+            join_batches([value])
+        join_infos([(0, n, parsed.infos)], n)
+
+    server_us, client_us = _per_call_us(server), _per_call_us(client)
+    envs = gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, vector_backend="gymnasium")
+    try:
+        envs.reset(seed=0)
+        total_us = _per_call_us(lambda: envs.step(actions), calls=300)
+    finally:
+        envs.close()
+    echo = start_frame_echo()
+    try:
+        floor = EnvClient(echo.url, call_timeout=CALL_TIMEOUT)
+        floor.reset(seed=0)
+        floor_us = _per_call_us(lambda: floor.step({"action": 0}), calls=300)
+        floor.close()
+    finally:
+        echo.stop()
+    rest = total_us - env_us - server_us - client_us
+    return (
+        f"N={n:<5} total {total_us:6.0f} = vector env step {env_us:5.0f} + server decode/check/encode "
+        f"{server_us:4.0f} + client check/encode/decode/join {client_us:4.0f} + round trip and sessions "
+        f"{rest:5.0f} (a frame echo round trip alone: {floor_us:.0f})"
+    )
+
+
 def machine() -> str:
     return f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
 
@@ -157,7 +245,9 @@ def median_rate(rates: dict[tuple[str, int, int], float], label: str, n: int, ro
 
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    p.add_argument("--envs", default="1,8,64", help="comma-separated num_envs values (default 1,8,64)")
+    p.add_argument(
+        "--envs", default="1,8,64,256,1024", help="comma-separated num_envs values (default 1,8,64,256,1024)"
+    )
     p.add_argument(
         "--steps", type=int, default=None, help="timed vector steps per config (default 1000 for N <= 8, 300 above)"
     )
@@ -167,6 +257,7 @@ def main() -> None:
         "--quick", action="store_true", help="smoke run: one round, 30 warm-up and 50 (N <= 8) or 20 timed steps"
     )
     args = p.parse_args()
+    warnings.filterwarnings("ignore", message=".*precision lowered by casting")  # EnvPool's own spaces
     sizes = [int(x) for x in args.envs.split(",") if x.strip()]
     if args.quick:
         args.warmup, args.rounds = 30, 1
@@ -179,8 +270,20 @@ def main() -> None:
     params = inspect.signature(RemoteVectorEnv.__init__).parameters
     codecs: list[str | None] = ["json", "binary"] if "codec" in params else [None]
     has_batched = "batched" in params
-    ours = {codec: "ours batched" + (f", codec={codec}" if codec else "") for codec in codecs}
-    rows = [SYNC, ASYNC, *ours.values(), PER_SESSION, CORE, FLOOR]
+    has_backends = "vector_backend" in params
+    per_env = {"vector_backend": "per_env"} if has_backends else {}
+    ours = {
+        codec: "ours batched" + (" per env" if has_backends else "") + (f", codec={codec}" if codec else "")
+        for codec in codecs
+    }
+    for label in ours.values():
+        MAX_ENVS[label] = MAX_BATCHED_PER_ENV
+    try:
+        import envpool
+    except ImportError as exc:
+        envpool = None
+        print(f"EnvPool is not installed ({exc}): pip install -e '.[envpool]'")
+    rows = [SYNC, ASYNC, GYM_VEC, ENVPOOL, VECTOR, *ours.values(), PER_SESSION, CORE, FLOOR]
 
     print(
         f"python {platform.python_version()}, gymnasium {version('gymnasium')}, openenv-gym "
@@ -216,13 +319,24 @@ def main() -> None:
             makers: dict[str, Callable[[], Any]] = {
                 SYNC: lambda n=n: gym.vector.SyncVectorEnv([lambda: gym.make(ENV_ID)] * n),
                 ASYNC: lambda n=n: gym.vector.AsyncVectorEnv([lambda: gym.make(ENV_ID)] * n),
+                GYM_VEC: lambda n=n: gym.make_vec(ENV_ID, num_envs=n),
             }
+            if envpool is not None:
+                makers[ENVPOOL] = lambda n=n: envpool.make_gymnasium(
+                    ENV_ID, num_envs=n, seed=0, num_threads=os.cpu_count() or 1
+                )
+            if has_backends:
+                makers[VECTOR] = lambda n=n: gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, vector_backend="gymnasium")
             for codec, label in ours.items():
-                kwargs = {"codec": codec} if codec else {}
+                kwargs = {"codec": codec, **per_env} if codec else per_env
                 makers[label] = lambda n=n, kw=kwargs: gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, **kw)
             if has_batched:
-                makers[PER_SESSION] = lambda n=n: gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, batched=False)
+                makers[PER_SESSION] = lambda n=n: gym.make_vec(
+                    f"openenv/{ENV_ID}", num_envs=n, batched=False, **per_env
+                )
             for label, turn in ((label, turn) for turn in range(args.rounds) for label in rows):
+                if n > MAX_ENVS.get(label, n):
+                    continue
                 try:
                     if label == CORE:
                         if server is None:
@@ -278,10 +392,21 @@ def main() -> None:
         ratio(label, ASYNC, 10)
         ratio(label, SYNC, 0.5)
     ratio(PER_SESSION, CORE, 4)
+    ratio(VECTOR, SYNC, 2)
+    for at in (n for n in sizes if n > 64):
+        print(f"ratios at N={at}")
+        ratio(VECTOR, ENVPOOL, 1.0 if at == 256 else None, "no target at this N")
+        ratio(VECTOR, SYNC, 4 if at == 256 else None, "no target at this N")
+        ratio(VECTOR, GYM_VEC, None, "the same vector env in-process: what the wire costs")
+    at = 64 if 64 in sizes else max(sizes)
     print("what the targets ask of this machine (no targets):")
     ratio(SYNC, ASYNC, None, "10x AsyncVectorEnv is 10 / this x the in-process SyncVectorEnv")
     ratio(FLOOR, CORE, None, "the most a per-session client gets over openenv-core on this transport")
     ratio(PER_SESSION, FLOOR, None, "ours per-session, as a share of that floor")
+    if has_backends:
+        print("\nwhere a step of ours, server-side vector env, spends its time (us per step, medians of 5 runs):")
+        for n in (n for n in sizes if n >= 64):
+            print("  " + where_time_goes(n))
     print(f"\nafter the run: {machine()}")
 
 

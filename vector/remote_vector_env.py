@@ -37,7 +37,7 @@ from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, ToolCallSpace, m
 from openenv_gym.tool_face import ToolFace, wants_tool_face
 
 from .plain_session import PlainSessionBatch
-from .vector_blocks import block_seed, join_batches, join_infos, lost_result, slice_batch
+from .vector_blocks import block_seed, join_batches, join_infos, likely_one_vector_env, lost_result, slice_batch
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -162,7 +162,9 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         max_episode_steps: time limit applied by the servers this env starts (``gym.make_vec`` passes
             the spec's); servers given by URL keep their own.
         autoreset_mode: a ``gymnasium.vector.AutoresetMode`` (or its value); default NEXT_STEP.
-        sessions_per_server: sub-envs per server; default spreads them over one server per CPU.
+        sessions_per_server: sub-envs per server; default spreads them over one server per CPU, or
+            puts them all on one server when it will likely step them as one vector env (see
+            ``vector_backend``: a second server would only add a round trip per step).
         servers: the number of servers to start (sub-envs spread evenly over them); then
             ``sessions_per_server``, if given, is how many one server may take (room for the
             sub-envs of a failed server), an error if fewer than the spread puts on it.
@@ -243,7 +245,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             options,
             env_kwargs,
             max_episode_steps,
-            server_layout(num_envs, sessions_per_server, servers),
+            self._layout(server, base_urls, vector_backend, sessions_per_server, servers),
             startup_timeout,
             token,
         )
@@ -362,6 +364,20 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         except BaseException:
             self.close()
             raise
+
+    def _layout(
+        self,
+        server: str | None,
+        base_urls: list[str] | None,
+        vector_backend: str,
+        sessions_per_server: int | None,
+        servers: int | None,
+    ) -> tuple[int, int]:
+        """How many servers to start: one for a server-side vector env, unless told otherwise."""
+        told = base_urls or sessions_per_server is not None or servers is not None
+        if not told and likely_one_vector_env(server, vector_backend, self.autoreset_mode.value):
+            return 1, self.num_envs
+        return server_layout(self.num_envs, sessions_per_server, servers)
 
     def _choose_backend(
         self,

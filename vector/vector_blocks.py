@@ -8,13 +8,18 @@ dtype as its backend made it; with one block, its results are the vector env's o
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from typing import Any
 
 import numpy as np
 
 from openenv_gym.protocol.vector import VectorResultFrame
 
-__all__ = ["block_seed", "failure_infos", "join_batches", "join_infos", "lost_result", "slice_batch"]
+# ALE's ids exist once ale-py is imported; a trainer need not import it to guess the layout.
+_ALE_MODES = ("NextStep", "SameStep")
+
+__all__ = ["block_seed", "likely_one_vector_env", "failure_infos", "join_batches", "join_infos", "lost_result", "slice_batch"]
 
 
 def slice_batch(value: Any, start: int, stop: int) -> Any:
@@ -135,3 +140,31 @@ def block_seed(seed: int | list[int | None] | None, start: int, num_envs: int) -
         "a server-side vector env takes one seed, not one per sub-env: pass reset(seed=s) (the block that "
         "starts at sub-env k gets s + k), or make the vector env with vector_backend='per_env'"
     )
+
+
+def likely_one_vector_env(server: str | None, requested: str, mode: str) -> bool:
+    """Whether the server will likely run a vector env for ``server``: then one server hosts
+    every sub-env by default (one vector env steps them all; a second server would only add
+    a round trip). A guess from this process's Gymnasium registry; the server decides."""
+    if server is None or requested == "per_env":
+        return False
+    if requested != "auto":
+        return True
+    if server.startswith("ALE/"):
+        return mode in _ALE_MODES
+    import gymnasium as gym
+
+    try:
+        spec = gym.spec(server)
+        if spec.vector_entry_point is None:
+            return False
+        entry_point = spec.vector_entry_point
+        if isinstance(entry_point, str):
+            module, _, attr = entry_point.partition(":")
+            entry_point = getattr(importlib.import_module(module), attr)
+    except Exception:  # not registered here, or its module not importable: no guess
+        return False
+    if "autoreset_mode" in inspect.signature(entry_point).parameters:
+        return True
+    served = getattr(entry_point, "metadata", {}).get("autoreset_mode")
+    return served is not None and getattr(served, "value", served) == mode
