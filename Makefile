@@ -40,8 +40,10 @@ images: $(VENV)/.installed
 	$(BIN)/openenv-gym build coding
 
 bench: $(VENV)/.installed
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[bench]"
 	$(BIN)/python benchmarks/single_session.py
 	$(BIN)/python benchmarks/vector.py
+	$(BIN)/python benchmarks/atari.py
 	$(BIN)/python benchmarks/tools.py
 	$(BIN)/python benchmarks/async_episodes.py
 	$(BIN)/python benchmarks/codec.py

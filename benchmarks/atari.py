@@ -1,0 +1,159 @@
+"""Atari benchmark: env-steps/s of Pong vector envs with the usual preprocessing, ours against ALE's own.
+
+For each ``num_envs`` (default 16 and 64), all in one run so the ratios hold on a noisy machine,
+every config giving 84x84 grayscale frames, 4 stacked, 4 frames skipped per step:
+
+* ALE's ``AtariVectorEnv("pong", N)`` in-process: ale-py's C++ vector env (its own threads);
+* ours: ``gym.make_vec("openenv/ALE-Pong-v5", num_envs=N)``: the same ``AtariVectorEnv`` on one
+  server (the default backend for ALE ids), frames packed as raw bytes both ways;
+* EnvPool's ``Pong-v5`` in-process, one thread per CPU (its defaults differ in details: no
+  sticky actions, reward clipping; a benchmark-only dependency);
+* Gymnasium's ``AsyncVectorEnv`` over ``gym.make("ALE/Pong-v5", frameskip=1)`` wrapped in
+  ``AtariPreprocessing`` and ``FrameStackObservation(4)``: one process per env (N <= 16).
+
+Each config: reset, warm-up steps, then ``--steps`` timed steps of seeded random actions; the
+configs take turns ``--rounds`` times; the table shows medians and the ratios the median of the
+per-round ratios with their range. Target, printed and never asserted: ours >= 0.8x ALE's
+in-process ``AtariVectorEnv`` at N=16. Run from the repository root::
+
+    .venv/bin/pip install -e '.[bench]'     # EnvPool, and OpenCV for Gymnasium's AtariPreprocessing
+    .venv/bin/python benchmarks/atari.py
+    .venv/bin/python benchmarks/atari.py --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from importlib.metadata import version
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import openenv_gym  # noqa: F401  (registers the openenv/... ids)
+
+ALE, OURS, ENVPOOL, ASYNC = (
+    "ALE AtariVectorEnv (in-process)",
+    "ours, openenv/ALE-Pong-v5",
+    "EnvPool Pong-v5",
+    "AsyncVectorEnv",
+)
+MAX_ENVS = {ASYNC: 16}
+SHAPE = (4, 84, 84)
+
+
+def make_ale(n: int) -> Any:
+    from ale_py.vector_env import AtariVectorEnv
+
+    return AtariVectorEnv("pong", num_envs=n, repeat_action_probability=0.25)
+
+
+def make_async(n: int) -> Any:
+    def one() -> gym.Env[Any, Any]:
+        import ale_py
+
+        gym.register_envs(ale_py)
+        env = gym.make("ALE/Pong-v5", frameskip=1)
+        env = gym.wrappers.AtariPreprocessing(env, frame_skip=4, screen_size=84, grayscale_obs=True, noop_max=30)
+        return gym.wrappers.FrameStackObservation(env, 4)
+
+    return gym.vector.AsyncVectorEnv([one] * n)
+
+
+def make_envpool(n: int) -> Any:
+    import envpool
+
+    return envpool.make_gymnasium("Pong-v5", num_envs=n, seed=0, num_threads=os.cpu_count() or 1)
+
+
+def time_vector(make: Callable[[], Any], n: int, warmup: np.ndarray, timed: np.ndarray) -> float:
+    envs = make()
+    try:
+        seeded_at_make = any("envpool" in cls.__module__ for cls in type(envs).__mro__)
+        obs, _ = envs.reset() if seeded_at_make else envs.reset(seed=0)
+        if np.shape(obs) != (n, *SHAPE):
+            raise RuntimeError(f"observations of shape {np.shape(obs)}, expected {(n, *SHAPE)}")
+        for actions in warmup:
+            envs.step(actions)
+        start = time.perf_counter()
+        for actions in timed:
+            obs, *_ = envs.step(actions)
+        seconds = time.perf_counter() - start
+        if not obs.any():
+            raise RuntimeError("blank frames: the steps did not run")
+        return n * len(timed) / seconds
+    finally:
+        envs.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--envs", default="16,64", help="comma-separated num_envs values (default 16,64)")
+    p.add_argument("--steps", type=int, default=150, help="timed vector steps per config (default 150)")
+    p.add_argument("--warmup", type=int, default=20, help="untimed vector steps before timing")
+    p.add_argument("--rounds", type=int, default=3, help="turns each config takes per N (default 3)")
+    p.add_argument("--quick", action="store_true", help="smoke run: one round of 20 timed steps")
+    args = p.parse_args()
+    if args.quick:
+        args.steps, args.warmup, args.rounds = 20, 5, 1
+    warnings.filterwarnings("ignore", message=".*precision lowered by casting")  # EnvPool's own spaces
+    sizes = [int(x) for x in args.envs.split(",") if x.strip()]
+    makers: dict[str, Callable[[int], Any]] = {
+        ALE: make_ale,
+        OURS: lambda n: gym.make_vec("openenv/ALE-Pong-v5", num_envs=n),
+        ENVPOOL: make_envpool,
+        ASYNC: make_async,
+    }
+    try:
+        envpool_version = version("envpool")
+    except Exception:
+        envpool_version = "not installed"
+        del makers[ENVPOOL]
+    print(
+        f"gymnasium {version('gymnasium')}, ale-py {version('ale-py')}, envpool {envpool_version}, "
+        f"openenv-gym {version('openenv-gym')}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}"
+    )
+    print(f"Pong, num_envs {sizes}, {args.rounds} round(s) of {args.warmup} warm-up + {args.steps} timed steps")
+    rates: dict[tuple[str, int, int], float] = {}
+    for n in sizes:
+        rng = np.random.default_rng(0)
+        warm, timed = rng.integers(0, 6, (args.warmup, n)), rng.integers(0, 6, (args.steps, n))
+        for turn in range(args.rounds):
+            for label, make in makers.items():
+                if n > MAX_ENVS.get(label, n):
+                    continue
+                try:
+                    rate = time_vector(lambda make=make: make(n), n, warm, timed)
+                except Exception as exc:  # report it, measure the rest
+                    print(f"  round {turn + 1}: FAILED {label} N={n}: {type(exc).__name__}: {str(exc)[:300]}")
+                    continue
+                rates[label, n, turn] = rate
+                print(f"  round {turn + 1}: {label:<34} N={n:<3} {rate:>9,.0f} env-steps/s", flush=True)
+
+    print(f"\n{'env-steps/s':<36}" + "".join(f"{'N=' + str(n):>10}" for n in sizes))
+    for label in makers:
+        cells = []
+        for n in sizes:
+            measured = [rates[label, n, r] for r in range(args.rounds) if (label, n, r) in rates]
+            cells.append(f"{statistics.median(measured):>10,.0f}" if measured else f"{'-':>10}")
+        print(f"{label:<36}" + "".join(cells))
+    for n in sizes:
+        print(f"ratios at N={n}")
+        for other, target in ((ALE, 0.8 if n == 16 else None), (ENVPOOL, None), (ASYNC, None)):
+            both = [r for r in range(args.rounds) if (OURS, n, r) in rates and (other, n, r) in rates]
+            if not both:
+                continue
+            per_round = [rates[OURS, n, r] / rates[other, n, r] for r in both]
+            mid = statistics.median(per_round)
+            spread = f" (rounds {min(per_round):.2f}-{max(per_round):.2f})" if len(per_round) > 1 else ""
+            verdict = f"target >= {target:g}x -> {'met' if mid >= target else 'NOT met'}" if target else ""
+            print(f"  {OURS + ' / ' + other:<66}{mid:>6.2f}x{spread:<22} {verdict}")
+
+
+if __name__ == "__main__":
+    main()
