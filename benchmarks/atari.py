@@ -128,7 +128,7 @@ def main() -> None:
                 if n > MAX_ENVS.get(label, n):
                     continue
                 try:
-                    rate = time_vector(lambda make=make: make(n), n, warm, timed)
+                    rate = time_vector(lambda make=make, n=n: make(n), n, warm, timed)
                 except Exception as exc:  # report it, measure the rest
                     print(f"  round {turn + 1}: FAILED {label} N={n}: {type(exc).__name__}: {str(exc)[:300]}")
                     continue
