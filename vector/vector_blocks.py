@@ -19,7 +19,15 @@ from openenv_gym.protocol.vector import VectorResultFrame
 # ALE's ids exist once ale-py is imported; a trainer need not import it to guess the layout.
 _ALE_MODES = ("NextStep", "SameStep")
 
-__all__ = ["block_seed", "likely_one_vector_env", "failure_infos", "join_batches", "join_infos", "lost_result", "slice_batch"]
+__all__ = [
+    "block_seed",
+    "failure_infos",
+    "join_batches",
+    "join_infos",
+    "likely_one_vector_env",
+    "lost_result",
+    "slice_batch",
+]
 
 
 def slice_batch(value: Any, start: int, stop: int) -> Any:
