@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import functools
 import logging
+import math
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -18,6 +19,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from openenv_gym.client.batch_client import BatchClient
+from openenv_gym.client.sync_client import replies_waiting
 from openenv_gym.client.vector_client import VectorClient
 from openenv_gym.env import ClosedEnvError, ServerSpaces, check_served, resolve_spaces
 from openenv_gym.errors import (
@@ -48,6 +50,7 @@ __all__ = ["FAILURE_INFO_KEY", "RemoteVectorEnv"]
 class _Pending(enum.Enum):
     NONE = "none"
     STEP = "step"
+    ASYNC = "send/recv"  # EnvPool-style stepping: blocks in flight on their own
 
 
 #: The info key that marks a sub-env restarted after its server died or stopped answering.
@@ -93,6 +96,27 @@ def _release(blocks: list[_Block], providers: list[Provider]) -> None:
     for block in blocks:
         block.client.close()
     stop_all(providers)
+
+
+class _InfoCollector:
+    """Gymnasium's own ``VectorEnv._add_info`` for a batch of ``num_envs`` (a block, not the env)."""
+
+    _add_info = VectorEnv._add_info
+
+    def __init__(self, num_envs: int) -> None:
+        self.num_envs = num_envs
+
+    def add(self, infos: dict[str, Any], info: dict[str, Any], index: int) -> dict[str, Any]:
+        return self._add_info(infos, info, index)  # type: ignore[misc]
+
+
+def _take(batch: Any, rows: np.ndarray) -> Any:
+    """Rows ``rows`` of a batch of a Dict or Tuple space (a dict or tuple of arrays)."""
+    if isinstance(batch, dict):
+        return {key: _take(value, rows) for key, value in batch.items()}
+    if isinstance(batch, tuple):
+        return tuple(_take(value, rows) for value in batch)
+    return np.asarray(batch)[rows]
 
 
 def _complete_all(completions: list[Callable[[], Any]]) -> list[Any]:
@@ -179,6 +203,11 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         codec: for batch sessions, ``"binary"`` (default) has the servers send Box observations
             as raw bytes; ``"json"`` keeps every frame JSON. Non-Box observations are JSON either way.
             With a vector backend, ``"binary"`` packs every array both ways.
+        batch_size: EnvPool's asynchronous mode: :meth:`recv` returns the first ``batch_size``
+            sub-envs whose results are in, and :meth:`send` steps just those, so the learner's
+            work overlaps the servers'. A server's block is the unit: ``batch_size`` must be a
+            whole number of equal blocks (by default ``num_envs // batch_size`` servers are
+            started). ``None`` means ``num_envs`` (everything in lockstep).
         vector_backend: what steps the sub-envs on each server. ``"auto"`` (default) follows
             ``gymnasium.make_vec``: the env's own vector implementation (its
             ``vector_entry_point``, e.g. ``CartPoleVectorEnv``; ALE's ``AtariVectorEnv``) when it
@@ -218,6 +247,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         servers: int | None = None,
         tool_calls: bool | None = None,
         vector_backend: str = "auto",
+        batch_size: int | None = None,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
@@ -234,6 +264,13 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {"autoreset_mode": self.autoreset_mode}
         self.call_timeout = call_timeout
+        self.batch_size = num_envs if batch_size is None else batch_size
+        if not 1 <= self.batch_size <= num_envs:
+            raise ValueError(f"batch_size must be between 1 and num_envs={num_envs}, got {batch_size}")
+        if self.batch_size < num_envs and servers is None and sessions_per_server is None and not base_urls:
+            servers = math.ceil(num_envs / self.batch_size)
+        self._ready: list[tuple[_Block, Any]] = []  # results read by recv() beyond its batch
+        self._in_flight: dict[_Block, Exception | None] = {}  # sent by send()/async_reset(), unread
         self._pending = _Pending.NONE
         # Per block: the failure its step request met while being sent, and what step_wait read.
         self._send_failures: list[Exception | None] = []
@@ -361,9 +398,20 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 for space in (self.single_action_space, *getattr(self.action_space, "spaces", ())):
                     if isinstance(space, ToolCallSpace):
                         space.tool_names = names
+            self._check_batch_size()
         except BaseException:
             self.close()
             raise
+
+    def _check_batch_size(self) -> None:
+        if self.batch_size == self.num_envs:
+            return
+        sizes = {block.size for block in self._blocks}
+        if len(sizes) != 1 or self.batch_size % sizes.pop():
+            raise ValueError(
+                f"batch_size={self.batch_size} must be a whole number of equal server blocks; the blocks hold "
+                f"{[block.size for block in self._blocks]} sub-envs (choose num_envs, servers and batch_size to fit)"
+            )
 
     def _layout(
         self,
@@ -649,6 +697,183 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             for block, outcome in zip(self._blocks, self._outcomes)
         ]
         return self._assemble_step(results)
+
+    # EnvPool-style asynchronous stepping -------------------------------------------------------
+
+    def async_reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Reset every sub-env without waiting; :meth:`recv` returns them ``batch_size`` at a time.
+
+        As EnvPool's ``async_reset``: then loop ``recv()`` / ``send(actions, info["env_id"])``.
+        """
+        self._check_open("async_reset")
+        self._check_not_pending("async_reset")
+
+        def reset_block(block: _Block) -> None:
+            if isinstance(block.client, VectorClient):
+                block.client.begin_vector_reset(block_seed(seed, block.start, self.num_envs), options)
+            else:
+                seeds: list[int | None] | None = (
+                    None if seed is None else [seed + index for index in range(block.start, block.stop)]
+                )
+                block.client.begin_batch_reset(seeds, options)
+
+        self._begin_async(self._blocks, reset_block)
+
+    def send(self, actions: Any, env_id: Any = None) -> None:
+        """Step the sub-envs ``env_id`` (all when ``None``) with ``actions``, without waiting.
+
+        As EnvPool's ``send``: ``env_id`` is usually the ``info["env_id"]`` of the last
+        :meth:`recv`, whose sub-envs are then stepped while the others keep running. Each
+        server's block is stepped whole, so ``env_id`` must hold whole blocks.
+
+        Raises:
+            InvalidActionError: an action outside the action space; nothing was sent.
+            ValueError: ``env_id`` splits a block, or names one still in flight.
+        """
+        self._check_open("send")
+        if self._pending is _Pending.STEP:
+            self._check_not_pending("send")
+        ids = np.arange(self.num_envs) if env_id is None else np.asarray(env_id, dtype=np.int64).reshape(-1)
+        space = batch_space(self.single_action_space, len(ids))
+        problem = mismatch(space, actions)
+        if problem is not None:
+            raise InvalidActionError(actions, space, problem, self._name())
+        order = np.argsort(ids, kind="stable")
+        sorted_ids = ids[order]
+        blocks, position = [], 0
+        for block in self._blocks:
+            if position < len(sorted_ids) and sorted_ids[position] == block.start:
+                expected = np.arange(block.start, block.stop)
+                if not np.array_equal(sorted_ids[position : position + block.size], expected):
+                    raise ValueError(f"env_id must hold whole server blocks: sub-envs {block.start}-{block.stop - 1}")
+                if block in self._in_flight:
+                    raise ValueError(f"sub-envs {block.start}-{block.stop - 1} are still in flight: recv() them first")
+                blocks.append((block, order[position : position + block.size]))
+                position += block.size
+        if position != len(sorted_ids):
+            raise ValueError(f"env_id must hold whole server blocks of sub-envs 0-{self.num_envs - 1}, got {ids}")
+        array_actions = isinstance(actions, np.ndarray) or not isinstance(space, (spaces.Dict, spaces.Tuple))
+        batch = np.asarray(actions) if array_actions else actions
+        chosen = {id(block): rows for block, rows in blocks}
+
+        def send_block(block: _Block) -> None:
+            rows = chosen[id(block)]
+            block_actions = batch[rows] if array_actions else _take(batch, rows)
+            if block.reset_next:
+                block.client.begin_vector_reset() if isinstance(
+                    block.client, VectorClient
+                ) else block.client.begin_batch_reset()
+            elif isinstance(block.client, VectorClient):
+                block.client.begin_vector_step(block_actions)
+            else:
+                sub_space = batch_space(self.single_action_space, block.size)
+                block.client.begin_batch_step(
+                    [self._spaces.action_to_wire(action) for action in iterate(sub_space, block_actions)]
+                )
+
+        self._begin_async([block for block, _ in blocks], send_block)
+
+    def recv(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The first ``batch_size`` sub-envs whose results are in, EnvPool's way.
+
+        Returns ``(observations, rewards, terminations, truncations, infos)`` of ``batch_size``
+        sub-envs, with ``infos["env_id"]`` their indices (pass it to :meth:`send`). A reset's
+        results have zero rewards and false flags. A server that died or stopped answering is
+        replaced and its sub-envs come back truncated, as from :meth:`step`.
+
+        Raises:
+            NoAsyncCallError: fewer than ``batch_size`` sub-envs are in flight.
+            TimeoutError: not enough results within ``timeout``; they stay in flight.
+        """
+        self._check_open("recv")
+        in_flight = sum(block.size for block in self._in_flight) + sum(block.size for block, _ in self._ready)
+        if in_flight < self.batch_size:
+            raise NoAsyncCallError(
+                f"recv() with {in_flight} sub-envs in flight, fewer than batch_size={self.batch_size}", "recv"
+            )
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while sum(block.size for block, _ in self._ready) < self.batch_size:
+            waiting = list(self._in_flight)
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            ready = replies_waiting([block.client for block in waiting], left)  # type: ignore[misc]
+            if not ready and deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"recv() got fewer than batch_size={self.batch_size} results within {timeout:g} s")
+            for index in ready:
+                block = waiting[index]
+                outcome = self._read_step(block, self._in_flight.pop(block), None)
+                if isinstance(outcome, Exception):
+                    outcome = self._recover_vector(block, outcome) if self._backend else self._recover(block, outcome)
+                self._ready.append((block, outcome))
+        taken, size = [], 0
+        while size < self.batch_size:
+            block, outcome = self._ready.pop(0)
+            taken.append((block, outcome))
+            size += block.size
+        if not self._in_flight and not self._ready:
+            self._pending = _Pending.NONE
+        return self._assemble_batch(taken)
+
+    def _begin_async(self, blocks: list[_Block], send: Callable[[_Block], None]) -> None:
+        failures = self._send_all(blocks, send)
+        for block, failure in zip(blocks, failures):
+            self._in_flight[block] = failure
+        self._pending = _Pending.ASYNC
+
+    def _assemble_batch(
+        self, taken: list[tuple[_Block, Any]]
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Join the blocks ``recv`` took, in the order they came, as one batch of ``batch_size``."""
+        results = [self._as_vector(block, outcome) for block, outcome in taken]
+        offsets = np.cumsum([0] + [block.size for block, _ in taken])
+        infos = join_infos(
+            [(int(offset), block.size, result.infos) for offset, (block, _), result in zip(offsets, taken, results)],
+            self.batch_size,
+        )
+        infos["env_id"] = np.concatenate([np.arange(block.start, block.stop, dtype=np.int32) for block, _ in taken])
+        stepped = [result.rewards for result in results if result.rewards is not None]
+        reward_dtype = stepped[0].dtype if stepped else np.float64
+        rewards, terminated, truncated = [], [], []
+        for (block, _), result in zip(taken, results):  # a reset's results: no reward, no flags
+            no = np.zeros(block.size, dtype=np.bool_)
+            rewards.append(result.rewards if result.rewards is not None else np.zeros(block.size, reward_dtype))
+            terminated.append(result.terminated if result.terminated is not None else no)
+            truncated.append(result.truncated if result.truncated is not None else no)
+        return (
+            join_batches([result.observations for result in results]),
+            join_batches(rewards),
+            join_batches(terminated),
+            join_batches(truncated),
+            infos,
+        )
+
+    def _as_vector(self, block: _Block, outcome: Any) -> VectorResultFrame:
+        """A block's result as a vector env's (a batch session's lists become arrays and vector infos)."""
+        if isinstance(outcome, VectorResultFrame):
+            block.last_result = outcome
+            return outcome
+        block.last_observations = list(outcome.observations)
+        observations = self._decode_observations(outcome.observations)
+        infos: dict[str, Any] = {}
+        collector = _InfoCollector(block.size)
+        for offset, info in enumerate(outcome.infos):
+            final = outcome.final.get(offset)
+            if final is not None:
+                final_obs = self._decode_observations([final["observation"]])[0]
+                infos = collector.add(infos, {"final_obs": final_obs, "final_info": final["info"]}, offset)
+            if info:
+                infos = collector.add(infos, info, offset)
+        empty = create_empty_array(self.single_observation_space, block.size)
+        assert empty is not None  # Gymnasium's annotation allows None; it raises for a space it cannot fill
+        batch = concatenate(self.single_observation_space, observations, empty)
+        if outcome.rewards is None:  # a reset
+            return VectorResultFrame(batch, infos)
+        return VectorResultFrame(
+            batch,
+            infos,
+            np.asarray(outcome.rewards, dtype=np.float64),
+            np.asarray(outcome.terminated, dtype=np.bool_),
+            np.asarray(outcome.truncated, dtype=np.bool_),
+        )
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call a public method of every sub-env (or read the attribute if it is not callable).

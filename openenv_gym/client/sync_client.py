@@ -39,7 +39,7 @@ from ..protocol.urls import tcp_form, unix_socket_path
 from ._http import auth_headers
 from ._session import SessionClient
 
-__all__ = ["EnvClient"]
+__all__ = ["EnvClient", "replies_waiting"]
 
 CLOSE_TIMEOUT = 2.0
 KEEPALIVE_INTERVAL = 5.0
@@ -420,3 +420,21 @@ def _refusal(exc: Exception) -> str:
     reason = f"HTTP {response.status_code}"
     body = bytes(response.body or b"")[:500].decode(errors="replace")
     return f"{reason}: {body}" if body else reason
+
+
+def replies_waiting(clients: list[EnvClient], timeout: float | None) -> list[int]:
+    """The indices of the clients with a call in flight whose reply has begun to arrive.
+
+    Waits up to ``timeout`` seconds (``None``: until one has) for the first; then
+    :meth:`EnvClient.complete` on those reads their replies with little or no wait. A client
+    whose connection is gone counts as ready (``complete()`` then raises its error).
+    """
+    waiting = {}
+    for index, client in enumerate(clients):
+        if client._inbox or client._sock is None:
+            return [i for i, c in enumerate(clients) if c._inbox or c._sock is None]
+        waiting[client._sock] = index
+    if not waiting:
+        return []
+    readable, _, _ = select.select(list(waiting), [], [], timeout)
+    return sorted(waiting[sock] for sock in readable)

@@ -350,8 +350,8 @@ def _(space: spaces.Space[Any], value: Any) -> str | None:
     if isinstance(space, spaces.MultiDiscrete):
         # What contains() checks, on the integers as given (exact in any integer dtype) and at a
         # fraction of its cost: a vector env checks a batch of Discrete actions this way per step.
-        inside = ((array >= space.start) & (array < space.start + space.nvec)).all()
-        return None if inside else "outside the bounds"
+        in_bounds = ((array >= space.start) & (array < space.start + space.nvec)).all()
+        return None if in_bounds else "outside the bounds"
     with np.errstate(over="ignore", invalid="ignore"):  # out-of-range values fail contains() below
         inside = space.contains(array.astype(space.dtype))
     return None if inside else "outside the bounds"
