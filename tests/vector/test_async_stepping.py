@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 
-import openenv_gym  # noqa: F401  (registers the openenv/... ids)
+import openenv_gym
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 
 
