@@ -229,6 +229,43 @@ def where_time_goes(n: int) -> str:
     )
 
 
+def overlap(n: int, work_s: float, steps: int) -> str:
+    """Lockstep on one server against EnvPool-style send/recv over two, with the learner's work.
+
+    The work is a ``time.sleep`` (as a GPU forward pass, it leaves the CPU to the servers) of
+    ``work_s`` per ``n`` sub-envs: in lockstep it adds to every step; with ``batch_size = n / 2``
+    half of it follows each ``recv()``, while the other server steps.
+    """
+    lockstep = gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, vector_backend="gymnasium")
+    try:
+        lockstep.reset(seed=0)
+        actions = np.zeros(n, dtype=np.int64)
+        start = time.perf_counter()
+        for _ in range(steps):
+            lockstep.step(actions)
+            time.sleep(work_s)
+        lockstep_rate = n * steps / (time.perf_counter() - start)
+    finally:
+        lockstep.close()
+    half = n // 2
+    envs = gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, batch_size=half, vector_backend="gymnasium")
+    try:
+        envs.async_reset(seed=0)
+        actions = np.zeros(half, dtype=np.int64)
+        start = time.perf_counter()
+        for _ in range(2 * steps):
+            infos = envs.recv()[4]
+            time.sleep(work_s / 2)
+            envs.send(actions, infos["env_id"])
+        async_rate = half * 2 * steps / (time.perf_counter() - start)
+    finally:
+        envs.close()
+    return (
+        f"N={n:<5} {work_s * 1e3:g} ms of learner work per N sub-envs: lockstep {lockstep_rate:>10,.0f}, "
+        f"send/recv (batch_size={half}, 2 servers) {async_rate:>10,.0f} env-steps/s: {async_rate / lockstep_rate:.2f}x"
+    )
+
+
 def machine() -> str:
     return f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
 
@@ -407,6 +444,9 @@ def main() -> None:
         print("\nwhere a step of ours, server-side vector env, spends its time (us per step, medians of 5 runs):")
         for n in (n for n in sizes if n >= 64):
             print("  " + where_time_goes(n))
+        print("\nEnvPool-style asynchronous stepping, with the learner's work overlapping the servers' (no target):")
+        for n in (n for n in sizes if n >= 64):
+            print("  " + overlap(n, 0.001, 50 if args.quick else 300))
     print(f"\nafter the run: {machine()}")
 
 
