@@ -34,6 +34,8 @@ def main() -> None:
     started = time.perf_counter()
     venv = openenv_gym.make_sb3_vec_env("openenv/CartPole-v1", n_envs=args.envs)
     print(f"{args.envs} remote CartPole sub-envs ready in {time.perf_counter() - started:.2f} s")
+    metadata = venv.unwrapped.venv.metadata  # the RemoteVectorEnv under SB3's VecMonitor and our adapter
+    print(f"stepped by: {metadata['vector_backend']} ({metadata['vector_backend_reason']})")
     try:
         venv.seed(args.seed)
         # RL Zoo's tuned PPO hyperparameters for CartPole-v1.
