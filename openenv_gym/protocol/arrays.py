@@ -17,11 +17,16 @@ Object arrays (Gymnasium's ``final_obs``, or text in infos) carry their items en
 (``"items"``). Numpy scalars travel as 0-d arrays and come back as numpy scalars (``float64``
 ones, being Python floats, as floats); tuples come back as lists. ``"$array"`` is reserved as
 the sole key of an object. ``json`` itself walks the value both ways, calling back only for
-arrays: a Python walk of every dict cost more than the arrays' bytes.
+arrays: a Python walk of every dict cost more than the arrays' bytes. A vector env sends values
+of one shape step after step, so both directions also keep what they worked out for a header
+(:func:`functools.lru_cache`): a value whose layout (its keys, non-array items, and arrays'
+dtypes and shapes) was packed before reuses that header, and a header read before reuses its
+plan of where each array lies. Each is the same bytes and values as the full path.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import struct
@@ -50,6 +55,90 @@ def is_packed(message: str | bytes | bytearray | memoryview) -> bool:
 
 def pack(value: Any) -> bytes:
     """``value`` (dicts, lists, JSON scalars, numpy arrays and scalars) as one message."""
+    arrays: list[Any] = []
+    layout = _layout(value, arrays)
+    if layout is not None:
+        header, paddings = _header_of(layout)
+        buffers = [_raw_bytes(array) + b"\0" * padding for array, padding in zip(arrays, paddings)]
+        return b"".join((BINARY_MAGIC, _HEADER_LENGTH.pack(len(header)), header, *buffers))
+    return _pack_walking(value)
+
+
+def _raw_bytes(array: Any) -> bytes:
+    import numpy as np
+
+    return np.ascontiguousarray(array).tobytes()
+
+
+def _layout(value: Any, arrays: list[Any]) -> Any:
+    """A hashable picture of ``value`` with its arrays as ``(dtype, shape, scalar)``, collected in
+    ``arrays`` in the order json writes them; ``None`` for a value the full path must take."""
+    import numpy as np
+
+    kind = type(value)
+    if kind is dict:
+        items = []
+        for key, item in value.items():
+            inner = _layout(item, arrays)
+            if inner is None or type(key) is not str:
+                return None
+            items.append((key, inner))
+        return ("d", tuple(items))
+    if kind is list:
+        entries = []
+        for item in value:
+            inner = _layout(item, arrays)
+            if inner is None:
+                return None
+            entries.append(inner)
+        return ("l", tuple(entries))
+    if kind is np.ndarray or isinstance(value, np.generic):
+        array = np.asarray(value)
+        if array.dtype.hasobject:
+            return None  # object arrays carry items: the full path
+        arrays.append(array)
+        return ("a", array.dtype.str, array.shape, isinstance(value, np.generic))
+    if kind is float:  # by repr: 0.0 == -0.0 and nan != nan, but their headers differ
+        return ("f", repr(value))
+    if value is None or kind in (str, int, bool):
+        return ("v", kind.__name__, value)
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _header_of(layout: Any) -> tuple[bytes, list[int]]:
+    """The header of a value laid out as ``layout``, and the padding after each array."""
+    offset, paddings = 0, []
+
+    def rebuild(node: Any) -> Any:
+        nonlocal offset
+        tag = node[0]
+        if tag == "d":
+            return {key: rebuild(inner) for key, inner in node[1]}
+        if tag == "l":
+            return [rebuild(inner) for inner in node[1]]
+        if tag == "v":
+            return node[2]
+        if tag == "f":
+            return float(node[1])
+        _, dtype, shape, scalar = node
+        import numpy as np
+
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        described: dict[str, Any] = {"dtype": dtype, "shape": list(shape)}
+        if scalar:
+            described["scalar"] = True
+        described["offset"] = offset
+        paddings.append(-nbytes % _ALIGN)
+        offset += nbytes + paddings[-1]
+        return {_ARRAY: described}
+
+    value = rebuild(layout)
+    return _encoder(lambda array: {})(value).encode(), paddings
+
+
+def _pack_walking(value: Any) -> bytes:
+    """:func:`pack` by json's own walk, for any value."""
     buffers: list[bytes] = []
     size = 0
 
@@ -101,10 +190,84 @@ def unpack(message: bytes | bytearray | memoryview) -> Any:
         header = bytes(message[start : start + length]).decode()
     except UnicodeDecodeError as exc:
         raise invalid(f"malformed binary message: bad header: {exc}") from exc
+    plan = _plan_of(header) if length <= _PLANNED_HEADER_BYTES else None
+    if plan is not None:
+        build, slots, size = plan
+        if size != len(body):
+            raise invalid(f"malformed binary message: {len(body)} bytes of arrays where the header describes {size}")
+        return build([_view(body, *slot) for slot in slots])
     value = _loads(header, raw)
     if end != len(body):
         raise invalid(f"malformed binary message: {len(body)} bytes of arrays where the header describes {end}")
     return value
+
+
+# Headers longer than this are read the full way each time (a plan is kept only for small ones).
+_PLANNED_HEADER_BYTES = 4096
+
+
+def _view(body: memoryview, dtype: Any, shape: tuple[int, ...], offset: int, count: int, scalar: bool) -> Any:
+    import numpy as np
+
+    array = np.frombuffer(body, dtype=dtype, count=count, offset=offset)
+    if len(shape) != 1:
+        array = array.reshape(shape)
+    return array[()] if scalar else array
+
+
+@functools.lru_cache(maxsize=64)
+def _plan_of(header: str) -> tuple[Callable[[list[Any]], Any], list[tuple[Any, ...]], int] | None:
+    """How to rebuild the value of ``header`` from its arrays: a builder, each array's
+    ``(dtype, shape, offset, count, scalar)``, and the bytes of arrays the body must hold;
+    ``None`` for a header the full path must read (bad, or holding object arrays)."""
+    import numpy as np
+
+    try:
+        tree = json.loads(header)
+    except (ValueError, RecursionError):
+        return None
+    slots: list[tuple[Any, ...]] = []
+    end = 0
+
+    def compile_node(node: Any) -> Callable[[list[Any]], Any] | None:
+        nonlocal end
+        if isinstance(node, list):
+            parts = [compile_node(item) for item in node]
+            if any(part is None for part in parts):
+                return None
+            return lambda arrays: [part(arrays) for part in parts]  # type: ignore[misc]
+        if not isinstance(node, dict):
+            return lambda arrays: node
+        if len(node) == 1 and _ARRAY in node:
+            described = node[_ARRAY]
+            try:
+                dtype = np.dtype(described["dtype"])
+                shape = tuple(described["shape"])
+                offset = described["offset"]
+            except (KeyError, TypeError, ValueError):
+                return None
+            if dtype.hasobject or not all(type(n) is int and n >= 0 for n in shape):
+                return None
+            if type(offset) is not int or offset < 0:
+                return None
+            count = math.prod(shape)
+            nbytes = count * dtype.itemsize
+            end = max(end, offset + nbytes + -nbytes % _ALIGN)
+            index = len(slots)
+            slots.append((dtype, shape, offset, count, bool(described.get("scalar"))))
+            return lambda arrays: arrays[index]
+        entries = [(key, compile_node(item)) for key, item in node.items()]
+        if any(part is None for _, part in entries):
+            return None
+        return lambda arrays: {key: part(arrays) for key, part in entries}  # type: ignore[misc]
+
+    build = compile_node(tree)
+    if build is None:
+        return None
+    for dtype, shape, offset, count, _ in slots:
+        if offset + count * dtype.itemsize > end:
+            return None
+    return build, slots, end
 
 
 def to_json(value: Any) -> str:
