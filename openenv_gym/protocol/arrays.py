@@ -262,12 +262,7 @@ def _plan_of(header: str) -> tuple[Callable[[list[Any]], Any], list[tuple[Any, .
         return lambda arrays: {key: part(arrays) for key, part in entries}  # type: ignore[misc]
 
     build = compile_node(tree)
-    if build is None:
-        return None
-    for dtype, shape, offset, count, _ in slots:
-        if offset + count * dtype.itemsize > end:
-            return None
-    return build, slots, end
+    return None if build is None else (build, slots, end)
 
 
 def to_json(value: Any) -> str:
