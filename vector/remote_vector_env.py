@@ -329,30 +329,17 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             timeouts: dict[str, Any] = {"open_timeout": open_timeout, "call_timeout": call_timeout, "env_id": server}
             self._batched = batched
             self._backend = backend
-            if backend is not None:
+            if backend is not None or batched:
+
+                def session_client(start: int, stop: int) -> Callable[..., BatchClient]:
+                    if backend is not None:  # one vector env per block (a vector session)
+                        return functools.partial(VectorClient, backend=backend)
+                    return self._batch_client(start, stop)
+
                 self._blocks += [
                     _Block(
                         functools.partial(
-                            VectorClient,
-                            envs=stop - start,
-                            autoreset_mode=wire_mode,
-                            backend=backend,
-                            codec=codec,
-                            token=provider.token,
-                            **timeouts,
-                        ),
-                        url,
-                        provider,
-                        start,
-                        stop,
-                    )
-                    for url, provider, (start, stop) in zip(urls, self._providers, ranges)
-                ]
-            elif batched:
-                self._blocks += [
-                    _Block(
-                        functools.partial(
-                            self._batch_client(start, stop),
+                            session_client(start, stop),
                             envs=stop - start,
                             autoreset_mode=wire_mode,
                             codec=codec,
@@ -406,6 +393,8 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
     def _check_batch_size(self) -> None:
         if self.batch_size == self.num_envs:
             return
+        if self._backend is None and not self._batched:
+            raise ValueError("batch_size < num_envs needs batch sessions (or a vector backend), not batched=False")
         sizes = {block.size for block in self._blocks}
         if len(sizes) != 1 or self.batch_size % sizes.pop():
             raise ValueError(
@@ -746,7 +735,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 expected = np.arange(block.start, block.stop)
                 if not np.array_equal(sorted_ids[position : position + block.size], expected):
                     raise ValueError(f"env_id must hold whole server blocks: sub-envs {block.start}-{block.stop - 1}")
-                if block in self._in_flight:
+                if block in self._in_flight or any(block is ready for ready, _ in self._ready):
                     raise ValueError(f"sub-envs {block.start}-{block.stop - 1} are still in flight: recv() them first")
                 blocks.append((block, order[position : position + block.size]))
                 position += block.size
@@ -759,10 +748,10 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         def send_block(block: _Block) -> None:
             rows = chosen[id(block)]
             block_actions = batch[rows] if array_actions else _take(batch, rows)
-            if block.reset_next:
-                block.client.begin_vector_reset() if isinstance(
-                    block.client, VectorClient
-                ) else block.client.begin_batch_reset()
+            if block.reset_next and isinstance(block.client, VectorClient):
+                block.client.begin_vector_reset()
+            elif block.reset_next:
+                block.client.begin_batch_reset()
             elif isinstance(block.client, VectorClient):
                 block.client.begin_vector_step(block_actions)
             else:
@@ -1085,12 +1074,14 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         lost = lost_result(block.last_result, reason, FAILURE_INFO_KEY)
         if self.autoreset_mode is AutoresetMode.SAME_STEP:  # reset now; the lost observations are final
             reset = block.client.reset_vector()  # type: ignore[union-attr]
-            final_obs = np.empty(block.size, dtype=object)
+            final_obs, final_info = np.empty(block.size, dtype=object), np.empty(block.size, dtype=object)
             for index, observation in enumerate(
                 iterate(batch_space(self.single_observation_space, block.size), lost.observations)
             ):
-                final_obs[index] = observation
-            infos = {**reset.infos, **lost.infos, "final_obs": final_obs, "_final_obs": lost.truncated.copy()}
+                final_obs[index], final_info[index] = observation, {FAILURE_INFO_KEY: reason}
+            every = lost.truncated.copy()
+            infos = {**reset.infos, **lost.infos, "final_obs": final_obs, "_final_obs": every}
+            infos.update(final_info=final_info, _final_info=every.copy())
             return VectorResultFrame(reset.observations, infos, lost.rewards, lost.terminated, lost.truncated)
         block.reset_next = self.autoreset_mode is AutoresetMode.NEXT_STEP
         return lost

@@ -217,6 +217,25 @@ def test_atari_equals_ale_vector_env():
         local.close()
 
 
+def test_a_dead_server_under_same_step_resets_its_block_at_once():
+    """SameStep (AtariVectorEnv serves it): the lost block is reset in the same step, its last frames final."""
+    envs = gym.make_vec("openenv/ALE-Pong-v5", num_envs=2, servers=2, autoreset_mode="SameStep")
+    try:
+        assert envs.metadata["vector_backend"] == "gymnasium"
+        envs.reset(seed=0)
+        before, *_ = envs.step(np.zeros(2, dtype=np.int64))
+        os.kill(envs.unwrapped._providers[1].pid, signal.SIGKILL)
+        obs, _, _, truncations, infos = envs.step(np.zeros(2, dtype=np.int64))
+        assert truncations.tolist() == [False, True]
+        assert infos["_final_obs"].tolist() == [False, True]
+        np.testing.assert_array_equal(infos["final_obs"][1], before[1])
+        assert "ConnectionLostError" in infos["final_info"][1][FAILURE_INFO_KEY]
+        assert obs.shape == (2, 4, 84, 84)
+        assert envs.step(np.zeros(2, dtype=np.int64))[3].tolist() == [False, False]
+    finally:
+        envs.close()
+
+
 def test_atari_single_env_serves_frames():
     env = gym.make("openenv/ALE-Pong-v5")
     try:
