@@ -159,7 +159,9 @@ def test_the_memory_limit_is_enforced_by_an_oom_kill_the_client_survives(docker)
 
 def test_make_vec_packs_sessions_into_containers_and_matches_sync_vector_env(docker):
     num_envs = 8
-    remote = gym.make_vec("openenv/CartPole-v1", num_envs=num_envs, provider="docker", sessions_per_server=4)
+    remote = gym.make_vec(
+        "openenv/CartPole-v1", num_envs=num_envs, provider="docker", sessions_per_server=4, vector_backend="per_env"
+    )
     local = SyncVectorEnv([lambda: gym.make("CartPole-v1") for _ in range(num_envs)])
     try:
         assert len(our_containers(docker)) == 2

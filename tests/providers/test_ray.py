@@ -140,7 +140,13 @@ def test_make_vec_matches_sync_vector_env_on_ray_servers():
     """make_vec places servers=3 actors, one per server, and behaves as SyncVectorEnv does."""
     num_envs, limit = 6, 25
     remote = gym.make_vec(
-        "openenv/CartPole-v1", num_envs=num_envs, max_episode_steps=limit, provider="ray", servers=3, **LOOPBACK
+        "openenv/CartPole-v1",
+        num_envs=num_envs,
+        max_episode_steps=limit,
+        provider="ray",
+        servers=3,
+        vector_backend="per_env",  # one env per sub-env: SyncVectorEnv's results exactly
+        **LOOPBACK,
     )
     local = SyncVectorEnv([lambda: gym.make("CartPole-v1", max_episode_steps=limit) for _ in range(num_envs)])
     try:
