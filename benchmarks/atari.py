@@ -11,7 +11,9 @@ every config giving 84x84 grayscale frames, 4 stacked, 4 frames skipped per step
 * Gymnasium's ``AsyncVectorEnv`` over ``gym.make("ALE/Pong-v5", frameskip=1)`` wrapped in
   ``AtariPreprocessing`` and ``FrameStackObservation(4)``: one process per env (N <= 16).
 
-Each config: reset, warm-up steps, then ``--steps`` timed steps of seeded random actions; the
+Then, per N, where a step of ours spends its time: ALE's step in-process, the server's packing,
+the client's reading and joining, a frame echo server's round trip with a reply of the same size
+(the transport's floor), and the rest by difference. Each config: reset, warm-up steps, then ``--steps`` timed steps of seeded random actions; the
 configs take turns ``--rounds`` times; the table shows medians and the ratios the median of the
 per-round ratios with their range. Target, printed and never asserted: ours >= 0.8x ALE's
 in-process ``AtariVectorEnv`` at N=16. Run from the repository root::
@@ -91,6 +93,59 @@ def time_vector(make: Callable[[], Any], n: int, warmup: np.ndarray, timed: np.n
         envs.close()
 
 
+def _per_call_us(fn: Callable[[], Any], calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def where_time_goes(n: int, calls: int) -> str:
+    """One step of ours at N=n taken apart: each part timed alone, the rest by difference."""
+    from servers import start_frame_echo
+
+    from openenv_gym.client import EnvClient
+    from openenv_gym.protocol.vector import VectorResultFrame, parse_vector_server_frame
+    from openenv_gym.vector.vector_blocks import join_batches
+
+    actions = np.zeros(n, dtype=np.int64)
+    local = make_ale(n)
+    local.reset(seed=0)
+    env_us = _per_call_us(lambda: local.step(actions), calls)
+    observations, rewards, terminated, truncated, infos = local.step(actions)
+    local.close()
+    result = VectorResultFrame(observations, infos, rewards, terminated, truncated)
+    message = result.serialize_binary()
+    pack_us = _per_call_us(result.serialize_binary, calls)
+    read_us = _per_call_us(lambda: join_batches([parse_vector_server_frame(message).observations]), calls)
+    envs = gym.make_vec("openenv/ALE-Pong-v5", num_envs=n)
+    try:
+        envs.reset(seed=0)
+        total_us = _per_call_us(lambda: envs.step(actions), calls)
+    finally:
+        envs.close()
+    echo = start_frame_echo(len(message))
+    try:
+        client = EnvClient(echo.url, call_timeout=30)
+        client.connect()
+
+        def round_trip() -> None:
+            client.begin("echo", lambda: '{"type":"state"}')
+            client._next_message()  # the raw reply: no frame to parse
+            client._in_flight = False
+
+        floor_us = _per_call_us(round_trip, calls)
+        client.close()
+    finally:
+        echo.stop()
+    rest = total_us - env_us - pack_us - read_us - floor_us
+    return (
+        f"N={n:<3} total {total_us:6.0f} = ALE step {env_us:6.0f} + server pack {pack_us:4.0f} + client read/join "
+        f"{read_us:4.0f} + round trip of {len(message):,} bytes {floor_us:4.0f} + the rest {rest:5.0f} (the server's "
+        "thread hop, and ALE's threads sharing the cores with both processes)"
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--envs", default="16,64", help="comma-separated num_envs values (default 16,64)")
@@ -153,6 +208,9 @@ def main() -> None:
             spread = f" (rounds {min(per_round):.2f}-{max(per_round):.2f})" if len(per_round) > 1 else ""
             verdict = f"target >= {target:g}x -> {'met' if mid >= target else 'NOT met'}" if target else ""
             print(f"  {OURS + ' / ' + other:<66}{mid:>6.2f}x{spread:<22} {verdict}")
+    print("\nwhere a step of ours spends its time (us per step):")
+    for n in sizes:
+        print("  " + where_time_goes(n, 20 if args.quick else 100))
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
 ``benchmarks/vector.py`` runs it as the transport floor of the per-session path: the same
 websockets asyncio server, sessions and client as ours, minus the environment and the protocol
 work, so what is left is what the WebSocket round trips themselves cost on this machine.
-``GET /health`` answers 200 so ``servers.wait_health`` can wait for it. Run as::
+``GET /health`` answers 200 so ``servers.wait_health`` can wait for it. With ``BYTES``, every
+frame gets a binary message of that many bytes instead (the transport's floor for a vector env's
+packed results, e.g. Atari frames). Run as::
 
-    python benchmarks/frame_echo_server.py PORT
+    python benchmarks/frame_echo_server.py PORT [BYTES]
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ REPLY = json.dumps(
 async def answer(connection: ServerConnection) -> None:
     try:
         async for _ in connection:
-            await connection.send(REPLY)
+            await connection.send(BINARY_REPLY or REPLY)
     except ConnectionClosed:  # a client's close frame gets an answer the closed connection refuses
         pass
 
@@ -55,6 +57,8 @@ async def main(port: int) -> None:
     async with serve(answer, "127.0.0.1", port, compression=None, process_request=health) as server:
         await server.serve_forever()
 
+
+BINARY_REPLY = bytes(int(sys.argv[2])) if len(sys.argv) > 2 else b""
 
 if __name__ == "__main__":
     asyncio.run(main(int(sys.argv[1])))

@@ -171,10 +171,12 @@ def start_openenv_core(*args: str) -> Server:
     return server
 
 
-def start_frame_echo() -> Server:
-    """``benchmarks/frame_echo_server.py``: a WebSocket server that answers every frame without work."""
+def start_frame_echo(reply_bytes: int | None = None) -> Server:
+    """``benchmarks/frame_echo_server.py``: a WebSocket server that answers every frame without work
+    (with ``reply_bytes``, a binary message of that size)."""
     port = _free_port()
     cmd = [sys.executable, os.path.join(REPO_ROOT, "benchmarks", "frame_echo_server.py"), str(port)]
+    cmd += [] if reply_bytes is None else [str(reply_bytes)]
     server, t0 = spawn("frame echo", cmd, f"http://127.0.0.1:{port}")
     wait_health(server, t0)
     return server
