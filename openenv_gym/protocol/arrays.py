@@ -20,8 +20,8 @@ the sole key of an object. ``json`` itself walks the value both ways, calling ba
 arrays: a Python walk of every dict cost more than the arrays' bytes. A vector env sends values
 of one shape step after step, so both directions also keep what they worked out for a header
 (:func:`functools.lru_cache`): a value whose layout (its keys, non-array items, and arrays'
-dtypes and shapes) was packed before reuses that header, and a header read before reuses its
-plan of where each array lies. Each is the same bytes and values as the full path.
+dtypes and shapes) was packed before reuses that header, and a header read twice before
+reuses its plan of where each array lies. Each gives the same bytes and values as the full path.
 """
 
 from __future__ import annotations
@@ -53,8 +53,17 @@ def is_packed(message: str | bytes | bytearray | memoryview) -> bool:
     return not isinstance(message, str) and bytes(message[:4]) == BINARY_MAGIC
 
 
-def pack(value: Any) -> bytes:
-    """``value`` (dicts, lists, JSON scalars, numpy arrays and scalars) as one message."""
+def pack(value: Any, *, reuse_headers: bool = True) -> bytes:
+    """``value`` (dicts, lists, JSON scalars, numpy arrays and scalars) as one message.
+
+    Args:
+        value: what to pack.
+        reuse_headers: look the value's layout up among those packed before (see the module's
+            docstring). ``False`` for values whose bulk is Python scalars (a batch session's
+            lists of rewards), which json's own walk encodes faster than a layout is found.
+    """
+    if not reuse_headers:
+        return _pack_walking(value)
     arrays: list[Any] = []
     layout = _layout(value, arrays)
     if layout is not None:
@@ -190,7 +199,7 @@ def unpack(message: bytes | bytearray | memoryview) -> Any:
         header = bytes(message[start : start + length]).decode()
     except UnicodeDecodeError as exc:
         raise invalid(f"malformed binary message: bad header: {exc}") from exc
-    plan = _plan_of(header) if length <= _PLANNED_HEADER_BYTES else None
+    plan = _plan_for(header) if length <= _PLANNED_HEADER_BYTES else None
     if plan is not None:
         build, slots, size = plan
         if size != len(body):
@@ -213,6 +222,21 @@ def _view(body: memoryview, dtype: Any, shape: tuple[int, ...], offset: int, cou
     if len(shape) != 1:
         array = array.reshape(shape)
     return array[()] if scalar else array
+
+
+# Headers read once (a plan is made the second time a header comes: one-off headers, such as a
+# batch session's with its rewards inline, would cost a plan each and never use it), and plans.
+_seen_headers: dict[str, None] = {}
+_MAX_SEEN = 256
+
+
+def _plan_for(header: str) -> tuple[Callable[[list[Any]], Any], list[tuple[Any, ...]], int] | None:
+    if header in _seen_headers:
+        return _plan_of(header)
+    if len(_seen_headers) >= _MAX_SEEN:
+        _seen_headers.clear()
+    _seen_headers[header] = None
+    return None
 
 
 @functools.lru_cache(maxsize=64)
