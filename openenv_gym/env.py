@@ -253,17 +253,38 @@ def check_served(base_url: str, expected: str | None, timeout: float, token: str
 _render_warned = False
 
 
-def _warn_render_not_forwarded(render_mode: str) -> None:
-    """Say once per process that remote frames are not forwarded (SB3 asks every env for some)."""
+def _warn_render_not_served(render_mode: str, base_url: str) -> None:
+    """Say once per process that a server renders nothing (SB3 asks every env for frames)."""
     global _render_warned
     if not _render_warned:
         _render_warned = True
         warnings.warn(
-            f"openenv-gym: render_mode={render_mode!r} is accepted, but remote envs do not forward frames yet: "
-            "render() raises NotImplementedError (said once per process)",
+            f"openenv-gym: render_mode={render_mode!r} is accepted, but the server at {base_url} publishes no "
+            "render modes: render() raises NotImplementedError (said once per process)",
             UserWarning,
             stacklevel=4,
         )
+
+
+def render_metadata(schema: dict[str, Any], render_mode: str | None, base_url: str) -> dict[str, Any] | None:
+    """``metadata`` for a remote env rendering in ``render_mode``: the server's render modes and
+    fps from ``/schema["render"]``; ``None`` when the server publishes none (an OpenEnv server).
+
+    Raises:
+        ValueError: ``"human"`` (a window would open on the server), or a mode the server lacks.
+    """
+    render = schema.get("render") if isinstance(schema, dict) else None
+    modes = list(render.get("modes") or []) if isinstance(render, dict) else []
+    if render_mode == "human":
+        raise ValueError(
+            "render_mode='human' would open a window on the server, not here: use render_mode='rgb_array' "
+            "(render() returns the frame as an array; gymnasium.wrappers.RecordVideo records them)"
+        )
+    if not modes:
+        return None
+    if render_mode is not None and render_mode not in modes:
+        raise ValueError(f"render_mode={render_mode!r}: the server at {base_url} renders {modes}")
+    return {"render_modes": [mode for mode in modes if mode != "human"], "render_fps": render.get("fps")}  # type: ignore[union-attr]
 
 
 def _shutdown(client: EnvClient, provider: Provider) -> None:
@@ -338,9 +359,11 @@ class RemoteEnv(gym.Env[Any, Any]):
         open_timeout: seconds to connect to the server.
         call_timeout: seconds to wait for each reset or step.
         startup_timeout: seconds a started server has to become healthy.
-        render_mode: accepted and stored (Stable-Baselines3's ``make_vec_env`` passes
-            ``"rgb_array"``), with one warning per process that frames are not forwarded yet:
-            :meth:`render` raises.
+        render_mode: as for a local env, one the server publishes (``/schema["render"]``; they
+            are this env's ``metadata["render_modes"]``): the session's env is made in that mode
+            and :meth:`render` returns its frames (RGB arrays as raw bytes). ``"human"`` raises
+            ``ValueError`` (a window would open on the server). A server that publishes none
+            (OpenEnv's) takes any mode, with one warning per process, and :meth:`render` raises.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium.Env declares it so
@@ -365,8 +388,7 @@ class RemoteEnv(gym.Env[Any, Any]):
     ) -> None:
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
         self.render_mode = render_mode
-        if render_mode is not None:
-            _warn_render_not_forwarded(render_mode)
+        self._renders = False
         provider = build_provider(
             server, base_url, provider, provider_kwargs, env_kwargs, kwargs, token, open_timeout, startup_timeout
         )
@@ -380,6 +402,8 @@ class RemoteEnv(gym.Env[Any, Any]):
         self._closer = weakref.finalize(self, _shutdown, self._client, provider)
         try:
             face = server_face(self.base_url, server, provider, open_timeout, token, json_schema_fallback, tool_calls)
+            if render_mode is not None:
+                self._ask_render_mode(render_mode, open_timeout, token)
             self._client.connect()
             self._tools: ToolFace | None = None
             if isinstance(face, ToolFace):
@@ -442,16 +466,30 @@ class RemoteEnv(gym.Env[Any, Any]):
         reward = 0.0 if frame.reward is None else float(frame.reward)
         return observation, reward, bool(frame.done), bool(frame.truncated), frame.info
 
-    def render(self) -> None:
-        """Not available yet: rendered frames are not forwarded from the server.
+    def _ask_render_mode(self, render_mode: str, open_timeout: float, token: str | None) -> None:
+        schema = http_get_json(self.base_url, "/schema", timeout=open_timeout, token=token)
+        metadata = render_metadata(schema, render_mode, self.base_url)
+        if metadata is None:
+            _warn_render_not_served(render_mode, self.base_url)
+            return
+        self.metadata = metadata
+        self._renders = True
+        self._client.ask_render_mode(render_mode)
+
+    def render(self) -> Any:
+        """The server's frame in ``render_mode``: an RGB ``uint8`` array (``rgb_array``), text
+        (``ansi``), a list of them (the ``*_list`` modes), or ``None`` without a render mode.
 
         Raises:
-            NotImplementedError: always, naming the env and the render mode asked for.
+            NotImplementedError: the server publishes no render modes.
+            RemoteError: the env's ``render()`` raised on the server.
         """
         self._check_open("render")
-        raise NotImplementedError(
-            f"{self!r}: rendering (render_mode={self.render_mode!r}) is not forwarded from the server yet"
-        )
+        if self.render_mode is None:
+            return None
+        if not self._renders:
+            raise NotImplementedError(f"{self!r}: the server renders nothing (it publishes no render modes)")
+        return _own(self._client.render())
 
     def state(self) -> dict[str, Any]:
         """The session's state on the server (``episode_id``, ``step_count``, ...)."""
@@ -461,6 +499,15 @@ class RemoteEnv(gym.Env[Any, Any]):
     def close(self) -> None:
         """Close the session and stop the server this env started; idempotent."""
         self._closer()
+
+
+def _own(frame: Any) -> Any:
+    """A frame the caller may write to (arrays arrive as read-only views of their message)."""
+    if isinstance(frame, list):
+        return [_own(item) for item in frame]
+    import numpy as np  # gymnasium imports it anyway
+
+    return np.array(frame) if isinstance(frame, np.ndarray) else frame
 
 
 def make_remote_env(**kwargs: Any) -> RemoteEnv:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -188,29 +187,6 @@ def test_close_is_idempotent_and_stops_the_server():
     env.close()
     env.close()
     assert wait_until(lambda: not pid_alive(pid), 5)
-
-
-def test_render_mode_is_accepted_with_one_warning_per_process(monkeypatch):
-    """A render_mode (SB3 passes one to every env) warns once per process, not once per env, and render() refuses."""
-    import openenv_gym.env
-
-    monkeypatch.setattr(openenv_gym.env, "_render_warned", False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        envs = [gym.make("openenv/CartPole-v1", render_mode="rgb_array") for _ in range(2)]
-    try:
-        assert [str(w.message) for w in caught] == [
-            "openenv-gym: render_mode='rgb_array' is accepted, but remote envs do not forward frames yet: "
-            "render() raises NotImplementedError (said once per process)"
-        ]
-        assert envs[0].render_mode == "rgb_array"
-        with pytest.raises(
-            NotImplementedError, match=re.escape("rendering (render_mode='rgb_array') is not forwarded")
-        ):
-            envs[0].unwrapped.render()
-    finally:
-        for env in envs:
-            env.close()
 
 
 def test_base_url_attaches_to_a_running_server():

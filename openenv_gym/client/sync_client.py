@@ -16,6 +16,7 @@ import socket
 import ssl
 import threading
 import time
+import urllib.parse
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +35,8 @@ from ..errors import (
     RequestTimeoutError,
     ServerConnectError,
 )
-from ..protocol import ErrorCode, ObservationFrame, StateFrame
+from ..protocol import ErrorCode, ObservationFrame, RenderFrame, StateFrame
+from ..protocol.batch import BINARY_SUBPROTOCOL
 from ..protocol.urls import tcp_form, unix_socket_path
 from ._http import auth_headers
 from ._session import SessionClient
@@ -386,6 +388,20 @@ class EnvClient(SessionClient):
         frame = self._request("state", self._session.send_state)
         assert isinstance(frame, StateFrame)
         return frame.state
+
+    def render(self) -> Any:
+        """The env's frame in the session's render mode (see :meth:`ask_render_mode`)."""
+        frame = self._request("render", self._session.send_render)
+        assert isinstance(frame, RenderFrame)
+        return frame.frame
+
+    def ask_render_mode(self, render_mode: str) -> None:
+        """Have the session's env made in ``render_mode`` (``/ws?render_mode=...``) and its RGB
+        frames sent as raw bytes; call before :meth:`connect`."""
+        parts = urllib.parse.urlsplit(self.url)
+        query = urllib.parse.urlencode({"render_mode": render_mode})
+        self.url = urllib.parse.urlunsplit(parts._replace(query=f"{parts.query}&{query}" if parts.query else query))
+        self.subprotocols = [BINARY_SUBPROTOCOL]
 
     def close(self) -> None:
         """Send a close frame, close the WebSocket and the socket; idempotent, never raises."""

@@ -17,6 +17,7 @@ class MessageType(str, enum.Enum):
     OBSERVATION = "observation"
     ERROR = "error"
     MCP = "mcp"  # an MCP JSON-RPC message, either way
+    RENDER = "render"  # ours: the env's frame in the session's render mode, either way
     # Our batch extension (openenv_gym.protocol.batch), served on /ws/batch only.
     BATCH_RESET = "batch_reset"
     BATCH_STEP = "batch_step"

@@ -22,6 +22,8 @@ __all__ = [
     "ErrorFrame",
     "McpFrame",
     "ObservationFrame",
+    "RenderFrame",
+    "RenderRequest",
     "ResetFrame",
     "ServerFrame",
     "StateFrame",
@@ -73,6 +75,17 @@ class StateRequest:
 
 
 @dataclass(frozen=True)
+class RenderRequest:
+    """Ask for the env's frame in the session's render mode (our extension; ``/ws?render_mode=``)."""
+
+    def serialize(self) -> str:
+        return '{"type":"render"}'
+
+    def __str__(self) -> str:
+        return "render?"
+
+
+@dataclass(frozen=True)
 class CloseFrame:
     """End the session; the server closes the environment and the connection."""
 
@@ -96,7 +109,7 @@ class McpFrame:
         return f"mcp {elide(self.data)}"
 
 
-ClientFrame = ResetFrame | StepFrame | StateRequest | CloseFrame | McpFrame
+ClientFrame = ResetFrame | StepFrame | StateRequest | RenderRequest | CloseFrame | McpFrame
 
 
 # Server -> client ------------------------------------------------------------------------------
@@ -159,6 +172,31 @@ class StateFrame:
 
 
 @dataclass(frozen=True)
+class RenderFrame:
+    """What ``render()`` returned: an RGB array, text (``ansi``), a list of them (``*_list``
+    modes), or ``None``. Arrays travel packed (:mod:`openenv_gym.protocol.arrays`): as raw bytes
+    on a connection that negotiated the binary subprotocol, inline in JSON otherwise."""
+
+    frame: Any
+
+    def _frame(self) -> dict[str, Any]:
+        return {"type": "render", "data": {"frame": self.frame}}
+
+    def serialize(self) -> str:
+        from . import arrays
+
+        return arrays.to_json(self._frame())
+
+    def serialize_binary(self) -> bytes:
+        from . import arrays
+
+        return arrays.pack(self._frame())
+
+    def __str__(self) -> str:
+        return f"render {type(self.frame).__name__}"
+
+
+@dataclass(frozen=True)
 class ErrorFrame:
     """An error answered to one request; the session stays open unless the server closes it."""
 
@@ -194,7 +232,7 @@ class ErrorFrame:
         return f"error {self.code}: {self.message}"
 
 
-ServerFrame = ObservationFrame | StateFrame | ErrorFrame | McpFrame
+ServerFrame = ObservationFrame | StateFrame | RenderFrame | ErrorFrame | McpFrame
 
 
 def parse_client_frame(message: str | bytes) -> ClientFrame:
@@ -218,6 +256,8 @@ def parse_client_frame(message: str | bytes) -> ClientFrame:
         return ResetFrame(data_object(frame, "reset"))
     if kind == "state":
         return StateRequest()
+    if kind == "render":
+        return RenderRequest()
     if kind == "close":
         return CloseFrame()
     if kind == "mcp":
@@ -233,6 +273,13 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
     Raises:
         ProtocolError: if the message is not a well-formed server frame.
     """
+    from . import arrays
+
+    if arrays.is_packed(message):  # a rendered frame, on a connection that negotiated binary
+        packed = arrays.unpack(message)  # type: ignore[arg-type]
+        if not isinstance(packed, dict) or packed.get("type") != "render" or not isinstance(packed.get("data"), dict):
+            raise invalid("a binary server frame must be a packed render frame")
+        return RenderFrame(packed["data"].get("frame"))
     frame = load_object(message)
     kind = frame.get("type")
     if kind == "observation":
@@ -251,6 +298,8 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
         return result
     if kind == "state":
         return StateFrame(data_object(frame, "state"))
+    if kind == "render":
+        return RenderFrame(arrays.from_json(message).get("data", {}).get("frame"))  # type: ignore[arg-type]
     if kind == "error":
         return ErrorFrame.from_data(data_object(frame, "error"))
     if kind == "mcp":

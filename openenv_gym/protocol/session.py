@@ -22,6 +22,8 @@ from .frames import (
     ErrorFrame,
     McpFrame,
     ObservationFrame,
+    RenderFrame,
+    RenderRequest,
     ResetFrame,
     ServerFrame,
     StateFrame,
@@ -125,6 +127,7 @@ class ClientSession(Generic[ReplyT]):
         MessageType.RESET: ObservationFrame,
         MessageType.STEP: ObservationFrame,
         MessageType.STATE: StateFrame,
+        MessageType.RENDER: RenderFrame,
         MessageType.MCP: McpFrame,
     }
 
@@ -197,6 +200,10 @@ class ClientSession(Generic[ReplyT]):
     def send_state(self) -> str:
         """Return the text of a state request and mark it as in flight."""
         return self.send(MessageType.STATE, StateRequest())
+
+    def send_render(self) -> str:
+        """Return the text of a render request and mark it as in flight."""
+        return self.send(MessageType.RENDER, RenderRequest())
 
     def send_mcp(self, request: dict[str, Any]) -> str:
         """Return the text of an ``mcp`` frame holding a JSON-RPC request, and mark it as in flight."""

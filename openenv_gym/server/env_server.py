@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import http
 import json
@@ -264,7 +265,7 @@ class EnvServer:
         assert connection.request is not None
         path, _, query = connection.request.path.partition("?")
         if path != BATCH_PATH:
-            return Session(connection, self.factory, send_tracebacks=self.send_tracebacks)
+            return Session(connection, self._session_factory(query), send_tracebacks=self.send_tracebacks)
         size, mode, backend = parse_batch_query(query, self.max_sessions)
         if wants_pickled_factories(query):
             check_pickles_allowed(self.accept_pickled_factories, self._token is not None)
@@ -283,6 +284,26 @@ class EnvServer:
 
         build.__name__ = f"{backend} vector env"
         return VectorSession(connection, build, size, mode, send_tracebacks=self.send_tracebacks)
+
+    def _session_factory(self, query: str) -> Callable[[], Environment[Any, Any, Any]]:
+        """The factory of a ``/ws`` session: the server's, or one making its env in the
+        ``render_mode`` the query asks for (a Gymnasium env renders in the mode it is made with)."""
+        import urllib.parse
+
+        render_mode = urllib.parse.parse_qs(query).get("render_mode", [None])[0]
+        if render_mode is None:
+            return self.factory
+        if not getattr(self.factory, "takes_render_mode", False):
+            raise ProtocolError(
+                ErrorCode.VALIDATION_ERROR.value, f"render_mode={render_mode}: this server's env renders nothing"
+            )
+        modes = ((self._description or {}).get("schema", {}).get("render") or {}).get("modes")
+        if modes is not None and render_mode not in modes:
+            raise ProtocolError(
+                ErrorCode.VALIDATION_ERROR.value, f"render_mode={render_mode} is not one of this env's {modes}"
+            )
+        make: Any = self.factory  # load_factory's Gymnasium factories take render_mode
+        return functools.update_wrapper(functools.partial(make, render_mode=render_mode), make)
 
     async def _handle_connection(self, connection: ServerConnection) -> None:
         try:

@@ -10,7 +10,7 @@ property. Our additions: ``truncated`` and ``info`` on the observation, and opti
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -106,6 +106,8 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
         tool_timeout_s: seconds a tool call may take unless the tool or the call says otherwise;
             an instance may set its own.
         max_tool_result_bytes: the largest text one tool call may return.
+        render_modes, render_fps: what :meth:`render` can give, as Gymnasium's
+            ``metadata["render_modes"]`` and ``["render_fps"]`` say; published in ``/schema``.
     """
 
     action_type: ClassVar[type[Action]] = Action
@@ -121,6 +123,8 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
     tools: ClassVar[Mapping[str, Tool]] = {}
     tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT
     max_tool_result_bytes: int = MAX_TOOL_RESULT_BYTES
+    render_modes: Sequence[str] = ()
+    render_fps: float | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -142,6 +146,14 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
 
     def close(self) -> None:
         """Release what the environment holds; called once when its session ends, however it ends."""
+
+    def render(self) -> Any:
+        """The frame of the session's render mode (an RGB array, text, a list of them, or None).
+
+        Raises:
+            NotImplementedError: the environment renders nothing (the default).
+        """
+        raise NotImplementedError(f"{type(self).__name__} renders nothing")
 
     def get_metadata(self) -> EnvironmentMetadata:
         """Describe the environment for ``GET /metadata``."""
@@ -202,6 +214,8 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
         }
         if self.tools:  # our extension: a client learns it may call tools without asking
             result["tools"] = [tool.describe() for tool in self.tools.values()]
+        if self.render_modes:  # our extension: what a session may ask with /ws?render_mode=
+            result["render"] = {"modes": list(self.render_modes), "fps": self.render_fps}
         if self.space_descriptions is not None:
             result["spaces"] = self.space_descriptions
         elif self.action_space is not None and self.observation_space is not None:

@@ -78,6 +78,10 @@ class GymEnvironment(Environment[Any, Any, State]):
             raise TypeError(f"expected a gymnasium.Env, got {type(self.env).__name__}")
         self.action_space = self.env.action_space
         self.observation_space = self.env.observation_space
+        modes = list(self.env.metadata.get("render_modes", []))
+        # gym.make serves "<mode>_list" for these by wrapping the env in RenderCollection.
+        self.render_modes = modes + [f"{mode}_list" for mode in ("rgb_array", "ansi") if mode in modes]
+        self.render_fps = self.env.metadata.get("render_fps")
         # Discrete actions are most of what arrives: (start, stop, dtype) for a fast path that
         # accepts exactly what the general decoder accepts as a plain in-range integer.
         space = self.action_space
@@ -139,6 +143,10 @@ class GymEnvironment(Environment[Any, Any, State]):
 
     def close(self) -> None:
         self.env.close()
+
+    def render(self) -> Any:
+        """The wrapped env's ``render()``, in the render mode it was made with."""
+        return self.env.render()
 
     def get_metadata(self) -> EnvironmentMetadata:
         spec = self.env.spec

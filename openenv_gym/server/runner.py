@@ -81,10 +81,12 @@ def load_factory(
     except gym.error.Error as exc:
         raise ValueError(f"{target!r} is neither 'module:attr' nor a registered Gymnasium id: {exc}") from exc
 
-    def factory() -> GymEnvironment:
-        return GymEnvironment(make_gym_env(env_id, max_episode_steps, **env_kwargs), blocking=False if inline else None)
+    def factory(render_mode: str | None = None) -> GymEnvironment:
+        kwargs = env_kwargs if render_mode is None else {**env_kwargs, "render_mode": render_mode}
+        return GymEnvironment(make_gym_env(env_id, max_episode_steps, **kwargs), blocking=False if inline else None)
 
     factory.__name__ = env_id
+    factory.takes_render_mode = True  # type: ignore[attr-defined]  # a session may ask /ws?render_mode=
     factory.SUPPORTS_CONCURRENT_SESSIONS = True  # type: ignore[attr-defined]
     factory.vector_backends = VectorBackends(env_id, max_episode_steps, env_kwargs)  # type: ignore[attr-defined]
     return factory

@@ -22,6 +22,8 @@ from ..protocol import (
     ErrorFrame,
     McpFrame,
     ObservationFrame,
+    RenderFrame,
+    RenderRequest,
     ResetFrame,
     ServerSession,
     SessionState,
@@ -30,6 +32,7 @@ from ..protocol import (
     StepFrame,
     jsonrpc,
 )
+from ..protocol.batch import BINARY_SUBPROTOCOL
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
 from .environment import Environment
 from .tools import ToolOutcome, run_tool
@@ -238,6 +241,13 @@ class Session:
                 return StateFrame(self.env.state_data()).serialize()
             except Exception as exc:
                 return _execution_error("state", exc, self.send_tracebacks).serialize()
+        if isinstance(request, RenderRequest):
+            try:
+                frame = RenderFrame(await self._call(self.env.render))
+                binary = self.connection.subprotocol == BINARY_SUBPROTOCOL  # frames as raw bytes
+                return frame.serialize_binary() if binary else frame.serialize()
+            except Exception as exc:
+                return _execution_error("render", exc, self.send_tracebacks).serialize()
         assert isinstance(request, CloseFrame)
         return None
 
