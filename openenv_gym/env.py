@@ -266,7 +266,7 @@ def _warn_render_not_served(render_mode: str, base_url: str) -> None:
         )
 
 
-def render_metadata(schema: dict[str, Any], render_mode: str | None, base_url: str) -> dict[str, Any] | None:
+def _render_metadata(schema: dict[str, Any], render_mode: str | None, base_url: str) -> dict[str, Any] | None:
     """``metadata`` for a remote env rendering in ``render_mode``: the server's render modes and
     fps from ``/schema["render"]``; ``None`` when the server publishes none (an OpenEnv server).
 
@@ -468,7 +468,7 @@ class RemoteEnv(gym.Env[Any, Any]):
 
     def _ask_render_mode(self, render_mode: str, open_timeout: float, token: str | None) -> None:
         schema = http_get_json(self.base_url, "/schema", timeout=open_timeout, token=token)
-        metadata = render_metadata(schema, render_mode, self.base_url)
+        metadata = _render_metadata(schema, render_mode, self.base_url)
         if metadata is None:
             _warn_render_not_served(render_mode, self.base_url)
             return
