@@ -549,19 +549,10 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         """Reset all sub-envs, or those ``options["reset_mask"]`` selects (as SyncVectorEnv does)."""
         self._check_open("reset")
         self._check_not_pending("reset")
+        seeds = self._seed_list(seed)
         if self._backend is not None:
             options = dict(options) if options is not None else None
-            return self._reset_vector(seed, options, self._reset_mask(options))
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, int):
-            seeds = [seed + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-        if len(seeds) != self.num_envs:
-            raise ValueError(
-                f"If seeds are passed as a list the length must match num_envs={self.num_envs} but got length={len(seeds)}."
-            )
+            return self._reset_vector(seeds, options, self._reset_mask(options))
         options = dict(options) if options is not None else None
         mask = self._reset_mask(options)
 
@@ -696,15 +687,13 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         """
         self._check_open("async_reset")
         self._check_not_pending("async_reset")
+        seeds = self._seed_list(seed)
 
         def reset_block(block: _Block) -> None:
             if isinstance(block.client, VectorClient):
-                block.client.begin_vector_reset(block_seed(seed, block.start, self.num_envs), options)
+                block.client.begin_vector_reset(block_seed(seeds, block.start), options)
             else:
-                seeds: list[int | None] | None = (
-                    None if seed is None else [seed + index for index in range(block.start, block.stop)]
-                )
-                block.client.begin_batch_reset(seeds, options)
+                block.client.begin_batch_reset(seeds[block.start : block.stop], options)
 
         self._begin_async(self._blocks, reset_block)
 
@@ -842,15 +831,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             return outcome
         block.last_observations = list(outcome.observations)
         observations = self._decode_observations(outcome.observations)
-        infos: dict[str, Any] = {}
-        collector = _InfoCollector(block.size)
-        for offset, info in enumerate(outcome.infos):
-            final = outcome.final.get(offset)
-            if final is not None:
-                final_obs = self._decode_observations([final["observation"]])[0]
-                infos = collector.add(infos, {"final_obs": final_obs, "final_info": final["info"]}, offset)
-            if info:
-                infos = collector.add(infos, info, offset)
+        infos = self._add_sub_env_infos(_InfoCollector(block.size).add, {}, outcome, 0)
         empty = create_empty_array(self.single_observation_space, block.size)
         assert empty is not None  # Gymnasium's annotation allows None; it raises for a space it cannot fill
         batch = concatenate(self.single_observation_space, observations, empty)
@@ -1014,10 +995,10 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
     # Vector backends ----------------------------------------------------------------------------
 
     def _reset_vector(
-        self, seed: int | list[int | None] | None, options: dict[str, Any] | None, mask: list[bool] | None
+        self, seed_list: list[int | None], options: dict[str, Any] | None, mask: list[bool] | None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset every block's vector env (those ``mask`` touches), all sent before any is read."""
-        seeds = {block.start: block_seed(seed, block.start, self.num_envs) for block in self._blocks}
+        seeds = {block.start: block_seed(seed_list, block.start) for block in self._blocks}
         selected = [block for block in self._blocks if mask is None or any(mask[block.start : block.stop])]
 
         def reset_block(block: _Block) -> None:
@@ -1110,6 +1091,17 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 self._pending.value,
             )
 
+    def _seed_list(self, seed: int | list[int | None] | None) -> list[int | None]:
+        """One seed per sub-env, as SyncVectorEnv reads ``reset(seed=...)``: ``s`` is ``[s, s + 1, ...]``."""
+        if seed is None:
+            return [None] * self.num_envs
+        seeds: list[int | None] = [seed + i for i in range(self.num_envs)] if isinstance(seed, int) else list(seed)
+        if len(seeds) != self.num_envs:
+            raise ValueError(
+                f"If seeds are passed as a list the length must match num_envs={self.num_envs} but got length={len(seeds)}."
+            )
+        return seeds
+
     def _reset_mask(self, options: dict[str, Any] | None) -> list[bool] | None:
         if options is None or "reset_mask" not in options:
             return None
@@ -1161,6 +1153,24 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
     def _copy_observations(self) -> Any:
         return np.copy(self._observations) if isinstance(self._observations, np.ndarray) else self._observations
 
+    def _add_sub_env_infos(
+        self,
+        add: Callable[[dict[str, Any], dict[str, Any], int], dict[str, Any]],
+        infos: dict[str, Any],
+        result: BatchResultFrame,
+        first: int,
+    ) -> dict[str, Any]:
+        """Add a batch session's per-sub-env infos (and SameStep's final ones) at ``first`` on, with
+        Gymnasium's ``_add_info`` for a batch of the right size."""
+        for offset, info in enumerate(result.infos):
+            final = result.final.get(offset)
+            if final is not None:
+                final_obs = self._decode_observations([final["observation"]])[0]
+                infos = add(infos, {"final_obs": final_obs, "final_info": final["info"]}, first + offset)
+            if info:  # adding an empty info changes nothing
+                infos = add(infos, info, first + offset)
+        return infos
+
     def _assemble_step(
         self, results: list[BatchResultFrame]
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -1177,14 +1187,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             truncations.extend(result.truncated)
             block.last_observations = list(result.observations)
             observations.extend(result.observations)  # decoded below, once for all blocks
-            for offset, info in enumerate(result.infos):
-                index = block.start + offset
-                final = result.final.get(offset)
-                if final is not None:
-                    final_obs = self._decode_observations([final["observation"]])[0]
-                    infos = self._add_info(infos, {"final_obs": final_obs, "final_info": final["info"]}, index)
-                if info:  # adding an empty info changes nothing
-                    infos = self._add_info(infos, info, index)
+            infos = self._add_sub_env_infos(self._add_info, infos, result, block.start)
         observations = self._decode_observations(observations)
         self._observations = concatenate(self.single_observation_space, observations, self._observations)
         return (

@@ -8,7 +8,6 @@ dtype as its backend made it; with one block, its results are the vector env's o
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any
 
@@ -21,7 +20,6 @@ _ALE_MODES = ("NextStep", "SameStep")
 
 __all__ = [
     "block_seed",
-    "failure_infos",
     "join_batches",
     "join_infos",
     "likely_one_vector_env",
@@ -96,7 +94,7 @@ def _join_values(present: list[tuple[int, int, Any, Any]], num_envs: int) -> np.
     return full
 
 
-def failure_infos(size: int, reason: str, key: str) -> dict[str, Any]:
+def _failure_infos(size: int, reason: str, key: str) -> dict[str, Any]:
     """The vector info of a block whose sub-envs were lost: ``key`` holds why, for each one."""
     reasons = np.empty(size, dtype=object)
     reasons[:] = [reason] * size
@@ -109,7 +107,7 @@ def lost_result(last: VectorResultFrame, reason: str, key: str) -> VectorResultF
     reward_dtype = last.rewards.dtype if last.rewards is not None else np.float64
     return VectorResultFrame(
         last.observations,
-        failure_infos(size, reason, key),
+        _failure_infos(size, reason, key),
         np.zeros(size, dtype=reward_dtype),
         np.zeros(size, dtype=np.bool_),
         np.ones(size, dtype=np.bool_),
@@ -124,25 +122,18 @@ def _batch_length(value: Any) -> int:
     return len(value)
 
 
-def block_seed(seed: int | list[int | None] | None, start: int, num_envs: int) -> int | None:
-    """The seed of the block whose first sub-env is ``start``: ``seed + start`` for an int seed,
-    so that one block is seeded exactly as ``gymnasium.make_vec(...).reset(seed=seed)``.
+def block_seed(seeds: list[int | None], start: int) -> int | None:
+    """The seed of the block whose first sub-env is ``start``, from the vector env's seeds per
+    sub-env: ``[s, s + 1, ...]`` (what ``reset(seed=s)`` means) seeds that block with ``s + start``,
+    so that one block is seeded exactly as ``gymnasium.make_vec(...).reset(seed=s)``.
 
     Raises:
-        ValueError: a list of seeds that is not ``[s, s + 1, ...]`` (or all ``None``): a vector
-            env takes one seed.
+        ValueError: seeds that are neither that nor all ``None``: a vector env takes one seed.
     """
-    if seed is None or isinstance(seed, int):
-        return None if seed is None else seed + start
-    seeds = list(seed)
-    if len(seeds) != num_envs:
-        raise ValueError(
-            f"If seeds are passed as a list the length must match num_envs={num_envs} but got length={len(seeds)}."
-        )
-    if all(item is None for item in seeds):
-        return None
     first = seeds[0]
-    if isinstance(first, int) and seeds == [first + index for index in range(num_envs)]:
+    if first is None and all(item is None for item in seeds):
+        return None
+    if isinstance(first, int) and seeds == [first + index for index in range(len(seeds))]:
         return first + start
     raise ValueError(
         "a server-side vector env takes one seed, not one per sub-env: pass reset(seed=s) (the block that "
@@ -166,10 +157,9 @@ def likely_one_vector_env(server: str | None, requested: str, mode: str) -> bool
         spec = gym.spec(server)
         if spec.vector_entry_point is None:
             return False
-        entry_point = spec.vector_entry_point
+        entry_point: Any = spec.vector_entry_point
         if isinstance(entry_point, str):
-            module, _, attr = entry_point.partition(":")
-            entry_point = getattr(importlib.import_module(module), attr)
+            entry_point = gym.envs.registration.load_env_creator(entry_point)
     except Exception:  # not registered here, or its module not importable: no guess
         return False
     if "autoreset_mode" in inspect.signature(entry_point).parameters:

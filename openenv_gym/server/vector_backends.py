@@ -8,7 +8,6 @@ behaves like one (EnvPool's, through :class:`_EnvPoolVector`), keeping its own a
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import inspect
 from typing import Any
@@ -23,13 +22,6 @@ from .gym_environment import _MICROSECOND_ENVS
 __all__ = ["VectorBackends", "VectorHost"]
 
 _ALE_ENTRY_POINT = "ale_py.env:AtariEnv"
-
-
-def _load(entry_point: Any) -> Any:
-    if not isinstance(entry_point, str):
-        return entry_point
-    module, _, attr = entry_point.partition(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 def _parameters(function: Any) -> dict[str, inspect.Parameter]:
@@ -118,7 +110,8 @@ class VectorBackends:
         if name == "gymnasium":
             if self.spec.vector_entry_point is None:
                 raise ValueError(f"{self.env_id} has no vector_entry_point")
-            return _load(self.spec.vector_entry_point)
+            entry_point = self.spec.vector_entry_point
+            return gym.envs.registration.load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
         if name == "ale":
             if self.spec.entry_point != _ALE_ENTRY_POINT:
                 raise ValueError(f"{self.env_id} is not an ALE game (its entry point is {self.spec.entry_point})")
