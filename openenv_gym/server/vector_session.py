@@ -45,19 +45,20 @@ class VectorSession(Session):
         self.size = size
         self.autoreset_mode = autoreset_mode
         self.protocol = ServerSession(parse_vector_client_frame, step_types=(VectorStepFrame,))
-        self.host: VectorHost | None = None
         self._binary = connection.subprotocol == BINARY_SUBPROTOCOL
         self._action_space: Any = None
 
-    def _blocking(self) -> bool:
-        return self.host.blocking if self.host is not None else True
+    @property
+    def host(self) -> VectorHost | None:
+        """The vector env, held as the session's env (which Session runs in its thread and closes)."""
+        return self.env  # type: ignore[return-value]
 
     async def _create(self) -> None:
         from gymnasium.vector.utils import batch_space
 
-        self.host = await self._call(self.factory, self.size, self.autoreset_mode)
-        self.env = self.host  # type: ignore[assignment]  # what Session.close() closes
-        self._action_space = batch_space(self.host.single_action_space, self.size)
+        host: VectorHost = await self._call(self.factory, self.size, self.autoreset_mode)
+        self.env = host  # type: ignore[assignment]
+        self._action_space = batch_space(host.single_action_space, self.size)
 
     async def handle(self, message: str | bytes) -> str | bytes | None:
         request = self.protocol.receive(message)
@@ -109,7 +110,3 @@ class VectorSession(Session):
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR.value, f"mask must hold {self.size} booleans, at least one true"
             )
-
-    async def close(self) -> bool:
-        self.host = None
-        return await super().close()
