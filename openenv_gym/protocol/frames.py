@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ProtocolError
+from . import arrays
 from ._json import data_object, dumps, elide, invalid, load_object
 from .codes import ErrorCode
 
@@ -183,13 +184,9 @@ class RenderFrame:
         return {"type": "render", "data": {"frame": self.frame}}
 
     def serialize(self) -> str:
-        from . import arrays
-
         return arrays.to_json(self._frame())
 
     def serialize_binary(self) -> bytes:
-        from . import arrays
-
         return arrays.pack(self._frame())
 
     def __str__(self) -> str:
@@ -273,8 +270,6 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
     Raises:
         ProtocolError: if the message is not a well-formed server frame.
     """
-    from . import arrays
-
     if arrays.is_packed(message):  # a rendered frame, on a connection that negotiated binary
         packed = arrays.unpack(message)  # type: ignore[arg-type]
         if not isinstance(packed, dict) or packed.get("type") != "render" or not isinstance(packed.get("data"), dict):
