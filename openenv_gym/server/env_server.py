@@ -25,6 +25,7 @@ from .batch_session import BatchSession
 from .environment import Environment
 from .pickled_factories import PickledBatchSession
 from .session import Session, factory_error
+from .web_page import is_web_path, web_response
 
 __all__ = ["EnvServer"]
 
@@ -222,6 +223,8 @@ class EnvServer:
             return _json_response(401, {"message": "this server needs its token: Authorization: Bearer <token>"})
         if path in ("/ws", BATCH_PATH):
             return None  # go on with the WebSocket handshake
+        if is_web_path(path):
+            return web_response(path, request.headers.get("Host"))
         if path in ("/schema", "/metadata"):
             try:
                 description = await self.describe()
