@@ -268,6 +268,9 @@ function drawPlots() {
 
 function describeAction(action) {
   if (action === null || action === undefined) return "–";
+  if (action && action.type === "call_tool" && typeof action.tool_name === "string") {
+    return `${action.tool_name} ${JSON.stringify(action.arguments || {}, jsonReplacer)}`;
+  }
   if (page.actionSpace && page.actionSpace.type !== "Dict" && action && typeof action === "object" && "action" in action && Object.keys(action).length === 1) {
     return JSON.stringify(action.action, jsonReplacer);
   }
@@ -296,6 +299,7 @@ function showRecord(record, live) {
   byId("last-terminated").classList.toggle("flag-on", Boolean(data.done));
   byId("last-truncated").classList.toggle("flag-on", Boolean(data.truncated));
   byId("last-action").textContent = record.event === "reset" ? "reset" : describeAction(record.action);
+  byId("last-action").title = byId("last-action").textContent;
   const observation = observationFromWire(page.observationSpace, data.observation);
   byId("observation").replaceChildren(valueNode(observation, page.observationSpace));
   byId("info").replaceChildren(treeNode(data.info || {}));
@@ -533,7 +537,11 @@ async function getJSON(path) {
   return body;
 }
 
+/** rgb_array, else ansi, among the modes offered; `?render_mode=` on the page's URL may pick. */
 function chooseRenderMode(modes) {
+  const asked = new URLSearchParams(window.location.search).get("render_mode");
+  if (asked === "none") return null;
+  if (asked && modes.includes(asked) && !asked.endsWith("_list") && asked !== "human") return asked;
   for (const mode of ["rgb_array", "ansi"]) if (modes.includes(mode)) return mode;
   return null;
 }
@@ -559,9 +567,9 @@ function describeEnvironment() {
   byId("render-fps").textContent = typeof render.fps === "number" ? String(render.fps) : "not published (runs at 10)";
   const limit = metadata.max_episode_steps ?? schema.max_episode_steps;
   byId("time-limit").textContent = typeof limit === "number" ? `${limit} steps` : "not published (truncated shows when one is hit)";
-  byId("frame-mode").textContent = page.renderMode ? `(${page.renderMode})` : "(the env renders nothing)";
+  byId("frame-mode").textContent = page.renderMode ? `(${page.renderMode})` : "";
+  byId("frame-panel").hidden = !page.renderMode;
   byId("run-fps").textContent = `run: ${page.fps} steps/s`;
-  byId("action-space-short").textContent = page.actionSpace ? page.actionSpace.type : "";
 }
 
 function buildActionForm() {
@@ -569,7 +577,7 @@ function buildActionForm() {
   if (!page.actionSpace) {
     form.replaceChildren(el("p", { class: "hint", text: page.tools.length ? "This env is driven by its tools (below)." : "No action space published: send raw JSON steps (below)." }));
     for (const id of ["step", "random-action", "fill-random", "random-steps", "run"]) byId(id).disabled = true;
-    byId("action-panel").classList.add("muted");
+    byId("action-panel").hidden = page.tools.length > 0; // the tools panel takes its place
     if (!page.tools.length) byId("raw-panel").open = true;
     return;
   }

@@ -155,13 +155,16 @@ function objectControl(schema, root, prefix = "") {
     const control = fieldControl(path, sub, required.has(name), root);
     const resolved = resolve(sub, root);
     const description = resolved.description || sub.description;
+    const mark = required.has(name) ? el("span", { class: "required", text: " *" }) : null;
+    const nested = control.node.tagName === "FIELDSET";
+    if (nested && mark) control.node.querySelector("legend").append(mark);
     return {
       name,
       control,
       node: el(
         "div",
         { class: "tool-field" },
-        el("label", { for: control.node.id, class: "tool-field-name" }, name, required.has(name) ? el("span", { class: "required", text: " *" }) : null),
+        nested ? null : el("label", { for: control.node.id, class: "tool-field-name" }, name, mark),
         control.node,
         description ? el("div", { class: "hint", text: description }) : null,
       ),

@@ -121,20 +121,27 @@ function arrayNode(array, dtype) {
   return summaryNode(array, dtype);
 }
 
-function textNode(text) {
-  return el("pre", { class: "text-value" }, text === "" ? el("span", { class: "hint", text: "(empty)" }) : text);
+function textNode(text, block) {
+  if (text === "") return el("span", { class: "hint", text: "(empty)" });
+  if (!block && text.length <= 80 && !text.includes("\n")) return el("span", { class: "text-value", text });
+  return el("pre", { class: "text-value" }, text);
 }
 
 /** A node showing `value` of `space` (a Gymnasium space's JSON, or null to go by the value). */
 export function valueNode(value, space = null) {
   const type = space && space.type;
   if (type === "Dict" && value && typeof value === "object" && !Array.isArray(value)) {
-    return treeNode(value, (key) => space.spaces[key] || null);
+    // The space's order (the wire's may differ), then any field the space does not name.
+    const ordered = {};
+    for (const key of Object.keys(space.spaces)) if (key in value) ordered[key] = value[key];
+    for (const [key, item] of Object.entries(value)) if (!(key in ordered)) ordered[key] = item;
+    return treeNode(ordered, (key) => space.spaces[key] || null);
   }
   if (type === "Tuple" && Array.isArray(value)) {
     return treeNode(Object.fromEntries(value.map((v, i) => [`[${i}]`, v])), (key) => space.spaces[Number(key.slice(1, -1))] || null);
   }
-  if (type === "Text" || typeof value === "string") return textNode(String(value));
+  if (type === "Text") return textNode(String(value), true);
+  if (typeof value === "string") return textNode(value, false);
   if (type === "Box" || type === "MultiDiscrete" || type === "MultiBinary") {
     const array = asArray(Array.isArray(value) || value instanceof NDArray ? value : [value], space.dtype || null);
     if (array) return arrayNode(array, space.dtype || null);
