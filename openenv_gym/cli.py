@@ -1,9 +1,10 @@
 """The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps``, ``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``;
-``mcp``: one env session's tools as a stdio MCP server."""
+``mcp``: one env session's tools as a stdio MCP server; ``web``: a server's web debug page."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
@@ -120,6 +121,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="step Gymnasium envs on the event loop, not in a thread per session (for cheap envs; "
         "Gymnasium's classic-control and toy-text envs are inline already)",
     )
+    serve.add_argument(
+        "--web",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve the web debug page at /web (default: on when bound to loopback, off beyond it)",
+    )
     serve.add_argument("--log-level", default="WARNING", help="logging level (default: WARNING)")
     # Used by the process provider: stop when the owner's pipe closes; report readiness on an fd.
     serve.add_argument("--exit-on-stdin-eof", action="store_true", help=argparse.SUPPRESS)
@@ -170,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_tasks_parser(commands)
     _add_mcp_parser(commands)
+    _add_web_parser(commands)
     return parser
 
 
@@ -403,6 +411,7 @@ def _serve(args: argparse.Namespace) -> int:
             ready_fd=args.ready_fd,
             target=args.target,
             accept_pickled_factories=args.accept_pickled_factories,
+            web=args.web,
         )
     except OSError as exc:
         where = args.unix_socket or f"{args.host}:{args.port}"
@@ -473,6 +482,54 @@ def _debug(args: argparse.Namespace) -> bool:
     return os.environ.get(_DEBUG_ENV_VAR, "") not in ("", "0") or getattr(args, "log_level", "").upper() == "DEBUG"
 
 
+def _add_web_parser(commands: Any) -> None:
+    web = commands.add_parser(
+        "web",
+        help="open an env server's web debug page, through a local forward when it is beyond loopback",
+        description="Open URL's web page (/web) in a browser. A server beyond this machine's loopback is "
+        "reached through a forward listening on 127.0.0.1 (kept open until Ctrl-C); such a server shows "
+        "its page only when started with --web. Over SSH, `ssh -L 8000:localhost:8000 HOST` is the "
+        "alternative.",
+    )
+    web.add_argument("url", help="the server's base URL, e.g. http://10.1.2.3:8000")
+    web.add_argument("--port", type=int, default=0, help="local port of the forward (default: a free one)")
+    web.add_argument(
+        "--token-env", default=None, metavar="VAR", help="log the browser in with the token held by variable VAR"
+    )
+    web.add_argument("--no-browser", action="store_true", help="print the page's address; open no browser")
+
+
+def _web(args: argparse.Namespace) -> int:
+    import webbrowser
+
+    from .client._http import http_get_json
+    from .client.port_forward import PortForward, needs_forward, page_url, serve_forward
+
+    token = None
+    if args.token_env is not None:
+        token = os.environ.get(args.token_env)
+        if not token:
+            print(f"openenv-gym web: --token-env {args.token_env}: that variable is not set", file=sys.stderr)
+            return 2
+    http_get_json(args.url, "/health", timeout=10.0)  # ServerConnectError says why when it is not there
+
+    def show(base_url: str, forwarded: bool) -> None:
+        how = f" (forwarded to {args.url}; Ctrl-C stops)" if forwarded else ""
+        login = f" (log in at {page_url(base_url)}?token=<${args.token_env}>)" if token else ""
+        print(f"web page: {page_url(base_url)}{how}{login}", flush=True)
+        if not args.no_browser:
+            webbrowser.open(page_url(base_url, token))
+
+    if not needs_forward(args.url):
+        show(args.url, forwarded=False)
+        return 0
+    try:
+        asyncio.run(serve_forward(PortForward.to(args.url, port=args.port), lambda url: show(url, forwarded=True)))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def _user_errors() -> tuple[type[BaseException], ...]:
     """The failures a command reports in one line: ours, and the Hub client's (if it was loaded)."""
     from .errors import OpenEnvGymError
@@ -496,6 +553,7 @@ _COMMANDS = {
     "push": _push,
     "tasks": _tasks,
     "mcp": _mcp,
+    "web": _web,
 }
 # Set to show the traceback of a failed command instead of its one-line error.
 _DEBUG_ENV_VAR = "OPENENV_GYM_DEBUG"

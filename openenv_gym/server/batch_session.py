@@ -46,7 +46,11 @@ class BatchSession(Session):
       travel in ``final``.
     * ``Disabled``: the client resets ended sub-envs with a masked ``batch_reset``; stepping one
       before that is refused.
+
+    ``steps`` and ``episodes`` count batch steps and batch resets.
     """
+
+    kind = "batch"
 
     def __init__(
         self,
@@ -102,11 +106,13 @@ class BatchSession(Session):
             if isinstance(request, BatchStepFrame):
                 actions = self._parse_actions(request)
                 result = await self._call(self._step_all, actions)
+                self.steps += 1
             else:
                 assert isinstance(request, BatchResetFrame)
                 mask = self._check_reset(request)
                 result = await self._call(self._reset_masked, request, mask)
                 self.protocol.reset_succeeded()
+                self.episodes += 1
         except _BatchRefused as refused:
             return refused.frame.serialize()
         except Exception as exc:

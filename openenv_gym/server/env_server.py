@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hmac
 import http
 import json
 import logging
@@ -25,9 +24,11 @@ from .batch_session import BatchSession
 from .environment import Environment
 from .pickled_factories import PickledBatchSession
 from .session import Session, factory_error
+from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing
+from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response
 from .web_page import is_web_path, web_response
 
-__all__ = ["EnvServer"]
+__all__ = ["EnvServer", "bearer_token_matches"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,12 +45,6 @@ CLOSE_AT_CAPACITY = 1013
 def _select_subprotocol(connection: ServerConnection, offered: Sequence[str]) -> str | None:
     """Accept the binary batch codec when offered; every client may also offer nothing (JSON)."""
     return BINARY_SUBPROTOCOL if BINARY_SUBPROTOCOL in offered else None
-
-
-def bearer_token_matches(header: str | None, token: str) -> bool:
-    """Whether an ``Authorization`` header presents ``token`` (compared in constant time)."""
-    scheme, _, presented = (header or "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), token.encode())
 
 
 def _json_response(status: int, body: Any) -> Response:
@@ -89,6 +84,9 @@ class EnvServer:
             client sends pickled (``/ws/batch?...&factories=pickled``, see
             :mod:`openenv_gym.protocol.pickled`). Unpickling runs the client's code, so this needs
             ``token``; without it, such sessions are refused.
+        web: serve the web debug page at ``/web``, its list of live sessions and watch mode.
+            Defaults to true on loopback only. With a token, a browser logs in once at
+            ``/web?token=<token>`` (see :mod:`openenv_gym.server.web_access`).
     """
 
     def __init__(
@@ -105,6 +103,7 @@ class EnvServer:
         send_tracebacks: bool | None = None,
         target: str | None = None,
         accept_pickled_factories: bool = False,
+        web: bool | None = None,
     ) -> None:
         if accept_pickled_factories and token is None:
             raise ValueError("accept_pickled_factories needs a token: unpickling runs whatever code a client sends")
@@ -129,6 +128,8 @@ class EnvServer:
         self.max_frame_bytes = max_frame_bytes
         local = is_loopback_host(host) or unix_socket is not None
         self.send_tracebacks = local if send_tracebacks is None else send_tracebacks
+        self.web = local if web is None else web
+        self.watchers: set[Watcher] = set()
         self.sessions: set[Session] = set()
         #: Whether an environment's close() overran its timeout (its thread may still be stuck).
         self.stuck = False
@@ -140,6 +141,11 @@ class EnvServer:
 
     def __repr__(self) -> str:
         return f"EnvServer({getattr(self.factory, '__name__', self.factory)!r}, {self.url})"
+
+    @property
+    def requires_token(self) -> bool:
+        """Whether every request but ``/health`` must present the server's token."""
+        return self._token is not None
 
     @property
     def url(self) -> str:
@@ -216,19 +222,33 @@ class EnvServer:
         return self._description
 
     async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
-        path = request.path.partition("?")[0]
+        path, _, query = request.path.partition("?")
         if path == "/health":  # open: health probes carry no secrets, and it tells none
             return _json_response(200, {"status": "healthy"})
-        if self._token is not None and not bearer_token_matches(request.headers.get("Authorization"), self._token):
+        refusal = browser_refusal(request, is_loopback_host(self.host) and self.unix_socket is None)
+        if refusal is not None:
+            return refusal
+        if path.startswith("/web") and not self.web:
+            return _json_response(
+                404, {"message": "the web page is off on this server (it is bound beyond loopback); serve --web"}
+            )
+        cookie = cookie_name(None if self.unix_socket is not None else self.port)
+        if self._token is not None and not has_token(request, self._token, cookie):
+            login = login_response(query, self._token, cookie) if path == "/web" else None
+            if login is not None:
+                return login
             return _json_response(401, {"message": "this server needs its token: Authorization: Bearer <token>"})
-        if path in ("/ws", BATCH_PATH):
+        if path in ("/ws", BATCH_PATH, WATCH_PATH):
             return None  # go on with the WebSocket handshake
-        if is_web_path(path):
+        if path == SESSIONS_PATH:
+            now = asyncio.get_running_loop().time()
+            return _json_response(200, {"sessions": [session_listing(s, now) for s in self.sessions]})
+        if is_web_path(path):  # the page's own files, after the routes under /web above
             return web_response(path, request.headers.get("Host"))
         if path in ("/schema", "/metadata"):
             try:
                 description = await self.describe()
-                if path == "/schema" and "vector_backend=" in request.path:
+                if path == "/schema" and "vector_backend=" in query:
                     return await self._schema_with_backend(description["schema"], request.path)
             except Exception as exc:
                 logger.exception("describing the environment failed")
@@ -268,7 +288,10 @@ class EnvServer:
         assert connection.request is not None
         path, _, query = connection.request.path.partition("?")
         if path != BATCH_PATH:
-            return Session(connection, self._session_factory(query), send_tracebacks=self.send_tracebacks)
+            factory, render_mode = self._session_factory(query)
+            session = Session(connection, factory, send_tracebacks=self.send_tracebacks)
+            session.render_mode = render_mode
+            return session
         size, mode, backend = parse_batch_query(query, self.max_sessions)
         if wants_pickled_factories(query):
             check_pickles_allowed(self.accept_pickled_factories, self._token is not None)
@@ -288,14 +311,15 @@ class EnvServer:
         build.__name__ = f"{backend} vector env"
         return VectorSession(connection, build, size, mode, send_tracebacks=self.send_tracebacks)
 
-    def _session_factory(self, query: str) -> Callable[[], Environment[Any, Any, Any]]:
-        """The factory of a ``/ws`` session: the server's, or one making its env in the
-        ``render_mode`` the query asks for (a Gymnasium env renders in the mode it is made with)."""
+    def _session_factory(self, query: str) -> tuple[Callable[[], Environment[Any, Any, Any]], str | None]:
+        """The factory of a ``/ws`` session and its render mode: the server's, or one making its
+        env in the ``render_mode`` the query asks for (a Gymnasium env renders in the mode it is
+        made with)."""
         import urllib.parse
 
         render_mode = urllib.parse.parse_qs(query).get("render_mode", [None])[0]
         if render_mode is None:
-            return self.factory
+            return self.factory, None
         if not getattr(self.factory, "takes_render_mode", False):
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR.value, f"render_mode={render_mode}: this server's env renders nothing"
@@ -306,15 +330,17 @@ class EnvServer:
                 ErrorCode.VALIDATION_ERROR.value, f"render_mode={render_mode} is not one of this env's {modes}"
             )
         make: Any = self.factory  # load_factory's Gymnasium factories take render_mode
-        return functools.update_wrapper(functools.partial(make, render_mode=render_mode), make)
+        return functools.update_wrapper(functools.partial(make, render_mode=render_mode), make), render_mode
 
     async def _handle_connection(self, connection: ServerConnection) -> None:
+        assert connection.request is not None
+        if connection.request.path.partition("?")[0] == WATCH_PATH:
+            await self._watch(connection)
+            return
         try:
             session = self._new_session(connection)
         except ProtocolError as exc:
-            await connection.send(ErrorFrame.from_exception(exc).serialize())
-            # A close reason may hold 123 bytes: cut the UTF-8, not the characters.
-            await connection.close(CLOSE_BAD_REQUEST, exc.message.encode()[:120].decode(errors="ignore"))
+            await self._refuse(connection, exc)
             return
         active = self.active_sessions
         if active + session.size > self.max_sessions:
@@ -337,9 +363,37 @@ class EnvServer:
         finally:
             # The slot stays taken until the environment is closed, so an environment that
             # allows one session never has two instances alive.
+            session.end_watches("the session closed")
             if not await session.close():
                 self.stuck = True
             self.sessions.discard(session)
+
+    async def _refuse(self, connection: ServerConnection, exc: ProtocolError) -> None:
+        await connection.send(ErrorFrame.from_exception(exc).serialize())
+        # A close reason may hold 123 bytes: cut the UTF-8, not the characters.
+        await connection.close(CLOSE_BAD_REQUEST, exc.message.encode()[:120].decode(errors="ignore"))
+
+    async def _watch(self, connection: ServerConnection) -> None:
+        """Serve ``/web/watch?session=ID``: a read-only view of a live plain session."""
+        assert connection.request is not None
+        try:
+            session_id, fps = parse_watch_query(connection.request.path.partition("?")[2])
+            session = next((s for s in self.sessions if s.id == session_id), None)
+            if session is None or session.kind != "plain" or session.env is None:
+                raise ValueError(f"no plain session {session_id} is live here (see /web/sessions)")
+            if len(self.watchers) >= MAX_WATCHERS:
+                raise ValueError(f"{MAX_WATCHERS} watch connections are open already")
+        except ValueError as exc:
+            await self._refuse(connection, ProtocolError(ErrorCode.VALIDATION_ERROR.value, str(exc)))
+            return
+        watcher = Watcher(connection, session, fps)
+        self.watchers.add(watcher)
+        session.watchers.add(watcher)
+        try:
+            await watcher.run(session_listing(session, asyncio.get_running_loop().time()))
+        finally:
+            session.watchers.discard(watcher)
+            self.watchers.discard(watcher)
 
     async def _reap_idle_sessions(self) -> None:
         assert self.idle_timeout is not None

@@ -140,6 +140,9 @@ async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | Non
     await server.start()
     line = f"{READY_PREFIX}{server.url} (WebSocket {server.url.replace('http', 'ws', 1)}/ws)\n"
     sys.stdout.write(line)
+    if server.web and server.unix_socket is None:
+        login = " (log in once at /web?token=<token>)" if server.requires_token else ""
+        sys.stdout.write(f"web page: {server.url}/web{login}\n")
     sys.stdout.flush()
     if ready_fd is not None:
         os.write(ready_fd, line.encode())
@@ -188,6 +191,7 @@ def run(
     ready_fd: int | None = None,
     target: str | None = None,
     accept_pickled_factories: bool = False,
+    web: bool | None = None,
 ) -> int:
     """Serve ``factory`` until SIGINT or SIGTERM (or EOF on stdin when asked), then close every session.
 
@@ -195,7 +199,8 @@ def run(
     starting with :data:`~openenv_gym.protocol.startup.READY_PREFIX` and its URL to stdout, and to ``ready_fd`` (then closed)
     when one is given. If that environment cannot be made, it says why on stderr (and on
     ``ready_fd``, after :data:`~openenv_gym.protocol.startup.FAILED_PREFIX`, as JSON) and returns 1 without listening.
-    ``accept_pickled_factories`` (which needs ``token``) is :class:`EnvServer`'s.
+    ``accept_pickled_factories`` (which needs ``token``) and ``web`` are :class:`EnvServer`'s; the
+    web page's address is printed on the line after the ready line.
 
     Returns:
         The exit status: 0 after a normal stop, 1 when the environment could not be made.
@@ -211,5 +216,6 @@ def run(
         max_frame_bytes=max_frame_bytes,
         target=target,
         accept_pickled_factories=accept_pickled_factories,
+        web=web,
     )
     return asyncio.run(_serve(server, exit_on_stdin_eof, ready_fd))

@@ -7,9 +7,10 @@ import concurrent.futures
 import functools
 import inspect
 import logging
+import secrets
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 from websockets.asyncio.server import ServerConnection
@@ -36,6 +37,9 @@ from ..protocol.batch import BINARY_SUBPROTOCOL
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
 from .environment import Environment
 from .tools import ToolOutcome, run_tool
+
+if TYPE_CHECKING:
+    from .watch import Watcher
 
 __all__ = ["Session", "factory_error"]
 
@@ -80,8 +84,12 @@ class Session:
     """Serve one connection: create the environment, answer frames in order, always close it.
 
     The environment runs in the session's own worker thread when it is ``blocking``, otherwise on
-    the event loop. ``busy`` and ``last_active`` let the server reap idle sessions.
+    the event loop. ``busy`` and ``last_active`` let the server reap idle sessions; ``id``, the
+    counts and ``watchers`` serve the web page's list of sessions and its watch mode.
     """
+
+    #: What ``/web/sessions`` calls this kind of session.
+    kind = "plain"
 
     def __init__(
         self,
@@ -98,6 +106,15 @@ class Session:
         self.busy = False
         self.last_active = asyncio.get_running_loop().time()
         self.size = 1  # environments this session holds, for the server's capacity count
+        self.id = secrets.token_hex(6)
+        self.started = self.last_active
+        self.steps = 0
+        self.episodes = 0
+        #: The render mode the session's env was made with (``/ws?render_mode=``), if any.
+        self.render_mode: str | None = None
+        request = connection.request
+        self.from_browser = request is not None and request.headers.get("Origin") is not None
+        self.watchers: set[Watcher] = set()
         self._executor = self._new_executor()
         # Tool calls that overran their limit: their threads may still be running.
         self._abandoned: list[asyncio.Future[Any]] = []
@@ -211,7 +228,9 @@ class Session:
             except ProtocolError as exc:
                 return ErrorFrame.from_exception(exc).serialize()
             if tool_request is not None:
-                return (await self._tool_frame(tool_request)).serialize()
+                reply = (await self._tool_frame(tool_request)).serialize()
+                self._observed("step", request.action, reply)
+                return reply
             try:
                 action = self.env.parse_action(request.action)
             except pydantic.ValidationError as exc:
@@ -224,9 +243,11 @@ class Session:
                 return ErrorFrame(ErrorCode.VALIDATION_ERROR, f"invalid action: {exc}").serialize()
             try:
                 observation = await self._call(self.env.step, action)
-                return self.env.observation_frame(observation).serialize()
+                reply = self.env.observation_frame(observation).serialize()
             except Exception as exc:
                 return _execution_error("step", exc, self.send_tracebacks).serialize()
+            self._observed("step", request.action, reply)
+            return reply
         if isinstance(request, ResetFrame):
             try:
                 kwargs = _accepted_kwargs(self.env.reset, request.kwargs)
@@ -235,6 +256,7 @@ class Session:
             except Exception as exc:
                 return _execution_error("reset", exc, self.send_tracebacks).serialize()
             self.protocol.reset_succeeded()
+            self._observed("reset", None, reply)
             return reply
         if isinstance(request, StateRequest):
             try:
@@ -250,6 +272,32 @@ class Session:
                 return _execution_error("render", exc, self.send_tracebacks).serialize()
         assert isinstance(request, CloseFrame)
         return None
+
+    def _observed(self, event: str, action: Any, reply: str) -> None:
+        """Count a transition and hand it to whoever watches (nothing else when nobody does)."""
+        if event == "reset":
+            self.episodes += 1
+        else:
+            self.steps += 1
+        for watcher in self.watchers:
+            watcher.offer(event, self.steps, action, reply)
+
+    async def render_for_watcher(self) -> RenderFrame | None:
+        """The env's frame for a watcher, rendered in the session's worker thread (between steps)."""
+        env = self.env
+        if env is None:
+            return None
+        try:
+            frame = await self._call(env.render)
+        except Exception:
+            logger.debug("render() for a watcher failed", exc_info=True)
+            return None
+        return None if frame is None else RenderFrame(frame)
+
+    def end_watches(self, reason: str) -> None:
+        """Tell every watcher the session is closing."""
+        for watcher in self.watchers:
+            watcher.end(reason)
 
     async def close(self) -> bool:
         """Close the environment (once, with a timeout) and release the worker thread.

@@ -32,6 +32,8 @@ class VectorSession(Session):
     space, so a bad one is a ``VALIDATION_ERROR`` that leaves the session usable.
     """
 
+    kind = "vector"
+
     def __init__(
         self,
         connection: ServerConnection,
@@ -74,12 +76,14 @@ class VectorSession(Session):
                 result = VectorResultFrame(
                     observations, infos, np.asarray(rewards), np.asarray(terminated), np.asarray(truncated)
                 )
+                self.steps += 1
             else:
                 assert isinstance(request, VectorResetFrame)
                 self._check_mask(request.mask)
                 observations, infos = await self._call(self.host.reset, request.seed, request.options, request.mask)
                 result = VectorResultFrame(observations, infos)
                 self.protocol.reset_succeeded()
+                self.episodes += 1
         except ProtocolError as exc:
             return ErrorFrame.from_exception(exc).serialize()
         except Exception as exc:

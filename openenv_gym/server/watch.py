@@ -1,0 +1,160 @@
+"""Watch mode: a read-only view of a live session, for the web page (``/web/watch?session=ID``).
+
+A session that nobody watches pays one empty-set loop per frame. A watched session hands each
+transition to its :class:`Watcher` by reference (the reply text it already sent its own client);
+the watcher keeps only the latest and sends it at most ``fps`` times a second, so a trainer's
+session is never slowed by a slow browser: transitions in between are dropped and counted.
+When the session renders ``rgb_array`` or ``ansi`` (modes whose ``render()`` only reads the
+state), the watcher asks for a frame after each transition it sends, through the session's own
+worker thread, so it never runs beside a step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from ..protocol import ErrorCode, ErrorFrame
+from ..protocol.batch import BINARY_SUBPROTOCOL
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["DEFAULT_WATCH_FPS", "MAX_WATCHERS", "WATCH_PATH", "Watcher", "parse_watch_query", "session_listing"]
+
+logger = logging.getLogger(__name__)
+
+WATCH_PATH = "/web/watch"
+SESSIONS_PATH = "/web/sessions"
+DEFAULT_WATCH_FPS = 10.0
+MAX_WATCH_FPS = 30.0
+#: Watch connections a server holds at once (they take no session slot, so they have their own cap).
+MAX_WATCHERS = 16
+SEND_TIMEOUT = 10.0
+# render() of these modes reads the state and changes nothing; "*_list" modes would take frames
+# from the session's own client.
+_WATCHABLE_RENDER_MODES = ("rgb_array", "ansi")
+
+
+def parse_watch_query(query: str) -> tuple[str, float]:
+    """The session id and the frame rate a watch URL's query asks for.
+
+    Raises:
+        ValueError: no ``session``, or an ``fps`` that is not a positive number.
+    """
+    params = urllib.parse.parse_qs(query)
+    session_id = params.get("session", [""])[0]
+    if not session_id:
+        raise ValueError("/web/watch needs ?session=ID (the ids are listed at /web/sessions)")
+    text = params.get("fps", [str(DEFAULT_WATCH_FPS)])[0]
+    try:
+        fps = float(text)
+    except ValueError:
+        raise ValueError(f"fps={text!r} is not a number") from None
+    if not fps > 0:
+        raise ValueError(f"fps must be positive, got {text}")
+    return session_id, min(fps, MAX_WATCH_FPS)
+
+
+def session_listing(session: Session, now: float) -> dict[str, Any]:
+    """One entry of ``GET /web/sessions``."""
+    return {
+        "id": session.id,
+        "kind": session.kind,
+        "size": session.size,
+        "steps": session.steps,
+        "episodes": session.episodes,
+        "age_s": round(now - session.started, 3),
+        "idle_s": round(now - session.last_active, 3),
+        "render_mode": session.render_mode,
+        "watchers": len(session.watchers),
+        "web": session.from_browser,
+        "watchable": session.kind == "plain",
+    }
+
+
+def _step_text(event: str, index: int, skipped: int, action: Any, reply: str) -> str:
+    # The reply is spliced in as the text the session already sent: it is never parsed again.
+    head = json.dumps({"event": event, "index": index, "skipped": skipped, "action": action})
+    return f'{{"type":"watch_step","data":{head[:-1]},"reply":{reply}}}}}'
+
+
+class Watcher:
+    """One watch connection on one session: sends the latest transition, throttled; acts on nothing."""
+
+    def __init__(self, connection: ServerConnection, session: Session, fps: float) -> None:
+        self.connection = connection
+        self.session = session
+        self.interval = 1.0 / fps
+        self._latest: tuple[str, int, Any, str] | None = None
+        self._skipped = 0
+        self._ended: str | None = None
+        self._wake = asyncio.Event()
+
+    def offer(self, event: str, index: int, action: Any, reply: str) -> None:
+        """Take a transition of the watched session (called on the event loop, never blocks)."""
+        if self._latest is not None:
+            self._skipped += 1
+        self._latest = (event, index, action, reply)
+        self._wake.set()
+
+    def end(self, reason: str) -> None:
+        """The watched session is closing: send what is left, then ``watch_end``."""
+        self._ended = reason
+        self._wake.set()
+
+    async def run(self, hello: dict[str, Any]) -> None:
+        """Serve the watch connection until the session ends or the page leaves."""
+        await self._send(json.dumps({"type": "watch_hello", "data": {"session": hello}}))
+        tasks = {asyncio.ensure_future(self._send_transitions()), asyncio.ensure_future(self._refuse_everything())}
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if not task.cancelled() and isinstance(task.exception(), (ConnectionClosed, TimeoutError)):
+                    logger.info("a watch connection ended: %s", task.exception())
+                elif not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _send(self, message: str | bytes) -> None:
+        # A page that stops reading must not hold its watcher (and the session's frames) forever.
+        await asyncio.wait_for(self.connection.send(message), SEND_TIMEOUT)
+
+    async def _send_transitions(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._latest is not None:
+                (event, index, action, reply), self._latest = self._latest, None
+                skipped, self._skipped = self._skipped, 0
+                await self._send(_step_text(event, index, skipped, action, reply))
+                await self._send_frame()
+            if self._ended is not None:
+                await self._send(json.dumps({"type": "watch_end", "data": {"reason": self._ended}}))
+                await self.connection.close()
+                return
+            await asyncio.sleep(self.interval)
+
+    async def _send_frame(self) -> None:
+        if self.session.render_mode not in _WATCHABLE_RENDER_MODES or self._ended is not None:
+            return
+        frame = await self.session.render_for_watcher()
+        if frame is None:
+            return
+        binary = self.connection.subprotocol == BINARY_SUBPROTOCOL
+        await self._send(frame.serialize_binary() if binary else frame.serialize())
+
+    async def _refuse_everything(self) -> None:
+        """Whatever the page sends is answered with ``READ_ONLY``; nothing reaches the session."""
+        refusal = ErrorFrame(ErrorCode.READ_ONLY, "a watch connection is read-only: it cannot step or reset")
+        async for _ in self.connection:
+            await self._send(refusal.serialize())

@@ -1,0 +1,173 @@
+"""Watch mode: the list of live sessions, and a read-only, throttled view of one of them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from openenv_gym.client import http_get_json
+from openenv_gym.client.batch_client import BatchClient
+from openenv_gym.client.sync_client import EnvClient
+from openenv_gym.protocol import RenderFrame, parse_server_frame
+from openenv_gym.protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
+from openenv_gym.server.runner import load_factory
+from openenv_gym.server.watch import parse_watch_query
+from tests.utils import running_server, wait_until
+
+
+@pytest.fixture(scope="module")
+def cartpole():
+    with running_server(load_factory("CartPole-v1")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def frozen_lake():
+    with running_server(load_factory("FrozenLake-v1")) as server:
+        yield server
+
+
+def _watch_url(server, session_id: str, fps: float = 30.0) -> str:
+    return f"ws://127.0.0.1:{server.port}/web/watch?session={session_id}&fps={fps:g}"
+
+
+def _listing(server) -> list[dict]:
+    return http_get_json(server.url, "/web/sessions")["sessions"]
+
+
+def _only_session(server) -> dict:
+    assert wait_until(lambda: len(_listing(server)) == 1, timeout=10)
+    return _listing(server)[0]
+
+
+def test_the_list_shows_live_sessions_with_their_counts(cartpole):
+    with EnvClient(cartpole.url) as client:
+        client.reset(seed=0)
+        for _ in range(3):
+            client.step({"action": 0})
+        entry = _only_session(cartpole)
+        assert entry["kind"] == "plain" and entry["watchable"] and not entry["web"]
+        assert (entry["steps"], entry["episodes"], entry["size"], entry["watchers"]) == (3, 1, 1, 0)
+        assert entry["render_mode"] is None and entry["age_s"] >= entry["idle_s"] >= 0
+    assert wait_until(lambda: _listing(cartpole) == [], timeout=10)
+    batch = BatchClient(cartpole.url, envs=3, autoreset_mode=AutoresetMode.NEXT_STEP).connect()
+    try:
+        batch.reset_batch(seeds=[0, 1, 2])
+        entry = _only_session(cartpole)
+        assert (entry["kind"], entry["size"], entry["episodes"], entry["watchable"]) == ("batch", 3, 1, False)
+        with connect(_watch_url(cartpole, entry["id"]), open_timeout=10) as page:
+            refusal = json.loads(page.recv(timeout=10))
+        assert refusal["data"]["code"] == "VALIDATION_ERROR" and "no plain session" in refusal["data"]["message"]
+    finally:
+        batch.close()
+
+
+def test_a_watcher_follows_the_session_and_gets_the_latest_transition(cartpole):
+    with EnvClient(cartpole.url) as client:
+        client.reset(seed=1)
+        session_id = _only_session(cartpole)["id"]
+        with connect(_watch_url(cartpole, session_id, fps=5), open_timeout=10) as page:
+            hello = json.loads(page.recv(timeout=10))
+            assert hello["type"] == "watch_hello" and hello["data"]["session"]["id"] == session_id
+            assert wait_until(lambda: _listing(cartpole)[0]["watchers"] == 1, timeout=10)
+            sent = [client.step({"action": step % 2}) for step in range(40)]  # faster than 5 per second
+            events = []
+            while not events or events[-1]["index"] < 40:
+                message = json.loads(page.recv(timeout=10))
+                assert message["type"] == "watch_step"
+                events.append(message["data"])
+        # Throttled: fewer messages than steps, none lost without being counted, the last one kept.
+        assert len(events) < 40
+        assert sum(1 + event["skipped"] for event in events) == 40
+        last = events[-1]
+        assert last["event"] == "step" and last["action"] == {"action": 39 % 2}
+        reply = parse_server_frame(json.dumps(last["reply"]))
+        np.testing.assert_allclose(reply.observation["observation"], sent[-1].observation["observation"])
+        assert reply.reward == sent[-1].reward
+
+
+def test_a_watch_connection_is_read_only(cartpole):
+    with EnvClient(cartpole.url) as client:
+        client.reset(seed=2)
+        session_id = _only_session(cartpole)["id"]
+        with connect(_watch_url(cartpole, session_id), open_timeout=10) as page:
+            assert json.loads(page.recv(timeout=10))["type"] == "watch_hello"
+            for frame in ('{"type":"step","data":{"action":1}}', '{"type":"reset","data":{}}', "nonsense"):
+                page.send(frame)
+                refusal = json.loads(page.recv(timeout=10))
+                assert refusal["type"] == "error" and refusal["data"]["code"] == "READ_ONLY"
+        entry = _only_session(cartpole)
+        assert (entry["steps"], entry["episodes"]) == (0, 1)
+        assert client.step({"action": 1}).done is False  # its own client goes on as before
+
+
+def test_the_watcher_is_told_when_the_session_ends(cartpole):
+    client = EnvClient(cartpole.url).connect()
+    client.reset(seed=3)
+    session_id = _only_session(cartpole)["id"]
+    with connect(_watch_url(cartpole, session_id), open_timeout=10) as page:
+        assert json.loads(page.recv(timeout=10))["type"] == "watch_hello"
+        client.close()
+        end = json.loads(page.recv(timeout=10))
+        assert end == {"type": "watch_end", "data": {"reason": "the session closed"}}
+    assert wait_until(lambda: cartpole.watchers == set(), timeout=10)
+
+
+def test_a_rendering_session_s_frames_reach_the_watcher(frozen_lake):
+    client = EnvClient(frozen_lake.url)
+    client.ask_render_mode("ansi")
+    with client.connect():
+        client.reset(seed=0)
+        entry = _only_session(frozen_lake)
+        assert entry["render_mode"] == "ansi"
+        with connect(_watch_url(frozen_lake, entry["id"]), open_timeout=10) as page:
+            assert json.loads(page.recv(timeout=10))["type"] == "watch_hello"
+            client.step({"action": 2})
+            assert json.loads(page.recv(timeout=10))["type"] == "watch_step"
+            frame = parse_server_frame(page.recv(timeout=10))
+            assert isinstance(frame, RenderFrame) and frame.frame == client.render()
+
+
+def test_rgb_frames_are_binary_when_the_page_asks():
+    """A watcher that offers the binary subprotocol gets rendered RGB frames packed, as a client does."""
+    import ale_py  # noqa: F401  (registers ALE/ for the factory)
+
+    with running_server(load_factory("ALE/Pong-v5")) as server:
+        client = EnvClient(server.url)
+        client.ask_render_mode("rgb_array")
+        with client.connect():
+            client.reset(seed=0)
+            session_id = _only_session(server)["id"]
+            with connect(_watch_url(server, session_id), subprotocols=[BINARY_SUBPROTOCOL], open_timeout=10) as page:
+                assert json.loads(page.recv(timeout=10))["type"] == "watch_hello"
+                client.step({"action": 0})
+                assert json.loads(page.recv(timeout=10))["type"] == "watch_step"
+                message = page.recv(timeout=10)
+                assert isinstance(message, bytes)
+                frame = parse_server_frame(message)
+                assert isinstance(frame, RenderFrame)
+                np.testing.assert_array_equal(frame.frame, client.render())
+
+
+def test_watch_queries_are_checked():
+    assert parse_watch_query("session=abc") == ("abc", 10.0)
+    assert parse_watch_query("session=abc&fps=1000") == ("abc", 30.0)
+    for query, message in [
+        ("", r"needs \?session="),
+        ("session=a&fps=x", "not a number"),
+        ("session=a&fps=0", "positive"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            parse_watch_query(query)
+
+
+def test_an_unknown_session_is_refused(cartpole):
+    with connect(_watch_url(cartpole, "nope"), open_timeout=10) as page:
+        refusal = json.loads(page.recv(timeout=10))
+        assert refusal["data"]["code"] == "VALIDATION_ERROR"
+        with pytest.raises(ConnectionClosed):  # and the server closes the connection
+            page.recv(timeout=10)
