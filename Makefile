@@ -2,7 +2,8 @@
 #   make demo   trains SB3 PPO on 16 remote CartPole sub-envs and reports return and steps/s
 #   make lint   ruff (lint and format) and mypy, as configured in pyproject.toml
 #   make test   lint, then the whole test suite (what CI runs): it starts a Docker Engine when
-#               none answers and builds the env images offline first (kept in Docker's cache)
+#               none answers and builds the env images offline first (kept in Docker's cache),
+#               and installs Debian's chromium and chromium-driver for the web page's tests
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -31,6 +32,9 @@ test: $(VENV)/.installed lint
 	@if bash scripts/docker-engine.sh; then $(MAKE) --no-print-directory images; \
 	elif [ -n "$$CI" ]; then echo "make test: CI runs the Docker tests, and no engine could be started" >&2; exit 1; \
 	else echo "make test: no Docker Engine: the Docker tests will be skipped" >&2; fi
+	@if ! bash scripts/browser.sh; then \
+		if [ -n "$$CI" ]; then echo "make test: CI runs the browser tests, and Chromium could not be installed" >&2; exit 1; \
+		else echo "make test: no Chromium: the web page's browser tests will be skipped" >&2; fi; fi
 	$(BIN)/python -m pytest
 
 # The images the Docker tests use; each is rebuilt only when openenv-gym's code changed.

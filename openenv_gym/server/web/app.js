@@ -98,6 +98,7 @@ const page = {
   cursor: null, // an index into history.records while scrubbing; null follows the live step
   nextId: 0,
   shownFrame: null, // the id of the record whose frame the canvas shows
+  episodeStart: null, // watch mode: the watched session's step count at its last reset
 };
 window.openenvGymPage = page;
 
@@ -135,7 +136,7 @@ class PageError extends Error {}
 // The episode's transitions -----------------------------------------------------------------
 
 /** Take in one transition (ours or a watched session's) and show it. */
-function takeTransition({ event, action, data, frame, seed = null, options = null, skipped = 0 }) {
+function takeTransition({ event, action, data, frame, seed = null, options = null, skipped = 0, step = null }) {
   const info = data.info && typeof data.info === "object" ? data.info : {};
   if (event === "reset") {
     closeEpisode();
@@ -143,7 +144,7 @@ function takeTransition({ event, action, data, frame, seed = null, options = nul
     page.episode.started = true;
   } else {
     const reward = typeof data.reward === "number" ? data.reward : Number(data.reward) || 0;
-    page.episode.step += 1 + skipped;
+    page.episode.step = step === null ? page.episode.step + 1 + skipped : step;
     page.episode.return += reward;
     page.episode.rewards.push(reward);
     page.episode.returns.push(page.episode.return);
@@ -563,7 +564,8 @@ function describeEnvironment() {
   byId("env-description").textContent = metadata.description || "";
   byId("action-space").textContent = page.actionSpace ? describeSpace(page.actionSpace) : page.tools.length ? "tool calls" : "none published (raw JSON steps)";
   byId("observation-space").textContent = describeSpace(page.observationSpace);
-  byId("render-modes").textContent = modes.length ? `${modes.join(", ")}${page.renderMode ? ` (this page: ${page.renderMode})` : ""}` : "none";
+  const mine = page.renderMode && !watchedSession() ? ` (this page: ${page.renderMode})` : "";
+  byId("render-modes").textContent = modes.length ? `${modes.join(", ")}${mine}` : "none";
   byId("render-fps").textContent = typeof render.fps === "number" ? String(render.fps) : "not published (runs at 10)";
   const limit = metadata.max_episode_steps ?? schema.max_episode_steps;
   byId("time-limit").textContent = typeof limit === "number" ? `${limit} steps` : "not published (truncated shows when one is hit)";
@@ -714,11 +716,24 @@ function watch(id) {
       if (frame.type === "watch_hello") {
         const session = data.session || {};
         byId("watch-text").textContent = `watching session ${id} (read-only) · ${session.kind || "plain"}${session.render_mode ? ` · renders ${session.render_mode}` : ""}`;
+        byId("frame-panel").hidden = !session.render_mode;
+        byId("frame-mode").textContent = session.render_mode ? `(${session.render_mode})` : "";
+        page.totalSteps = Number(session.steps) || 0;
+        page.episode = newEpisode(Number(session.episodes) || 0, null); // the episode it is in
+        refresh();
       } else if (frame.type === "watch_step") {
+        // `index` is the session's count of steps so far: the page's counts follow it, whatever
+        // was skipped (transitions come sampled, at most a few a second).
         const reply = data.reply && data.reply.type === "observation" ? data.reply.data || {} : {};
-        takeTransition({ event: data.event === "reset" ? "reset" : "step", action: data.action ?? null, data: reply, frame: null, skipped: Number(data.skipped) || 0 });
+        const event = data.event === "reset" ? "reset" : "step";
+        const index = Number(data.index) || 0;
+        const skipped = event === "step" ? Math.max(0, index - page.totalSteps - 1) : 0;
+        const step = event === "step" && page.episodeStart !== null ? index - page.episodeStart : null;
+        if (event === "reset") page.episodeStart = index;
+        takeTransition({ event, action: data.action ?? null, data: reply, frame: null, skipped, step });
+        page.totalSteps = index;
+        setCounter("total-steps", index);
         awaitingFrame = page.history.records[page.history.records.length - 1];
-        if (typeof data.index === "number" && data.event !== "reset") setCounter("total-steps", data.index);
       } else if (frame.type === "render") {
         const record = awaitingFrame;
         awaitingFrame = null;
@@ -789,6 +804,11 @@ function wireSessionsPanel() {
 
 // Start -------------------------------------------------------------------------------------
 
+/** The session id of `?watch=` on the page's URL (watch mode), or null. */
+function watchedSession() {
+  return new URLSearchParams(window.location.search).get("watch");
+}
+
 async function main() {
   wireControls();
   wireSessionsPanel();
@@ -801,7 +821,7 @@ async function main() {
     return;
   }
   describeEnvironment();
-  const watched = new URLSearchParams(window.location.search).get("watch");
+  const watched = watchedSession();
   if (watched) {
     watch(watched);
     document.body.dataset.ready = "true";

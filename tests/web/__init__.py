@@ -1,0 +1,1 @@
+"""Tests of the web debug page in a real browser."""

@@ -1,0 +1,361 @@
+"""The web debug page in headless Chromium: its own session, forms, frames, plots, the JSONL log, tools, watch mode.
+
+Every test ends by checking that the page logged no console error and that no request it made
+left this machine (Chromium's performance log lists each one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from openenv_gym.client import EnvClient
+from openenv_gym.server import EnvServer, load_factory
+from tests.tool_envs import ToolboxEnvironment
+from tests.utils import UNIT, running_server
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+class Page:
+    """One Chromium tab on the page, with the waits and checks the tests share."""
+
+    def __init__(self, driver: Any, downloads: Path) -> None:
+        self.driver = driver
+        self.downloads = downloads
+
+    def open(self, server: EnvServer, path: str = "/web/") -> None:
+        """Load the page and wait until it read /schema and its socket is open."""
+        self.driver.get(server.url + path)
+        self.wait(lambda: self.script("return document.body.dataset.ready") == "true", "the page to be ready")
+        self.wait(lambda: self.state() == "connected", "the page's socket to open")
+
+    def script(self, source: str, *args: Any) -> Any:
+        return self.driver.execute_script(source, *args)
+
+    def wait(self, predicate: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
+        deadline = time.monotonic() + timeout * UNIT
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.05)
+        banner = self.find("#error-banner").text
+        pytest.fail(f"timed out waiting for {what} (error banner: {banner!r})")
+
+    def find(self, selector: str) -> Any:
+        from selenium.webdriver.common.by import By
+
+        return self.driver.find_element(By.CSS_SELECTOR, selector)
+
+    def find_all(self, selector: str) -> list[Any]:
+        from selenium.webdriver.common.by import By
+
+        return self.driver.find_elements(By.CSS_SELECTOR, selector)
+
+    def click(self, testid: str) -> None:
+        self.find(f"[data-testid='{testid}']").click()
+
+    def value(self, element_id: str) -> str:
+        return self.find(f"#{element_id}").get_attribute("data-value")
+
+    def wait_value(self, element_id: str, expected: Any) -> None:
+        self.wait(lambda: self.value(element_id) == str(expected), f"#{element_id} to read {expected}")
+
+    def state(self) -> str:
+        return self.find("#connection").get_attribute("data-state")
+
+    def records(self) -> list[dict[str, Any]]:
+        """The page's history: each transition's event, action and reply data, as the page holds them."""
+        return self.script(
+            "return window.openenvGymPage.history.records.map(r => ({event: r.event, episode: r.episode,"
+            " step: r.step, action: r.action, data: r.data}))"
+        )
+
+    def set_seed(self, seed: int) -> None:
+        field = self.find("#seed")
+        field.clear()
+        field.send_keys(str(seed))
+
+    def canvas_ink(self, selector: str = "#frame") -> int:
+        """How many pixels of the canvas are neither white nor transparent."""
+        return self.script(
+            "const c = document.querySelector(arguments[0]); if (c.hidden) return 0;"
+            "const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;"
+            "for (let i = 0; i < d.length; i += 4) if (d[i + 3] && (d[i] < 250 || d[i + 1] < 250 || d[i + 2] < 250)) n++;"
+            "return n;",
+            selector,
+        )
+
+    def download_log(self) -> list[dict[str, Any]]:
+        """Click the log's download button and read the JSONL file Chromium saved."""
+        for old in self.downloads.iterdir():
+            old.unlink()
+        self.click("download-log")
+        files = self.wait(
+            lambda: [f for f in self.downloads.iterdir() if f.suffix == ".jsonl"],
+            "the log to download",
+        )
+        return [json.loads(line) for line in files[0].read_text().splitlines()]
+
+    def assert_clean(self) -> None:
+        """No console error, and every request the page made stayed on this machine."""
+        errors = [entry for entry in self.driver.get_log("browser") if entry["level"] == "SEVERE"]
+        assert errors == []
+        urls = []
+        for entry in self.driver.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            if message["method"] == "Network.requestWillBeSent":
+                urls.append(message["params"]["request"]["url"])
+            elif message["method"] == "Network.webSocketCreated":
+                urls.append(message["params"]["url"])
+        assert urls, "the performance log recorded no request"
+        outside = [
+            url
+            for url in urls
+            if urllib.parse.urlsplit(url).scheme not in ("data", "blob")
+            and urllib.parse.urlsplit(url).hostname not in LOCAL_HOSTS
+        ]
+        assert outside == []
+
+    def clear_logs(self) -> None:
+        self.driver.get_log("browser")
+        self.driver.get_log("performance")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
+    """One headless Chromium for the module (Debian's, driven by Debian's chromedriver)."""
+    missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
+    if missing:
+        reason = (
+            f"{' and '.join(missing)} missing: `bash scripts/browser.sh` installs Debian's chromium and chromium-driver"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(f"CI runs the browser tests: {reason}")
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",  # root in a container has no user namespace for Chromium's own sandbox
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,1000",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+    ):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    # A Service with the driver's path: Selenium Manager never runs, so nothing is downloaded.
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    downloads = tmp_path_factory.mktemp("downloads")
+    driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    try:
+        yield Page(driver, downloads)
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def page(browser: Page) -> Iterator[Page]:
+    """The module's browser, its logs emptied of earlier tests' entries; left on a blank page."""
+    browser.clear_logs()
+    yield browser
+    browser.driver.get("about:blank")  # the page's session closes with it
+
+
+@contextlib.contextmanager
+def served(target: str, **kwargs: Any) -> Iterator[EnvServer]:
+    with running_server(load_factory(target, **kwargs)) as server:
+        yield server
+
+
+def test_cartpole_steps_draws_plots_and_logs_an_episode_that_replays_locally(page):
+    """Reset with a seed, step by buttons and arrow keys: the frame is drawn, the return plotted, and the
+    downloaded JSONL replays to the same trajectory on a local CartPole-v1."""
+    from selenium.webdriver.common.keys import Keys
+
+    actions = [0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 0]
+    with served("CartPole-v1") as server:
+        page.open(server)
+        assert page.find("#env-id").text == "CartPole-v1"
+        assert page.find("#action-space").text == "Discrete(2)"
+        assert "rgb_array" in page.find("#render-modes").text and page.find("#render-fps").text == "50"
+        page.set_seed(7)
+        page.click("reset")
+        page.wait_value("episode-count", 1)
+        for action in actions[:8]:
+            page.click(f"action-{action}")
+        body = page.find("body")
+        for action in actions[8:]:
+            body.send_keys(Keys.ARROW_LEFT if action == 0 else Keys.ARROW_RIGHT)
+        page.wait_value("step-count", len(actions))
+        page.wait(lambda: page.canvas_ink() > 1000, "the frame to be drawn")
+        line = page.find("[data-testid='plot-return-line']")
+        assert int(line.get_attribute("data-points")) == len(actions)
+        assert line.get_attribute("d").count("L") == len(actions) - 1
+        assert page.value("episode-return") == str(len(actions))
+        assert [r["action"] for r in page.records()[1:]] == [{"action": a} for a in actions]
+
+        page.find("#scrubber").send_keys(Keys.HOME)  # back to the reset: the page shows that record
+        page.wait(lambda: page.find("#viewing").is_displayed(), "the history view")
+        assert page.find("#last-action").text == "reset"
+        page.click("scrub-live")
+        page.wait(lambda: not page.find("#viewing").is_displayed(), "the live view")
+
+        log = page.download_log()
+    assert log[0]["event"] == "reset" and log[0]["seed"] == 7 and log[0]["options"] is None
+    assert [line["step"] for line in log] == list(range(len(actions) + 1))
+    local = gym.make("CartPole-v1")
+    try:
+        observation, _ = local.reset(seed=log[0]["seed"])
+        np.testing.assert_allclose(log[0]["observation"], observation, rtol=1e-6)
+        for line in log[1:]:
+            observation, reward, terminated, truncated, _ = local.step(line["action"]["action"])
+            assert (line["reward"], line["terminated"], line["truncated"]) == (reward, terminated, truncated)
+            np.testing.assert_allclose(line["observation"], observation, rtol=1e-6)
+    finally:
+        local.close()
+    page.assert_clean()
+
+
+def test_a_box_slider_s_value_reaches_the_env(page):
+    """Pendulum's torque set on the slider, then typed past its bound (clamped to 2), steps the env with those torques."""
+    with served("Pendulum-v1") as server:
+        page.open(server)
+        page.set_seed(3)
+        page.click("reset")
+        page.wait_value("episode-count", 1)
+        slider = page.find("[data-testid='box-slider-0']")
+        page.script("arguments[0].value = '1.24'; arguments[0].dispatchEvent(new Event('input'))", slider)
+        assert page.find("[data-testid='box-number-0']").get_attribute("value") == "1.24"
+        page.click("step")
+        page.wait_value("step-count", 1)
+        number = page.find("[data-testid='box-number-0']")
+        number.clear()
+        number.send_keys("5")
+        page.click("step")  # the change event clamps 5 to the bound before the step reads it
+        page.wait_value("step-count", 2)
+        records = page.records()
+    assert [r["action"] for r in records[1:]] == [{"action": [1.24]}, {"action": [2]}]
+    local = gym.make("Pendulum-v1")
+    try:
+        local.reset(seed=3)
+        for record, torque in zip(records[1:], [1.24, 2.0]):
+            observation, reward, *_ = local.step(np.array([torque], dtype=np.float32))
+            np.testing.assert_allclose(record["data"]["observation"]["observation"], observation, rtol=1e-6)
+            assert record["data"]["reward"] == pytest.approx(reward)
+    finally:
+        local.close()
+    page.assert_clean()
+
+
+def test_a_coding_env_text_action_runs_and_its_stdout_shows(page):
+    """Coding-v0's Text action (a program) runs in its sandbox, and the observation shows its stdout."""
+    with served("openenv_gym.envs.coding:CodingEnvironment", env_kwargs={"limits": {"wall_time": 5}}) as server:
+        page.open(server)
+        assert page.find("#action-space").text.startswith("Text(0, 65536")
+        page.click("reset")
+        page.wait_value("episode-count", 1)
+        page.find("#text-action").send_keys("print(6 * 7)\nprint('from the page')")
+        page.click("step")
+        page.wait_value("step-count", 1)
+        stdout = page.wait(lambda: page.find("#observation [data-key='stdout']").text, "stdout")
+        assert stdout == "42\nfrom the page"
+        assert page.find("#observation [data-key='exit_code']").text == "0"
+    page.assert_clean()
+
+
+def test_a_tool_call_with_arguments_runs_and_its_result_shows(page):
+    """A tool env's tools are listed; a call's arguments come from its schema's form, nested objects too."""
+    from selenium.webdriver.support.ui import Select
+
+    with running_server(ToolboxEnvironment) as server:
+        page.open(server)
+        assert not page.find("#tools-panel").get_attribute("hidden")
+        page.click("reset")
+        page.wait_value("episode-count", 1)
+        tools = Select(page.find("#tool-select"))
+        assert "add" in [option.text for option in tools.options]
+        tools.select_by_visible_text("add")
+        page.find("[data-arg='a']").send_keys("2")
+        page.find("[data-arg='b']").send_keys("40")
+        page.click("call-tool")
+        page.wait_value("step-count", 1)
+        assert page.find("#tool-result").text == "42"
+        tools.select_by_visible_text("distance")
+        for name, value in [("start.x", "0"), ("start.y", "0"), ("end.x", "3"), ("end.y", "4")]:
+            page.find(f"[data-arg='{name}']").send_keys(value)
+        page.click("call-tool")
+        page.wait_value("step-count", 2)
+        assert json.loads(page.find("#tool-result").text) == {"distance": 5.0}
+        assert page.records()[-1]["action"] == {
+            "type": "call_tool",
+            "tool_name": "distance",
+            "arguments": {"start": {"x": 0, "y": 0}, "end": {"x": 3, "y": 4}},
+        }
+    page.assert_clean()
+
+
+def test_watch_mode_follows_a_client_s_session_and_acts_on_nothing(page):
+    """The page watches a client's CartPole session from the sessions list: its counts follow the client's,
+    frames come, no control acts, and a frame sent on the watch socket changes nothing."""
+    with served("CartPole-v1") as server:
+        client = EnvClient(server.url)
+        client.ask_render_mode("rgb_array")
+        client.connect()
+        try:
+            client.reset(seed=1)
+            page.open(server)
+            page.find("#sessions-panel > summary").click()
+            rows = page.wait(
+                lambda: [row for row in page.find_all("#sessions-list tr") if "(web)" not in row.text],
+                "the client's session in the list",
+            )
+            session_id = rows[0].get_attribute("data-session")
+            page.click(f"watch-{session_id}")
+            page.wait(lambda: "watch=" in page.driver.current_url, "the watch page")
+            page.wait(lambda: page.state() == "connected", "the watch socket")
+            assert page.find("#watch-text").text.startswith(f"watching session {session_id} (read-only)")
+            assert not page.find("#controls").is_displayed()
+            enabled = page.script(
+                "return [...document.querySelectorAll('#controls button, #controls input, #controls select,"
+                " #controls textarea')].filter(e => !e.disabled).length"
+            )
+            assert enabled == 0
+            steps = 0
+            for action in [0, 1] * 6:
+                frame = client.step({"action": action})
+                steps += 1
+                if frame.done:
+                    break
+                time.sleep(0.03)
+            page.wait_value("step-count", steps)
+            page.wait_value("total-steps", steps)
+            page.wait(lambda: page.canvas_ink() > 1000, "the watched session's frame")
+            page.script("window.openenvGymPage.watchSocket.send({type: 'step', data: {action: 1}})")
+            page.wait(lambda: page.find("#error-code").text == "READ_ONLY", "the READ_ONLY refusal")
+            assert client.state()["step_count"] == steps
+        finally:
+            client.close()
+        page.wait(lambda: "ended" in page.find("#watch-text").text, "the end of the watched session")
+    page.assert_clean()
