@@ -18,9 +18,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium import spaces
 
 from openenv_gym.client import EnvClient
-from openenv_gym.server import EnvServer, load_factory
+from openenv_gym.server import EnvServer, GymEnvironment, load_factory
 from tests.tool_envs import ToolboxEnvironment
 from tests.utils import UNIT, running_server
 
@@ -73,6 +74,10 @@ class Page:
 
     def wait_value(self, element_id: str, expected: Any) -> None:
         self.wait(lambda: self.value(element_id) == str(expected), f"#{element_id} to read {expected}")
+
+    def queued(self) -> int:
+        """Steps the page has queued and not yet had answered."""
+        return self.script("return window.openenvGymPage.queued")
 
     def state(self) -> str:
         return self.find("#connection").get_attribute("data-state")
@@ -187,6 +192,59 @@ def page(browser: Page) -> Iterator[Page]:
 def served(target: str, **kwargs: Any) -> Iterator[EnvServer]:
     with running_server(load_factory(target, **kwargs)) as server:
         yield server
+
+
+class CompositeEnv(gym.Env):
+    """Every space the page builds a form for, nested; an image, a NaN and text in its observation."""
+
+    action_space = spaces.Dict(
+        {
+            "move": spaces.Discrete(3, start=-1),
+            "force": spaces.Box(-1.0, 1.0, (2,), np.float32),
+            "keys": spaces.MultiDiscrete([2, 3]),
+            "flags": spaces.MultiBinary(3),
+            "say": spaces.Text(8, min_length=1, charset="abc"),
+            "pair": spaces.Tuple((spaces.Discrete(2), spaces.Box(0, 5, (), np.int64))),
+        }
+    )
+    observation_space = spaces.Dict(
+        {
+            "image": spaces.Box(0, 255, (16, 16, 3), np.uint8),
+            "vector": spaces.Box(-np.inf, np.inf, (20,), np.float32),
+            "said": spaces.Text(8, min_length=0, charset="abc"),
+        }
+    )
+
+    def _observation(self, said: str) -> dict[str, Any]:
+        image = np.zeros((16, 16, 3), np.uint8)
+        image[4:12, 4:12] = (200, 30, 30)
+        vector = np.arange(20, dtype=np.float32)
+        vector[3] = np.nan
+        return {"image": image, "vector": vector, "said": said}
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        super().reset(seed=seed)
+        return self._observation(""), {}
+
+    def step(self, action: Any) -> Any:
+        return self._observation(action["say"]), 0.5, False, False, {"move": int(action["move"])}
+
+
+class MaskedEnv(gym.Env):
+    """Discrete(4) whose info masks actions 1 and 3; taking a masked one is an error."""
+
+    action_space = spaces.Discrete(4)
+    observation_space = spaces.Discrete(2)
+    mask = (1, 0, 1, 0)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        super().reset(seed=seed)
+        return 0, {"action_mask": np.array(self.mask, np.int8)}
+
+    def step(self, action: Any) -> Any:
+        if not self.mask[int(action)]:
+            raise ValueError(f"action {action} is masked")
+        return 1, 1.0, False, False, {"action_mask": np.array(self.mask, np.int8)}
 
 
 def test_cartpole_steps_draws_plots_and_logs_an_episode_that_replays_locally(page):
@@ -358,4 +416,102 @@ def test_watch_mode_follows_a_client_s_session_and_acts_on_nothing(page):
         finally:
             client.close()
         page.wait(lambda: "ended" in page.find("#watch-text").text, "the end of the watched session")
+    page.assert_clean()
+
+
+def test_every_space_gets_a_form_whose_random_actions_the_server_accepts(page):
+    """A Dict of Discrete, Box, MultiDiscrete, MultiBinary, Text and Tuple: the form has a control for
+    each, actions sampled in the page pass the server's check, a too-short Text is stopped in the page,
+    and the observation's image is drawn and its array's NaN counted."""
+    from selenium.webdriver.common.keys import Keys
+
+    with running_server(lambda: GymEnvironment(CompositeEnv())) as server:
+        page.open(server)
+        page.click("reset")
+        page.wait_value("episode-count", 1)
+        form = page.find("#action-form")
+        assert [legend.text for legend in form.find_elements("css selector", "legend")] == [
+            "flags",
+            "force",
+            "keys",
+            "move",
+            "pair",
+            "[0]",
+            "[1]",
+            "say",
+        ]  # fmt: skip (a Dict space sorts its keys)
+        assert len(form.find_elements("css selector", "input[type=checkbox]")) == 3
+        assert len(form.find_elements("css selector", "input[type=range]")) == 3  # force[0], force[1], pair[1]
+        page.find("#random-n").clear()
+        page.find("#random-n").send_keys("6")
+        page.click("random-steps")
+        page.wait_value("step-count", 6)
+        assert not page.find("#error-banner").is_displayed()
+        red = page.script(
+            "const c = document.querySelector('.obs-image'); const d = c.getContext('2d').getImageData(0, 0, 16, 16).data;"
+            "let n = 0; for (let i = 0; i < d.length; i += 4) n += d[i] === 200 && d[i + 1] === 30 && d[i + 2] === 30;"
+            "return n;"
+        )
+        assert red == 64  # the image's red square, pixel for pixel
+        vector = page.find("#observation [data-key='vector']").text
+        assert "shape (20,)" in vector and "NaN 1" in vector and "max 19" in vector
+        said = page.find("[data-testid='text-say']")
+        said.clear()
+        page.click("step")
+        page.wait(lambda: "expected 1 to 8 characters, got 0" in page.find("#action-problems").text, "the problem")
+        said.send_keys("abcz")
+        page.click("step")
+        # A character outside the charset is only a warning in the page: the server judges, and refuses it.
+        page.wait(lambda: page.find("#error-code").text == "VALIDATION_ERROR", "the server's refusal")
+        assert "outside the space's charset (the server may refuse them): z" in page.find("#action-problems").text
+        assert page.value("step-count") == "6"
+        said.send_keys(Keys.BACKSPACE)
+        page.click("step")
+        page.wait_value("step-count", 7)
+        assert page.records()[-1]["data"]["observation"]["said"] == "abc"
+    page.assert_clean()
+
+
+def test_the_action_mask_greys_buttons_and_error_frames_show(page):
+    """A step before reset shows the server's error frame; then info["action_mask"] disables masked
+    buttons and keys, and random steps keep to the allowed actions."""
+    from selenium.webdriver.common.keys import Keys
+
+    with running_server(lambda: GymEnvironment(MaskedEnv())) as server:
+        page.open(server)
+        page.click("action-0")
+        page.wait(lambda: page.find("#error-banner").is_displayed(), "the error banner")
+        assert page.find("#error-code").text == "SESSION_ERROR"
+        assert page.find("#error-message").text == "step before reset: send a reset frame first"
+        page.click("reset")
+        page.wait_value("episode-count", 1)
+        assert [page.find(f"#action-{a}").is_enabled() for a in range(4)] == [True, False, True, False]
+        page.find("body").send_keys("1")  # masked: the key does nothing
+        page.find("body").send_keys(Keys.ARROW_UP)  # action 2
+        page.wait_value("step-count", 1)
+        page.click("random-steps")
+        page.wait_value("step-count", 11)
+        page.click("run")  # at 10 steps/s: the env publishes no fps
+        page.wait(lambda: int(page.value("step-count")) >= 14, "the run to step")
+        page.click("run")
+        paused = page.wait(lambda: page.queued() == 0 and page.value("step-count"), "the pause")
+        time.sleep(0.3)
+        assert page.value("step-count") == paused and page.find("#run").text == "Run"
+        assert {r["action"]["action"] for r in page.records()[1:]} <= {0, 2}
+    page.assert_clean()
+
+
+def test_ansi_frames_show_as_text(page):
+    """With ?render_mode=ansi the page's session renders FrozenLake as text, shown preformatted."""
+    with served("FrozenLake-v1") as server:
+        page.open(server, "/web/?render_mode=ansi")
+        assert "(this page: ansi)" in page.find("#render-modes").text
+        page.set_seed(0)
+        page.click("reset")
+        page.wait_value("episode-count", 1)
+        page.click("action-2")  # right
+        page.wait_value("step-count", 1)
+        text = page.wait(lambda: page.find("#frame-text").text, "the ansi frame")
+        assert "(Right)" in text and "SFFF" in text
+        assert not page.find("#frame").is_displayed()
     page.assert_clean()

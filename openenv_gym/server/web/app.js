@@ -345,8 +345,8 @@ function showStoredFrame(record) {
 function listHistory() {
   const records = page.history.records;
   const at = page.cursor === null ? records.length - 1 : page.cursor;
-  const from = Math.max(0, Math.min(at - 5, records.length - 12));
-  const items = records.slice(from, from + 12).map((record, k) => {
+  const from = Math.max(0, Math.min(at - 3, records.length - 6));
+  const items = records.slice(from, from + 6).map((record, k) => {
     const index = from + k;
     const text = record.event === "reset" ? `e${record.episode} reset` : `e${record.episode} s${record.step}  a=${describeAction(record.action)}  r=${fmt(Number(record.data.reward ?? 0))}${record.data.done ? " term" : ""}${record.data.truncated ? " trunc" : ""}`;
     return el("li", { class: index === at ? "current" : "", "data-index": index, text, onclick: () => scrubTo(index) });

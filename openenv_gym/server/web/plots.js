@@ -2,8 +2,8 @@
 
 import { fmt, svgEl } from "./dom.js";
 
-const WIDTH = 300;
-const HEIGHT = 84;
+const WIDTH = 320;
+const HEIGHT = 66;
 const PAD = { left: 40, right: 8, top: 6, bottom: 16 };
 const MAX_POINTS = 600; // longer series are thinned (every k-th point, and always the last)
 
