@@ -54,6 +54,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/coding_step.py
 	$(BIN)/python benchmarks/containers.py
 	$(BIN)/python benchmarks/ray_vector.py
+	$(BIN)/python benchmarks/web_page.py
 
 clean:
 	rm -rf $(VENV) *.egg-info

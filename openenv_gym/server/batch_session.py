@@ -113,6 +113,8 @@ class BatchSession(Session):
                 result = await self._call(self._reset_masked, request, mask)
                 self.protocol.reset_succeeded()
                 self.episodes += 1
+            if self.watchers:
+                self._show_watchers(request, result)
         except _BatchRefused as refused:
             return refused.frame.serialize()
         except Exception as exc:
@@ -124,6 +126,24 @@ class BatchSession(Session):
             return result.serialize()
         except Exception as exc:  # a reply that cannot be encoded must not end the session
             return _execution_error("encoding the result", exc, self.send_tracebacks).serialize()
+
+    def _show_watchers(self, request: BatchStepFrame | BatchResetFrame, result: BatchResultFrame) -> None:
+        stepped = isinstance(request, BatchStepFrame)
+        for watcher in self.watchers:
+            index = watcher.sub_env
+            if not stepped and request.mask is not None and not request.mask[index]:  # type: ignore[union-attr]
+                continue
+            observation = result.observations[index]
+            watcher.offer_sub_env(
+                "step" if stepped else "reset",
+                self.steps,
+                request.actions[index] if stepped else None,  # type: ignore[union-attr]
+                self.envs[index].wire_form(observation) if self._raw else observation,  # type: ignore[attr-defined]
+                result.rewards[index] if result.rewards is not None else None,
+                result.terminated[index] if result.terminated is not None else False,
+                result.truncated[index] if result.truncated is not None else False,
+                result.infos[index],
+            )
 
     # Requests -----------------------------------------------------------------------------------
 

@@ -374,19 +374,22 @@ class EnvServer:
         await connection.close(CLOSE_BAD_REQUEST, exc.message.encode()[:120].decode(errors="ignore"))
 
     async def _watch(self, connection: ServerConnection) -> None:
-        """Serve ``/web/watch?session=ID``: a read-only view of a live plain session."""
+        """Serve ``/web/watch?session=ID[&env=I]``: a read-only view of a live session (sub-env I of a
+        batch or vector session)."""
         assert connection.request is not None
         try:
-            session_id, fps = parse_watch_query(connection.request.path.partition("?")[2])
+            session_id, fps, sub_env = parse_watch_query(connection.request.path.partition("?")[2])
             session = next((s for s in self.sessions if s.id == session_id), None)
-            if session is None or session.kind != "plain" or session.env is None:
-                raise ValueError(f"no plain session {session_id} is live here (see /web/sessions)")
+            if session is None or session.env is None:
+                raise ValueError(f"no session {session_id} is live here (see /web/sessions)")
+            if sub_env >= session.size:
+                raise ValueError(f"env={sub_env}: session {session_id} has {session.size} sub-env(s)")
             if len(self.watchers) >= MAX_WATCHERS:
                 raise ValueError(f"{MAX_WATCHERS} watch connections are open already")
         except ValueError as exc:
             await self._refuse(connection, ProtocolError(ErrorCode.VALIDATION_ERROR.value, str(exc)))
             return
-        watcher = Watcher(connection, session, fps)
+        watcher = Watcher(connection, session, fps, sub_env)
         self.watchers.add(watcher)
         session.watchers.add(watcher)
         try:

@@ -33,7 +33,7 @@ from ..protocol import (
     StepFrame,
     jsonrpc,
 )
-from ..protocol.batch import BINARY_SUBPROTOCOL
+from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
 from .environment import Environment
 from .tools import ToolOutcome, run_tool
@@ -112,6 +112,8 @@ class Session:
         self.episodes = 0
         #: The render mode the session's env was made with (``/ws?render_mode=``), if any.
         self.render_mode: str | None = None
+        #: How a batch or vector session's sub-envs reset (``None`` for a plain session).
+        self.autoreset_mode: AutoresetMode | None = None
         request = connection.request
         self.from_browser = request is not None and request.headers.get("Origin") is not None
         self.watchers: set[Watcher] = set()

@@ -17,8 +17,10 @@ from ..protocol.vector import (
     VectorStepFrame,
     parse_vector_client_frame,
 )
+from ..spaces import OBSERVATION_FIELD, to_wire
 from .session import Session, _execution_error
 from .vector_backends import VectorHost
+from .watch import sub_env_info
 
 __all__ = ["VectorSession"]
 
@@ -84,6 +86,8 @@ class VectorSession(Session):
                 result = VectorResultFrame(observations, infos)
                 self.protocol.reset_succeeded()
                 self.episodes += 1
+            if self.watchers:
+                self._show_watchers(request, result)
         except ProtocolError as exc:
             return ErrorFrame.from_exception(exc).serialize()
         except Exception as exc:
@@ -93,6 +97,28 @@ class VectorSession(Session):
             return result.serialize_binary() if self._binary else result.serialize()
         except Exception as exc:  # a reply that cannot be encoded must not end the session
             return _execution_error("encoding the result", exc, self.send_tracebacks).serialize()
+
+    def _show_watchers(self, request: VectorStepFrame | VectorResetFrame, result: VectorResultFrame) -> None:
+        from gymnasium.vector.utils import batch_space, iterate
+
+        assert self.host is not None
+        stepped = isinstance(request, VectorStepFrame)
+        space = self.host.single_observation_space
+        observations = list(iterate(batch_space(space, self.size), result.observations))
+        for watcher in self.watchers:
+            index = watcher.sub_env
+            if not stepped and request.mask is not None and not request.mask[index]:  # type: ignore[union-attr]
+                continue
+            watcher.offer_sub_env(
+                "step" if stepped else "reset",
+                self.steps,
+                request.actions[index] if stepped else None,  # type: ignore[union-attr]
+                to_wire(space, observations[index], OBSERVATION_FIELD),
+                result.rewards[index] if result.rewards is not None else None,
+                result.terminated[index] if result.terminated is not None else False,
+                result.truncated[index] if result.truncated is not None else False,
+                sub_env_info(result.infos, index),
+            )
 
     def _check_actions(self, actions: Any) -> Any:
         from ..spaces import mismatch

@@ -1,5 +1,9 @@
 """Watch mode: a read-only view of a live session, for the web page (``/web/watch?session=ID``).
 
+A batch or vector session (a trainer's ``make_vec``) is watched one sub-env at a time
+(``&env=I``, default 0): its transitions are cut out of the batched results and sent in the
+form a plain session's replies have, so the page shows every kind of session alike.
+
 A session that nobody watches pays one empty-set loop per frame. A watched session hands each
 transition to its :class:`Watcher` by reference (the reply text it already sent its own client);
 the watcher keeps only the latest and sends it at most ``fps`` times a second, so a trainer's
@@ -21,7 +25,8 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from ..protocol import ErrorCode, ErrorFrame
-from ..protocol.batch import BINARY_SUBPROTOCOL
+from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
+from ..spaces import jsonable
 
 if TYPE_CHECKING:
     from .session import Session
@@ -42,11 +47,12 @@ SEND_TIMEOUT = 10.0
 _WATCHABLE_RENDER_MODES = ("rgb_array", "ansi")
 
 
-def parse_watch_query(query: str) -> tuple[str, float]:
-    """The session id and the frame rate a watch URL's query asks for.
+def parse_watch_query(query: str) -> tuple[str, float, int]:
+    """The session id, the frame rate and the sub-env a watch URL's query asks for.
 
     Raises:
-        ValueError: no ``session``, or an ``fps`` that is not a positive number.
+        ValueError: no ``session``, an ``fps`` that is not a positive number, or an ``env`` that
+            is not a sub-env index.
     """
     params = urllib.parse.parse_qs(query)
     session_id = params.get("session", [""])[0]
@@ -59,7 +65,10 @@ def parse_watch_query(query: str) -> tuple[str, float]:
         raise ValueError(f"fps={text!r} is not a number") from None
     if not fps > 0:
         raise ValueError(f"fps must be positive, got {text}")
-    return session_id, min(fps, MAX_WATCH_FPS)
+    sub_env = params.get("env", ["0"])[0]
+    if not sub_env.isdigit():
+        raise ValueError(f"env={sub_env!r} is not a sub-env index")
+    return session_id, min(fps, MAX_WATCH_FPS), int(sub_env)
 
 
 def session_listing(session: Session, now: float) -> dict[str, Any]:
@@ -75,8 +84,27 @@ def session_listing(session: Session, now: float) -> dict[str, Any]:
         "render_mode": session.render_mode,
         "watchers": len(session.watchers),
         "web": session.from_browser,
-        "watchable": session.kind == "plain",
+        "watchable": True,
     }
+
+
+def sub_env_info(infos: dict[str, Any], index: int) -> dict[str, Any]:
+    """Sub-env ``index``'s info out of a Gymnasium vector info (arrays with ``_key`` masks)."""
+    info: dict[str, Any] = {}
+    for key, value in infos.items():
+        if key.startswith("_"):
+            continue
+        mask = infos.get(f"_{key}")
+        if mask is not None and not mask[index]:
+            continue
+        info[key] = sub_env_info(value, index) if isinstance(value, dict) else value[index]
+    return info
+
+
+def plain_reply(observation: Any, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any]) -> str:
+    """The observation frame a plain session would have sent for this transition (for watchers)."""
+    data = {"observation": observation, "reward": reward, "done": terminated, "truncated": truncated, "info": info}
+    return json.dumps({"type": "observation", "data": jsonable(data)})
 
 
 def _step_text(event: str, index: int, skipped: int, action: Any, reply: str) -> str:
@@ -88,10 +116,13 @@ def _step_text(event: str, index: int, skipped: int, action: Any, reply: str) ->
 class Watcher:
     """One watch connection on one session: sends the latest transition, throttled; acts on nothing."""
 
-    def __init__(self, connection: ServerConnection, session: Session, fps: float) -> None:
+    def __init__(self, connection: ServerConnection, session: Session, fps: float, sub_env: int = 0) -> None:
         self.connection = connection
         self.session = session
         self.interval = 1.0 / fps
+        #: The sub-env watched in a batch or vector session.
+        self.sub_env = sub_env
+        self._sub_env_ended = False
         self._latest: tuple[str, int, Any, str] | None = None
         self._skipped = 0
         self._ended: str | None = None
@@ -103,6 +134,27 @@ class Watcher:
             self._skipped += 1
         self._latest = (event, index, action, reply)
         self._wake.set()
+
+    def offer_sub_env(
+        self,
+        event: str,
+        index: int,
+        action: Any,
+        observation: Any,
+        reward: Any,
+        terminated: Any,
+        truncated: Any,
+        info: Any,
+    ) -> None:
+        """Take the watched sub-env's part of a batched transition (built into text only here).
+
+        With ``NextStep`` autoreset, the step after the one that ended an episode is that
+        sub-env's reset, and is shown as one.
+        """
+        if event == "step" and self._sub_env_ended and self.session.autoreset_mode is AutoresetMode.NEXT_STEP:
+            event, action, reward, terminated, truncated = "reset", None, None, False, False
+        self._sub_env_ended = bool(terminated) or bool(truncated)
+        self.offer(event, index, jsonable(action), plain_reply(observation, reward, terminated, truncated, info))
 
     def end(self, reason: str) -> None:
         """The watched session is closing: send what is left, then ``watch_end``."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from websockets.exceptions import ConnectionClosed
@@ -12,6 +14,7 @@ from websockets.sync.client import connect
 from openenv_gym.client import http_get_json
 from openenv_gym.client.batch_client import BatchClient
 from openenv_gym.client.sync_client import EnvClient
+from openenv_gym.client.vector_client import VectorClient
 from openenv_gym.protocol import RenderFrame, parse_server_frame
 from openenv_gym.protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
 from openenv_gym.server.runner import load_factory
@@ -54,16 +57,66 @@ def test_the_list_shows_live_sessions_with_their_counts(cartpole):
         assert (entry["steps"], entry["episodes"], entry["size"], entry["watchers"]) == (3, 1, 1, 0)
         assert entry["render_mode"] is None and entry["age_s"] >= entry["idle_s"] >= 0
     assert wait_until(lambda: _listing(cartpole) == [], timeout=10)
-    batch = BatchClient(cartpole.url, envs=3, autoreset_mode=AutoresetMode.NEXT_STEP).connect()
+
+
+def _watched_steps(page, count: int) -> list[dict]:
+    """The watch_step messages up to the one of batch step ``count``."""
+    events = []
+    while not events or events[-1]["index"] < count:
+        message = json.loads(page.recv(timeout=10))
+        assert message["type"] == "watch_step"
+        events.append(message["data"])
+    return events
+
+
+@pytest.mark.parametrize("backend", [None, "gymnasium"])
+def test_a_sub_env_of_a_batch_or_vector_session_is_watched_as_a_plain_session(cartpole, backend):
+    """A trainer's make_vec session: sub-env 1's transitions, cut out of the batches, NextStep resets as resets."""
+    mode = AutoresetMode.NEXT_STEP
+    if backend is None:
+        client = BatchClient(cartpole.url, envs=3, autoreset_mode=mode)
+    else:
+        client = VectorClient(cartpole.url, envs=3, autoreset_mode=mode, backend=backend)
+    local = gym.make_vec("CartPole-v1", 3, vectorization_mode="sync" if backend is None else "vector_entry_point")
     try:
-        batch.reset_batch(seeds=[0, 1, 2])
+        client.connect()
         entry = _only_session(cartpole)
-        assert (entry["kind"], entry["size"], entry["episodes"], entry["watchable"]) == ("batch", 3, 1, False)
-        with connect(_watch_url(cartpole, entry["id"]), open_timeout=10) as page:
-            refusal = json.loads(page.recv(timeout=10))
-        assert refusal["data"]["code"] == "VALIDATION_ERROR" and "no plain session" in refusal["data"]["message"]
+        assert (entry["kind"], entry["size"], entry["watchable"]) == ("batch" if backend is None else "vector", 3, True)
+        with connect(_watch_url(cartpole, entry["id"]) + "&env=3", open_timeout=10) as page:
+            assert "has 3 sub-env(s)" in json.loads(page.recv(timeout=10))["data"]["message"]
+        with connect(_watch_url(cartpole, entry["id"]) + "&env=1", open_timeout=10) as page:
+            assert json.loads(page.recv(timeout=10))["type"] == "watch_hello"
+            assert wait_until(lambda: _listing(cartpole)[0]["watchers"] == 1, timeout=10)
+            if backend is None:
+                client.reset_batch(seeds=[0, 1, 2])
+            else:
+                client.reset_vector(seed=0)
+            expected = [(local.reset(seed=0)[0][1], None, False)]  # (observation, reward, terminated) of sub-env 1
+            ended = False
+            steps = 39
+            for _ in range(steps):
+                if backend is None:
+                    client.step_batch([{"action": 1}] * 3)
+                else:
+                    client.step_vector(np.ones(3, dtype=np.int64))
+                observations, rewards, terminated, truncated, _ = local.step(np.ones(3, dtype=np.int64))
+                # NextStep: the step after an episode's end resets the sub-env.
+                expected.append((observations[1], None if ended else rewards[1], bool(terminated[1])))
+                ended = bool(terminated[1] or truncated[1])
+                time.sleep(0.01)  # a trainer's pace; the watcher samples at 30/s
+            events = [json.loads(page.recv(timeout=10))["data"]]
+            events += _watched_steps(page, steps) if events[0]["index"] < steps else []
+        for event in events:
+            observation, reward, terminated = expected[event["index"]]
+            reply = event["reply"]["data"]
+            np.testing.assert_allclose(reply["observation"]["observation"], observation, rtol=1e-6)
+            assert (reply["reward"], reply["done"]) == (reward, terminated)
+            assert (event["event"] == "reset") == (reward is None)
+            assert event["action"] == (None if reward is None else ({"action": 1} if backend is None else 1))
+        assert events[-1]["index"] == steps
     finally:
-        batch.close()
+        client.close()
+        local.close()
 
 
 def test_a_watcher_follows_the_session_and_gets_the_latest_transition(cartpole):
@@ -154,12 +207,13 @@ def test_rgb_frames_are_binary_when_the_page_asks():
 
 
 def test_watch_queries_are_checked():
-    assert parse_watch_query("session=abc") == ("abc", 10.0)
-    assert parse_watch_query("session=abc&fps=1000") == ("abc", 30.0)
+    assert parse_watch_query("session=abc") == ("abc", 10.0, 0)
+    assert parse_watch_query("session=abc&fps=1000&env=7") == ("abc", 30.0, 7)
     for query, message in [
         ("", r"needs \?session="),
         ("session=a&fps=x", "not a number"),
         ("session=a&fps=0", "positive"),
+        ("session=a&env=-1", "not a sub-env index"),
     ]:
         with pytest.raises(ValueError, match=message):
             parse_watch_query(query)
