@@ -515,3 +515,31 @@ def test_ansi_frames_show_as_text(page):
         assert "(Right)" in text and "SFFF" in text
         assert not page.find("#frame").is_displayed()
     page.assert_clean()
+
+
+def test_watch_mode_follows_one_sub_env_of_a_vector_session(page):
+    """A trainer's make_vec session is listed with its size; the page watches the sub-env picked beside its link."""
+    from selenium.webdriver.support.ui import Select
+
+    with served("CartPole-v1") as server:
+        envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, base_url=server.url)
+        try:
+            envs.reset(seed=0)
+            page.open(server)
+            page.find("#sessions-panel > summary").click()
+            rows = page.wait(
+                lambda: [row for row in page.find_all("#sessions-list tr") if "×2" in row.text], "the vector session"
+            )
+            session_id = rows[0].get_attribute("data-session")
+            Select(page.find(f"[data-testid='watch-env-{session_id}']")).select_by_value("1")
+            page.click(f"watch-{session_id}")
+            page.wait(lambda: page.driver.current_url.endswith(f"?watch={session_id}&env=1"), "the watch page")
+            page.wait(lambda: "sub-env 1" in page.find("#watch-text").text, "the watch socket's hello")
+            for _ in range(5):
+                envs.step(np.array([0, 1]))
+                time.sleep(0.03)
+            page.wait_value("step-count", 5)
+            assert page.records()[-1]["action"] == 1  # the watched sub-env's own action
+        finally:
+            envs.close()
+    page.assert_clean()

@@ -82,7 +82,8 @@ const page = {
   renderFailed: false,
   fps: 10,
   socket: null,
-  watching: null,
+  watching: null, // the watched session's id (watch mode)
+  watchingEnv: null, // and its sub-env, for a batch or vector session
   control: null,
   toolForm: null,
   queue: Promise.resolve(),
@@ -695,27 +696,35 @@ function onKey(event) {
 
 // Watch mode --------------------------------------------------------------------------------
 
-function enterWatchMode(id) {
+/** The watched session's name: its id, and the sub-env of a batch or vector session. */
+function watchLabel() {
+  return page.watchingEnv === null ? page.watching : `${page.watching} #${page.watchingEnv}`;
+}
+
+function enterWatchMode(id, subEnv) {
   page.watching = id;
+  page.watchingEnv = subEnv;
   document.body.classList.add("watching");
   const controls = byId("controls");
   controls.hidden = true;
   for (const node of controls.querySelectorAll("button, input, select, textarea")) node.disabled = true;
   byId("watch-banner").hidden = false;
-  byId("watch-text").textContent = `watching session ${id} (read-only)`;
+  byId("watch-text").textContent = `watching session ${watchLabel()} (read-only)`;
 }
 
-function watch(id) {
-  enterWatchMode(id);
+function watch(id, subEnv) {
+  enterWatchMode(id, subEnv);
   let awaitingFrame = null; // the last watched record, which a binary render frame may follow
   page.socket = null;
-  page.watchSocket = new Socket(socketURL(`/web/watch?session=${encodeURIComponent(id)}`), {
+  const query = `session=${encodeURIComponent(id)}${subEnv === null ? "" : `&env=${encodeURIComponent(subEnv)}`}`;
+  page.watchSocket = new Socket(socketURL(`/web/watch?${query}`), {
     onState: (state, reason) => setConnection(state, reason),
     onFrame(frame) {
       const data = frame.data || {};
       if (frame.type === "watch_hello") {
         const session = data.session || {};
-        byId("watch-text").textContent = `watching session ${id} (read-only) · ${session.kind || "plain"}${session.render_mode ? ` · renders ${session.render_mode}` : ""}`;
+        const what = session.size > 1 ? `${session.kind} of ${session.size}, sub-env ${subEnv ?? 0}` : session.kind || "plain";
+        byId("watch-text").textContent = `watching session ${watchLabel()} (read-only) · ${what}${session.render_mode ? ` · renders ${session.render_mode}` : ""}`;
         byId("frame-panel").hidden = !session.render_mode;
         byId("frame-mode").textContent = session.render_mode ? `(${session.render_mode})` : "";
         page.totalSteps = Number(session.steps) || 0;
@@ -739,7 +748,7 @@ function watch(id) {
         awaitingFrame = null;
         if (record && page.history.records.includes(record)) attachFrame(record, data.frame);
       } else if (frame.type === "watch_end") {
-        byId("watch-text").textContent = `session ${id} ended (${data.reason || "closed"}); this view is read-only`;
+        byId("watch-text").textContent = `session ${watchLabel()} ended (${data.reason || "closed"}); this view is read-only`;
       } else if (frame.type === "error") {
         showError(data);
       }
@@ -768,10 +777,7 @@ async function listSessions() {
     ...sessions.map((session) => {
       const id = String(session.id);
       const name = `${id.length > 10 ? id.slice(0, 10) + "…" : id}${session.web ? " (web)" : ""}`;
-      const action =
-        session.watchable && id !== page.watching
-          ? el("a", { href: `/web/?watch=${encodeURIComponent(id)}`, "data-testid": `watch-${id}`, class: "watch-link", text: "watch" })
-          : el("span", { class: "hint", text: id === page.watching ? "watching" : "–" });
+      const action = session.watchable ? watchControl(session, id) : el("span", { class: "hint", text: "–" });
       const kind = session.size > 1 ? `${session.kind} ×${session.size}` : String(session.kind);
       return el(
         "tr",
@@ -785,6 +791,21 @@ async function listSessions() {
       );
     }),
   );
+}
+
+/** The watch link of a listed session; a batch or vector session's sub-env is picked beside it. */
+function watchControl(session, id) {
+  const size = Number(session.size) || 1;
+  const href = (index) => `/web/?watch=${encodeURIComponent(id)}${size > 1 ? `&env=${index}` : ""}`;
+  const link = el("a", { href: href(0), "data-testid": `watch-${id}`, class: "watch-link", text: id === page.watching ? "watching" : "watch" });
+  if (size <= 1) return link;
+  const select = el(
+    "select",
+    { class: "sub-env", "aria-label": "sub-env", "data-testid": `watch-env-${id}` },
+    ...Array.from({ length: Math.min(size, 256) }, (_, i) => el("option", { value: String(i), text: `#${i}` })),
+  );
+  select.addEventListener("change", () => (link.href = href(select.value)));
+  return el("span", { class: "watch-control" }, select, " ", link);
 }
 
 function stopListing() {
@@ -823,7 +844,7 @@ async function main() {
   describeEnvironment();
   const watched = watchedSession();
   if (watched) {
-    watch(watched);
+    watch(watched, new URLSearchParams(window.location.search).get("env"));
     document.body.dataset.ready = "true";
     return;
   }
