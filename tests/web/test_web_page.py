@@ -528,7 +528,8 @@ def test_watch_mode_follows_one_sub_env_of_a_vector_session(page):
             page.open(server)
             page.find("#sessions-panel > summary").click()
             rows = page.wait(
-                lambda: [row for row in page.find_all("#sessions-list tr") if "×2" in row.text], "the vector session"
+                lambda: [row for row in page.find_all("#sessions-list tr") if "vector" in row.text],
+                "the vector session",
             )
             session_id = rows[0].get_attribute("data-session")
             Select(page.find(f"[data-testid='watch-env-{session_id}']")).select_by_value("1")
