@@ -127,7 +127,9 @@ function hideError() {
 function setConnection(state, reason = "") {
   const node = byId("connection");
   node.dataset.state = state;
-  byId("connection-text").textContent = reason && state !== "connected" ? `${state}: ${reason}` : state;
+  const again = state === "closed" || state === "error" ? " · reload the page for a new session" : "";
+  byId("connection-text").textContent = reason && state !== "connected" ? `${state}: ${reason}${again}` : state;
+  node.title = byId("connection-text").textContent;
   if (state !== "connected") stopRunning();
 }
 

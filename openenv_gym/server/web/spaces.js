@@ -373,7 +373,7 @@ function textControl(space, { path }) {
     class: "text-input",
     id: path ? fieldId("text") : "text-action",
     "data-testid": path ? `text-${path}` : "text-action",
-    rows: space.max_length > 200 ? 8 : 2,
+    rows: space.max_length > 4096 ? 8 : space.max_length > 200 ? 4 : 2,
     spellcheck: "false",
     maxlength: space.max_length,
   });
