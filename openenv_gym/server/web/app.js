@@ -46,9 +46,12 @@ class History {
     this.frameBytes = 0;
   }
 
+  /** Add `record`; returns whether the oldest one was dropped to make room. */
   push(record) {
     this.records.push(record);
-    if (this.records.length > this.length) this.forget(this.records.shift());
+    if (this.records.length <= this.length) return false;
+    this.forget(this.records.shift());
+    return true;
   }
 
   forget(record) {
@@ -64,11 +67,6 @@ class History {
       if (this.frameBytes <= FRAME_BYTES) break;
       if (old !== record && old.frame && old.frame.blob) this.forget(old);
     }
-  }
-
-  clear() {
-    this.records = [];
-    this.frameBytes = 0;
   }
 }
 
@@ -168,7 +166,7 @@ function takeTransition({ event, action, data, frame, seed = null, options = nul
     skipped,
     frame: null,
   };
-  page.history.push(record);
+  if (page.history.push(record) && page.cursor !== null) page.cursor = Math.max(0, page.cursor - 1); // same record
   appendLog(record, seed, options);
   attachFrame(record, frame);
   refresh();
