@@ -38,7 +38,7 @@ class Page:
         self.downloads = downloads
 
     def open(self, server: EnvServer, path: str = "/web/") -> None:
-        """Load the page and wait until it read /schema and its socket is open."""
+        """Load the page (``path``: under /web, a query maybe) and wait until it read /schema and its socket is open."""
         self.driver.get(server.url + path)
         self.wait(lambda: self.script("return document.body.dataset.ready") == "true", "the page to be ready")
         self.wait(lambda: self.state() == "connected", "the page's socket to open")
@@ -543,4 +543,15 @@ def test_watch_mode_follows_one_sub_env_of_a_vector_session(page):
             assert page.records()[-1]["action"] == 1  # the watched sub-env's own action
         finally:
             envs.close()
+    page.assert_clean()
+
+
+def test_a_server_with_a_token_serves_the_page_after_its_cookie_login(page):
+    """/web?token= logs the browser in once: the page's /schema, /metadata and /ws then carry the cookie."""
+    with running_server(load_factory("CartPole-v1"), token="a-page-token") as server:
+        page.open(server, "/web?token=a-page-token")
+        assert page.driver.current_url == f"{server.url}/web"  # the token left the address bar
+        page.click("reset")
+        page.click("action-1")
+        page.wait_value("step-count", 1)
     page.assert_clean()
