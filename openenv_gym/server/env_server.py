@@ -255,7 +255,8 @@ class EnvServer:
                 frame = factory_error(self.factory, exc, self.send_tracebacks)
                 return _json_response(500, frame.data())
             return _json_response(200, description[path[1:]])
-        return _json_response(404, {"message": f"no route {path}; try /ws, /health, /schema or /metadata"})
+        routes = "/ws, /health, /schema, /metadata" + (" or /web" if self.web else "")
+        return _json_response(404, {"message": f"no route {path}; try {routes}"})
 
     async def _schema_with_backend(self, schema: dict[str, Any], path: str) -> Response:
         """``/schema?vector_backend=NAME``: the schema with that backend described in full (EnvPool's

@@ -108,6 +108,8 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
         max_tool_result_bytes: the largest text one tool call may return.
         render_modes, render_fps: what :meth:`render` can give, as Gymnasium's
             ``metadata["render_modes"]`` and ``["render_fps"]`` say; published in ``/schema``.
+        max_episode_steps: the steps after which an episode is truncated, if the environment
+            has such a time limit; published in ``/schema`` (the web page shows it).
     """
 
     action_type: ClassVar[type[Action]] = Action
@@ -125,6 +127,7 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
     max_tool_result_bytes: int = MAX_TOOL_RESULT_BYTES
     render_modes: Sequence[str] = ()
     render_fps: float | None = None
+    max_episode_steps: int | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -216,6 +219,8 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             result["tools"] = [tool.describe() for tool in self.tools.values()]
         if self.render_modes:  # our extension: what a session may ask with /ws?render_mode=
             result["render"] = {"modes": list(self.render_modes), "fps": self.render_fps}
+        if self.max_episode_steps is not None:
+            result["max_episode_steps"] = self.max_episode_steps
         if self.space_descriptions is not None:
             result["spaces"] = self.space_descriptions
         elif self.action_space is not None and self.observation_space is not None:

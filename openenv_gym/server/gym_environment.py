@@ -82,6 +82,8 @@ class GymEnvironment(Environment[Any, Any, State]):
         # gym.make serves "<mode>_list" for these by wrapping the env in RenderCollection.
         self.render_modes = modes + [f"{mode}_list" for mode in ("rgb_array", "ansi") if mode in modes]
         self.render_fps = self.env.metadata.get("render_fps")
+        # gym.make's TimeLimit writes the limit it applies into the spec (None when removed).
+        self.max_episode_steps = self.env.spec.max_episode_steps if self.env.spec is not None else None
         # Discrete actions are most of what arrives: (start, stop, dtype) for a fast path that
         # accepts exactly what the general decoder accepts as a plain in-range integer.
         space = self.action_space
