@@ -96,6 +96,42 @@ def test_modes_the_server_cannot_give_are_refused(mode, message):
         gym.make("openenv/ALE-Pong-v5", render_mode=mode)
 
 
+def test_cartpole_frames_equal_the_local_env_s():
+    """Classic control renders with pygame on the server: CartPole's frames equal the local env's, step for step."""
+    remote = gym.make("openenv/CartPole-v1", render_mode="rgb_array")
+    local = gym.make("CartPole-v1", render_mode="rgb_array")
+    try:
+        assert remote.metadata["render_fps"] == local.metadata["render_fps"] == 50
+        remote.reset(seed=5)
+        local.reset(seed=5)
+        for action in [0, 1, 1, 0, 1, 1, 1, 0, 0, 1]:
+            frame = remote.render()
+            assert frame.dtype == np.uint8 and frame.shape == (400, 600, 3) and frame.flags.writeable
+            np.testing.assert_array_equal(frame, local.render())
+            remote.step(action)
+            local.step(action)
+        np.testing.assert_array_equal(remote.render(), local.render())
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_record_video_records_remote_cartpole(tmp_path):
+    """RecordVideo writes a remote CartPole episode to an mp4."""
+    tmp_path = tmp_path / "videos"  # RecordVideo warns about a folder that exists already
+    env = gym.wrappers.RecordVideo(
+        gym.make("openenv/CartPole-v1", render_mode="rgb_array"), str(tmp_path), episode_trigger=lambda _: True
+    )
+    try:
+        env.reset(seed=0)
+        for _ in range(15):
+            env.step(env.action_space.sample())
+    finally:
+        env.close()
+    videos = [name for name in os.listdir(tmp_path) if name.endswith(".mp4")]
+    assert videos and os.path.getsize(tmp_path / videos[0]) > 1000
+
+
 def test_a_server_that_renders_nothing_warns_once_and_render_refuses(monkeypatch):
     """A render_mode on an env without render modes (SB3 passes one) warns once per process; render() raises."""
     monkeypatch.setattr(openenv_gym.env, "_render_warned", False)
