@@ -8,7 +8,7 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 
 from ..errors import OpenEnvGymError, ProtocolError
-from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ObservationFrame, ServerSession
+from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ObservationFrame, RenderRequest, ServerSession
 from ..protocol.batch import (
     BINARY_SUBPROTOCOL,
     AutoresetMode,
@@ -46,6 +46,9 @@ class BatchSession(Session):
       travel in ``final``.
     * ``Disabled``: the client resets ended sub-envs with a masked ``batch_reset``; stepping one
       before that is refused.
+
+    A ``render`` frame gets every sub-env's ``render()`` in one ``render`` frame (the sub-envs
+    were made in the query's ``render_mode``).
     """
 
     def __init__(
@@ -92,6 +95,8 @@ class BatchSession(Session):
             return request.serialize()
         if isinstance(request, CloseFrame):
             return None
+        if isinstance(request, RenderRequest):
+            return await self._render_reply(self._render_all)
         try:
             if isinstance(request, BatchCallFrame):
                 if request.values is not None and len(request.values) != self.size:
@@ -210,6 +215,10 @@ class BatchSession(Session):
             terminated.append(done)
             truncated.append(cut)
         return BatchResultFrame(observations, infos, rewards, terminated, truncated, final)
+
+    def _render_all(self) -> list[Any]:
+        """Every sub-env's frame, in the render mode the session's envs were made with."""
+        return [env.render() for env in self.envs]
 
     def _call_all(self, request: BatchCallFrame) -> BatchValuesFrame:
         """Get, set or call a public attribute of every sub-env, as ``SyncVectorEnv`` does."""

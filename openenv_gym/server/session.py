@@ -242,14 +242,19 @@ class Session:
             except Exception as exc:
                 return _execution_error("state", exc, self.send_tracebacks).serialize()
         if isinstance(request, RenderRequest):
-            try:
-                frame = RenderFrame(await self._call(self.env.render))
-                binary = self.connection.subprotocol == BINARY_SUBPROTOCOL  # frames as raw bytes
-                return frame.serialize_binary() if binary else frame.serialize()
-            except Exception as exc:
-                return _execution_error("render", exc, self.send_tracebacks).serialize()
+            return await self._render_reply(self.env.render)
         assert isinstance(request, CloseFrame)
         return None
+
+    async def _render_reply(self, render: Callable[[], Any]) -> str | bytes:
+        """The ``render`` frame of what ``render()`` returns (arrays as raw bytes on a binary
+        connection), or the ``EXECUTION_ERROR`` frame of what it raised."""
+        try:
+            frame = RenderFrame(await self._call(render))
+            binary = self.connection.subprotocol == BINARY_SUBPROTOCOL
+            return frame.serialize_binary() if binary else frame.serialize()
+        except Exception as exc:
+            return _execution_error("render", exc, self.send_tracebacks).serialize()
 
     async def close(self) -> bool:
         """Close the environment (once, with a timeout) and release the worker thread.
