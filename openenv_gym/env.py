@@ -264,15 +264,17 @@ def render_metadata(schema: dict[str, Any], render_mode: str | None, base_url: s
     and nothing renders.
 
     Raises:
-        ValueError: ``"human"`` (a window would open on the server), or a mode the server lacks.
+        ValueError: ``"human"`` (a window would open on the server: the message points to the
+            server's ``/web`` page), or a mode the server lacks.
     """
     global _render_warned
     render = schema.get("render") if isinstance(schema, dict) else None
     modes = list(render.get("modes") or []) if isinstance(render, dict) else []
     if render_mode == "human":
         raise ValueError(
-            "render_mode='human' would open a window on the server, not here: use render_mode='rgb_array' "
-            "(render() returns the frame as an array; gymnasium.wrappers.RecordVideo records them)"
+            f"render_mode='human' would open a window on the server; watch the env in a browser at "
+            f"{base_url.rstrip('/')}/web instead (or use render_mode='rgb_array': render() returns the frames as "
+            "arrays, gymnasium.wrappers.RecordVideo records them)"
         )
     if not modes:
         if render_mode is not None and not _render_warned:
@@ -364,7 +366,8 @@ class RemoteEnv(gym.Env[Any, Any]):
         render_mode: as for a local env, one the server publishes (``/schema["render"]``; they
             are this env's ``metadata["render_modes"]``): the session's env is made in that mode
             and :meth:`render` returns its frames (RGB arrays as raw bytes). ``"human"`` raises
-            ``ValueError`` (a window would open on the server). A server that publishes none
+            ``ValueError`` (a window would open on the server; its ``/web`` page shows the env
+            in a browser instead). A server that publishes none
             (OpenEnv's) takes any mode, with one warning per process, and :meth:`render` raises.
     """
 

@@ -87,13 +87,15 @@ def test_record_video_records_remote_frames(tmp_path):
 @pytest.mark.parametrize(
     ("mode", "message"),
     [
-        ("human", "render_mode='human' would open a window on the server"),
+        ("human", "render_mode='human' would open a window on the server; watch the env in a browser at http://"),
         ("ansi", "renders ['human', 'rgb_array', 'rgb_array_list']"),
     ],
 )
 def test_modes_the_server_cannot_give_are_refused(mode, message):
-    with pytest.raises(ValueError, match=re.escape(message)):
+    with pytest.raises(ValueError, match=re.escape(message)) as caught:
         gym.make("openenv/ALE-Pong-v5", render_mode=mode)
+    if mode == "human":  # the way out: the server's web debug page, or frames as arrays
+        assert re.search(r"at http://127\.0\.0\.1:\d+/web instead \(or use render_mode='rgb_array'", str(caught.value))
 
 
 def test_cartpole_frames_equal_the_local_env_s():
@@ -242,7 +244,7 @@ def test_a_list_mode_the_vector_env_lacks_steps_one_env_per_sub_env():
     [
         (
             {"render_mode": "human"},
-            "render_mode='human' would open a window on the server",
+            "render_mode='human' would open a window on the server; watch the env in a browser at http://127.0.0.1:",
         ),
         ({"render_mode": "ansi"}, "renders ['human', 'rgb_array', 'rgb_array_list']"),
         (

@@ -224,7 +224,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             ``metadata["render_modes"]`` and ``["render_fps"]`` are the servers' (a server-side
             vector env's own with a vector backend; ``"auto"`` steps one env per sub-env when
             that vector env cannot render in this mode). ``"human"`` raises ``ValueError`` (a
-            window would open on the server). Servers
+            window would open on the server; its ``/web`` page shows the env in a browser). Servers
             that publish no render modes (OpenEnv's) take any mode with one warning per process,
             and :meth:`render` raises.
         open_timeout, call_timeout, startup_timeout: seconds, as for ``RemoteEnv``.
