@@ -343,9 +343,13 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             empty = create_empty_array(self.single_observation_space, num_envs)
             assert empty is not None  # Gymnasium's annotation allows None; it raises for a space it cannot fill
             self._observations = empty
-            timeouts: dict[str, Any] = {"open_timeout": open_timeout, "call_timeout": call_timeout, "env_id": server}
+            session_options: dict[str, Any] = {
+                "open_timeout": open_timeout,
+                "call_timeout": call_timeout,
+                "env_id": server,
+            }
             if served_render_mode is not None:  # the sessions' envs are made in it
-                timeouts["render_mode"] = served_render_mode
+                session_options["render_mode"] = served_render_mode
             self._batched = batched
             self._backend = backend
             if backend is not None or batched:
@@ -363,7 +367,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                             autoreset_mode=wire_mode,
                             codec=codec,
                             token=provider.token,
-                            **timeouts,
+                            **session_options,
                         ),
                         url,
                         provider,
@@ -379,7 +383,11 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 self._blocks += [
                     _Block(
                         functools.partial(
-                            PlainSessionBatch, autoreset_mode=wire_mode, face=faces(), token=provider.token, **timeouts
+                            PlainSessionBatch,
+                            autoreset_mode=wire_mode,
+                            face=faces(),
+                            token=provider.token,
+                            **session_options,
                         ),
                         url,
                         provider,
