@@ -120,14 +120,6 @@ class BatchClient(EnvClient):
         assert isinstance(result, BatchResultFrame)  # the session took no other reply to a batch_step
         return result
 
-    def render_batch(self) -> Any:
-        """Every sub-env's frame (:meth:`begin_render` and :meth:`complete` in one call)."""
-        with self._lock:
-            self.begin_render()
-            result = self.complete()
-        assert isinstance(result, RenderFrame)  # the session took no other reply to a render request
-        return result.frame
-
     def call_batch(self, frame: BatchCallFrame) -> list[Any]:
         """:meth:`begin_batch_call` and :meth:`complete` in one call; one value per sub-env."""
         with self._lock:
