@@ -24,6 +24,8 @@ __all__ = [
     "build_provider",
     "check_served",
     "make_remote_env",
+    "own_frame",
+    "render_metadata",
     "resolve_spaces",
     "server_face",
 ]
@@ -253,34 +255,36 @@ def check_served(base_url: str, expected: str | None, timeout: float, token: str
 _render_warned = False
 
 
-def _warn_render_not_served(render_mode: str, base_url: str) -> None:
-    """Say once per process that a server renders nothing (SB3 asks every env for frames)."""
-    global _render_warned
-    if not _render_warned:
-        _render_warned = True
-        warnings.warn(
-            f"openenv-gym: render_mode={render_mode!r} is accepted, but the server at {base_url} publishes no "
-            "render modes: render() raises NotImplementedError (said once per process)",
-            UserWarning,
-            stacklevel=4,
-        )
+def render_metadata(schema: dict[str, Any], render_mode: str | None, base_url: str) -> dict[str, Any] | None:
+    """``metadata`` for a remote env (or vector env of per-env sessions) rendering in
+    ``render_mode``: the server's render modes and fps from ``/schema["render"]``.
 
-
-def _render_metadata(schema: dict[str, Any], render_mode: str | None, base_url: str) -> dict[str, Any] | None:
-    """``metadata`` for a remote env rendering in ``render_mode``: the server's render modes and
-    fps from ``/schema["render"]``; ``None`` when the server publishes none (an OpenEnv server).
+    Returns ``None`` when the server publishes none (an OpenEnv server): a ``render_mode`` is
+    then accepted, with one warning per process (Stable-Baselines3 asks every env for frames),
+    and nothing renders.
 
     Raises:
-        ValueError: ``"human"`` (a window would open on the server), or a mode the server lacks.
+        ValueError: ``"human"`` (a window would open on the server: the message points to the
+            server's ``/web`` page), or a mode the server lacks.
     """
+    global _render_warned
     render = schema.get("render") if isinstance(schema, dict) else None
     modes = list(render.get("modes") or []) if isinstance(render, dict) else []
     if render_mode == "human":
         raise ValueError(
-            "render_mode='human' would open a window on the server, not here: use render_mode='rgb_array' "
-            "(render() returns the frame as an array; gymnasium.wrappers.RecordVideo records them)"
+            f"render_mode='human' would open a window on the server; watch the env in a browser at "
+            f"{base_url.rstrip('/')}/web instead (or use render_mode='rgb_array': render() returns the frames as "
+            "arrays, gymnasium.wrappers.RecordVideo records them)"
         )
     if not modes:
+        if render_mode is not None and not _render_warned:
+            _render_warned = True
+            warnings.warn(
+                f"openenv-gym: render_mode={render_mode!r} is accepted, but the server at {base_url} publishes no "
+                "render modes: render() raises NotImplementedError (said once per process)",
+                UserWarning,
+                stacklevel=4,
+            )
         return None
     if render_mode is not None and render_mode not in modes:
         raise ValueError(f"render_mode={render_mode!r}: the server at {base_url} renders {modes}")
@@ -362,7 +366,8 @@ class RemoteEnv(gym.Env[Any, Any]):
         render_mode: as for a local env, one the server publishes (``/schema["render"]``; they
             are this env's ``metadata["render_modes"]``): the session's env is made in that mode
             and :meth:`render` returns its frames (RGB arrays as raw bytes). ``"human"`` raises
-            ``ValueError`` (a window would open on the server). A server that publishes none
+            ``ValueError`` (a window would open on the server; its ``/web`` page shows the env
+            in a browser instead). A server that publishes none
             (OpenEnv's) takes any mode, with one warning per process, and :meth:`render` raises.
     """
 
@@ -468,9 +473,8 @@ class RemoteEnv(gym.Env[Any, Any]):
 
     def _ask_render_mode(self, render_mode: str, open_timeout: float, token: str | None) -> None:
         schema = http_get_json(self.base_url, "/schema", timeout=open_timeout, token=token)
-        metadata = _render_metadata(schema, render_mode, self.base_url)
+        metadata = render_metadata(schema, render_mode, self.base_url)
         if metadata is None:
-            _warn_render_not_served(render_mode, self.base_url)
             return
         self.metadata = metadata
         self._renders = True
@@ -489,7 +493,7 @@ class RemoteEnv(gym.Env[Any, Any]):
             return None
         if not self._renders:
             raise NotImplementedError(f"{self!r}: the server renders nothing (it publishes no render modes)")
-        return _own(self._client.render())
+        return own_frame(self._client.render())
 
     def state(self) -> dict[str, Any]:
         """The session's state on the server (``episode_id``, ``step_count``, ...)."""
@@ -501,10 +505,10 @@ class RemoteEnv(gym.Env[Any, Any]):
         self._closer()
 
 
-def _own(frame: Any) -> Any:
+def own_frame(frame: Any) -> Any:
     """A frame the caller may write to (arrays arrive as read-only views of their message)."""
     if isinstance(frame, list):
-        return [_own(item) for item in frame]
+        return [own_frame(item) for item in frame]
     import numpy as np  # gymnasium imports it anyway
 
     return np.array(frame) if isinstance(frame, np.ndarray) else frame

@@ -119,6 +119,29 @@ def test_copy_false_returns_the_vector_envs_own_buffer():
         copied.close()
 
 
+def test_factories_that_render_give_sync_vector_env_s_frames():
+    """Factories made in rgb_array: render() gives SyncVectorEnv's tuple of frames, equal frame for frame."""
+    env_fns = [lambda: gym.make("CartPole-v1", render_mode="rgb_array") for _ in range(2)]
+    remote = RemoteVectorEnv.from_env_fns(env_fns, servers=1)
+    local = SyncVectorEnv(env_fns)
+    try:
+        assert remote.render_mode == local.render_mode == "rgb_array"
+        assert remote.metadata["render_fps"] == local.metadata["render_fps"]
+        remote.reset(seed=3)
+        local.reset(seed=3)
+        for actions in (np.array([0, 1]), np.array([1, 1]), None):
+            frames, expected = remote.render(), local.render()
+            assert isinstance(frames, tuple) and len(frames) == 2
+            for frame, want in zip(frames, expected):
+                np.testing.assert_array_equal(frame, want)
+            if actions is not None:
+                remote.step(actions)
+                local.step(actions)
+    finally:
+        remote.close()
+        local.close()
+
+
 def test_a_killed_server_gets_the_factories_again():
     """SIGKILL of one server: its restarted server is sent the factories again, its sub-envs come back truncated, and all go on."""
     envs = RemoteVectorEnv.from_env_fns(walk_factories(4), servers=2)

@@ -20,7 +20,7 @@ from gymnasium.vector import AutoresetMode
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
 from openenv_gym.client.batch_client import BatchClient
 from openenv_gym.errors import SpaceMismatchError
-from openenv_gym.protocol import ClientSession, MessageType
+from openenv_gym.protocol import ClientSession, MessageType, RenderFrame
 from openenv_gym.protocol.batch import BatchResultFrame, BatchValuesFrame, parse_batch_server_frame
 from openenv_gym.protocol.pickled import (
     PICKLED_FACTORIES_TARGET,
@@ -41,6 +41,7 @@ _REPLIES: dict[MessageType, type] = {
     MessageType.BATCH_RESET: BatchResultFrame,
     MessageType.BATCH_STEP: BatchResultFrame,
     MessageType.BATCH_CALL: BatchValuesFrame,
+    MessageType.RENDER: RenderFrame,
 }
 
 
@@ -182,6 +183,7 @@ class EnvFnsVectorEnv(RemoteVectorEnv):
         )
         self.metadata = {**metadata, "autoreset_mode": self.autoreset_mode}
         self.render_mode = render_mode
+        self._renders = render_mode is not None  # the factories make their envs in it
 
     def _server_schema(self, url: str, open_timeout: float) -> Any:
         # The spaces are the local env's; the servers have none of their own.

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from openenv_gym.client.sync_client import EnvClient
-from openenv_gym.protocol import ObservationFrame
+from openenv_gym.protocol import ObservationFrame, RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode, AutoresetRule, BatchResultFrame
 from openenv_gym.tool_face import StepResult
 
@@ -54,6 +54,7 @@ class _Pending(enum.Enum):
     AUTORESET = "autoreset"  # NextStep: this step of an ended sub-env is its reset
     STEP = "step"
     ANSWERED = "answered"  # the face answered the action itself: nothing was sent
+    RENDER = "render"
 
 
 class PlainSessionBatch:
@@ -61,8 +62,18 @@ class PlainSessionBatch:
 
     envs = 1
 
-    def __init__(self, base_url: str, autoreset_mode: AutoresetMode, face: Face | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        autoreset_mode: AutoresetMode,
+        face: Face | None = None,
+        *,
+        render_mode: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.client = EnvClient(base_url, **kwargs)
+        if render_mode is not None:
+            self.client.ask_render_mode(render_mode)
         self.rule = AutoresetRule(autoreset_mode)
         self.face: Face = face or WireFace()
         self._pending = _Pending.NONE
@@ -107,8 +118,14 @@ class PlainSessionBatch:
                 self.client.begin_step(wire)
                 self._pending = _Pending.STEP
 
-    def complete(self, timeout: float | None = None) -> BatchResultFrame:
+    def begin_render(self) -> None:
+        self.client.begin_render()
+        self._pending = _Pending.RENDER
+
+    def complete(self, timeout: float | None = None) -> BatchResultFrame | RenderFrame:
         pending, self._pending = self._pending, _Pending.NONE
+        if pending is _Pending.RENDER:  # a batch of one frame
+            return RenderFrame([self.client.complete(timeout).frame])
         if pending is _Pending.ANSWERED:
             assert self._answer is not None
             (observation, reward, terminated, truncated, info), self._answer = self._answer, None
@@ -129,4 +146,6 @@ class PlainSessionBatch:
 
     def reset_batch(self, *args: Any, **kwargs: Any) -> BatchResultFrame:
         self.begin_batch_reset(*args, **kwargs)
-        return self.complete()
+        result = self.complete()
+        assert isinstance(result, BatchResultFrame)  # a reset was in flight, not a render
+        return result

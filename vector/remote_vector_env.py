@@ -21,7 +21,7 @@ from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_
 from openenv_gym.client.batch_client import BatchClient
 from openenv_gym.client.sync_client import replies_waiting
 from openenv_gym.client.vector_client import VectorClient
-from openenv_gym.env import ClosedEnvError, ServerSpaces, check_served, resolve_spaces
+from openenv_gym.env import ClosedEnvError, ServerSpaces, check_served, own_frame, render_metadata, resolve_spaces
 from openenv_gym.errors import (
     ConnectionLostError,
     InvalidActionError,
@@ -29,6 +29,7 @@ from openenv_gym.errors import (
     RequestTimeoutError,
     ServerConnectError,
 )
+from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
 from openenv_gym.protocol.vector import VectorResultFrame, choose_vector_backend
@@ -218,6 +219,14 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             block of K sub-envs is then one vector env of K, stepped in one call; ``reset(seed=s)``
             seeds the block starting at sub-env k with ``s + k``. ``metadata["vector_backend"]``
             and ``metadata["vector_backend_reason"]`` say which runs and why.
+        render_mode: as for ``gym.make_vec`` of a local env: every sub-env (or each server's
+            vector env) is made in that mode, and :meth:`render` returns the frames.
+            ``metadata["render_modes"]`` and ``["render_fps"]`` are the servers' (a server-side
+            vector env's own with a vector backend; ``"auto"`` steps one env per sub-env when
+            that vector env cannot render in this mode). ``"human"`` raises ``ValueError`` (a
+            window would open on the server; its ``/web`` page shows the env in a browser). Servers
+            that publish no render modes (OpenEnv's) take any mode with one warning per process,
+            and :meth:`render` raises.
         open_timeout, call_timeout, startup_timeout: seconds, as for ``RemoteEnv``.
         token: the token the ``base_urls`` servers require, or that the servers this env starts
             are to require (default: whatever their provider chooses: none on loopback, a fresh
@@ -248,6 +257,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         tool_calls: bool | None = None,
         vector_backend: str = "auto",
         batch_size: int | None = None,
+        render_mode: str | None = None,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
@@ -297,6 +307,11 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                     check_served(url, server, open_timeout, url_provider.token)
             ranges = split(num_envs, len(urls))
             schema = self._server_schema(urls[0], open_timeout)
+            render = render_metadata(schema, render_mode, urls[0])  # "human" and unknown modes raise here
+            self.render_mode = render_mode
+            self._renders = render is not None and render_mode is not None
+            self.metadata.update(render or {"render_modes": []})
+            served_render_mode = render_mode if self._renders else None
             tool_face = wants_tool_face(tool_calls, schema, urls[0])
             tools: list[dict[str, Any]] = []  # the tool face's: one list, shared by every sub-env's face
             if tool_face:
@@ -316,7 +331,9 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             wire_mode = WireAutoresetMode(self.autoreset_mode.value)
             backend = None
             if not tool_face:
-                backend = self._choose_backend(vector_backend, wire_mode, batched, schema, urls[0], open_timeout)
+                backend = self._choose_backend(
+                    vector_backend, wire_mode, batched, schema, urls[0], open_timeout, served_render_mode
+                )
             self.single_action_space = self._spaces.action_space
             self.single_observation_space = self._spaces.observation_space
             if batched is None:  # openenv-gym servers publish spaces and serve /ws/batch; OpenEnv's do neither
@@ -326,7 +343,13 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             empty = create_empty_array(self.single_observation_space, num_envs)
             assert empty is not None  # Gymnasium's annotation allows None; it raises for a space it cannot fill
             self._observations = empty
-            timeouts: dict[str, Any] = {"open_timeout": open_timeout, "call_timeout": call_timeout, "env_id": server}
+            session_options: dict[str, Any] = {
+                "open_timeout": open_timeout,
+                "call_timeout": call_timeout,
+                "env_id": server,
+            }
+            if served_render_mode is not None:  # the sessions' envs are made in it
+                session_options["render_mode"] = served_render_mode
             self._batched = batched
             self._backend = backend
             if backend is not None or batched:
@@ -344,7 +367,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                             autoreset_mode=wire_mode,
                             codec=codec,
                             token=provider.token,
-                            **timeouts,
+                            **session_options,
                         ),
                         url,
                         provider,
@@ -360,7 +383,11 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 self._blocks += [
                     _Block(
                         functools.partial(
-                            PlainSessionBatch, autoreset_mode=wire_mode, face=faces(), token=provider.token, **timeouts
+                            PlainSessionBatch,
+                            autoreset_mode=wire_mode,
+                            face=faces(),
+                            token=provider.token,
+                            **session_options,
                         ),
                         url,
                         provider,
@@ -424,16 +451,19 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         schema: dict[str, Any],
         url: str,
         open_timeout: float,
+        render_mode: str | None,
     ) -> str | None:
         """Pick the server-side vector env (``None``: one env per sub-env), say why in ``metadata``,
-        and take the spaces from it when there is one (ALE's differ from its single env's)."""
+        and take the spaces (ALE's differ from its single env's) and render modes from it when
+        there is one."""
         if batched is False:
             if requested not in ("auto", "per_env"):
                 raise ValueError(f"vector_backend={requested!r} runs on batch sessions; batched=False was given")
             name, reason = None, "batched=False: one plain session per sub-env"
         else:
             offered = schema.get("vector_backends") or {}
-            name, reason = choose_vector_backend(requested, mode, offered, schema.get("vector_backends_unavailable"))
+            unavailable = schema.get("vector_backends_unavailable")
+            name, reason = choose_vector_backend(requested, mode, offered, unavailable, render_mode)
         self.metadata.update(vector_backend=name or "per_env", vector_backend_reason=reason)
         if name is None:
             return None
@@ -445,6 +475,12 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 why = full.get("vector_backends_unavailable", {}).get(name, "the server does not offer it")
                 raise ValueError(f"vector_backend={name!r} cannot serve this env: {why}")
             entry = full["vector_backends"][name]
+        if render_mode is not None and render_mode not in entry.get("render_modes", ()):  # described only now
+            raise ValueError(f"vector_backend={name!r} renders {entry.get('render_modes', [])}, not {render_mode!r}")
+        # As Gymnasium's vector envs, the metadata is the vector env's own.
+        self.metadata.update(
+            render_modes=[m for m in entry.get("render_modes", []) if m != "human"], render_fps=entry.get("render_fps")
+        )
         observation_space = space_from_json(entry["observation_space"])
         action_space = space_from_json(entry["action_space"])
         self._spaces = ServerSpaces(action_space, observation_space, True, lambda action: action, lambda obs: obs)
@@ -891,6 +927,42 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         if lost is not None:
             raise lost
         return tuple(value for result in results for value in result.values)
+
+    def render(self) -> Any:
+        """Every sub-env's frame in ``render_mode``, as Gymnasium's vector envs give them.
+
+        Sub-envs stepped one env each (``vector_backend="per_env"``, as ``SyncVectorEnv``): a
+        tuple of one frame per sub-env (each an RGB ``uint8`` array for ``rgb_array``). A
+        server-side vector env: what its ``render()`` returns, the servers' blocks joined
+        (``CartPoleVectorEnv``: a list of arrays). ``None`` without a render mode. Every server
+        is asked before any reply is read; arrays are the caller's to write to.
+
+        Raises:
+            NotImplementedError: the servers publish no render modes.
+            RemoteError: a sub-env's ``render()`` raised on its server.
+            ConnectionLostError: a server was lost (the next step restarts its block).
+        """
+        self._check_open("render")
+        self._check_not_pending("render")
+        if self.render_mode is None:
+            return None
+        if not self._renders:
+            raise NotImplementedError(f"{self!r}: the servers render nothing (they publish no render modes)")
+        failures = self._send_all(self._blocks, lambda block: block.client.begin_render())
+        sent = [block for block, failure in zip(self._blocks, failures) if failure is None]
+        results = _complete_all([block.client.complete for block in sent])
+        lost = next((failure for failure in failures if failure is not None), None)
+        if lost is not None:
+            raise lost
+        frames = []
+        for result in results:
+            assert isinstance(result, RenderFrame)  # the sessions took no other reply to a render request
+            frames.append(own_frame(result.frame))
+        if self._backend is None:
+            return tuple(frame for block_frames in frames for frame in block_frames)
+        if all(isinstance(block_frames, np.ndarray) for block_frames in frames):  # a vector env's stacked frames
+            return np.concatenate(frames)
+        return [frame for block_frames in frames for frame in block_frames]
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session and stop every server this env started."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -36,6 +37,10 @@ class SB3VecEnv(VecEnv):
     SB3 has no ``Text`` space: an env whose observations contain text needs a wrapper that
     encodes it (for example to token ids in a ``Box``) before SB3 can use it.
 
+    A vector env made with ``render_mode="rgb_array"`` gives this ``render_mode``,
+    ``metadata["render_fps"]`` and :meth:`get_images`, so SB3's ``render()`` tiles the sub-envs'
+    frames and ``VecVideoRecorder`` records them.
+
     Example:
         >>> import gymnasium as gym, openenv_gym
         >>> from openenv_gym.wrappers import SB3VecEnv
@@ -63,6 +68,9 @@ class SB3VecEnv(VecEnv):
         self.venv = venv
         self._actions: np.ndarray | None = None
         super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
+        # VecEnv set render_mode (through get_attr) and render_modes; VecVideoRecorder also reads the fps.
+        if venv.metadata.get("render_fps") is not None:
+            self.metadata = {**self.metadata, "render_fps": venv.metadata["render_fps"]}
 
     def reset(self) -> Any:
         seeds = self._seeds if any(seed is not None for seed in self._seeds) else None
@@ -111,6 +119,18 @@ class SB3VecEnv(VecEnv):
             if mask is None or mask[index]:
                 result[key] = self._info_of(values, index) if isinstance(values, dict) else values[index]
         return result
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        """Every sub-env's RGB frame, as ``DummyVecEnv`` gives them (``None`` each, with a warning,
+        unless the vector env renders ``rgb_array``)."""
+        if self.render_mode != "rgb_array":
+            warnings.warn(
+                f"The render mode is {self.render_mode}, but this method assumes it is `rgb_array` to obtain images.",
+                stacklevel=2,
+            )
+            return [None] * self.num_envs
+        frames: Any = self.venv.render()  # in rgb_array mode, one array per sub-env
+        return list(frames) if frames is not None else [None] * self.num_envs
 
     def close(self) -> None:
         self.venv.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from ..protocol import ClientSession, ErrorFrame, MessageType
+from ..protocol import ClientSession, ErrorFrame, MessageType, RenderFrame
 from ..protocol.batch import (
     BATCH_PATH,
     BINARY_SUBPROTOCOL,
@@ -26,6 +26,7 @@ _REPLIES: dict[MessageType, type] = {
     MessageType.BATCH_RESET: BatchResultFrame,
     MessageType.BATCH_STEP: BatchResultFrame,
     MessageType.BATCH_CALL: BatchValuesFrame,
+    MessageType.RENDER: RenderFrame,
 }
 
 
@@ -44,6 +45,8 @@ class BatchClient(EnvClient):
             (the server answers Box observations as raw bytes; others stay JSON).
         backend: a server-side vector env to serve the sub-envs (see
             :class:`~openenv_gym.client.vector_client.VectorClient`, which speaks to it).
+        render_mode: have the sub-envs made in this render mode; :meth:`begin_render` then asks
+            for their frames (raw bytes with ``codec="binary"``, inline JSON otherwise).
         **kwargs: as for :class:`~openenv_gym.client.sync_client.EnvClient`.
     """
 
@@ -55,6 +58,7 @@ class BatchClient(EnvClient):
         codec: str = "json",
         *,
         backend: str | None = None,
+        render_mode: str | None = None,
         **kwargs: Any,
     ) -> None:
         if codec not in ("json", "binary"):
@@ -65,9 +69,10 @@ class BatchClient(EnvClient):
         self.autoreset_mode = autoreset_mode
         parts = urllib.parse.urlsplit(self.url)
         path = parts.path[: -len("/ws")] + BATCH_PATH
-        self.url = urllib.parse.urlunsplit(parts._replace(path=path, query=batch_query(envs, autoreset_mode, backend)))
+        query = batch_query(envs, autoreset_mode, backend, render_mode)
+        self.url = urllib.parse.urlunsplit(parts._replace(path=path, query=query))
 
-    def _new_protocol(self) -> ClientSession[BatchResultFrame | BatchValuesFrame | ErrorFrame]:
+    def _new_protocol(self) -> ClientSession[BatchResultFrame | BatchValuesFrame | RenderFrame | ErrorFrame]:
         return ClientSession(parse_batch_server_frame, _REPLIES)
 
     def begin_batch_reset(
@@ -90,10 +95,10 @@ class BatchClient(EnvClient):
         """Send a ``batch_call`` (get, set or call an attribute of every sub-env)."""
         self.begin("batch_call", lambda: self._session.send(MessageType.BATCH_CALL, frame))
 
-    def complete(self, timeout: float | None = None) -> BatchResultFrame | BatchValuesFrame:
+    def complete(self, timeout: float | None = None) -> BatchResultFrame | BatchValuesFrame | RenderFrame:
         """The reply to the request in flight, checked to hold one entry per sub-env."""
-        result: BatchResultFrame | BatchValuesFrame = super().complete(timeout)
-        if isinstance(result, BatchResultFrame):
+        result: BatchResultFrame | BatchValuesFrame | RenderFrame = super().complete(timeout)
+        if isinstance(result, (BatchResultFrame, RenderFrame)):
             result.check(self.envs)
         elif len(result.values) != self.envs:
             raise ValueError(f"batch_values has {len(result.values)} values for {self.envs} sub-envs")

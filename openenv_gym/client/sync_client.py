@@ -395,6 +395,10 @@ class EnvClient(SessionClient):
         assert isinstance(frame, RenderFrame)
         return frame.frame
 
+    def begin_render(self) -> None:
+        """Send a render request; :meth:`complete` reads its :class:`~openenv_gym.protocol.RenderFrame`."""
+        self.begin("render", self._session.send_render)
+
     def ask_render_mode(self, render_mode: str) -> None:
         """Have the session's env made in ``render_mode`` (``/ws?render_mode=...``) and its RGB
         frames sent as raw bytes; call before :meth:`connect`."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol import ClientSession, ErrorFrame, MessageType
+from ..protocol import ClientSession, ErrorFrame, MessageType, RenderFrame
 from ..protocol.batch import AutoresetMode
 from ..protocol.vector import VectorResetFrame, VectorResultFrame, VectorStepFrame, parse_vector_server_frame
 from .batch_client import BatchClient
@@ -24,20 +24,34 @@ class VectorClient(BatchClient):
         autoreset_mode: the vector env's autoreset mode (one its backend serves).
         backend: the server-side vector env: ``"gymnasium"``, ``"ale"`` or ``"envpool"``.
         codec: ``"binary"`` or ``"json"``.
+        render_mode: have the vector env made in this render mode (see
+            :class:`~openenv_gym.client.batch_client.BatchClient`).
         **kwargs: as for :class:`~openenv_gym.client.sync_client.EnvClient`.
     """
 
     def __init__(
-        self, base_url: str, envs: int, autoreset_mode: AutoresetMode, backend: str, codec: str = "json", **kwargs: Any
+        self,
+        base_url: str,
+        envs: int,
+        autoreset_mode: AutoresetMode,
+        backend: str,
+        codec: str = "json",
+        *,
+        render_mode: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(base_url, envs, autoreset_mode, codec, backend=backend, **kwargs)
+        super().__init__(base_url, envs, autoreset_mode, codec, backend=backend, render_mode=render_mode, **kwargs)
         self.backend = backend
         self._binary = codec == "binary"
 
-    def _new_protocol(self) -> ClientSession[VectorResultFrame | ErrorFrame]:  # type: ignore[override]
+    def _new_protocol(self) -> ClientSession[VectorResultFrame | RenderFrame | ErrorFrame]:  # type: ignore[override]
         return ClientSession(
             parse_vector_server_frame,
-            {MessageType.VECTOR_RESET: VectorResultFrame, MessageType.VECTOR_STEP: VectorResultFrame},
+            {
+                MessageType.VECTOR_RESET: VectorResultFrame,
+                MessageType.VECTOR_STEP: VectorResultFrame,
+                MessageType.RENDER: RenderFrame,
+            },
         )
 
     def begin_vector_reset(
@@ -56,9 +70,9 @@ class VectorClient(BatchClient):
         else:
             self.begin("vector_step", lambda: self._session.send(MessageType.VECTOR_STEP, frame))
 
-    def complete(self, timeout: float | None = None) -> VectorResultFrame:  # type: ignore[override]
+    def complete(self, timeout: float | None = None) -> VectorResultFrame | RenderFrame:  # type: ignore[override]
         """The reply to the request in flight, checked to hold one entry per sub-env."""
-        result: VectorResultFrame = super(BatchClient, self).complete(timeout)
+        result: VectorResultFrame | RenderFrame = super(BatchClient, self).complete(timeout)
         result.check(self.envs)
         return result
 
@@ -66,10 +80,14 @@ class VectorClient(BatchClient):
         """:meth:`begin_vector_reset` and :meth:`complete` in one call."""
         with self._lock:
             self.begin_vector_reset(*args, **kwargs)
-            return self.complete()
+            result = self.complete()
+        assert isinstance(result, VectorResultFrame)  # the session took no other reply to a vector_reset
+        return result
 
     def step_vector(self, actions: Any) -> VectorResultFrame:
         """:meth:`begin_vector_step` and :meth:`complete` in one call."""
         with self._lock:
             self.begin_vector_step(actions)
-            return self.complete()
+            result = self.complete()
+        assert isinstance(result, VectorResultFrame)  # the session took no other reply to a vector_step
+        return result

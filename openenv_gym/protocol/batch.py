@@ -26,6 +26,11 @@ gets each ``batch_result`` of a ``Box`` observation space as one binary message,
 ``(K, ...)``, the rest as JSON. Formatting and parsing floats is most of what JSON costs here;
 raw bytes cost next to nothing. Requests stay JSON on batch sessions (vector sessions,
 :mod:`openenv_gym.protocol.vector`, take packed requests too).
+
+**Rendering.** ``&render_mode=rgb_array`` in the query has the sub-envs made in that mode (the
+server checks it against the modes it publishes). A ``{"type":"render"}`` frame is answered
+with a ``render`` frame holding one frame per sub-env
+(:class:`~openenv_gym.protocol.frames.RenderFrame`), packed as raw bytes on a binary connection.
 """
 
 from __future__ import annotations
@@ -33,13 +38,13 @@ from __future__ import annotations
 import enum
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import ProtocolError
 from . import arrays
 from ._json import data_object, dumps, elide, invalid, load_object
 from .codes import ErrorCode, MessageType
-from .frames import CloseFrame, ErrorFrame, parse_server_frame
+from .frames import CloseFrame, ErrorFrame, RenderFrame, RenderRequest, parse_server_frame
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,6 +56,7 @@ __all__ = [
     "AutoresetMode",
     "AutoresetRule",
     "BatchCallFrame",
+    "BatchQuery",
     "BatchResetFrame",
     "BatchResultFrame",
     "BatchStepFrame",
@@ -109,20 +115,36 @@ class AutoresetRule:
         self.ended = False
 
 
-def batch_query(envs: int, autoreset_mode: AutoresetMode, backend: str | None = None) -> str:
+class BatchQuery(NamedTuple):
+    """What a batch session's query string asks for (see :func:`parse_batch_query`)."""
+
+    envs: int
+    autoreset_mode: AutoresetMode
+    backend: str | None = None
+    render_mode: str | None = None
+
+
+def batch_query(
+    envs: int, autoreset_mode: AutoresetMode, backend: str | None = None, render_mode: str | None = None
+) -> str:
     """The query string that opens a batch session of ``envs`` sub-environments.
 
     ``backend`` names the server-side vector env that serves them
-    (:mod:`openenv_gym.protocol.vector`); ``None`` steps one env per sub-env.
+    (:mod:`openenv_gym.protocol.vector`); ``None`` steps one env per sub-env. ``render_mode``
+    has the sub-envs (or the vector env) made in that mode; a ``render`` frame then gets their
+    frames, one per sub-env.
     """
-    params = {"envs": envs, "autoreset_mode": autoreset_mode.value}
+    params: dict[str, str | int] = {"envs": envs, "autoreset_mode": autoreset_mode.value}
     if backend is not None:
         params["backend"] = backend
+    if render_mode is not None:
+        params["render_mode"] = render_mode
     return urllib.parse.urlencode(params)
 
 
-def parse_batch_query(query: str, max_envs: int) -> tuple[int, AutoresetMode, str | None]:
-    """Read ``envs``, ``autoreset_mode`` and ``backend`` from a batch session's query string.
+def parse_batch_query(query: str, max_envs: int) -> BatchQuery:
+    """Read ``envs``, ``autoreset_mode``, ``backend`` and ``render_mode`` from a batch session's
+    query string. Whether the server can render in that mode is the server's to judge.
 
     Raises:
         ProtocolError: VALIDATION_ERROR naming the parameter that is missing or wrong.
@@ -141,7 +163,8 @@ def parse_batch_query(query: str, max_envs: int) -> tuple[int, AutoresetMode, st
         modes = [m.value for m in AutoresetMode]
         raise invalid(f"unknown autoreset_mode {mode!r}; expected one of {modes}") from None
     backend = params.get("backend", [None])[0]
-    return envs, autoreset_mode, backend
+    render_mode = params.get("render_mode", [None])[0]
+    return BatchQuery(envs, autoreset_mode, backend, render_mode)
 
 
 @dataclass(frozen=True)
@@ -263,7 +286,9 @@ class BatchResultFrame:
         return f"batch_result of {len(self.observations)} rewards={elide(self.rewards)}"
 
 
-def parse_batch_client_frame(message: str | bytes) -> BatchResetFrame | BatchStepFrame | BatchCallFrame | CloseFrame:
+def parse_batch_client_frame(
+    message: str | bytes,
+) -> BatchResetFrame | BatchStepFrame | BatchCallFrame | RenderRequest | CloseFrame:
     """Parse one message a client sends on a batch session.
 
     Raises:
@@ -274,6 +299,8 @@ def parse_batch_client_frame(message: str | bytes) -> BatchResetFrame | BatchSte
     kind = frame.get("type")
     if kind == MessageType.CLOSE.value:
         return CloseFrame()
+    if kind == MessageType.RENDER.value:  # every sub-env's frame, in the session's render mode
+        return RenderRequest()
     data = data_object(frame, str(kind))
     if kind == MessageType.BATCH_STEP.value:
         actions = data.get("actions")
@@ -306,15 +333,15 @@ def parse_batch_client_frame(message: str | bytes) -> BatchResetFrame | BatchSte
         return BatchCallFrame(op, name, args, kwargs, values)
     raise ProtocolError(
         ErrorCode.UNKNOWN_TYPE.value,
-        f"Unknown message type: {kind} (a batch session takes batch_reset, batch_step, batch_call and close)",
+        f"Unknown message type: {kind} (a batch session takes batch_reset, batch_step, batch_call, render and close)",
     )
 
 
-def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | BatchValuesFrame | ErrorFrame:
+def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | BatchValuesFrame | RenderFrame | ErrorFrame:
     """Parse one message a server sends on a batch session.
 
     Raises:
-        ProtocolError: the message is not a well-formed batch result or error frame.
+        ProtocolError: the message is not a well-formed batch result, render or error frame.
     """
     if arrays.is_packed(message):
         return _parse_binary_result(message)  # type: ignore[arg-type]
@@ -322,11 +349,14 @@ def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | BatchVa
     return _batch_result(frame, message)
 
 
-def _parse_binary_result(message: bytes) -> BatchResultFrame | BatchValuesFrame | ErrorFrame:
-    """The binary form of a batch result; its observations become one array of shape (K, ...)."""
+def _parse_binary_result(message: bytes) -> BatchResultFrame | BatchValuesFrame | RenderFrame | ErrorFrame:
+    """The binary form of a batch result (its observations become one array of shape (K, ...)),
+    or of a render frame."""
     import numpy as np
 
     frame = arrays.unpack(message)
+    if isinstance(frame, dict) and frame.get("type") == MessageType.RENDER.value:
+        return RenderFrame.from_object(frame)
     try:
         observations = frame["data"]["observations"]
     except (KeyError, TypeError):
@@ -337,7 +367,9 @@ def _parse_binary_result(message: bytes) -> BatchResultFrame | BatchValuesFrame 
     return _batch_result(frame, message)
 
 
-def _batch_result(frame: dict[str, Any], message: str | bytes) -> BatchResultFrame | BatchValuesFrame | ErrorFrame:
+def _batch_result(
+    frame: dict[str, Any], message: str | bytes
+) -> BatchResultFrame | BatchValuesFrame | RenderFrame | ErrorFrame:
     if frame.get("type") == MessageType.BATCH_VALUES.value:
         values = data_object(frame, "batch_values").get("values")
         if not isinstance(values, list):
@@ -345,7 +377,7 @@ def _batch_result(frame: dict[str, Any], message: str | bytes) -> BatchResultFra
         return BatchValuesFrame(values)
     if frame.get("type") != MessageType.BATCH_RESULT.value:
         parsed = parse_server_frame(message)
-        if isinstance(parsed, ErrorFrame):
+        if isinstance(parsed, (ErrorFrame, RenderFrame)):
             return parsed
         raise ProtocolError(ErrorCode.SESSION_ERROR.value, f"expected batch_result, got {frame.get('type')!r}")
     data = data_object(frame, "batch_result")

@@ -176,18 +176,44 @@ class StateFrame:
 class RenderFrame:
     """What ``render()`` returned: an RGB array, text (``ansi``), a list of them (``*_list``
     modes), or ``None``. Arrays travel packed (:mod:`openenv_gym.protocol.arrays`): as raw bytes
-    on a connection that negotiated the binary subprotocol, inline in JSON otherwise."""
+    on a connection that negotiated the binary subprotocol, inline in JSON otherwise.
+
+    On a batch or vector session the frame is one per sub-env: a list (each item what that
+    sub-env's ``render()`` returned), or whatever the server-side vector env's ``render()``
+    returned (Gymnasium's ``CartPoleVectorEnv`` gives a list too)."""
 
     frame: Any
 
+    @classmethod
+    def from_object(cls, frame: Any) -> RenderFrame:
+        """The frame a decoded ``{"type": "render", "data": {"frame": ...}}`` object holds.
+
+        Raises:
+            ProtocolError: ``frame`` is not such an object.
+        """
+        if not isinstance(frame, dict) or frame.get("type") != "render" or not isinstance(frame.get("data"), dict):
+            raise invalid("a render frame must be an object with type 'render' and data.frame")
+        return cls(frame["data"].get("frame"))
+
     def _frame(self) -> dict[str, Any]:
-        return {"type": "render", "data": {"frame": self.frame}}
+        frame = list(self.frame) if isinstance(self.frame, tuple) else self.frame
+        return {"type": "render", "data": {"frame": frame}}
 
     def serialize(self) -> str:
         return arrays.to_json(self._frame())
 
     def serialize_binary(self) -> bytes:
         return arrays.pack(self._frame())
+
+    def check(self, size: int) -> None:
+        """Raise :class:`ProtocolError` unless the frame holds ``size`` frames, one per sub-env
+        (a list, or an array of ``size`` rows), as a batch or vector session's must."""
+        count: int | None = len(self.frame) if isinstance(self.frame, list) else None
+        shape = getattr(self.frame, "shape", None)
+        if count is None and shape:  # an array stacks the frames along its first axis
+            count = int(shape[0])
+        if count != size:
+            raise invalid(f"a batch render frame must hold {size} frames, one per sub-env, got {elide(self.frame)}")
 
     def __str__(self) -> str:
         return f"render {type(self.frame).__name__}"
@@ -271,10 +297,7 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
         ProtocolError: if the message is not a well-formed server frame.
     """
     if arrays.is_packed(message):  # a rendered frame, on a connection that negotiated binary
-        packed = arrays.unpack(message)  # type: ignore[arg-type]
-        if not isinstance(packed, dict) or packed.get("type") != "render" or not isinstance(packed.get("data"), dict):
-            raise invalid("a binary server frame must be a packed render frame")
-        return RenderFrame(packed["data"].get("frame"))
+        return RenderFrame.from_object(arrays.unpack(message))  # type: ignore[arg-type]
     frame = load_object(message)
     kind = frame.get("type")
     if kind == "observation":
@@ -294,7 +317,7 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
     if kind == "state":
         return StateFrame(data_object(frame, "state"))
     if kind == "render":
-        return RenderFrame(arrays.from_json(message).get("data", {}).get("frame"))  # type: ignore[arg-type]
+        return RenderFrame.from_object(arrays.from_json(message))  # type: ignore[arg-type]
     if kind == "error":
         return ErrorFrame.from_data(data_object(frame, "error"))
     if kind == "mcp":

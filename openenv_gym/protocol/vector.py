@@ -4,6 +4,7 @@ A server whose env has a native vector implementation (Gymnasium's ``vector_entr
 ALE's ``AtariVectorEnv``, EnvPool) lists it under ``/schema["vector_backends"]``::
 
     {"gymnasium": {"entry_point": "...:CartPoleVectorEnv", "autoreset_modes": ["NextStep"],
+                   "render_modes": ["rgb_array"], "render_fps": 50,
                    "observation_space": {...}, "action_space": {...}}}
 
 A client opens ``/ws/batch?envs=K&autoreset_mode=NextStep&backend=gymnasium``; the server builds
@@ -19,7 +20,9 @@ subprotocol (requests too), JSON otherwise::
         "truncated":...,"infos":{...}}}
 
 Each backend keeps its own autoreset mode and reports the modes it serves; which backend a
-client uses is :func:`choose_vector_backend`'s answer.
+client uses is :func:`choose_vector_backend`'s answer. With ``&render_mode=`` in the query the
+vector env is made in that render mode (one of its ``render_modes``), and a
+``{"type":"render"}`` frame gets what its ``render()`` returns, packed as a ``render`` frame.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from . import arrays
 from ._json import data_object, dumps, elide, invalid
 from .batch import AutoresetMode
 from .codes import ErrorCode, MessageType
-from .frames import CloseFrame, ErrorFrame, parse_server_frame
+from .frames import CloseFrame, ErrorFrame, RenderFrame, RenderRequest, parse_server_frame
 
 __all__ = [
     "BACKEND_CHOICES",
@@ -57,12 +60,13 @@ def choose_vector_backend(
     autoreset_mode: AutoresetMode,
     offered: dict[str, dict[str, Any]],
     unavailable: dict[str, str] | None = None,
+    render_mode: str | None = None,
 ) -> tuple[str | None, str]:
     """Which vector backend serves a vector env, and why; ``None`` means per-env stepping.
 
     ``"auto"`` follows ``gymnasium.make_vec``: the env's ``vector_entry_point`` when it has one
-    that serves ``autoreset_mode``, else one env per sub-env (which serves every mode). EnvPool
-    is used only when asked for.
+    that serves ``autoreset_mode`` (and renders in ``render_mode``, if one is asked for), else
+    one env per sub-env (which serves every mode). EnvPool is used only when asked for.
 
     Args:
         requested: one of :data:`BACKEND_CHOICES`.
@@ -70,10 +74,12 @@ def choose_vector_backend(
         offered: the server's ``/schema["vector_backends"]`` (``{}`` if it has none).
         unavailable: the server's ``/schema["vector_backends_unavailable"]``: why it offers
             none of the others, for the error message.
+        render_mode: the render mode the vector env must be made in, or ``None``; a backend
+            renders the modes its entry's ``render_modes`` lists.
 
     Raises:
         ValueError: an unknown choice, or a backend forced that the server cannot serve in this
-            mode (the message says why).
+            mode or render in this render mode (the message says why).
     """
     if requested not in BACKEND_CHOICES:
         raise ValueError(f"vector_backend must be one of {list(BACKEND_CHOICES)}, got {requested!r}")
@@ -89,6 +95,11 @@ def choose_vector_backend(
                 f"its vector_entry_point ({native.get('entry_point')}) serves autoreset modes "
                 f"{native.get('autoreset_modes')}, not {mode}: one env per sub-env"
             )
+        if render_mode is not None and render_mode not in native.get("render_modes", ()):
+            return None, (
+                f"its vector_entry_point ({native.get('entry_point')}) renders {native.get('render_modes', [])}, "
+                f"not {render_mode!r}: one env per sub-env"
+            )
         return "gymnasium", f"the env's vector_entry_point ({native.get('entry_point')})"
     backend = offered.get(requested)
     if backend is None:
@@ -97,6 +108,11 @@ def choose_vector_backend(
     if mode not in backend.get("autoreset_modes", ()):
         raise ValueError(
             f"vector_backend={requested!r} serves autoreset modes {backend.get('autoreset_modes')}, not {mode}"
+        )
+    if render_mode is not None and render_mode not in backend.get("render_modes", ()):
+        raise ValueError(
+            f"vector_backend={requested!r} renders {backend.get('render_modes', [])}, not render_mode={render_mode!r}: "
+            "use vector_backend='per_env' (one env per sub-env, each rendering its own frame)"
         )
     return requested, f"{requested} asked for ({backend.get('entry_point')})"
 
@@ -177,7 +193,7 @@ def _load(message: str | bytes) -> dict[str, Any]:
     return frame
 
 
-def parse_vector_client_frame(message: str | bytes) -> VectorResetFrame | VectorStepFrame | CloseFrame:
+def parse_vector_client_frame(message: str | bytes) -> VectorResetFrame | VectorStepFrame | RenderRequest | CloseFrame:
     """Parse one message a client sends on a vector session (text, or packed binary).
 
     Raises:
@@ -189,6 +205,8 @@ def parse_vector_client_frame(message: str | bytes) -> VectorResetFrame | Vector
     kind = frame.get("type")
     if kind == MessageType.CLOSE.value:
         return CloseFrame()
+    if kind == MessageType.RENDER.value:  # the vector env's render(), in its render mode
+        return RenderRequest()
     data = data_object(frame, str(kind))
     if kind == MessageType.VECTOR_STEP.value:
         if "actions" not in data:
@@ -205,17 +223,19 @@ def parse_vector_client_frame(message: str | bytes) -> VectorResetFrame | Vector
         return VectorResetFrame(seed, options, mask)
     raise ProtocolError(
         ErrorCode.UNKNOWN_TYPE.value,
-        f"Unknown message type: {kind} (a vector session takes vector_reset, vector_step and close)",
+        f"Unknown message type: {kind} (a vector session takes vector_reset, vector_step, render and close)",
     )
 
 
-def parse_vector_server_frame(message: str | bytes) -> VectorResultFrame | ErrorFrame:
+def parse_vector_server_frame(message: str | bytes) -> VectorResultFrame | RenderFrame | ErrorFrame:
     """Parse one message a server sends on a vector session.
 
     Raises:
-        ProtocolError: the message is not a well-formed vector result or error frame.
+        ProtocolError: the message is not a well-formed vector result, render or error frame.
     """
     frame = _load(message)
+    if frame.get("type") == MessageType.RENDER.value:
+        return RenderFrame.from_object(frame)
     if frame.get("type") != MessageType.VECTOR_RESULT.value:
         if isinstance(message, str):
             parsed = parse_server_frame(message)

@@ -8,7 +8,7 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 
 from ..errors import OpenEnvGymError, ProtocolError
-from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ObservationFrame, ServerSession
+from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ObservationFrame, RenderRequest, ServerSession
 from ..protocol.batch import (
     BINARY_SUBPROTOCOL,
     AutoresetMode,
@@ -48,6 +48,9 @@ class BatchSession(Session):
       before that is refused.
 
     ``steps`` and ``episodes`` count batch steps and batch resets.
+
+    A ``render`` frame gets every sub-env's ``render()`` in one ``render`` frame (the sub-envs
+    were made in the query's ``render_mode``).
     """
 
     kind = "batch"
@@ -96,6 +99,8 @@ class BatchSession(Session):
             return request.serialize()
         if isinstance(request, CloseFrame):
             return None
+        if isinstance(request, RenderRequest):
+            return await self._render_reply(self._render_all)
         try:
             if isinstance(request, BatchCallFrame):
                 if request.values is not None and len(request.values) != self.size:
@@ -236,6 +241,13 @@ class BatchSession(Session):
             terminated.append(done)
             truncated.append(cut)
         return BatchResultFrame(observations, infos, rewards, terminated, truncated, final)
+
+    def _frame_of(self, sub_env: int) -> Any:
+        return self.envs[sub_env].render()
+
+    def _render_all(self) -> list[Any]:
+        """Every sub-env's frame, in the render mode the session's envs were made with."""
+        return [env.render() for env in self.envs]
 
     def _call_all(self, request: BatchCallFrame) -> BatchValuesFrame:
         """Get, set or call a public attribute of every sub-env, as ``SyncVectorEnv`` does."""

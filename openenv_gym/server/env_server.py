@@ -289,49 +289,70 @@ class EnvServer:
         assert connection.request is not None
         path, _, query = connection.request.path.partition("?")
         if path != BATCH_PATH:
-            factory, render_mode = self._session_factory(query)
-            session = Session(connection, factory, send_tracebacks=self.send_tracebacks)
-            session.render_mode = render_mode
-            return session
-        size, mode, backend = parse_batch_query(query, self.max_sessions)
+            import urllib.parse
+
+            render_mode = urllib.parse.parse_qs(query).get("render_mode", [None])[0]
+            session = Session(connection, self._render_factory(render_mode), send_tracebacks=self.send_tracebacks)
+        else:
+            session, render_mode = self._batch_session(connection, query)
+        session.render_mode = render_mode
+        return session
+
+    def _batch_session(self, connection: ServerConnection, query: str) -> tuple[Session, str | None]:
+        """The batch or vector session of a ``/ws/batch`` query, and its render mode."""
+        size, mode, backend, render_mode = parse_batch_query(query, self.max_sessions)
         if wants_pickled_factories(query):
             check_pickles_allowed(self.accept_pickled_factories, self._token is not None)
-            return PickledBatchSession(connection, size, mode, send_tracebacks=self.send_tracebacks)
+            if render_mode is not None:
+                raise ProtocolError(
+                    ErrorCode.VALIDATION_ERROR.value,
+                    f"render_mode={render_mode}: pickled factories make their envs in their own render mode",
+                )
+            return PickledBatchSession(connection, size, mode, send_tracebacks=self.send_tracebacks), None
         if backend is None:
-            return BatchSession(connection, self.factory, size, mode, send_tracebacks=self.send_tracebacks)
+            factory = self._render_factory(render_mode)
+            return BatchSession(connection, factory, size, mode, send_tracebacks=self.send_tracebacks), render_mode
         backends = getattr(self.factory, "vector_backends", None)
         if backends is None:
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR.value, f"backend={backend}: this server has no vector backends"
             )
+        if render_mode is not None:
+            described = ((self._description or {}).get("schema", {}).get("vector_backends") or {}).get(backend, {})
+            self._check_render_mode(render_mode, described.get("render_modes"), f"the {backend} vector env's")
         from .vector_session import VectorSession  # numpy and gymnasium: only servers of Gymnasium envs
 
         def build(num_envs: int, autoreset_mode: Any) -> Any:
-            return backends.make(backend, num_envs, autoreset_mode)
+            return backends.make(backend, num_envs, autoreset_mode, render_mode)
 
         build.__name__ = f"{backend} vector env"
-        return VectorSession(connection, build, size, mode, send_tracebacks=self.send_tracebacks)
+        return VectorSession(connection, build, size, mode, send_tracebacks=self.send_tracebacks), render_mode
 
-    def _session_factory(self, query: str) -> tuple[Callable[[], Environment[Any, Any, Any]], str | None]:
-        """The factory of a ``/ws`` session and its render mode: the server's, or one making its
-        env in the ``render_mode`` the query asks for (a Gymnasium env renders in the mode it is
-        made with)."""
-        import urllib.parse
+    def _render_factory(self, render_mode: str | None) -> Callable[[], Environment[Any, Any, Any]]:
+        """The server's factory, or one making its env in ``render_mode`` (a Gymnasium env
+        renders in the mode it is made with); for a ``/ws`` session, or each env of a batch one.
 
-        render_mode = urllib.parse.parse_qs(query).get("render_mode", [None])[0]
+        Raises:
+            ProtocolError: VALIDATION_ERROR: the env renders nothing, or not in that mode.
+        """
         if render_mode is None:
-            return self.factory, None
+            return self.factory
         if not getattr(self.factory, "takes_render_mode", False):
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR.value, f"render_mode={render_mode}: this server's env renders nothing"
             )
         modes = ((self._description or {}).get("schema", {}).get("render") or {}).get("modes")
+        self._check_render_mode(render_mode, modes, "this env's")
+        make: Any = self.factory  # load_factory's Gymnasium factories take render_mode
+        return functools.update_wrapper(functools.partial(make, render_mode=render_mode), make)
+
+    @staticmethod
+    def _check_render_mode(render_mode: str, modes: list[str] | None, whose: str) -> None:
+        """Refuse a render mode the published ``modes`` lack (``None``: not described yet)."""
         if modes is not None and render_mode not in modes:
             raise ProtocolError(
-                ErrorCode.VALIDATION_ERROR.value, f"render_mode={render_mode} is not one of this env's {modes}"
+                ErrorCode.VALIDATION_ERROR.value, f"render_mode={render_mode} is not one of {whose} {modes}"
             )
-        make: Any = self.factory  # load_factory's Gymnasium factories take render_mode
-        return functools.update_wrapper(functools.partial(make, render_mode=render_mode), make), render_mode
 
     async def _handle_connection(self, connection: ServerConnection) -> None:
         assert connection.request is not None

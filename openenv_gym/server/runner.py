@@ -205,6 +205,8 @@ def run(
     Returns:
         The exit status: 0 after a normal stop, 1 when the environment could not be made.
     """
+    # stdout carries the start-up report; pygame (classic-control's rendering) would greet there on import.
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     server = EnvServer(
         factory,
         host=host,

@@ -266,12 +266,7 @@ class Session:
             except Exception as exc:
                 return _execution_error("state", exc, self.send_tracebacks).serialize()
         if isinstance(request, RenderRequest):
-            try:
-                frame = RenderFrame(await self._call(self.env.render))
-                binary = self.connection.subprotocol == BINARY_SUBPROTOCOL  # frames as raw bytes
-                return frame.serialize_binary() if binary else frame.serialize()
-            except Exception as exc:
-                return _execution_error("render", exc, self.send_tracebacks).serialize()
+            return await self._render_reply(self.env.render)
         assert isinstance(request, CloseFrame)
         return None
 
@@ -284,13 +279,17 @@ class Session:
         for watcher in self.watchers:
             watcher.offer(event, self.steps, action, reply)
 
-    async def render_for_watcher(self) -> RenderFrame | None:
-        """The env's frame for a watcher, rendered in the session's worker thread (between steps)."""
-        env = self.env
-        if env is None:
+    def _frame_of(self, sub_env: int) -> Any:
+        """What ``render()`` gives for sub-env ``sub_env`` (a plain session's env is its only one)."""
+        assert self.env is not None
+        return self.env.render()
+
+    async def render_for_watcher(self, sub_env: int) -> RenderFrame | None:
+        """A frame for a watcher, rendered in the session's worker thread (between its steps)."""
+        if self.env is None:
             return None
         try:
-            frame = await self._call(env.render)
+            frame = await self._call(self._frame_of, sub_env)
         except Exception:
             logger.debug("render() for a watcher failed", exc_info=True)
             return None
@@ -300,6 +299,16 @@ class Session:
         """Tell every watcher the session is closing."""
         for watcher in self.watchers:
             watcher.end(reason)
+
+    async def _render_reply(self, render: Callable[[], Any]) -> str | bytes:
+        """The ``render`` frame of what ``render()`` returns (arrays as raw bytes on a binary
+        connection), or the ``EXECUTION_ERROR`` frame of what it raised."""
+        try:
+            frame = RenderFrame(await self._call(render))
+            binary = self.connection.subprotocol == BINARY_SUBPROTOCOL
+            return frame.serialize_binary() if binary else frame.serialize()
+        except Exception as exc:
+            return _execution_error("render", exc, self.send_tracebacks).serialize()
 
     async def close(self) -> bool:
         """Close the environment (once, with a timeout) and release the worker thread.

@@ -1,8 +1,8 @@
 """Server-side vector envs for a Gymnasium id: Gymnasium's ``vector_entry_point``, ALE, EnvPool.
 
 :class:`VectorBackends` says which of them can serve an id (and why not), builds one probe of
-each to publish its spaces and autoreset modes in ``/schema["vector_backends"]``, and builds
-the vector env of each vector session. Every backend is a ``gymnasium.vector.VectorEnv`` or
+each to publish its spaces, autoreset modes and render modes in ``/schema["vector_backends"]``,
+and builds the vector env of each vector session (in the render mode it asks for). Every backend is a ``gymnasium.vector.VectorEnv`` or
 behaves like one (EnvPool's, through :class:`_EnvPoolVector`), keeping its own autoreset mode.
 """
 
@@ -81,6 +81,10 @@ class VectorHost:
     def step(self, actions: Any) -> tuple[Any, ...]:
         return tuple(self.env.step(actions))
 
+    def render(self) -> Any:
+        """The vector env's ``render()``, in the render mode it was made with."""
+        return self.env.render()
+
     def close(self) -> None:
         self.env.close()
 
@@ -133,14 +137,22 @@ class VectorBackends:
     def _envpool_task(self) -> str:
         return self.env_id.removeprefix("ALE/")  # EnvPool names Atari games without the namespace
 
-    def _kwargs(self, name: str, entry_point: Any, mode: AutoresetMode) -> dict[str, Any]:
+    def _renders(self, name: str, entry_point: Any) -> bool:
+        """Whether backend ``name`` takes a ``render_mode`` (EnvPool's and ALE's vector envs do not)."""
+        return name != "envpool" and "render_mode" in _parameters(entry_point)
+
+    def _kwargs(self, name: str, entry_point: Any, mode: AutoresetMode, render_mode: str | None) -> dict[str, Any]:
         """The keyword arguments for ``entry_point``, as ``gymnasium.make_vec`` passes them."""
+        if render_mode is not None and not self._renders(name, entry_point):
+            raise ValueError(f"{getattr(entry_point, '__name__', name)} renders nothing (it takes no render_mode)")
         if name == "envpool":
             kwargs = dict(self.env_kwargs)
             if self.max_episode_steps is not None:
                 kwargs.setdefault("max_episode_steps", self.max_episode_steps)
             return kwargs
         kwargs = {**self.spec.kwargs, **self.env_kwargs}
+        if render_mode is not None:
+            kwargs["render_mode"] = render_mode
         parameters = _parameters(entry_point)
         if "max_episode_steps" in parameters:
             if self.max_episode_steps is None:
@@ -152,20 +164,22 @@ class VectorBackends:
             kwargs["autoreset_mode"] = mode
         return kwargs
 
-    def make(self, name: str, num_envs: int, mode: Any) -> VectorHost:
+    def make(self, name: str, num_envs: int, mode: Any, render_mode: str | None = None) -> VectorHost:
         """Build backend ``name`` with ``num_envs`` sub-envs in autoreset ``mode``.
 
         Args:
             name: ``"gymnasium"``, ``"ale"`` or ``"envpool"``.
             num_envs: the number of sub-envs.
             mode: Gymnasium's ``AutoresetMode`` or the wire's (the same values).
+            render_mode: the vector env's ``render_mode`` (one of its entry's ``render_modes``).
 
         Raises:
-            ValueError: the backend cannot serve this env in this mode (the message says why).
+            ValueError: the backend cannot serve this env in this mode, or renders nothing (the
+                message says why).
         """
         mode = AutoresetMode(getattr(mode, "value", mode))
         entry_point = self._entry_point(name)
-        kwargs = self._kwargs(name, entry_point, mode)
+        kwargs = self._kwargs(name, entry_point, mode, render_mode)
         if name == "envpool":
             env = _EnvPoolVector(self._envpool_task(), num_envs, kwargs)
         else:
@@ -198,7 +212,11 @@ class VectorBackends:
                 unavailable["envpool"] = "EnvPool is not installed (pip install envpool)"
             else:
                 entry_point = f"envpool.make_gymnasium({self._envpool_task()!r})"
-                offered["envpool"] = {"entry_point": entry_point, "autoreset_modes": [AutoresetMode.NEXT_STEP.value]}
+                offered["envpool"] = {
+                    "entry_point": entry_point,
+                    "autoreset_modes": [AutoresetMode.NEXT_STEP.value],
+                    "render_modes": [],
+                }
             self._description = offered, unavailable
         return self._description
 
@@ -212,6 +230,7 @@ class VectorBackends:
         if entry_point in self._probes:  # ALE's backend and Gymnasium's are the same class for ALE ids
             return self._probes[entry_point]
         modes, failures, spaces = [], [], None
+        render: dict[str, Any] = {"render_modes": []}
         for mode in AutoresetMode:
             try:
                 host = self.make(name, 1, mode)
@@ -223,6 +242,12 @@ class VectorBackends:
                     "observation_space": space_to_json(host.single_observation_space),
                     "action_space": space_to_json(host.single_action_space),
                 }
+                if self._renders(name, entry_point):  # what a vector session may ask with &render_mode=
+                    metadata = getattr(host.env, "metadata", {})
+                    render = {
+                        "render_modes": list(metadata.get("render_modes", [])),
+                        "render_fps": metadata.get("render_fps"),
+                    }
             finally:
                 host.close()
             modes.append(mode.value)
@@ -231,5 +256,5 @@ class VectorBackends:
         label = f"{entry_point.__module__}:{entry_point.__qualname__}"
         if name == "envpool":
             label = f"envpool.make_gymnasium({self._envpool_task()!r})"
-        self._probes[entry_point] = {"entry_point": label, "autoreset_modes": modes, **spaces}
+        self._probes[entry_point] = {"entry_point": label, "autoreset_modes": modes, **render, **spaces}
         return self._probes[entry_point]

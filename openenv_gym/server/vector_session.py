@@ -9,7 +9,7 @@ import numpy as np
 from websockets.asyncio.server import ServerConnection
 
 from ..errors import ProtocolError
-from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ServerSession
+from ..protocol import CloseFrame, ErrorCode, ErrorFrame, RenderRequest, ServerSession
 from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
 from ..protocol.vector import (
     VectorResetFrame,
@@ -31,7 +31,8 @@ class VectorSession(Session):
     The vector env applies its own autoreset (the client asked for a mode the backend serves)
     and its results go back as it returned them, arrays packed raw on a binary connection.
     Requests are checked before the vector env sees them: actions must fit the batched action
-    space, so a bad one is a ``VALIDATION_ERROR`` that leaves the session usable.
+    space, so a bad one is a ``VALIDATION_ERROR`` that leaves the session usable. A ``render``
+    frame gets what the vector env's ``render()`` returns.
     """
 
     kind = "vector"
@@ -71,6 +72,8 @@ class VectorSession(Session):
         if isinstance(request, CloseFrame):
             return None
         assert self.host is not None
+        if isinstance(request, RenderRequest):
+            return await self._render_reply(self.host.render)
         try:
             if isinstance(request, VectorStepFrame):
                 actions = self._check_actions(request.actions)
@@ -119,6 +122,11 @@ class VectorSession(Session):
                 result.truncated[index] if result.truncated is not None else False,
                 sub_env_info(result.infos, index),
             )
+
+    def _frame_of(self, sub_env: int) -> Any:
+        assert self.host is not None
+        frames = self.host.render()  # every sub-env's: a vector env renders them together
+        return None if frames is None else frames[sub_env]
 
     def _check_actions(self, actions: Any) -> Any:
         from ..spaces import mismatch

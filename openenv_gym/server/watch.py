@@ -199,7 +199,7 @@ class Watcher:
     async def _send_frame(self) -> None:
         if self.session.render_mode not in _WATCHABLE_RENDER_MODES or self._ended is not None:
             return
-        frame = await self.session.render_for_watcher()
+        frame = await self.session.render_for_watcher(self.sub_env)
         if frame is None:
             return
         binary = self.connection.subprotocol == BINARY_SUBPROTOCOL

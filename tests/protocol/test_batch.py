@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from openenv_gym.errors import ProtocolError
-from openenv_gym.protocol import CloseFrame, ErrorCode, ErrorFrame
+from openenv_gym.protocol import CloseFrame, ErrorCode, ErrorFrame, RenderFrame, RenderRequest
 from openenv_gym.protocol.batch import (
     BATCH_PATH,
     BINARY_MAGIC,
     AutoresetMode,
     AutoresetRule,
+    BatchQuery,
     BatchResetFrame,
     BatchResultFrame,
     BatchStepFrame,
@@ -417,6 +418,32 @@ def test_observations_that_do_not_stack_are_a_protocol_error(observations: list)
     assert exc_info.value.message.startswith("observations do not stack into one ")
 
 
+# Render -----------------------------------------------------------------------------------------
+
+
+def test_a_render_request_asks_for_every_sub_env_s_frame() -> None:
+    assert parse_batch_client_frame('{"type":"render"}') == RenderRequest()
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_render_frames_of_k_sub_envs_round_trip(packed: bool) -> None:
+    """A batch session's render frame, packed raw or inline JSON, parses back to one array per sub-env."""
+    frames = [np.full((2, 3, 3), index, dtype=np.uint8) for index in range(3)]
+    reply = RenderFrame(frames)
+    parsed = parse_batch_server_frame(reply.serialize_binary() if packed else reply.serialize())
+    assert isinstance(parsed, RenderFrame)
+    parsed.check(3)
+    for got, want in zip(parsed.frame, frames):
+        assert got.dtype == np.uint8
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("frame", [[None, None], np.zeros((2, 4, 4, 3), np.uint8), None, "text"])
+def test_a_render_frame_of_the_wrong_size_fails_its_check(frame: object) -> None:
+    with pytest.raises(ProtocolError, match="a batch render frame must hold 3 frames, one per sub-env"):
+        RenderFrame(frame).check(3)
+
+
 # Query ------------------------------------------------------------------------------------------
 
 
@@ -425,13 +452,22 @@ def test_batch_query_round_trips(mode: AutoresetMode) -> None:
     """batch_query() builds a query that parse_batch_query() reads back."""
     query = batch_query(5, mode)
     assert query == f"envs=5&autoreset_mode={mode.value}"
-    assert parse_batch_query(query, max_envs=8) == (5, mode, None)
+    assert parse_batch_query(query, max_envs=8) == BatchQuery(5, mode)
+
+
+def test_batch_query_carries_the_render_mode() -> None:
+    """render_mode travels in the query and comes back as BatchQuery.render_mode; none when absent."""
+    query = batch_query(2, AutoresetMode.SAME_STEP, render_mode="rgb_array")
+    assert query == "envs=2&autoreset_mode=SameStep&render_mode=rgb_array"
+    parsed = parse_batch_query(query, max_envs=8)
+    assert parsed == BatchQuery(2, AutoresetMode.SAME_STEP, None, "rgb_array") and parsed.render_mode == "rgb_array"
+    assert parse_batch_query("envs=2", max_envs=8).render_mode is None
 
 
 def test_default_autoreset_mode_is_next_step() -> None:
     """Without autoreset_mode the session autoresets on the next step, as Gymnasium does by default."""
-    assert parse_batch_query("envs=3", max_envs=3) == (3, AutoresetMode.NEXT_STEP, None)
-    assert parse_batch_query("envs=1&autoreset_mode=", max_envs=3) == (1, AutoresetMode.NEXT_STEP, None)
+    assert parse_batch_query("envs=3", max_envs=3) == BatchQuery(3, AutoresetMode.NEXT_STEP)
+    assert parse_batch_query("envs=1&autoreset_mode=", max_envs=3) == BatchQuery(1, AutoresetMode.NEXT_STEP)
 
 
 @pytest.mark.parametrize("query", ["", "autoreset_mode=NextStep", "envs=", "envs=abc", "envs=1.5", "envs=2e1", "n=2"])

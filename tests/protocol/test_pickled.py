@@ -8,7 +8,7 @@ import re
 import pytest
 
 from openenv_gym.errors import ProtocolError
-from openenv_gym.protocol.batch import AutoresetMode, parse_batch_query
+from openenv_gym.protocol.batch import AutoresetMode, BatchQuery, parse_batch_query
 from openenv_gym.protocol.pickled import (
     BatchMakeFrame,
     check_pickles_allowed,
@@ -58,7 +58,7 @@ def test_the_query_asks_for_pickled_factories_on_top_of_a_batch_session():
     """The query is a batch session's, plus factories=pickled; another kind of factories is refused."""
     query = pickled_batch_query(3, AutoresetMode.SAME_STEP)
     assert query == "envs=3&autoreset_mode=SameStep&factories=pickled"
-    assert parse_batch_query(query, 8) == (3, AutoresetMode.SAME_STEP, None)
+    assert parse_batch_query(query, 8) == BatchQuery(3, AutoresetMode.SAME_STEP)
     assert wants_pickled_factories(query) and not wants_pickled_factories("envs=3")
     with pytest.raises(ProtocolError, match=re.escape("unknown factories='dill'")):
         wants_pickled_factories("envs=3&factories=dill")

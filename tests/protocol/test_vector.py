@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
 
 from openenv_gym.errors import ProtocolError
-from openenv_gym.protocol import ErrorFrame
-from openenv_gym.protocol.batch import AutoresetMode, batch_query, parse_batch_query
+from openenv_gym.protocol import ErrorFrame, RenderFrame, RenderRequest
+from openenv_gym.protocol.batch import AutoresetMode, BatchQuery, batch_query, parse_batch_query
 from openenv_gym.protocol.vector import (
     VectorResetFrame,
     VectorResultFrame,
@@ -19,7 +20,13 @@ from openenv_gym.protocol.vector import (
     parse_vector_server_frame,
 )
 
-CARTPOLE = {"gymnasium": {"entry_point": "cartpole:CartPoleVectorEnv", "autoreset_modes": ["NextStep"]}}
+CARTPOLE = {
+    "gymnasium": {
+        "entry_point": "cartpole:CartPoleVectorEnv",
+        "autoreset_modes": ["NextStep"],
+        "render_modes": ["rgb_array"],
+    }
+}
 ATARI = {
     "gymnasium": {"entry_point": "ale_py:AtariVectorEnv", "autoreset_modes": ["NextStep", "SameStep"]},
     "ale": {"entry_point": "ale_py:AtariVectorEnv", "autoreset_modes": ["NextStep", "SameStep"]},
@@ -58,9 +65,46 @@ def test_a_forced_backend_that_cannot_serve_is_a_clear_error(requested, mode, me
         choose_vector_backend(requested, mode, offered, {"ale": "CartPole is no ALE game"})
 
 
+@pytest.mark.parametrize(
+    ("render_mode", "chosen", "reason"),
+    [
+        ("rgb_array", "gymnasium", "vector_entry_point (cartpole:CartPoleVectorEnv)"),
+        ("rgb_array_list", None, "renders ['rgb_array'], not 'rgb_array_list': one env per sub-env"),
+    ],
+)
+def test_auto_takes_a_vector_env_only_if_it_renders_the_mode(render_mode, chosen, reason):
+    name, why = choose_vector_backend("auto", AutoresetMode.NEXT_STEP, CARTPOLE, render_mode=render_mode)
+    assert name == chosen and reason in why
+
+
+@pytest.mark.parametrize(
+    ("requested", "message"),
+    [
+        ("gymnasium", "vector_backend='gymnasium' renders ['rgb_array'], not render_mode='rgb_array_list'"),
+        ("ale", "vector_backend='ale' renders [], not render_mode='rgb_array_list': use vector_backend='per_env'"),
+    ],
+)
+def test_a_forced_backend_that_cannot_render_the_mode_is_a_clear_error(requested, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        choose_vector_backend(requested, AutoresetMode.NEXT_STEP, {**ATARI, **CARTPOLE}, render_mode="rgb_array_list")
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_render_frames_round_trip(binary):
+    """A render request parses on a vector session; the vector env's frames come back as it gave them."""
+    assert parse_vector_client_frame('{"type":"render"}') == RenderRequest()
+    for frames in ([np.ones((2, 3, 3), np.uint8)] * 2, np.arange(36, dtype=np.uint8).reshape(2, 2, 3, 3)):
+        reply = RenderFrame(frames)
+        got = parse_vector_server_frame(reply.serialize_binary() if binary else reply.serialize())
+        assert isinstance(got, RenderFrame)
+        got.check(2)
+        assert type(got.frame) is type(frames)
+        np.testing.assert_array_equal(np.asarray(got.frame), np.asarray(frames))
+
+
 def test_the_batch_query_names_the_backend():
     query = batch_query(8, AutoresetMode.NEXT_STEP, "gymnasium")
-    assert parse_batch_query(query, max_envs=8) == (8, AutoresetMode.NEXT_STEP, "gymnasium")
+    assert parse_batch_query(query, max_envs=8) == BatchQuery(8, AutoresetMode.NEXT_STEP, "gymnasium")
 
 
 @pytest.mark.parametrize("binary", [True, False])

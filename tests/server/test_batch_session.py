@@ -13,6 +13,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from openenv_gym.client import http_get_json
+from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import BINARY_MAGIC, BINARY_SUBPROTOCOL, BatchResultFrame, parse_batch_server_frame
 from openenv_gym.server import EnvServer
 from openenv_gym.server.runner import load_factory
@@ -183,6 +185,7 @@ def test_step_before_batch_reset_is_a_session_error(cartpole_server):
             "envs=2&autoreset_mode=bogus",
             "unknown autoreset_mode 'bogus'; expected one of ['NextStep', 'SameStep', 'Disabled']",
         ),
+        ("envs=2&render_mode=rgb_array", "render_mode=rgb_array: this server's env renders nothing"),
     ],
 )
 def test_bad_query_gets_an_error_then_close_1008(counter_server, query, message):
@@ -205,6 +208,64 @@ def test_bad_query_with_a_long_non_ascii_mode_still_closes_1008():
         reply = json.loads(websocket.recv(timeout=5 * UNIT))
         closed = closed_with(websocket)
     assert reply["data"]["code"] == "VALIDATION_ERROR"
+    assert closed.rcvd is not None and closed.rcvd.code == 1008
+
+
+# Rendering --------------------------------------------------------------------------------------
+
+
+def test_render_answers_every_sub_env_s_frame(cartpole_server):
+    """With &render_mode=rgb_array a render frame gets one frame per sub-env, equal to local CartPoles':
+    raw bytes on a binary session, inline JSON otherwise."""
+    local = [gym.make("CartPole-v1", render_mode="rgb_array") for _ in SEEDS]
+    try:
+        with (
+            ws(
+                cartpole_server, f"envs={K}&render_mode=rgb_array", subprotocols=[BINARY_SUBPROTOCOL], max_size=None
+            ) as fast,
+            ws(cartpole_server, "envs=1&render_mode=rgb_array", max_size=None) as plain,
+        ):
+            send(fast, reset(SEEDS))
+            call(plain, reset([SEEDS[0]]))
+            for env, seed in zip(local, SEEDS):
+                env.reset(seed=seed)
+            message = send(fast, {"type": "render"})
+            assert isinstance(message, bytes) and message.startswith(BINARY_MAGIC)
+            frames = parse_batch_server_frame(message)
+            assert isinstance(frames, RenderFrame) and len(frames.frame) == K
+            for frame, env in zip(frames.frame, local):
+                assert frame.dtype == np.uint8 and frame.shape == (400, 600, 3)
+                np.testing.assert_array_equal(frame, env.render())
+            text = send(plain, {"type": "render"})
+            assert isinstance(text, str)
+            inline = parse_batch_server_frame(text)
+            assert isinstance(inline, RenderFrame)
+            np.testing.assert_array_equal(inline.frame[0], frames.frame[0])
+    finally:
+        for env in local:
+            env.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (
+            "envs=2&render_mode=ansi",
+            "render_mode=ansi is not one of this env's ['human', 'rgb_array', 'rgb_array_list']",
+        ),
+        (
+            "envs=2&backend=gymnasium&render_mode=rgb_array_list",
+            "render_mode=rgb_array_list is not one of the gymnasium vector env's ['rgb_array']",
+        ),
+    ],
+)
+def test_a_render_mode_the_server_does_not_publish_is_refused(cartpole_server, query, message):
+    """The session's render mode is checked against /schema's (the vector env's own with a backend): error, then 1008."""
+    http_get_json(cartpole_server.url, "/schema")  # what the server publishes, and checks against
+    with ws(cartpole_server, query) as websocket:
+        reply = json.loads(websocket.recv(timeout=5 * UNIT))
+        assert reply == {"type": "error", "data": {"message": message, "code": "VALIDATION_ERROR"}}
+        closed = closed_with(websocket)
     assert closed.rcvd is not None and closed.rcvd.code == 1008
 
 

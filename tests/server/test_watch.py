@@ -225,3 +225,20 @@ def test_an_unknown_session_is_refused(cartpole):
         assert refusal["data"]["code"] == "VALIDATION_ERROR"
         with pytest.raises(ConnectionClosed):  # and the server closes the connection
             page.recv(timeout=10)
+
+
+def test_a_rendering_batch_session_s_watched_sub_env_sends_its_own_frames(frozen_lake):
+    client = BatchClient(frozen_lake.url, envs=2, autoreset_mode=AutoresetMode.NEXT_STEP, render_mode="ansi")
+    try:
+        client.reset_batch(seeds=[0, 1])
+        entry = _only_session(frozen_lake)
+        assert entry["render_mode"] == "ansi"
+        with connect(_watch_url(frozen_lake, entry["id"]) + "&env=1", open_timeout=10) as page:
+            assert json.loads(page.recv(timeout=10))["type"] == "watch_hello"
+            client.step_batch([{"action": 2}, {"action": 1}])
+            assert json.loads(page.recv(timeout=10))["type"] == "watch_step"
+            frame = parse_server_frame(page.recv(timeout=10))
+            frames = client.render()
+            assert isinstance(frame, RenderFrame) and frame.frame == frames[1] != frames[0]
+    finally:
+        client.close()

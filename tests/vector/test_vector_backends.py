@@ -244,3 +244,18 @@ def test_atari_single_env_serves_frames():
         np.testing.assert_array_equal(obs, gym.make("ALE/Pong-v5").reset(seed=0)[0])
     finally:
         env.close()
+
+
+def test_each_vector_env_publishes_its_render_modes():
+    """/schema's vector_backends carry the vector env's own render modes; ALE's AtariVectorEnv renders none."""
+    import ale_py
+
+    from openenv_gym.server.vector_backends import VectorBackends
+
+    gym.register_envs(ale_py)
+    cartpole = VectorBackends("CartPole-v1", -1, {}).describe_one("gymnasium")
+    assert (cartpole["render_modes"], cartpole["render_fps"]) == (["rgb_array"], 50)
+    pong = VectorBackends("ALE/Pong-v5", -1, {})
+    assert pong.describe_one("ale")["render_modes"] == []
+    with pytest.raises(ValueError, match="AtariVectorEnv renders nothing"):
+        pong.make("ale", 1, WireAutoresetMode.NEXT_STEP, render_mode="rgb_array")

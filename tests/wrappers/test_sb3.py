@@ -88,3 +88,34 @@ def test_ppo_learns_remote_cartpole():
 def test_package_root_exports_the_helper():
     """openenv_gym.make_sb3_vec_env is the wrappers' helper, loaded on first use."""
     assert openenv_gym.make_sb3_vec_env is make_sb3_vec_env
+
+
+def test_vec_video_recorder_records_a_remote_vector_env(tmp_path):
+    """SB3's VecVideoRecorder reads render_mode and render_fps, tiles get_images() and writes an mp4."""
+    from stable_baselines3.common.vec_env import VecVideoRecorder
+
+    venv = SB3VecEnv(
+        gym.make_vec("openenv/CartPole-v1", num_envs=2, autoreset_mode="SameStep", render_mode="rgb_array")
+    )
+    recorder = VecVideoRecorder(venv, str(tmp_path), record_video_trigger=lambda step: step == 0, video_length=10)
+    try:
+        assert venv.render_mode == "rgb_array" and recorder.frames_per_sec == 50
+        recorder.seed(0)
+        recorder.reset()
+        images = venv.get_images()
+        assert len(images) == 2 and all(image.shape == (400, 600, 3) for image in images)
+        for _ in range(12):  # past video_length: the recorder writes its video
+            recorder.step(np.array([0, 1]))
+    finally:
+        recorder.close()
+    videos = [path for path in tmp_path.iterdir() if path.suffix == ".mp4"]
+    assert len(videos) == 1 and videos[0].stat().st_size > 1000
+
+
+def test_get_images_without_rgb_array_warns_as_dummy_vec_env_does():
+    venv = SB3VecEnv(gym.make_vec("openenv/CartPole-v1", num_envs=2, autoreset_mode="SameStep"))
+    try:
+        with pytest.warns(UserWarning, match=re.escape("The render mode is None, but this method assumes it is")):
+            assert venv.get_images() == [None, None]
+    finally:
+        venv.close()
