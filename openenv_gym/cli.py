@@ -421,7 +421,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _serve_target_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with ``serve``'s TARGET and pickle options together, if anything."""
+    """What is wrong with ``serve``'s TARGET, pickle and web options together, if anything."""
+    if args.web and args.token_env is None and args.unix_socket is None and not is_loopback_host(args.host):
+        return f"--web on {args.host} needs --token-env VAR: any page a browser visits could reach the server otherwise"
     if args.accept_pickled_factories and args.token_env is None:
         return (
             f"{ACCEPT_FLAG} needs --token-env VAR: unpickling runs whatever code a client sends, so only "
@@ -524,7 +526,12 @@ def _web(args: argparse.Namespace) -> int:
         show(args.url, forwarded=False)
         return 0
     try:
-        asyncio.run(serve_forward(PortForward.to(args.url, port=args.port), lambda url: show(url, forwarded=True)))
+        forward = PortForward.to(args.url, port=args.port)
+    except ValueError as exc:
+        print(f"openenv-gym web: {exc}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(serve_forward(forward, lambda url: show(url, forwarded=True)))
     except KeyboardInterrupt:
         pass
     return 0

@@ -273,8 +273,9 @@ def render_metadata(schema: dict[str, Any], render_mode: str | None, base_url: s
     if render_mode == "human":
         raise ValueError(
             f"render_mode='human' would open a window on the server; watch the env in a browser at "
-            f"{base_url.rstrip('/')}/web instead (or use render_mode='rgb_array': render() returns the frames as "
-            "arrays, gymnasium.wrappers.RecordVideo records them)"
+            f"{base_url.rstrip('/')}/web instead (served on loopback by default, beyond it with `serve --web`; "
+            "or use render_mode='rgb_array': render() returns the frames as arrays, "
+            "gymnasium.wrappers.RecordVideo records them)"
         )
     if not modes:
         if render_mode is not None and not _render_warned:

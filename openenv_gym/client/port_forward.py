@@ -1,10 +1,12 @@
 """``openenv-gym web URL``: a server's web page, reached through a local TCP forward when needed.
 
-A browser pointed at a server beyond loopback would talk to it in the clear from wherever it
-runs; the forward instead listens on this machine's loopback only and relays bytes as they are
-(so TLS, the WebSocket upgrade and the token cookie pass through untouched). Over an SSH
-connection, ``ssh -L 8000:localhost:8000 host`` does the same job for a server that is bound to
-the remote machine's loopback (the safer set-up: see the README).
+The forward listens on this machine's loopback only and relays bytes as they are, so the
+page's origin stays ``127.0.0.1``, its token cookie and the WebSocket upgrade pass through
+untouched. It relays what it gets: the hop to the server is as (un)encrypted as the server
+speaks, plain HTTP for ours, so over an untrusted network prefer SSH, ``ssh -L
+8000:localhost:8000 host`` to a server bound to the remote machine's loopback (see the README).
+Each relayed connection must name a loopback ``Host``, so that a site whose name a browser has
+been made to resolve to 127.0.0.1 (DNS rebinding) cannot drive the server through the forward.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from ..protocol.urls import is_loopback_host
 
-__all__ = ["PortForward", "page_url"]
+__all__ = ["PortForward", "needs_forward", "page_url", "serve_forward"]
 
 _CHUNK = 64 * 1024
+_HEAD_TIMEOUT = 10.0  # a request head must come this soon (one over the stream's 64 KiB limit is refused)
 
 
 def page_url(base_url: str, token: str | None = None) -> str:
@@ -32,16 +35,25 @@ def needs_forward(base_url: str) -> bool:
     return not is_loopback_host(urllib.parse.urlsplit(base_url).hostname)
 
 
+def _request_host(head: bytes) -> str | None:
+    """The host name a request head's ``Host`` header names (``None`` without one)."""
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"host":
+            return urllib.parse.urlsplit("//" + value.strip().decode("latin-1")).hostname
+    return None
+
+
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy until end of file, then pass the end on (the other direction may still be talking)."""
     try:
         while chunk := await reader.read(_CHUNK):
             writer.write(chunk)
             await writer.drain()
-    except (ConnectionError, asyncio.IncompleteReadError):
+        if writer.can_write_eof():
+            writer.write_eof()
+    except (ConnectionError, OSError):
         pass
-    finally:
-        with contextlib.suppress(Exception):
-            writer.close()
 
 
 class PortForward:
@@ -63,12 +75,16 @@ class PortForward:
 
     @classmethod
     def to(cls, base_url: str, *, port: int = 0) -> PortForward:
-        """A forward to the server at ``base_url`` (``http://host:port``)."""
+        """A forward to the server at ``base_url`` (``http://host:port``).
+
+        Raises:
+            ValueError: the URL is not ``http://`` with a host (the browser would speak plain
+                HTTP to the forward: a TLS server, or a Unix socket, is not reached this way).
+        """
         parts = urllib.parse.urlsplit(base_url)
-        if parts.hostname is None:
-            raise ValueError(f"{base_url!r} names no host")
-        default = 443 if parts.scheme in ("https", "wss") else 80
-        return cls(parts.hostname, parts.port or default, port=port)
+        if parts.scheme not in ("http", "ws") or parts.hostname is None:
+            raise ValueError(f"{base_url!r}: the forward relays http:// servers only (for others, use ssh -L)")
+        return cls(parts.hostname, parts.port or 80, port=port)
 
     @property
     def local_url(self) -> str:
@@ -81,39 +97,49 @@ class PortForward:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
-        """Stop listening and cut every relayed connection."""
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+        """Cut every relayed connection and stop listening."""
         for task in self._relays:
             task.cancel()
         await asyncio.gather(*self._relays, return_exceptions=True)
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._relays.add(task)
         try:
-            remote_reader, remote_writer = await asyncio.wait_for(
-                asyncio.open_connection(self.remote_host, self.remote_port), self.connect_timeout
-            )
-        except (OSError, TimeoutError):
-            writer.close()
-            self._relays.discard(task)
-            return
-        try:
-            await asyncio.gather(_pipe(reader, remote_writer), _pipe(remote_reader, writer))
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _HEAD_TIMEOUT)
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
+                return
+            if not is_loopback_host(_request_host(head)):
+                writer.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                return
+            try:
+                remote_reader, remote_writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.remote_host, self.remote_port), self.connect_timeout
+                )
+            except (OSError, TimeoutError):
+                writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                return
+            try:
+                remote_writer.write(head)
+                await asyncio.gather(_pipe(reader, remote_writer), _pipe(remote_reader, writer))
+            finally:
+                remote_writer.close()
         finally:
+            with contextlib.suppress(Exception):
+                writer.close()
             self._relays.discard(task)
 
 
-async def serve_forward(forward: PortForward, ready: Callable[[str], Awaitable[None] | None]) -> None:
+async def serve_forward(forward: PortForward, ready: Callable[[str], object]) -> None:
     """Run ``forward`` until cancelled, calling ``ready(local_url)`` once it listens."""
     await forward.start()
     try:
-        result = ready(forward.local_url)
-        if result is not None:
-            await result
+        ready(forward.local_url)
         await asyncio.Event().wait()
     finally:
         await forward.stop()

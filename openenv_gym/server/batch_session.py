@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ from ..protocol.batch import (
 )
 from .environment import Environment
 from .session import Session, _accepted_kwargs, _execution_error
+from .watch import SubEnvTransition, show_sub_env
 
 __all__ = ["BatchSession"]
 
@@ -133,22 +135,21 @@ class BatchSession(Session):
             return _execution_error("encoding the result", exc, self.send_tracebacks).serialize()
 
     def _show_watchers(self, request: BatchStepFrame | BatchResetFrame, result: BatchResultFrame) -> None:
-        stepped = isinstance(request, BatchStepFrame)
-        for watcher in self.watchers:
-            index = watcher.sub_env
-            if not stepped and request.mask is not None and not request.mask[index]:  # type: ignore[union-attr]
-                continue
-            observation = result.observations[index]
-            watcher.offer_sub_env(
-                "step" if stepped else "reset",
-                self.steps,
-                request.actions[index] if stepped else None,  # type: ignore[union-attr]
-                self.envs[index].wire_form(observation) if self._raw else observation,  # type: ignore[attr-defined]
+        def transition_of(index: int) -> SubEnvTransition:
+            env = self.envs[index]
+            return SubEnvTransition(
+                getattr(env, "observation_space", None) if self._raw else None,
+                copy.copy(result.observations[index]),  # a raw array the env may reuse
                 result.rewards[index] if result.rewards is not None else None,
                 result.terminated[index] if result.terminated is not None else False,
                 result.truncated[index] if result.truncated is not None else False,
                 result.infos[index],
             )
+
+        if isinstance(request, BatchStepFrame):
+            show_sub_env(self, True, request.actions, None, transition_of)
+        else:
+            show_sub_env(self, False, None, request.mask, transition_of)
 
     # Requests -----------------------------------------------------------------------------------
 

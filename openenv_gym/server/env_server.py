@@ -8,6 +8,7 @@ import http
 import json
 import logging
 import os
+import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -85,8 +86,8 @@ class EnvServer:
             :mod:`openenv_gym.protocol.pickled`). Unpickling runs the client's code, so this needs
             ``token``; without it, such sessions are refused.
         web: serve the web debug page at ``/web``, its list of live sessions and watch mode.
-            Defaults to true on loopback only. With a token, a browser logs in once at
-            ``/web?token=<token>`` (see :mod:`openenv_gym.server.web_access`).
+            Defaults to true on loopback only; beyond it, true needs ``token``. With a token, a
+            browser logs in once at ``/web?token=<token>`` (see :mod:`openenv_gym.server.web_access`).
     """
 
     def __init__(
@@ -107,6 +108,11 @@ class EnvServer:
     ) -> None:
         if accept_pickled_factories and token is None:
             raise ValueError("accept_pickled_factories needs a token: unpickling runs whatever code a client sends")
+        local = is_loopback_host(host) or unix_socket is not None
+        if web and not local and token is None:
+            raise ValueError(
+                "web=True beyond loopback needs a token: any page a browser visits could reach the server otherwise"
+            )
         self.accept_pickled_factories = accept_pickled_factories
         if max_sessions is None:
             concurrent = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)
@@ -126,7 +132,6 @@ class EnvServer:
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.max_frame_bytes = max_frame_bytes
-        local = is_loopback_host(host) or unix_socket is not None
         self.send_tracebacks = local if send_tracebacks is None else send_tracebacks
         self.web = local if web is None else web
         self.watchers: set[Watcher] = set()
@@ -229,15 +234,15 @@ class EnvServer:
         if refusal is not None:
             return refusal
         if path.startswith("/web") and not self.web:
-            return _json_response(
-                404, {"message": "the web page is off on this server (it is bound beyond loopback); serve --web"}
-            )
-        cookie = cookie_name(None if self.unix_socket is not None else self.port)
-        if self._token is not None and not has_token(request, self._token, cookie):
-            login = login_response(query, self._token, cookie) if path == "/web" else None
-            if login is not None:
-                return login
-            return _json_response(401, {"message": "this server needs its token: Authorization: Bearer <token>"})
+            return _json_response(404, {"message": "the web page is off on this server; serve --web turns it on"})
+        if self._token is not None:
+            # The page's cookie opens what the page uses; pickled factories (code) need the header.
+            cookie = None if wants_pickled_factories(query) else cookie_name(request.headers.get("Host"))
+            if path == "/web" and "token=" in query:  # the login: never leave the token in the address bar
+                login = login_response(query, self._token, cookie_name(request.headers.get("Host")))
+                return login or _json_response(401, {"message": "wrong token"})
+            if not has_token(request, self._token, cookie):
+                return _json_response(401, {"message": "this server needs its token: Authorization: Bearer <token>"})
         if path in ("/ws", BATCH_PATH, WATCH_PATH):
             return None  # go on with the WebSocket handshake
         if path == SESSIONS_PATH:
@@ -261,8 +266,6 @@ class EnvServer:
     async def _schema_with_backend(self, schema: dict[str, Any], path: str) -> Response:
         """``/schema?vector_backend=NAME``: the schema with that backend described in full (EnvPool's
         spaces are found only when asked for, since importing EnvPool takes over a second)."""
-        import urllib.parse
-
         name = urllib.parse.parse_qs(path.partition("?")[2]).get("vector_backend", [""])[0]
         backends = getattr(self.factory, "vector_backends", None)
         offered, unavailable = (
@@ -289,8 +292,6 @@ class EnvServer:
         assert connection.request is not None
         path, _, query = connection.request.path.partition("?")
         if path != BATCH_PATH:
-            import urllib.parse
-
             render_mode = urllib.parse.parse_qs(query).get("render_mode", [None])[0]
             session = Session(connection, self._render_factory(render_mode), send_tracebacks=self.send_tracebacks)
         else:

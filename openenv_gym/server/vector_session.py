@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -17,10 +19,9 @@ from ..protocol.vector import (
     VectorStepFrame,
     parse_vector_client_frame,
 )
-from ..spaces import OBSERVATION_FIELD, to_wire
 from .session import Session, _execution_error
 from .vector_backends import VectorHost
-from .watch import sub_env_info
+from .watch import SubEnvTransition, show_sub_env, sub_env_info
 
 __all__ = ["VectorSession"]
 
@@ -52,6 +53,7 @@ class VectorSession(Session):
         self.protocol = ServerSession(parse_vector_client_frame, step_types=(VectorStepFrame,))
         self._binary = connection.subprotocol == BINARY_SUBPROTOCOL
         self._action_space: Any = None
+        self._observation_space: Any = None  # batched, made when a watcher first needs it
 
     @property
     def host(self) -> VectorHost | None:
@@ -105,23 +107,31 @@ class VectorSession(Session):
         from gymnasium.vector.utils import batch_space, iterate
 
         assert self.host is not None
-        stepped = isinstance(request, VectorStepFrame)
         space = self.host.single_observation_space
-        observations = list(iterate(batch_space(space, self.size), result.observations))
-        for watcher in self.watchers:
-            index = watcher.sub_env
-            if not stepped and request.mask is not None and not request.mask[index]:  # type: ignore[union-attr]
-                continue
-            watcher.offer_sub_env(
-                "step" if stepped else "reset",
-                self.steps,
-                request.actions[index] if stepped else None,  # type: ignore[union-attr]
-                to_wire(space, observations[index], OBSERVATION_FIELD),
+        observations = result.observations
+
+        def transition_of(index: int) -> SubEnvTransition:
+            if isinstance(observations, np.ndarray):
+                observation = observations[index].copy()  # vector envs reuse their buffers
+            else:
+                if self._observation_space is None:
+                    self._observation_space = batch_space(space, self.size)
+                observation = copy.deepcopy(
+                    next(itertools.islice(iterate(self._observation_space, observations), index, None))
+                )
+            return SubEnvTransition(
+                space,
+                observation,
                 result.rewards[index] if result.rewards is not None else None,
                 result.terminated[index] if result.terminated is not None else False,
                 result.truncated[index] if result.truncated is not None else False,
                 sub_env_info(result.infos, index),
             )
+
+        if isinstance(request, VectorStepFrame):
+            show_sub_env(self, True, request.actions, None, transition_of)
+        else:
+            show_sub_env(self, False, None, request.mask, transition_of)
 
     def _frame_of(self, sub_env: int) -> Any:
         assert self.host is not None

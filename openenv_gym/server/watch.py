@@ -16,9 +16,12 @@ worker thread, so it never runs beside a step.
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import json
 import logging
 import urllib.parse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection
@@ -26,12 +29,22 @@ from websockets.exceptions import ConnectionClosed
 
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
-from ..spaces import jsonable
 
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["DEFAULT_WATCH_FPS", "MAX_WATCHERS", "WATCH_PATH", "Watcher", "parse_watch_query", "session_listing"]
+__all__ = [
+    "DEFAULT_WATCH_FPS",
+    "MAX_WATCHERS",
+    "SESSIONS_PATH",
+    "WATCH_PATH",
+    "SubEnvTransition",
+    "Watcher",
+    "parse_watch_query",
+    "session_listing",
+    "show_sub_env",
+    "sub_env_info",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -39,9 +52,11 @@ WATCH_PATH = "/web/watch"
 SESSIONS_PATH = "/web/sessions"
 DEFAULT_WATCH_FPS = 10.0
 MAX_WATCH_FPS = 30.0
+MIN_WATCH_FPS = 0.5  # a watcher waits at most 2 s between sends, so it sees its session end soon
 #: Watch connections a server holds at once (they take no session slot, so they have their own cap).
 MAX_WATCHERS = 16
 SEND_TIMEOUT = 10.0
+RENDER_TIMEOUT = 10.0
 # render() of these modes reads the state and changes nothing; "*_list" modes would take frames
 # from the session's own client.
 _WATCHABLE_RENDER_MODES = ("rgb_array", "ansi")
@@ -68,7 +83,7 @@ def parse_watch_query(query: str) -> tuple[str, float, int]:
     sub_env = params.get("env", ["0"])[0]
     if not sub_env.isdigit():
         raise ValueError(f"env={sub_env!r} is not a sub-env index")
-    return session_id, min(fps, MAX_WATCH_FPS), int(sub_env)
+    return session_id, min(max(fps, MIN_WATCH_FPS), MAX_WATCH_FPS), int(sub_env)
 
 
 def session_listing(session: Session, now: float) -> dict[str, Any]:
@@ -84,7 +99,6 @@ def session_listing(session: Session, now: float) -> dict[str, Any]:
         "render_mode": session.render_mode,
         "watchers": len(session.watchers),
         "web": session.from_browser,
-        "watchable": True,
     }
 
 
@@ -101,10 +115,58 @@ def sub_env_info(infos: dict[str, Any], index: int) -> dict[str, Any]:
     return info
 
 
-def plain_reply(observation: Any, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any]) -> str:
-    """The observation frame a plain session would have sent for this transition (for watchers)."""
-    data = {"observation": observation, "reward": reward, "done": terminated, "truncated": truncated, "info": info}
-    return json.dumps({"type": "observation", "data": jsonable(data)})
+@dataclasses.dataclass
+class SubEnvTransition:
+    """One sub-env's part of a batched transition, kept raw until a watcher sends it.
+
+    ``space``: the single observation space when ``observation`` is a raw value, ``None`` when it
+    is in its JSON form already.
+    """
+
+    space: Any
+    observation: Any
+    reward: Any
+    terminated: Any
+    truncated: Any
+    info: dict[str, Any]
+
+    def reply_text(self) -> str:
+        """The observation frame a plain session would have sent for this transition."""
+        from ..spaces import OBSERVATION_FIELD, jsonable, to_wire  # numpy: only Gymnasium envs' sessions
+
+        observation = self.observation
+        if self.space is not None:
+            observation = to_wire(self.space, observation, OBSERVATION_FIELD)
+        data = {
+            "observation": observation,
+            "reward": self.reward,
+            "done": self.terminated,
+            "truncated": self.truncated,
+            "info": self.info,
+        }
+        return json.dumps({"type": "observation", "data": jsonable(data)})
+
+
+def show_sub_env(
+    session: Session,
+    stepped: bool,
+    actions: Any,
+    mask: list[bool] | None,
+    transition_of: Callable[[int], SubEnvTransition],
+) -> None:
+    """Hand each watcher of a batch or vector session its sub-env's part of a step or reset.
+
+    A failure here is logged and never reaches the session's own client, whose step is done.
+    """
+    for watcher in session.watchers:
+        index = watcher.sub_env
+        if not stepped and mask is not None and not mask[index]:
+            continue
+        try:
+            action = copy.copy(actions[index]) if stepped else None
+            watcher.offer_sub_env("step" if stepped else "reset", session.steps, action, transition_of(index))
+        except Exception:
+            logger.exception("a watcher could not be shown sub-env %d's transition", index)
 
 
 def _step_text(event: str, index: int, skipped: int, action: Any, reply: str) -> str:
@@ -123,43 +185,37 @@ class Watcher:
         #: The sub-env watched in a batch or vector session.
         self.sub_env = sub_env
         self._sub_env_ended = False
-        self._latest: tuple[str, int, Any, str] | None = None
+        self._latest: tuple[str, int, Any, str | SubEnvTransition] | None = None
         self._skipped = 0
         self._ended: str | None = None
         self._wake = asyncio.Event()
+        self._closing = asyncio.Event()
 
-    def offer(self, event: str, index: int, action: Any, reply: str) -> None:
-        """Take a transition of the watched session (called on the event loop, never blocks)."""
+    def offer(self, event: str, index: int, action: Any, reply: str | SubEnvTransition) -> None:
+        """Take a transition of the watched session (called on the event loop, never blocks):
+        the reply text its client got, or a sub-env's transition to make that text of when sent."""
         if self._latest is not None:
             self._skipped += 1
         self._latest = (event, index, action, reply)
         self._wake.set()
 
-    def offer_sub_env(
-        self,
-        event: str,
-        index: int,
-        action: Any,
-        observation: Any,
-        reward: Any,
-        terminated: Any,
-        truncated: Any,
-        info: Any,
-    ) -> None:
-        """Take the watched sub-env's part of a batched transition (built into text only here).
+    def offer_sub_env(self, event: str, index: int, action: Any, transition: SubEnvTransition) -> None:
+        """Take the watched sub-env's part of a batched transition.
 
         With ``NextStep`` autoreset, the step after the one that ended an episode is that
         sub-env's reset, and is shown as one.
         """
         if event == "step" and self._sub_env_ended and self.session.autoreset_mode is AutoresetMode.NEXT_STEP:
-            event, action, reward, terminated, truncated = "reset", None, None, False, False
-        self._sub_env_ended = bool(terminated) or bool(truncated)
-        self.offer(event, index, jsonable(action), plain_reply(observation, reward, terminated, truncated, info))
+            event, action = "reset", None
+            transition.reward, transition.terminated, transition.truncated = None, False, False
+        self._sub_env_ended = bool(transition.terminated) or bool(transition.truncated)
+        self.offer(event, index, action, transition)
 
     def end(self, reason: str) -> None:
         """The watched session is closing: send what is left, then ``watch_end``."""
         self._ended = reason
         self._wake.set()
+        self._closing.set()
 
     async def run(self, hello: dict[str, Any]) -> None:
         """Serve the watch connection until the session ends or the page leaves."""
@@ -188,18 +244,29 @@ class Watcher:
             if self._latest is not None:
                 (event, index, action, reply), self._latest = self._latest, None
                 skipped, self._skipped = self._skipped, 0
+                if isinstance(reply, SubEnvTransition):
+                    from ..spaces import jsonable
+
+                    reply, action = reply.reply_text(), jsonable(action)
                 await self._send(_step_text(event, index, skipped, action, reply))
                 await self._send_frame()
             if self._ended is not None:
                 await self._send(json.dumps({"type": "watch_end", "data": {"reason": self._ended}}))
                 await self.connection.close()
                 return
-            await asyncio.sleep(self.interval)
+            # The pause that throttles; only the session's end cuts it short.
+            try:
+                await asyncio.wait_for(self._closing.wait(), self.interval)
+            except TimeoutError:
+                pass
 
     async def _send_frame(self) -> None:
         if self.session.render_mode not in _WATCHABLE_RENDER_MODES or self._ended is not None:
             return
-        frame = await self.session.render_for_watcher(self.sub_env)
+        try:  # a frame waits for the step in the session's thread: it may be a later one's
+            frame = await asyncio.wait_for(self.session.render_for_watcher(self.sub_env), RENDER_TIMEOUT)
+        except TimeoutError:
+            return
         if frame is None:
             return
         binary = self.connection.subprotocol == BINARY_SUBPROTOCOL

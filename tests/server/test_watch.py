@@ -17,8 +17,9 @@ from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.client.vector_client import VectorClient
 from openenv_gym.protocol import RenderFrame, parse_server_frame
 from openenv_gym.protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
+from openenv_gym.server import env_server
 from openenv_gym.server.runner import load_factory
-from openenv_gym.server.watch import parse_watch_query
+from openenv_gym.server.watch import SubEnvTransition, Watcher, parse_watch_query, show_sub_env
 from tests.utils import running_server, wait_until
 
 
@@ -53,7 +54,7 @@ def test_the_list_shows_live_sessions_with_their_counts(cartpole):
         for _ in range(3):
             client.step({"action": 0})
         entry = _only_session(cartpole)
-        assert entry["kind"] == "plain" and entry["watchable"] and not entry["web"]
+        assert entry["kind"] == "plain" and not entry["web"]
         assert (entry["steps"], entry["episodes"], entry["size"], entry["watchers"]) == (3, 1, 1, 0)
         assert entry["render_mode"] is None and entry["age_s"] >= entry["idle_s"] >= 0
     assert wait_until(lambda: _listing(cartpole) == [], timeout=10)
@@ -81,7 +82,7 @@ def test_a_sub_env_of_a_batch_or_vector_session_is_watched_as_a_plain_session(ca
     try:
         client.connect()
         entry = _only_session(cartpole)
-        assert (entry["kind"], entry["size"], entry["watchable"]) == ("batch" if backend is None else "vector", 3, True)
+        assert (entry["kind"], entry["size"]) == ("batch" if backend is None else "vector", 3)
         with connect(_watch_url(cartpole, entry["id"]) + "&env=3", open_timeout=10) as page:
             assert "has 3 sub-env(s)" in json.loads(page.recv(timeout=10))["data"]["message"]
         with connect(_watch_url(cartpole, entry["id"]) + "&env=1", open_timeout=10) as page:
@@ -209,6 +210,7 @@ def test_rgb_frames_are_binary_when_the_page_asks():
 def test_watch_queries_are_checked():
     assert parse_watch_query("session=abc") == ("abc", 10.0, 0)
     assert parse_watch_query("session=abc&fps=1000&env=7") == ("abc", 30.0, 7)
+    assert parse_watch_query("session=abc&fps=1e-9") == ("abc", 0.5, 0)  # it still sees its session end soon
     for query, message in [
         ("", r"needs \?session="),
         ("session=a&fps=x", "not a number"),
@@ -242,3 +244,57 @@ def test_a_rendering_batch_session_s_watched_sub_env_sends_its_own_frames(frozen
             assert isinstance(frame, RenderFrame) and frame.frame == frames[1] != frames[0]
     finally:
         client.close()
+
+
+class _Watched:
+    """What a Watcher reads of its session, for unit tests without a server."""
+
+    def __init__(self, autoreset_mode):
+        self.autoreset_mode = autoreset_mode
+        self.steps = 0
+        self.watchers = set()
+
+
+def _transition(reward, terminated):
+    return SubEnvTransition(None, {"observation": [reward]}, reward, terminated, False, {})
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_the_step_after_an_episode_s_end_is_shown_as_a_reset_under_next_step(mode):
+    watcher = Watcher(connection=None, session=_Watched(mode), fps=10)
+    watcher.offer_sub_env("step", 1, 1, _transition(1.0, True))
+    watcher.offer_sub_env("step", 2, 0, _transition(0.0, False))  # NextStep: this one reset the sub-env
+    event, index, action, transition = watcher._latest
+    if mode is AutoresetMode.NEXT_STEP:
+        assert (event, action, transition.reward, transition.terminated) == ("reset", None, None, False)
+    else:
+        assert (event, action, transition.reward) == ("step", 0, 0.0)
+    assert index == 2 and watcher._skipped == 1
+    reply = json.loads(transition.reply_text())
+    assert reply["type"] == "observation" and reply["data"]["done"] is False
+
+
+def test_a_failing_watcher_never_fails_the_session_s_step():
+    session = _Watched(AutoresetMode.NEXT_STEP)
+    calm = Watcher(connection=None, session=session, fps=10)
+    session.watchers = {Watcher(connection=None, session=session, fps=10, sub_env=5), calm}
+
+    def transition_of(index):
+        if index == 5:
+            raise IndexError("no sub-env 5")
+        return _transition(1.0, False)
+
+    show_sub_env(session, True, [0, 1, 2, 3, 4, 5], None, transition_of)  # logs, does not raise
+    assert calm._latest is not None and calm._latest[2] == 0
+
+
+def test_watch_connections_are_capped(cartpole, monkeypatch):
+    monkeypatch.setattr(env_server, "MAX_WATCHERS", 1)
+    with EnvClient(cartpole.url) as client:
+        client.reset(seed=0)
+        session_id = _only_session(cartpole)["id"]
+        with connect(_watch_url(cartpole, session_id), open_timeout=10) as first:
+            assert json.loads(first.recv(timeout=10))["type"] == "watch_hello"
+            with connect(_watch_url(cartpole, session_id), open_timeout=10) as second:
+                refusal = json.loads(second.recv(timeout=10))
+                assert "1 watch connections are open already" in refusal["data"]["message"]

@@ -6,8 +6,10 @@ import contextlib
 import http.client
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from typing import TextIO
 
@@ -15,7 +17,8 @@ import pytest
 import websockets
 from websockets.sync.client import connect
 
-from openenv_gym.client.port_forward import page_url
+from openenv_gym.client.port_forward import PortForward, page_url
+from openenv_gym.server import EnvServer
 from tests.testing_env import CounterEnvironment
 from tests.utils import free_port, running_server, stop_process
 
@@ -43,6 +46,13 @@ def test_a_browser_logs_in_once_and_carries_the_token_as_a_cookie():
         assert _get(server.port, "/web/sessions", Cookie=f"{name}={TOKEN}").status == 200
         assert _get(server.port, "/web/sessions", Cookie=f"openenv_gym_token_1={TOKEN}").status == 401
         assert _get(server.port, "/schema", Authorization=f"Bearer {TOKEN}").status == 200
+        # A login with the cookie already set still moves the token out of the address bar.
+        again = _get(server.port, f"/web?token={TOKEN}", Cookie=f"{name}={TOKEN}")
+        assert again.status == 303 and again.getheader("Location") == "/web"
+        assert _get(server.port, "/web?token=wrong", Cookie=f"{name}={TOKEN}").status == 401
+        # The cookie opens what the page uses, not sessions that unpickle a client's code.
+        pickled = "/ws/batch?envs=1&autoreset_mode=NextStep&factories=pickled"
+        assert _get(server.port, pickled, Cookie=f"{name}={TOKEN}").status == 401
         with connect(f"ws://127.0.0.1:{server.port}/ws", additional_headers={"Cookie": f"{name}={TOKEN}"}) as page:
             page.send('{"type":"reset","data":{}}')
             assert json.loads(page.recv(timeout=10))["type"] == "observation"
@@ -60,6 +70,9 @@ def test_other_sites_pages_and_rebound_names_are_refused():
         refused = _get(server.port, "/schema", Host=f"evil.example:{server.port}")
         assert refused.status == 403
         assert _get(server.port, "/schema", Host=f"localhost:{server.port}").status == 200
+        assert _get(server.port, "/schema", Host=f"[::1]:{server.port}").status == 200
+        for malformed in ("[::1", f"evil@127.0.0.1:{server.port}", "a b"):
+            assert _get(server.port, "/schema", Host=malformed).status == 400
         assert server.active_sessions == 0
 
 
@@ -68,19 +81,38 @@ def test_the_page_is_off_beyond_loopback_unless_asked():
         assert not server.web
         off = _get(server.port, "/web/sessions", host="127.0.0.2")
         assert off.status == 404
-    with running_server(CounterEnvironment, host="127.0.0.2", web=True) as server:
-        assert _get(server.port, "/web/sessions", host="127.0.0.2").status == 200
+    with running_server(CounterEnvironment, host="127.0.0.2", web=True, token=TOKEN) as server:
+        assert _get(server.port, "/web/sessions", host="127.0.0.2").status == 401
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        assert _get(server.port, "/web/sessions", host="127.0.0.2", **headers).status == 200
+    with pytest.raises(ValueError, match="beyond loopback needs a token"):
+        EnvServer(CounterEnvironment, host="127.0.0.2", web=True)
     with running_server(CounterEnvironment, web=False) as server:
         assert _get(server.port, "/web/sessions").status == 404
 
 
+class _Lines:
+    """A command's stdout, line by line, each waited for with a timeout (a thread reads them)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._lines: queue.Queue[str] = queue.Queue()
+        self._thread = threading.Thread(target=lambda: [self._lines.put(line) for line in stream], daemon=True)
+        self._thread.start()
+
+    def next(self, timeout: float = 60.0) -> str:
+        try:
+            return self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no line within {timeout:g} s") from None
+
+
 @contextlib.contextmanager
-def _command(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], TextIO]]:
+def _command(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], _Lines]]:
     """``openenv-gym ARGS`` running, with its stdout; stopped and closed afterwards."""
     process = subprocess.Popen([sys.executable, "-m", "openenv_gym", *args], stdout=subprocess.PIPE, text=True, env=env)
     assert process.stdout is not None
     try:
-        yield process, process.stdout
+        yield process, _Lines(process.stdout)
     finally:
         stop_process(process)
         process.stdout.close()
@@ -89,8 +121,8 @@ def _command(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[su
 def test_serve_prints_the_page_s_address():
     port = free_port()
     with _command("serve", "CartPole-v1", "--port", str(port)) as (_, stdout):
-        stdout.readline()
-        assert stdout.readline() == f"web page: http://127.0.0.1:{port}/web\n"
+        stdout.next()
+        assert stdout.next() == f"web page: http://127.0.0.1:{port}/web\n"
 
 
 def test_web_opens_a_remote_page_through_a_loopback_forward():
@@ -99,15 +131,16 @@ def test_web_opens_a_remote_page_through_a_loopback_forward():
     env = {**os.environ, "WEB_TOKEN": TOKEN}
     serve = ("serve", "CartPole-v1", "--host", "127.0.0.2", "--port", str(port), "--web", "--token-env", "WEB_TOKEN")
     with _command(*serve, env=env) as (_, server_out):
-        server_out.readline()
-        line = server_out.readline()
+        server_out.next()
+        line = server_out.next()
         assert "log in once at /web?token=<token>" in line and TOKEN not in line
         web = ("web", f"http://127.0.0.2:{port}", "--no-browser", "--token-env", "WEB_TOKEN")
         with _command(*web, env=env) as (_, forward_out):
-            line = forward_out.readline()
+            line = forward_out.next()
             assert line.startswith("web page: http://127.0.0.1:") and TOKEN not in line
             local = line.split()[2].removesuffix("/web")
             local_port = int(local.rsplit(":", 1)[1])
+            assert _get(local_port, "/schema", Host="evil.example").status == 403  # DNS rebinding, through the forward
             login = _get(local_port, page_url("", TOKEN))
             assert login.status == 303
             cookie = login.getheader("Set-Cookie").split(";")[0]
@@ -134,3 +167,19 @@ def test_web_on_a_loopback_server_needs_no_forward():
         timeout=60,
     )
     assert done.returncode == 1 and "openenv-gym web: error:" in done.stderr
+
+
+def test_serve_refuses_a_page_beyond_loopback_without_a_token():
+    done = subprocess.run(
+        [sys.executable, "-m", "openenv_gym", "serve", "CartPole-v1", "--host", "127.0.0.2", "--web"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "--web on 127.0.0.2 needs --token-env" in done.stderr
+
+
+def test_the_forward_relays_plain_http_servers_only():
+    for url in ("https://10.1.2.3:8443", "http+unix://%2Ftmp%2Fs.sock"):
+        with pytest.raises(ValueError, match="relays http:// servers only"):
+            PortForward.to(url)

@@ -35,7 +35,7 @@ import { NDArray, Socket, socketURL } from "./wire.js";
 
 const HISTORY_LENGTH = 1000;
 const FRAME_BYTES = 48 * 2 ** 20; // what the history's frames may take, compressed
-const LOG_LINES = 200000;
+const LOG_LINES = 20000;
 const SESSIONS_EVERY_MS = 2000;
 
 /** The last HISTORY_LENGTH transitions, each with its frame (a JPEG blob or ansi text). */
@@ -777,7 +777,7 @@ async function listSessions() {
     ...sessions.map((session) => {
       const id = String(session.id);
       const name = `${id.length > 10 ? id.slice(0, 10) + "…" : id}${session.web ? " (web)" : ""}`;
-      const action = session.watchable ? watchControl(session, id) : el("span", { class: "hint", text: "–" });
+      const action = watchControl(session, id);
       const kind = session.size > 1 ? `${session.kind} ×${session.size}` : String(session.kind);
       return el(
         "tr",
