@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -193,7 +194,7 @@ task(
             [ ! -e "$(git rev-parse --git-path MERGE_HEAD)" ]
             [ "$(git symbolic-ref -q HEAD)" = refs/heads/main ]
             [ -z "$(git status --porcelain)" ]
-            ! grep -qE '^(<<<<<<<|=======|>>>>>>>)' menu.txt
+            [ -z "$(grep -E '^(<<<<<<<|=======|>>>>>>>)' menu.txt || true)" ]
             """,
         ),
     ],
@@ -273,7 +274,7 @@ task(
             f"""
             pager=$(git show release/1.x:pager.py)
             [[ $pager == *"{PAGER_FIXED_LINE}" ]]
-            ! git cat-file -e release/1.x:export.py 2>/dev/null
+            [ -z "$(git ls-tree --name-only release/1.x export.py)" ]
             """,
         ),
         check(
@@ -559,10 +560,9 @@ task(
             for path in build/new/out.o dist/app-0.2.whl pkg/sub/__pycache__/m.cpython-312.pyc lib/x.pyc logs/2024-02-01.log .env docs/.notes.md.swp; do
                 git check-ignore -q "$path"
             done
-            for path in docs/build/page.md src/build.py config/settings.example.env src/new.py; do
-                ! git check-ignore -q --no-index "$path"
+            for path in docs/build/page.md src/build.py config/settings.example.env src/new.py logs/README.md; do
+                if git check-ignore -q --no-index "$path"; then exit 1; fi
             done
-            ! git check-ignore -q --no-index logs/README.md
             """,
         ),
     ],
@@ -804,7 +804,8 @@ task(
             "no untracked file is left",
             """
             [ -z "$(git ls-files --others --exclude-standard)" ]
-            [ ! -e notes.txt ] && [ ! -e src/draft.js ]
+            [ ! -e notes.txt ]
+            [ ! -e src/draft.js ]
             """,
         ),
         check(
@@ -815,7 +816,9 @@ task(
             "the ignored files are kept",
             """
             [ ! -e notes.txt ]
-            [ -f .env ] && [ -f node_modules/left-pad/index.js ] && [ -f debug.log ]
+            [ -f .env ]
+            [ -f node_modules/left-pad/index.js ]
+            [ -f debug.log ]
             """,
         ),
         check(
@@ -936,6 +939,1262 @@ task(
     ],
     [run("git merge --squash feature/logging && git commit -q -m 'Add structured logging'")],
     [run("git merge --no-ff -m 'Add structured logging' feature/logging")],
+)
+
+# -------------------------------------------------------------------------------------------- medium
+
+CHECK_SH = text(
+    """
+    #!/usr/bin/env bash
+    # Exits 0 when calc.sh adds, subtracts and multiplies correctly, 1 otherwise.
+    [ "$(bash calc.sh add 2 3)" = 5 ] || exit 1
+    [ "$(bash calc.sh sub 7 10)" = -3 ] || exit 1
+    [ "$(bash calc.sh mul 4 6)" = 24 ] || exit 1
+    """
+)
+
+# Inserts a line before the first line of calc.sh equal to a marker: `insert_before esac '    div) ...'`.
+INSERT_BEFORE = text(
+    """
+    insert_before() {
+        local out=() line inserted=
+        while IFS= read -r line; do
+            if [ -z "$inserted" ] && [ "$line" = "$1" ]; then out+=("$2"); inserted=1; fi
+            out+=("$line")
+        done < calc.sh
+        printf '%s\\n' "${out[@]}" > calc.sh
+    }
+    """
+)
+
+task(
+    "bisect-first-bad-commit",
+    "medium",
+    prose(
+        """
+        The script `./check.sh` (present in every commit of `main`) passes on main's first commit but
+        fails on its latest one. Find the first commit of `main` on which it fails, for example with
+        `git bisect run ./check.sh`, and create a tag `first-bad` (lightweight or annotated) pointing at
+        exactly that commit. When you're done, no bisect session may be in progress, `main` must be
+        unchanged and checked out.
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    {INSERT_BEFORE}
+    cat > check.sh <<'EOF'
+    {CHECK_SH}
+    EOF
+    chmod +x check.sh
+    cat > calc.sh <<'EOF'
+    #!/usr/bin/env bash
+    op=$1
+    a=$2
+    b=$3
+    case $op in
+        add) echo $((a + b)) ;;
+        sub) echo $((a - b)) ;;
+        mul) echo $((a * b)) ;;
+    esac
+    EOF
+    commit "Add calculator with add, sub and mul"
+    echo "# calc" > README.md
+    commit "Add README"
+    insert_before 'op=$1' '[ $# -eq 3 ] || { echo "usage: calc OP A B" >&2; exit 2; }'
+    commit "Add usage message"
+    insert_before esac '    div) echo $((a / b)) ;;'
+    commit "Add division"
+    echo "Operations: add, sub, mul, div." >> README.md
+    commit "Document the operations"
+    insert_before esac '    mod) echo $((a % b)) ;;'
+    commit "Add modulo"
+    echo "## 0.1" > CHANGELOG.md
+    commit "Add a changelog"
+    insert_before 'case $op in' '[ "$op" = div ] && [ "$b" = 0 ] && { echo "division by zero" >&2; exit 2; }'
+    commit "Reject division by zero"
+    echo "Exit status 2 means a usage error." >> README.md
+    commit "Describe exit codes"
+    insert_before esac '    pow) echo $((a ** b)) ;;'
+    commit "Add power operation"
+    sed -i -e 's/) echo /)  echo /' -e 's/(a - b)/(b - a)/' calc.sh
+    commit "Align the case arms"
+    insert_before esac '    max)  echo $((a > b ? a : b)) ;;'
+    insert_before esac '    min)  echo $((a < b ? a : b)) ;;'
+    commit "Add max and min"
+    echo "## 0.2: max, min, pow" >> CHANGELOG.md
+    commit "Update changelog"
+    insert_before esac '    abs)  echo $((a < 0 ? -a : a)) ;;'
+    commit "Add abs"
+    echo "pow raises A to the power B." >> README.md
+    commit "Mention power in README"
+    insert_before esac '    neg)  echo $((-a)) ;;'
+    commit "Add negation"
+    echo "## 0.3: abs, neg" >> CHANGELOG.md
+    commit "Update changelog for 0.3"
+    sed -i 's/usage: calc OP A B/usage: calc.sh OP A B/' calc.sh
+    commit "Tidy usage message"
+    """,
+    [
+        check(
+            "first-bad points at a commit of main",
+            """
+            git rev-parse -q --verify 'refs/tags/first-bad^{commit}' >/dev/null
+            git merge-base --is-ancestor refs/tags/first-bad main
+            """,
+        ),
+        check(
+            "first-bad is exactly the first commit on which check.sh fails",
+            '[ "$(git log -1 --format=%s refs/tags/first-bad)" = "Align the case arms" ]',
+        ),
+        check(
+            "no bisect in progress; main unchanged and checked out",
+            """
+            git rev-parse -q --verify refs/tags/first-bad >/dev/null
+            [ ! -e "$(git rev-parse --git-path BISECT_START)" ]
+            [ "$(git symbolic-ref -q HEAD)" = refs/heads/main ]
+            [ "$(git rev-list --count main)" = 18 ]
+            [ "$(git log -1 --format=%s main)" = "Tidy usage message" ]
+            [ -z "$(git status --porcelain)" ]
+            """,
+        ),
+    ],
+    [
+        run('git bisect start main "$(git rev-list --max-parents=0 main)" && git bisect run ./check.sh'),
+        run("git tag first-bad refs/bisect/bad && git bisect reset"),
+    ],
+    [
+        run('git bisect start main "$(git rev-list --max-parents=0 main)" && git bisect run ./check.sh'),
+        run("git tag first-bad refs/bisect/bad~1 && git bisect reset"),
+    ],
+    INSERT_BEFORE=INSERT_BEFORE.rstrip("\n"),
+    CHECK_SH=CHECK_SH.rstrip("\n"),
+)
+
+
+def lines(*items: str) -> str:
+    """A bash word that expands to the items, one a line."""
+    return "\"$(printf '%s\\n' " + " ".join(shlex.quote(item) for item in items) + ')"'
+
+
+def log_is(revisions: str, *subjects: str) -> str:
+    """A bash condition: ``git log revisions`` lists exactly these subjects, oldest first."""
+    return f'[ "$(git log --reverse --format=%s {revisions})" = {lines(*subjects)} ]'
+
+
+SEARCH_BASE = text(
+    '''
+    """Search over records."""
+
+    DEFAULT_FIELDS = ("title",)
+    MIN_TERM_LENGTH = 1
+    MAX_RESULTS = 100
+
+
+    def search(records, term, fields=DEFAULT_FIELDS):
+        term = term.lower()
+        return [r for r in records if any(term in r[f].lower() for f in fields)]
+    '''
+)
+SEARCH_RESOLVED = text(
+    '''
+    """Search over records."""
+
+    DEFAULT_FIELDS = ("title", "tags", "body")
+    MIN_TERM_LENGTH = 1
+    MAX_RESULTS = 100
+
+
+    def search(records, term, fields=DEFAULT_FIELDS):
+        term = term.lower()
+        return [r for r in records if any(term in r[f].lower() for f in fields)]
+    '''
+)
+SEARCH_FINAL = text(
+    '''
+    """Search over records."""
+
+    DEFAULT_FIELDS = ("title", "tags", "body")
+    MIN_TERM_LENGTH = 1
+    MAX_RESULTS = 100
+
+
+    def search(records, term, fields=DEFAULT_FIELDS, limit=MAX_RESULTS):
+        term = term.lower()
+        found = [r for r in records if any(term in r[f].lower() for f in fields)]
+        return found[:limit]
+    '''
+)
+SEARCH_BRANCH = SEARCH_FINAL.replace('"tags", ', "")
+SEARCH_SUBJECTS = ("Search bodies by default", "Add a result limit", "Document search options")
+
+task(
+    "rebase-feature-onto-main",
+    "medium",
+    prose(
+        """
+        Rebase the branch `feature/search-options` onto the current `main`, so that its three commits
+        sit on top of main in a straight line (no merge commit), with their messages unchanged. The
+        first of them conflicts in `search.py` with main's 'Search tags by default': resolve it by
+        keeping both sides' fields, as `DEFAULT_FIELDS = ("title", "tags", "body")`. After the rebase,
+        `search.py` on the branch must read exactly:
+
+        {search}
+
+        Don't change `main`.
+        """,
+        search=SEARCH_FINAL,
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    cat > search.py <<'EOF'
+    {SEARCH_BASE}
+    EOF
+    commit "Add search module"
+    git checkout -q -b feature/search-options
+    sed -i 's/("title",)/("title", "body")/' search.py
+    commit "Search bodies by default"
+    cat > search.py <<'EOF'
+    {SEARCH_BRANCH}
+    EOF
+    commit "Add a result limit"
+    mkdir docs
+    echo "search(records, term, fields, limit)" > docs/search.md
+    commit "Document search options"
+    git checkout -q main
+    mkdir tests
+    echo "from search import search" > tests/test_search.py
+    commit "Add search tests"
+    sed -i 's/("title",)/("title", "tags")/' search.py
+    commit "Search tags by default"
+    """,
+    [
+        check(
+            "feature/search-options is three commits in a line on top of main, which is unchanged",
+            """
+            git merge-base --is-ancestor main feature/search-options
+            [ "$(git rev-list --count main..feature/search-options)" = 3 ]
+            [ -z "$(git rev-list --merges main..feature/search-options)" ]
+            """,
+            log_is("main", "Add search module", "Add search tests", "Search tags by default"),
+        ),
+        check(
+            "the three commits keep their messages and order",
+            "git merge-base --is-ancestor main feature/search-options\n",
+            log_is("main..feature/search-options", *SEARCH_SUBJECTS),
+        ),
+        check(
+            "search.py has both sides' changes, and main's test file is in the branch",
+            same("git show feature/search-options:search.py", SEARCH_FINAL),
+            "git cat-file -e feature/search-options:tests/test_search.py\n",
+            "git cat-file -e feature/search-options:docs/search.md\n",
+        ),
+    ],
+    [
+        run("git checkout -q feature/search-options && git rebase main"),
+        write("search.py", SEARCH_RESOLVED),
+        run("git add search.py && GIT_EDITOR=true git rebase --continue"),
+        run("git log --oneline --graph --all"),
+    ],
+    [
+        run("git checkout -q feature/search-options && git merge main"),
+        write("search.py", SEARCH_FINAL),
+        run("git add search.py && git commit -q --no-edit"),
+    ],
+    SEARCH_BASE=SEARCH_BASE.rstrip("\n"),
+    SEARCH_BRANCH=SEARCH_BRANCH.rstrip("\n"),
+)
+
+CSV_FINAL = text(
+    """
+    def to_csv(rows, sep=",", header=None):
+        lines = [sep.join(header)] if header else []
+        return "\\n".join(lines + [sep.join(row) for row in rows])
+    """
+)
+JSON_FINAL = text(
+    """
+    import json
+
+
+    def to_json(rows):
+        return json.dumps(rows, indent=2)
+    """
+)
+REGISTRY = text(
+    """
+    from .csv import to_csv
+    from .json import to_json
+
+    EXPORTERS = {"csv": to_csv, "json": to_json}
+    """
+)
+EXPORTER_SUBJECTS = ("Add CSV exporter", "Add JSON exporter", "Add exporter registry")
+
+task(
+    "squash-fixups-autosquash",
+    "medium",
+    prose(
+        """
+        The branch `feature/exporters` has 'fixup!' commits. Squash each of them into the commit it
+        fixes, as `git rebase -i --autosquash` does, so that the branch has exactly three commits on top
+        of `main`, in this order: 'Add CSV exporter', 'Add JSON exporter', 'Add exporter registry'. Each
+        commit must contain its fixes, and the branch's final content must not change. Don't change
+        `main`.
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    echo "# exporters" > README.md
+    commit "Initial commit"
+    git checkout -q -b feature/exporters
+    mkdir exporters
+    cat > exporters/csv.py <<'EOF'
+    def to_csv(rows, sep=";"):
+        return "\\n".join(sep.join(row) for row in rows)
+    EOF
+    commit "Add CSV exporter"
+    cat > exporters/json.py <<'EOF'
+    import json
+
+
+    def to_json(rows):
+        return json.dumps(rows, indent=8)
+    EOF
+    commit "Add JSON exporter"
+    sed -i 's/sep=";"/sep=","/' exporters/csv.py
+    commit "fixup! Add CSV exporter"
+    cat > exporters/__init__.py <<'EOF'
+    {REGISTRY}
+    EOF
+    commit "Add exporter registry"
+    sed -i 's/indent=8/indent=2/' exporters/json.py
+    commit "fixup! Add JSON exporter"
+    cat > exporters/csv.py <<'EOF'
+    {CSV_FINAL}
+    EOF
+    commit "fixup! Add CSV exporter"
+    """,
+    [
+        check(
+            "the branch is exactly the three commits on top of main",
+            log_is("main..feature/exporters", *EXPORTER_SUBJECTS),
+            "git merge-base --is-ancestor main feature/exporters\n",
+            log_is("main", "Initial commit"),
+        ),
+        check(
+            "'Add CSV exporter' contains both of its fixes",
+            """
+            csv=$(git rev-list --grep='^Add CSV exporter$' main..feature/exporters)
+            [ "$(git log -1 --format=%s "$csv")" = "Add CSV exporter" ]
+            """,
+            same('git show "$csv:exporters/csv.py"', CSV_FINAL),
+            '[ -z "$(git ls-tree --name-only "$csv" exporters/json.py)" ]\n',
+        ),
+        check(
+            "'Add JSON exporter' contains its fix",
+            """
+            json=$(git rev-list --grep='^Add JSON exporter$' main..feature/exporters)
+            [ "$(git log -1 --format=%s "$json")" = "Add JSON exporter" ]
+            """,
+            same('git show "$json:exporters/json.py"', JSON_FINAL),
+        ),
+        check(
+            "no fixup commit is left, and the final content is unchanged",
+            """
+            [ -z "$(git log --format=%s main..feature/exporters | grep '^fixup!' || true)" ]
+            """,
+            same("git show feature/exporters:exporters/csv.py", CSV_FINAL),
+            same("git show feature/exporters:exporters/json.py", JSON_FINAL),
+            same("git show feature/exporters:exporters/__init__.py", REGISTRY),
+        ),
+    ],
+    [
+        run("git checkout -q feature/exporters && GIT_SEQUENCE_EDITOR=true git rebase -i --autosquash main"),
+        run("git log --oneline main..feature/exporters"),
+    ],
+    [
+        run(
+            """
+            git checkout -q feature/exporters
+            GIT_SEQUENCE_EDITOR="sed -i '/fixup! Add JSON exporter/s/^fixup/pick/'" git rebase -i --autosquash main
+            """
+        ),
+    ],
+    REGISTRY=REGISTRY.rstrip("\n"),
+    CSV_FINAL=CSV_FINAL.rstrip("\n"),
+)
+
+task(
+    "move-commit-to-new-branch",
+    "medium",
+    prose(
+        """
+        The commit 'Add dark mode toggle' was committed to `main` by mistake; a commit was made on top of
+        it since. Move it to a new branch `feature/dark-mode`: afterwards `main` must no longer contain
+        it (main is 'Create the settings page', 'Add a language selector', 'Fix typo in settings page',
+        in this order, each with its changes), and `feature/dark-mode` must be the new `main` plus
+        exactly that one commit on top, with its message and changes. Leave `main` checked out with a
+        clean work tree.
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    echo "<h1>Setings</h1>" > settings.html
+    commit "Create the settings page"
+    echo "export const languages = ['en', 'fr'];" > lang.js
+    commit "Add a language selector"
+    echo "body.dark { background: #111; }" > theme.css
+    echo "export function toggleDark() {}" > dark.js
+    commit "Add dark mode toggle"
+    echo "<h1>Settings</h1>" > settings.html
+    commit "Fix typo in settings page"
+    """,
+    [
+        check(
+            "main no longer contains the dark mode commit",
+            log_is("main", "Create the settings page", "Add a language selector", "Fix typo in settings page"),
+            """
+            [ "$(git ls-tree --name-only main)" = "$(printf '%s\\n' lang.js settings.html)" ]
+            [ "$(git show main:settings.html)" = "<h1>Settings</h1>" ]
+            """,
+        ),
+        check(
+            "feature/dark-mode is main plus the dark mode commit",
+            """
+            [ "$(git rev-parse feature/dark-mode~1)" = "$(git rev-parse main)" ]
+            [ "$(git log -1 --format=%s feature/dark-mode)" = "Add dark mode toggle" ]
+            [ "$(git diff --name-only main feature/dark-mode)" = "$(printf '%s\\n' dark.js theme.css)" ]
+            """,
+        ),
+        check(
+            "main is checked out, clean, without the dark mode files",
+            """
+            [ "$(git symbolic-ref -q HEAD)" = refs/heads/main ]
+            [ -z "$(git status --porcelain)" ]
+            [ ! -e dark.js ]
+            [ ! -e theme.css ]
+            """,
+        ),
+    ],
+    [
+        run(
+            """
+            dark=$(git log --format=%H -F --grep='Add dark mode toggle' main)
+            git rebase -q --onto "$dark^" "$dark" main
+            git checkout -q -b feature/dark-mode
+            git cherry-pick "$dark"
+            git checkout -q main
+            """
+        ),
+    ],
+    [
+        run(
+            """
+            git branch feature/dark-mode
+            dark=$(git log --format=%H -F --grep='Add dark mode toggle' main)
+            git rebase -q --onto "$dark^" "$dark" main
+            """
+        ),
+    ],
+)
+
+SIGNED = "Signed-off-by: Ada Lovelace <ada@example.com>"
+CONTRIBUTING_SUBJECTS = ("Add CONTRIBUTING guide", "Describe the review process", "Link the code of conduct")
+REVIEW_MESSAGE = "Describe the review process\n\nReviews need one approval from a maintainer."
+
+task(
+    "sign-off-branch-commits",
+    "medium",
+    prose(
+        """
+        Add the trailer `Signed-off-by: Ada Lovelace <ada@example.com>` to each of the three commits of
+        the branch `docs/contributing` that are not on `main`, as `git commit --signoff` writes it (after
+        the rest of the message, separated by a blank line). Keep their order, content and the rest of
+        their messages, and leave `main`'s commits alone (they must not be signed off).
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    echo "# project" > README.md
+    commit "Initial commit"
+    echo "MIT" > LICENSE
+    commit "Add license"
+    git checkout -q -b docs/contributing
+    echo "# Contributing" > CONTRIBUTING.md
+    commit "Add CONTRIBUTING guide"
+    echo "Every change is reviewed." >> CONTRIBUTING.md
+    git add -A
+    git commit -q -m "Describe the review process" -m "Reviews need one approval from a maintainer."
+    echo "Please follow the code of conduct." >> CONTRIBUTING.md
+    commit "Link the code of conduct"
+    git checkout -q main
+    """,
+    [
+        check(
+            "the branch's last commit is signed off",
+            """[ "$(git log -1 --format='%(trailers:key=Signed-off-by,valueonly)' docs/contributing)" = "Ada Lovelace <ada@example.com>" ]""",
+        ),
+        check(
+            "each of the three commits is signed off exactly once",
+            """
+            [ "$(git rev-list --count main..docs/contributing)" = 3 ]
+            for c in $(git rev-list main..docs/contributing); do
+                [ "$(git log -1 --format='%(trailers:key=Signed-off-by,valueonly)' "$c")" = "Ada Lovelace <ada@example.com>" ]
+            done
+            """,
+        ),
+        check(
+            "messages, order and content are kept; main is unchanged and not signed off",
+            """
+            [ -n "$(git log --format='%(trailers:key=Signed-off-by)' main..docs/contributing)" ]
+            """,
+            log_is("main..docs/contributing", *CONTRIBUTING_SUBJECTS),
+            log_is("main", "Initial commit", "Add license"),
+            """
+            [ -z "$(git log --format='%(trailers)' main)" ]
+            git merge-base --is-ancestor main docs/contributing
+            review=$(git log --format=%H -F --grep='Describe the review process' main..docs/contributing)
+            """,
+            f'[ "$(git log -1 --format=%B "$review")" = {lines(REVIEW_MESSAGE + chr(10) + chr(10) + SIGNED)} ]\n',
+            """
+            [ "$(git show docs/contributing:CONTRIBUTING.md)" = "$(printf '%s\\n' '# Contributing' 'Every change is reviewed.' 'Please follow the code of conduct.')" ]
+            """,
+        ),
+    ],
+    [
+        run(
+            """
+            git checkout -q docs/contributing
+            git rebase -q --exec 'git commit -q --amend --no-edit --trailer "Signed-off-by: Ada Lovelace <ada@example.com>"' main
+            git log --format='%h %s%n%b' main..docs/contributing
+            """
+        ),
+    ],
+    [run("git checkout -q docs/contributing && git commit -q --amend --no-edit --signoff")],
+)
+
+task(
+    "revert-bad-merge",
+    "medium",
+    prose(
+        """
+        The merge of `feature/cache` into `main` (the commit "Merge branch 'feature/cache'") broke
+        production. Undo it on `main` with one new commit on top that reverts the whole merge relative
+        to main's side of it (its first parent), keeping the changes of every other commit, including
+        those made after the merge. Don't rewrite history: the merge must stay in main's history. The
+        default revert message is fine.
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    printf 'def load(key):\\n    return DB[key]\\n' > storage.py
+    echo "# store" > README.md
+    commit "Add storage layer"
+    git checkout -q -b feature/cache
+    echo "def cached(fn): return fn" > cache.py
+    commit "Add an in-memory cache"
+    printf 'from cache import cached\\n\\n\\n@cached\\ndef load(key):\\n    return DB[key]\\n' > storage.py
+    commit "Use the cache in storage"
+    git checkout -q main
+    echo "COUNTERS = {}" > metrics.py
+    commit "Add metrics"
+    git merge -q --no-ff -m "Merge branch 'feature/cache'" feature/cache
+    echo "def health(): return 'ok'" > health.py
+    commit "Add health check"
+    echo "Run: python -m store" >> README.md
+    commit "Update README"
+    """,
+    [
+        check(
+            "main ends with one new commit, a revert, and the merge stays in its history",
+            """
+            [ "$(git log -1 --format=%P main | wc -w)" = 1 ]
+            [[ $(git log -1 --format=%s main) == Revert* ]]
+            [ "$(git log -1 --format=%s main~1)" = "Update README" ]
+            [ "$(git log --merges --format=%s main)" = "Merge branch 'feature/cache'" ]
+            [ "$(git rev-list --count main)" = 8 ]
+            """,
+        ),
+        check(
+            "feature/cache's changes are gone from main",
+            """
+            [ -z "$(git ls-tree --name-only main cache.py)" ]
+            merge=$(git log --merges --format=%H main)
+            [ "$(git rev-parse main:storage.py)" = "$(git rev-parse "$merge^1:storage.py")" ]
+            """,
+        ),
+        check(
+            "the other commits' changes are kept",
+            """
+            [ -z "$(git ls-tree --name-only main cache.py)" ]
+            [ "$(git ls-tree --name-only main)" = "$(printf '%s\\n' README.md health.py metrics.py storage.py)" ]
+            [ "$(git show main:README.md)" = "$(printf '%s\\n' '# store' 'Run: python -m store')" ]
+            [ -z "$(git status --porcelain)" ]
+            """,
+        ),
+    ],
+    [
+        run('git revert --no-edit -m 1 "$(git log --merges --format=%H -n 1 main)"'),
+    ],
+    [
+        run("git revert --no-edit \"$(git log --format=%H -F --grep='Use the cache in storage' main)\""),
+    ],
+)
+
+EXPRESSION_SUBJECTS = (
+    "Add parser",
+    "Add lexer",
+    "Add entry point",
+    "Add evaluator",
+    "Add REPL",
+    "Handle syntax errors",
+)
+
+task(
+    "drop-middle-commit",
+    "medium",
+    prose(
+        """
+        Remove the commit 'Add debug tracing' from `main`'s history entirely, as if it had never been
+        made: `main` must keep all its other commits, in the same order, with the same messages and
+        changes, and none of the debug tracing. Rewriting `main` is fine here (nobody else uses it), and
+        reverting is not what's asked.
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    echo "def parse(text): return text.split()" > parser.py
+    commit "Add parser"
+    echo "def tokens(text): return list(text)" > lexer.py
+    commit "Add lexer"
+    printf 'from parser import parse\\n\\nparse(input())\\n' > main.py
+    commit "Add entry point"
+    echo "def trace(*args): print(*args)" > debug.py
+    printf 'import debug\\nfrom parser import parse\\n\\nparse(input())\\n' > main.py
+    commit "Add debug tracing"
+    echo "def evaluate(tree): return tree" > evaluator.py
+    commit "Add evaluator"
+    echo "def repl(): pass" > repl.py
+    commit "Add REPL"
+    echo "class SyntaxError_(Exception): pass" >> parser.py
+    commit "Handle syntax errors"
+    """,
+    [
+        check(
+            "the debug tracing commit and its changes are gone from main",
+            """
+            [ -z "$(git log --format=%s -F --grep='debug tracing' main)" ]
+            [ -z "$(git ls-tree --name-only main debug.py)" ]
+            [ "$(git show main:main.py)" = "$(printf '%s\\n' 'from parser import parse' '' 'parse(input())')" ]
+            """,
+        ),
+        check("the other commits are kept, in order", log_is("main", *EXPRESSION_SUBJECTS)),
+        check(
+            "the other commits' changes are kept",
+            """
+            [ "$(git ls-tree --name-only main)" = "$(printf '%s\\n' evaluator.py lexer.py main.py parser.py repl.py)" ]
+            [ "$(git show main:parser.py)" = "$(printf '%s\\n' 'def parse(text): return text.split()' 'class SyntaxError_(Exception): pass')" ]
+            [ -z "$(git status --porcelain)" ]
+            """,
+        ),
+    ],
+    [
+        run(
+            """
+            debug=$(git log --format=%H -F --grep='Add debug tracing' main)
+            git rebase -q --onto "$debug^" "$debug" main
+            """
+        )
+    ],
+    [run("git revert --no-edit \"$(git log --format=%H -F --grep='Add debug tracing' main)\"")],
+)
+
+task(
+    "reorder-commits",
+    "medium",
+    prose(
+        """
+        The last three commits of `main` add release notes in the wrong order. Reorder them so that,
+        oldest to newest, they are 'Add release notes for 1.1', 'Add release notes for 1.2', 'Add
+        release notes for 1.3', directly on top of 'Initial commit'. Each commit must keep its message
+        and its own changes (only its own notes file).
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    mkdir notes
+    echo "# Release notes" > notes/README.md
+    commit "Initial commit"
+    echo "1.3: faster start-up" > notes/1.3.md
+    commit "Add release notes for 1.3"
+    echo "1.1: first public release" > notes/1.1.md
+    commit "Add release notes for 1.1"
+    echo "1.2: plugin support" > notes/1.2.md
+    commit "Add release notes for 1.2"
+    """,
+    [
+        check(
+            "the notes for 1.1 come first, directly on 'Initial commit'",
+            """
+            [ "$(git rev-list --count main)" = 4 ]
+            [ "$(git log -1 --format=%s main~3)" = "Initial commit" ]
+            [ "$(git log -1 --format=%s main~2)" = "Add release notes for 1.1" ]
+            [ "$(git diff --name-only main~3 main~2)" = notes/1.1.md ]
+            """,
+        ),
+        check(
+            "the three commits are in order 1.1, 1.2, 1.3",
+            log_is("main", "Initial commit", *(f"Add release notes for 1.{n}" for n in (1, 2, 3))),
+        ),
+        check(
+            "each commit adds only its own notes file",
+            """
+            for n in 1 2 3; do
+                c=$(git rev-parse "main~$((3 - n))")
+                [ "$(git log -1 --format=%s "$c")" = "Add release notes for 1.$n" ]
+                [ "$(git diff --name-status "$c^" "$c")" = "$(printf 'A\\tnotes/1.%s.md' "$n")" ]
+            done
+            [ -z "$(git status --porcelain)" ]
+            """,
+        ),
+    ],
+    [run("""GIT_SEQUENCE_EDITOR="sed -i '1{h;d};3G'" git rebase -i main~3 && git log --oneline""")],
+    [run('top=$(git rev-parse main) && git reset -q --hard main~3 && git cherry-pick "$top~1" "$top~2" "$top"')],
+)
+
+HELPERS_RESOLVED = text(
+    '''
+    """Small helpers for the HTTP client."""
+
+    TIMEOUT = 30  # seconds
+
+
+    def fetch(url):
+        return request(url, timeout=TIMEOUT)
+
+
+    def fetch_json(url):
+        return fetch(url).json()
+    '''
+)
+
+task(
+    "resolve-rename-modify-conflict",
+    "medium",
+    prose(
+        """
+        Merge the branch `feature/timeouts` into `main` (main is checked out). The branch changed
+        `utils.py`, which main meanwhile moved to `lib/helpers.py` (with a comment added to its TIMEOUT
+        line), and the merge conflicts on that line. Resolve it keeping main's move and comment with
+        the branch's value: the code lives only in `lib/helpers.py` (no `utils.py` anywhere), whose
+        content must be exactly:
+
+        {helpers}
+
+        Finish the merge with a merge commit (the default message is fine) and leave a clean work tree.
+        """,
+        helpers=HELPERS_RESOLVED,
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    cat > utils.py <<'EOF'
+    """
+    + '"""Small helpers for the HTTP client."""'
+    + """
+
+    TIMEOUT = 10
+
+
+    def fetch(url):
+        return request(url, timeout=TIMEOUT)
+    EOF
+    echo "from utils import fetch" > client.py
+    commit "Add helpers"
+    git checkout -q -b feature/timeouts
+    sed -i 's/^TIMEOUT = 10$/TIMEOUT = 30/' utils.py
+    commit "Raise the default timeout"
+    printf '\\n\\ndef fetch_json(url):\\n    return fetch(url).json()\\n' >> utils.py
+    commit "Add fetch_json"
+    git checkout -q main
+    mkdir lib
+    git mv utils.py lib/helpers.py
+    sed -i 's/^TIMEOUT = 10$/TIMEOUT = 10  # seconds/' lib/helpers.py
+    touch lib/__init__.py
+    echo "from lib.helpers import fetch" > client.py
+    commit "Move helpers into lib/"
+    """,
+    [
+        check(
+            "main's tip merges feature/timeouts into the previous main",
+            """
+            [ "$(git rev-parse main^2)" = "$(git rev-parse feature/timeouts)" ]
+            [ "$(git log -1 --format=%s main^1)" = "Move helpers into lib/" ]
+            """,
+        ),
+        check(
+            "lib/helpers.py has main's comment with the branch's value and function",
+            same("git show main:lib/helpers.py", HELPERS_RESOLVED),
+        ),
+        check(
+            "no utils.py, the merge is finished, and the work tree is clean",
+            """
+            git rev-parse -q --verify main^2 >/dev/null
+            [ -z "$(git ls-tree --name-only main utils.py)" ]
+            [ ! -e utils.py ]
+            [ "$(git show main:client.py)" = "from lib.helpers import fetch" ]
+            [ ! -e "$(git rev-parse --git-path MERGE_HEAD)" ]
+            [ "$(git symbolic-ref -q HEAD)" = refs/heads/main ]
+            [ -z "$(git status --porcelain)" ]
+            """,
+        ),
+    ],
+    [
+        run("git merge feature/timeouts"),
+        write("lib/helpers.py", HELPERS_RESOLVED),
+        run("git add lib/helpers.py && git commit -q --no-edit"),
+    ],
+    [
+        run("git merge feature/timeouts"),
+        write("lib/helpers.py", HELPERS_RESOLVED.replace("TIMEOUT = 30", "TIMEOUT = 10")),
+        run("git add lib/helpers.py && git commit -q --no-edit"),
+    ],
+)
+
+task(
+    "rebase-onto-main-without-parent-branch",
+    "medium",
+    prose(
+        """
+        The branch `feature/b` was started from `feature/a` by mistake, but it doesn't need any of
+        feature/a's work. Move feature/b's own two commits ('Add rate limiter' and 'Test the rate
+        limiter') onto the current `main` (as `git rebase --onto` does), so that `feature/b` is `main`
+        plus exactly those two commits and contains none of feature/a's commits or files. Leave
+        `feature/a` and `main` unchanged.
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    echo "# service" > README.md
+    commit "Initial commit"
+    echo "def app(): pass" > app.py
+    commit "Add app skeleton"
+    git checkout -q -b feature/a
+    echo "class OAuthClient: pass" > oauth.py
+    commit "Add OAuth client"
+    echo "SCOPES = ['read']" >> oauth.py
+    commit "Add OAuth scopes"
+    git checkout -q -b feature/b
+    echo "class RateLimiter: pass" > ratelimit.py
+    commit "Add rate limiter"
+    mkdir tests
+    echo "from ratelimit import RateLimiter" > tests/test_ratelimit.py
+    commit "Test the rate limiter"
+    git checkout -q main
+    echo "requests==2.32.0" > requirements.txt
+    commit "Bump dependencies"
+    """,
+    [
+        check("feature/b is based on the current main", "git merge-base --is-ancestor main feature/b\n"),
+        check(
+            "feature/b is main plus exactly its two commits",
+            "git merge-base --is-ancestor main feature/b\n",
+            log_is("main..feature/b", "Add rate limiter", "Test the rate limiter"),
+        ),
+        check(
+            "feature/b has none of feature/a's work, and feature/a and main are unchanged",
+            """
+            [ -z "$(git ls-tree --name-only feature/b oauth.py)" ]
+            [ "$(git ls-tree -r --name-only feature/b)" = "$(printf '%s\\n' README.md app.py ratelimit.py requirements.txt tests/test_ratelimit.py)" ]
+            """,
+            log_is("feature/a", "Initial commit", "Add app skeleton", "Add OAuth client", "Add OAuth scopes"),
+            log_is("main", "Initial commit", "Add app skeleton", "Bump dependencies"),
+        ),
+    ],
+    [run("git rebase --onto main feature/a feature/b && git log --oneline --graph --all")],
+    [run("git rebase main feature/b")],
+)
+
+task(
+    "update-vendored-copy",
+    "medium",
+    prose(
+        """
+        `vendor/mathlib/` holds a copy of the mathlib library at the tag `mathlib-1.2`. The tags are on
+        the branch `mathlib-upstream`, an unrelated history whose files are at its top level. Update the
+        copy to the tag `mathlib-1.3`: `vendor/mathlib/` must end up exactly like the tree of
+        `mathlib-1.3` (files added, changed and removed accordingly), committed as one new commit on
+        `main` with the message 'Update vendored mathlib to 1.3'. Change nothing outside
+        `vendor/mathlib/`, and don't merge the upstream history into `main` (no merge commit, no subtree
+        merge).
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    echo "# app" > README.md
+    echo "print('app')" > app.py
+    commit "Initial commit"
+    git checkout -q --orphan mathlib-upstream
+    git rm -rq --cached .
+    rm README.md app.py
+    echo "# mathlib" > README.md
+    echo "def add(a, b): return a + b" > vector.py
+    echo "def scale(v, k): return v * k" > scalar.py
+    echo "def old_add(a, b): return a + b" > legacy.py
+    commit "mathlib 1.2"
+    git tag mathlib-1.2
+    echo "def sub(a, b): return a - b" >> vector.py
+    git rm -q legacy.py
+    echo "def identity(n): return n" > matrix.py
+    mkdir tests
+    echo "from vector import add" > tests/test_vector.py
+    echo "# mathlib 1.3" > README.md
+    commit "mathlib 1.3"
+    git tag mathlib-1.3
+    git checkout -q main
+    git read-tree --prefix=vendor/mathlib/ -u mathlib-1.2
+    commit "Vendor mathlib 1.2"
+    echo "from vendor.mathlib.vector import add" >> app.py
+    commit "Use mathlib vectors in app"
+    """,
+    [
+        check(
+            "vendor/mathlib on main is exactly mathlib-1.3",
+            '[ "$(git rev-parse main:vendor/mathlib)" = "$(git rev-parse \'mathlib-1.3^{tree}\')" ]',
+        ),
+        check(
+            "one new commit with the right message, changing nothing outside vendor/mathlib",
+            """
+            [ "$(git log -1 --format=%s main)" = "Update vendored mathlib to 1.3" ]
+            [ "$(git log -1 --format=%s main~1)" = "Use mathlib vectors in app" ]
+            git diff --quiet main~1 main -- . ':(exclude)vendor/mathlib'
+            [ "$(git symbolic-ref -q HEAD)" = refs/heads/main ]
+            [ -z "$(git status --porcelain)" ]
+            """,
+        ),
+        check(
+            "main has no upstream history merged, and the upstream tags are unchanged",
+            """
+            [ "$(git rev-list --count main)" = 4 ]
+            [ -z "$(git rev-list --merges main)" ]
+            if git merge-base main mathlib-1.3 >/dev/null; then exit 1; fi
+            [ "$(git log -1 --format=%s mathlib-1.3)" = "mathlib 1.3" ]
+            [ "$(git rev-parse mathlib-upstream)" = "$(git rev-parse mathlib-1.3)" ]
+            """,
+        ),
+    ],
+    [
+        run("git diff --stat mathlib-1.2 mathlib-1.3"),
+        run(
+            """
+            git rm -rq vendor/mathlib
+            git read-tree --prefix=vendor/mathlib/ -u mathlib-1.3
+            git commit -q -m 'Update vendored mathlib to 1.3'
+            """
+        ),
+    ],
+    [
+        run(
+            """
+            for f in $(git ls-tree -r --name-only mathlib-1.3); do
+                mkdir -p "vendor/mathlib/$(dirname "$f")"
+                git show "mathlib-1.3:$f" > "vendor/mathlib/$f"
+            done
+            git add vendor/mathlib && git commit -q -m 'Update vendored mathlib to 1.3'
+            """
+        ),
+    ],
+)
+
+PARSER_STASHED = text(
+    """
+    import csv
+
+
+    def parse_line(line):
+        return next(csv.reader([line]))
+    """
+)
+
+task(
+    "apply-stash-to-other-branch",
+    "medium",
+    prose(
+        """
+        The stash 'quoted fields' holds work in progress on `parser.py` that was started on `main` but
+        belongs on the branch `feature/quoting`. Apply it on `feature/quoting` and commit it there as one
+        new commit with the message 'Handle quoted fields'. Then drop that stash, but keep the other
+        stash ('readme tweaks'). `main` must stay as it is, without those changes, and the work tree
+        must be clean at the end.
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    printf 'def parse_line(line):\\n    return line.split(",")\\n' > parser.py
+    commit "Add CSV parser"
+    git checkout -q -b feature/quoting
+    mkdir tests
+    echo 'assert parse_line("\\"a,b\\",c") == ["a,b", "c"]' > tests/test_quoting.py
+    commit "Add quoting tests"
+    git checkout -q main
+    echo "# csv tools" > README.md
+    commit "Add README"
+    cat > parser.py <<'EOF'
+    {PARSER_STASHED}
+    EOF
+    git stash push -q -m "quoted fields"
+    echo "A small CSV toolkit." >> README.md
+    git stash push -q -m "readme tweaks"
+    """,
+    [
+        check(
+            "feature/quoting has 'Handle quoted fields' with the stashed parser.py, and main is unchanged",
+            """
+            [ "$(git log -1 --format=%s feature/quoting)" = "Handle quoted fields" ]
+            [ "$(git log -1 --format=%s feature/quoting~1)" = "Add quoting tests" ]
+            [ "$(git diff --name-only feature/quoting~1 feature/quoting)" = parser.py ]
+            """,
+            same("git show feature/quoting:parser.py", PARSER_STASHED),
+            log_is("main", "Add CSV parser", "Add README"),
+            """
+            [ "$(git show main:parser.py)" = "$(printf '%s\\n' 'def parse_line(line):' '    return line.split(",")')" ]
+            [ -z "$(git status --porcelain)" ]
+            """,
+        ),
+        check(
+            "only the 'quoted fields' stash is gone",
+            '[ "$(git stash list --format=%s)" = "On main: readme tweaks" ]',
+        ),
+    ],
+    [
+        run("git stash list"),
+        run("git checkout -q feature/quoting && git stash apply -q 'stash@{1}' && git commit -q -am 'Handle quoted fields'"),
+        run("git stash drop -q 'stash@{1}' && git stash list"),
+    ],
+    [run("git checkout -q feature/quoting && git stash apply -q 'stash@{1}' && git commit -q -am 'Handle quoted fields'")],
+    PARSER_STASHED=PARSER_STASHED.rstrip("\n"),
+)
+
+SHAPES_BASE = text(
+    '''
+    """Areas of simple shapes."""
+
+
+    def area_circle(radius):
+        return 3.14 * radius * radius
+
+
+    def area_square(side):
+        return side * side
+    '''
+)
+SHAPES_FIX = SHAPES_BASE.replace('shapes."""\n', 'shapes."""\nimport math\n').replace("3.14", "math.pi")
+SHAPES_ALL = SHAPES_FIX.replace(
+    "(side):\n", '(side):\n    """Return the area of a square with the given side."""\n'
+)
+
+task(
+    "commit-part-of-a-change",
+    "medium",
+    prose(
+        """
+        `shapes.py` has two uncommitted changes: a fix of `area_circle` (it uses `math.pi` instead of
+        3.14, with `import math` added near the top) and a new docstring in `area_square`. Commit only
+        the `area_circle` fix, both of its parts, as one commit with the message 'Use math.pi for circle
+        areas', and leave the docstring change uncommitted in the work tree (shapes.py itself must keep
+        both changes).
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    cat > shapes.py <<'EOF'
+    {SHAPES_BASE}
+    EOF
+    commit "Add shapes"
+    cat > shapes.py <<'EOF'
+    {SHAPES_ALL}
+    EOF
+    """,
+    [
+        check(
+            "HEAD is the circle fix on top of 'Add shapes'",
+            log_is("HEAD", "Add shapes", "Use math.pi for circle areas"),
+        ),
+        check("the commit has the fix and not the docstring", same("git show HEAD:shapes.py", SHAPES_FIX)),
+        check(
+            "the docstring change is still uncommitted in the work tree",
+            """
+            [ "$(git log -1 --format=%s)" = "Use math.pi for circle areas" ]
+            [ "$(git diff --name-only)" = shapes.py ]
+            git diff --cached --quiet
+            """,
+            same("cat shapes.py", SHAPES_ALL),
+        ),
+    ],
+    [
+        read("shapes.py"),
+        write("shapes.py", SHAPES_FIX),
+        run("git add shapes.py && git commit -q -m 'Use math.pi for circle areas'"),
+        write("shapes.py", SHAPES_ALL),
+        run("git status --short"),
+    ],
+    [run("git commit -q -am 'Use math.pi for circle areas'")],
+    SHAPES_BASE=SHAPES_BASE.rstrip("\n"),
+    SHAPES_ALL=SHAPES_ALL.rstrip("\n"),
+)
+
+REMOTE_SETUP = """
+    git init -q --bare .remote.git
+    echo /.remote.git >> .git/info/exclude
+    git remote add origin .remote.git
+"""
+
+task(
+    "publish-branch-and-tag",
+    "medium",
+    prose(
+        """
+        The remote `origin` is a bare repository at `.remote.git` inside the work tree (excluded from
+        `git status`). Publish the local branch `feature/export` to `origin` under the same name and
+        make the local `feature/export` track `origin/feature/export`. Also push the annotated tag
+        `v0.3.0`, as the tag object itself. Push nothing else: in particular not the local tag
+        `tmp-benchmark`, and leave the remote's `main` as it is.
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    {REMOTE}
+    echo "def export(rows): pass" > export.py
+    commit "Add export stub"
+    git push -q origin main
+    git tag -a v0.3.0 -m "Version 0.3.0"
+    git checkout -q -b feature/export
+    echo "def export_csv(rows): pass" >> export.py
+    commit "Export CSV"
+    echo "def export_xlsx(rows): pass" >> export.py
+    commit "Export spreadsheets"
+    git tag tmp-benchmark
+    git checkout -q main
+    """,
+    [
+        check(
+            "origin has feature/export at the local branch's commit",
+            '[ "$(git --git-dir=.remote.git rev-parse -q --verify refs/heads/feature/export)" = "$(git rev-parse feature/export)" ]',
+        ),
+        check(
+            "feature/export tracks origin/feature/export",
+            """
+            [ "$(git config branch.feature/export.remote)" = origin ]
+            [ "$(git config branch.feature/export.merge)" = refs/heads/feature/export ]
+            [ "$(git rev-parse refs/remotes/origin/feature/export)" = "$(git rev-parse feature/export)" ]
+            """,
+        ),
+        check(
+            "origin has the annotated tag v0.3.0 itself",
+            """
+            [ "$(git --git-dir=.remote.git cat-file -t refs/tags/v0.3.0)" = tag ]
+            [ "$(git --git-dir=.remote.git rev-parse refs/tags/v0.3.0)" = "$(git rev-parse refs/tags/v0.3.0)" ]
+            """,
+        ),
+        check(
+            "nothing else was pushed, and the remote's main is unchanged",
+            f"""
+            [ "$(git --git-dir=.remote.git for-each-ref --format='%(refname)')" = {lines("refs/heads/feature/export", "refs/heads/main", "refs/tags/v0.3.0")} ]
+            [ "$(git --git-dir=.remote.git rev-parse refs/heads/main)" = "$(git rev-parse main)" ]
+            """,
+        ),
+    ],
+    [run("git push -q -u origin feature/export && git push -q origin v0.3.0")],
+    [run("git push -q -u origin feature/export && git push -q --tags origin")],
+    REMOTE=sh(REMOTE_SETUP).rstrip("\n"),
+)
+
+INVENTORY_SUBJECTS = (
+    "Add inventory model",
+    "Add stock levels",
+    "Add reorder alerts",
+    "Add supplier list",
+    "Add warehouse map",
+)
+
+task(
+    "recover-commits-after-hard-reset",
+    "medium",
+    prose(
+        """
+        Someone ran `git reset --hard HEAD~3` on `main` by mistake, losing its last three commits ('Add
+        stock levels', 'Add reorder alerts', 'Add supplier list'), and then committed 'Add warehouse map'.
+        Bring the lost commits back: `main` must be linear, with the three lost commits in their original
+        order right after 'Add inventory model', and 'Add warehouse map' on top, every commit with its
+        original message and changes.
+        """
+    ),
+    """
+    git init -q -b main
+    {COMMIT}
+    echo "class Item: pass" > inventory.py
+    commit "Add inventory model"
+    echo "LEVELS = {}" > stock.py
+    commit "Add stock levels"
+    echo "def alert(item): pass" > alerts.py
+    commit "Add reorder alerts"
+    echo "SUPPLIERS = []" > suppliers.py
+    commit "Add supplier list"
+    git reset -q --hard HEAD~3
+    echo "AISLES = 12" > warehouse.py
+    commit "Add warehouse map"
+    """,
+    [
+        check(
+            "the three lost commits are back in main, with their changes",
+            """
+            for subject in 'Add stock levels' 'Add reorder alerts' 'Add supplier list'; do
+                [ -n "$(git log --format=%H -F --grep="$subject" main)" ]
+            done
+            [ "$(git ls-tree --name-only main)" = "$(printf '%s\\n' alerts.py inventory.py stock.py suppliers.py warehouse.py)" ]
+            """,
+        ),
+        check(
+            "main is linear: the lost commits in order after 'Add inventory model', then the warehouse map",
+            log_is("main", *INVENTORY_SUBJECTS),
+            '[ -z "$(git rev-list --merges main)" ]\n',
+        ),
+        check(
+            "each recovered commit has its original changes",
+            """
+            [ "$(git rev-list --count main)" = 5 ]
+            for pair in 'Add stock levels:stock.py' 'Add reorder alerts:alerts.py' 'Add supplier list:suppliers.py'; do
+                c=$(git log --format=%H -F --grep="${pair%%:*}" main)
+                [ "$(git diff --name-status "$c^" "$c")" = "$(printf 'A\\t%s' "${pair#*:}")" ]
+            done
+            """,
+        ),
+    ],
+    [
+        run("git reflog -n 4"),
+        run("git branch lost 'HEAD@{2}' && git rebase -q --onto lost main~1 main && git branch -D lost"),
+    ],
+    [
+        run(
+            """
+            lost=$(git rev-parse 'HEAD@{2}')
+            git cherry-pick "$lost~2" "$lost~1" "$lost"
+            """
+        ),
+    ],
 )
 
 
