@@ -18,7 +18,7 @@ task's solution, near miss and do-nothing submit score what they should.
 
 from __future__ import annotations
 
-import os
+import hashlib
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -26,7 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CheckResult", "TaskRun", "git_env", "run_calls", "run_checks", "run_setup", "run_task"]
+__all__ = [
+    "CheckResult",
+    "TaskRun",
+    "git_env",
+    "repository_fingerprint",
+    "run_calls",
+    "run_checks",
+    "run_setup",
+    "run_task",
+]
 
 AUTHOR_NAME = "Ada Lovelace"
 AUTHOR_EMAIL = "ada@example.com"
@@ -142,6 +151,33 @@ def run_checks(task: Mapping[str, Any], work: Path, env: Mapping[str, str]) -> l
         except subprocess.TimeoutExpired:
             results.append(CheckResult(check["name"], False, "[timed out]"))
     return results
+
+
+# What two builds of a task's repository must agree on: refs, every reachable commit, the stash, the reflog
+# of HEAD, unreachable objects (a task may hide work there), where HEAD is and the state of the work tree.
+FINGERPRINT_COMMANDS = {
+    "refs": "git for-each-ref --format='%(objectname) %(refname)'",
+    "commits": "git log --all --format=%H",
+    "stash": "git stash list --format=%H",
+    "reflog": "git reflog --format='%H %gs' || true",
+    "unreachable": "git fsck --unreachable --no-reflogs --no-progress 2>/dev/null | sort",
+    "head": "git symbolic-ref -q HEAD || git rev-parse HEAD",
+    "status": "git status --porcelain --ignored --untracked-files=all",
+    "index": "git ls-files --stage",
+}
+
+
+def repository_fingerprint(work: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """Facts about a built repository that must not change from one build to the next, and its files' digests."""
+    facts = {}
+    for name, command in FINGERPRINT_COMMANDS.items():
+        result = _bash(command, work, env, CALL_TIMEOUT)
+        facts[name] = f"{result.returncode}\n{result.stdout}"
+    files = sorted(path for path in work.rglob("*") if path.is_file() and path.relative_to(work).parts[0] != ".git")
+    facts["files"] = "\n".join(
+        f"{path.relative_to(work)} {hashlib.sha256(path.read_bytes()).hexdigest()}" for path in files
+    )
+    return facts
 
 
 def run_task(task: Mapping[str, Any], calls: Iterable[Mapping[str, Any]]) -> TaskRun:
