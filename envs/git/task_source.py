@@ -412,7 +412,7 @@ task(
         """
         The last commit on `main` has a misspelled message. Change its message to exactly the following
         (a subject line, a blank line and one line of body), without changing the commit's content or
-        any earlier commit, and without adding a commit:
+        any earlier commit, and without adding a commit; leave a clean work tree:
 
         {message}
         """,
@@ -554,7 +554,7 @@ task(
         check(
             "the patterns ignore new files of each kind, and only those",
             """
-            for path in build/new/out.o dist/app-0.2.whl pkg/sub/__pycache__/m.cpython-312.pyc lib/x.pyc logs/2024-02-01.log .env docs/.notes.md.swp; do
+            for path in build/new/out.o dist/app-0.2.whl pkg/__pycache__/cache.bin lib/x.pyc logs/2024-02-01.log .env docs/.notes.md.swp; do
                 git check-ignore -q "$path"
             done
             for path in docs/build/page.md src/build.py config/settings.example.env src/new.py logs/README.md; do
@@ -593,7 +593,8 @@ task(
         """
         `docs/architecture.md` was deleted in an earlier commit on `main`. Bring it back with the content
         it had just before it was deleted, as one new commit on top of `main` with the message
-        'Restore docs/architecture.md'. Don't rewrite existing history and don't change any other file.
+        'Restore docs/architecture.md'. Don't rewrite existing history, don't change any other file, and
+        leave a clean work tree.
         """
     ),
     """
@@ -730,7 +731,7 @@ task(
         HEAD is detached: the last two commits, 'Add pie charts' and 'Add pie chart legend', were made
         on top of main's commit 'Add bar charts' without being on any branch. Put them on a new branch
         `feature/pie-charts` (keeping them where they are, on top of 'Add bar charts') and check that
-        branch out, so that HEAD is no longer detached. Don't change `main`.
+        branch out, so that HEAD is no longer detached, with a clean work tree. Don't change `main`.
         """
     ),
     """
@@ -973,7 +974,7 @@ task(
         fails on its latest one. Find the first commit of `main` on which it fails, for example with
         `git bisect run ./check.sh`, and create a tag `first-bad` (lightweight or annotated) pointing at
         exactly that commit. When you're done, no bisect session may be in progress, `main` must be
-        unchanged and checked out.
+        unchanged and checked out, with a clean work tree.
         """
     ),
     """
@@ -1484,7 +1485,7 @@ task(
         production. Undo it on `main` with one new commit on top that reverts the whole merge relative
         to main's side of it (its first parent), keeping the changes of every other commit, including
         those made after the merge. Don't rewrite history: the merge must stay in main's history. The
-        default revert message is fine.
+        default revert message is fine. Leave a clean work tree.
         """
     ),
     """
@@ -1561,7 +1562,7 @@ task(
         Remove the commit 'Add debug tracing' from `main`'s history entirely, as if it had never been
         made: `main` must keep all its other commits, in the same order, with the same messages and
         changes, and none of the debug tracing. Rewriting `main` is fine here (nobody else uses it), and
-        reverting is not what's asked.
+        reverting is not what's asked. Leave a clean work tree.
         """
     ),
     """
@@ -1621,7 +1622,7 @@ task(
         The last three commits of `main` add release notes in the wrong order. Reorder them so that,
         oldest to newest, they are 'Add release notes for 1.1', 'Add release notes for 1.2', 'Add
         release notes for 1.3', directly on top of 'Initial commit'. Each commit must keep its message
-        and its own changes (only its own notes file).
+        and its own changes (only its own notes file). Leave a clean work tree.
         """
     ),
     """
@@ -1832,7 +1833,7 @@ task(
         `mathlib-1.3` (files added, changed and removed accordingly), committed as one new commit on
         `main` with the message 'Update vendored mathlib to 1.3'. Change nothing outside
         `vendor/mathlib/`, and don't merge the upstream history into `main` (no merge commit, no subtree
-        merge).
+        merge). Leave `main` checked out with a clean work tree.
         """
     ),
     """
@@ -2858,7 +2859,7 @@ task(
 
         {tokenizer}
 
-        Don't change `main`.
+        Don't change `main`, and leave a clean work tree.
         """,
         tokenizer=TOKENIZER_BACKPORTED,
     ),

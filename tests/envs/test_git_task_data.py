@@ -1,7 +1,8 @@
 """The task set of openenv/Git-v0 (envs/git/tasks.jsonl): well-formed, deterministic, and scored right.
 
 Every task runs through the local runner of :mod:`tests.envs.git_task_runner`: its reference solution
-scores 1, submitting at once scores 0 with every check failing, and its near miss scores below 1.
+scores 1, submitting at once scores 0 with every check failing, and its near miss scores between 0
+and 1; other valid ways of doing some tasks score 1 too, and tempting shortcuts score below 1.
 tasks.jsonl is generated from envs/git/task_source.py (``python envs/git/task_source.py``); a test
 keeps the two in step.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import subprocess
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -41,6 +43,7 @@ def _task_source() -> ModuleType:
 
 
 TASKS = _load_tasks()
+BY_ID = {task["task_id"]: task for task in TASKS}
 by_id = pytest.mark.parametrize("task", TASKS, ids=[task["task_id"] for task in TASKS])
 
 
@@ -119,8 +122,152 @@ def test_submitting_at_once_scores_0(task):
 
 
 @by_id
-def test_near_miss_scores_below_1(task):
+def test_near_miss_scores_below_1_and_above_0(task):
+    """A near miss leaves the task almost done: some checks pass, not all."""
     result = run_task(task, task["near_miss"])
+    assert 0.0 < result.score < 1.0, (result.failed(), result.outputs)
+
+
+def _run(command: str) -> dict[str, Any]:
+    return {"tool": "run", "arguments": {"command": command}}
+
+
+def _has_git_subtree() -> bool:
+    usage = subprocess.run(["git", "subtree", "-h"], capture_output=True, text=True, check=False)
+    return "git subtree" in usage.stdout + usage.stderr and "not a git command" not in usage.stderr
+
+
+# Other valid ways to do some tasks than their reference solutions: the checks test the end state, so
+# each must score 1 too (other commands, other commit ids, other messages where the prompt allows).
+OTHER_VALID_WAYS = {
+    "cherry-pick-fix-to-release": [
+        _run("git switch -q release/1.x && git cherry-pick -x \"$(git log main --format=%H -F --grep='off-by-one')\""),
+    ],
+    "recover-deleted-branch": [
+        _run(
+            "git branch experiment \"$(git log -g --format='%H %gs' HEAD | grep 'commit: Tune trie' | cut -d' ' -f1)\""
+        ),
+    ],
+    "squash-merge-feature": [
+        _run(
+            'for c in $(git rev-list --reverse main..feature/logging); do git cherry-pick -n "$c"; done'
+            " && git commit -q -m 'Add structured logging'"
+        ),
+    ],
+    "bisect-first-bad-commit": [
+        _run(
+            'for c in $(git rev-list --reverse main); do git checkout -q "$c";'
+            ' if ! ./check.sh; then git tag -a first-bad -m "first bad" "$c"; break; fi; done; git checkout -q main'
+        ),
+    ],
+    "squash-fixups-autosquash": [
+        _run(
+            "git checkout -q feature/exporters && git -c rebase.autoSquash=true -c sequence.editor=true rebase -i main"
+        ),
+    ],
+    "move-commit-to-new-branch": [
+        _run("git checkout -q -b feature/dark-mode main~1"),
+        _run(
+            "git checkout -q main && GIT_SEQUENCE_EDITOR=\"sed -i '/Add dark mode toggle/s/^pick/drop/'\" git rebase -i main~2"
+        ),
+        _run("git rebase -q main feature/dark-mode && git checkout -q main"),
+    ],
+    "sign-off-branch-commits": [_run("git checkout -q docs/contributing && git rebase -q --signoff main")],
+    "revert-bad-merge": [
+        _run(
+            'git revert --no-commit -m 1 "$(git log --merges --format=%H -n 1)" && git commit -q -m "Revert the cache merge"'
+        ),
+    ],
+    "drop-middle-commit": [_run("GIT_SEQUENCE_EDITOR=\"sed -i '/Add debug tracing/d'\" git rebase -i --root")],
+    "reorder-commits": [
+        _run('top=$(git rev-parse main) && git reset -q --hard main~3 && git cherry-pick "$top~1" "$top" "$top~2"'),
+    ],
+    "rebase-onto-main-without-parent-branch": [
+        _run(
+            "git checkout -q -b tmp main && git cherry-pick feature/b~1 feature/b && git branch -f feature/b tmp"
+            " && git checkout -q main && git branch -D tmp"
+        ),
+    ],
+    "apply-stash-to-other-branch": [
+        _run(
+            "git checkout -q feature/quoting && git stash pop -q 'stash@{1}' && git commit -q -am 'Handle quoted fields'"
+        ),
+    ],
+    "recover-commits-after-hard-reset": [
+        _run("map=$(git rev-parse HEAD) && git reset -q --hard 'HEAD@{2}' && git cherry-pick \"$map\""),
+    ],
+    "update-vendored-copy": [
+        _run(
+            "git diff --binary mathlib-1.2 mathlib-1.3 | git apply --index --directory=vendor/mathlib"
+            " && git commit -q -m 'Update vendored mathlib to 1.3'"
+        ),
+    ],
+    "split-commit-in-two": [
+        _run(
+            "git reset -q --hard main~2 && git checkout ORIG_HEAD~1 -- README.md && git commit -q -m 'Fix README typo'"
+            " && git checkout ORIG_HEAD~1 -- config.py && git commit -q -m 'Add config loader' && git cherry-pick ORIG_HEAD"
+        ),
+    ],
+    "purge-secret-from-history": [
+        _run(
+            "FILTER_BRANCH_SQUELCH_WARNING=1 git filter-branch --prune-empty --tag-name-filter cat"
+            " --index-filter 'git rm -r -q --cached --ignore-unmatch config/credentials.json' -- --branches --tags"
+            " && git for-each-ref --format='delete %(refname)' refs/original/ | git update-ref --stdin"
+        ),
+    ],
+    "rebase-keeping-merges": [
+        _run(
+            "git checkout -q -b rebuilt main && git cherry-pick release/next~2 && git checkout -q -b topic2"
+            " && git cherry-pick topic~1 topic && git checkout -q rebuilt"
+            " && git merge -q --no-ff -m \"Merge branch 'topic' into release/next\" topic2 && git cherry-pick release/next"
+            " && git branch -f release/next rebuilt && git checkout -q main && git branch -D rebuilt topic2"
+        ),
+    ],
+    "extract-subdirectory-history": [_run("git subtree split -q --prefix=lib -b lib-only")],
+}
+
+# Tempting ways to cut a corner: each must score below 1.
+CORNERS_CUT = {
+    # Deleting the untracked files instead of ignoring them.
+    "gitignore-build-artifacts": [
+        _run("printf '/build/\\n' > .gitignore && git add .gitignore && git commit -q -m ignore && git clean -fdq -x"),
+    ],
+    # Tagging the right commit, but after rewriting main.
+    "bisect-first-bad-commit": [
+        _run(
+            "git tag first-bad \"$(git log --format=%H -F --grep='Align the case arms')\" && git commit -q --allow-empty -m x"
+        ),
+    ],
+    # Untracking the secret only at the tip: it stays in history.
+    "purge-secret-from-history": [
+        _run("git rm -q --cached --ignore-unmatch config/credentials.json; git commit -q --allow-empty -m x")
+    ],
+    # Copying the stashed file by hand but committing it on main.
+    "apply-stash-to-other-branch": [_run("git stash pop -q 'stash@{1}' && git commit -q -am 'Handle quoted fields'")],
+    # Amending every commit's author in a rebase: the committers and their dates change too.
+    "rewrite-author-email-everywhere": [
+        _run(
+            "cat > .git/fix-author <<'EOF'\n"
+            'author=$(git log -1 --format="%an <%ae>" | sed "s/grace@old-corp/grace@new-corp/")\n'
+            'git commit -q --amend --no-edit --author="$author"\n'
+            "EOF\n"
+            "for b in main legacy; do git rebase -q --root --exec 'sh .git/fix-author' $b; done; git checkout -q main"
+        ),
+    ],
+}
+
+
+@pytest.mark.parametrize("task_id", sorted(OTHER_VALID_WAYS))
+def test_other_valid_ways_score_1(task_id):
+    if "git subtree" in json.dumps(OTHER_VALID_WAYS[task_id]) and not _has_git_subtree():
+        pytest.skip("this git has no subtree command (contrib)")
+    result = run_task(BY_ID[task_id], OTHER_VALID_WAYS[task_id])
+    assert result.score == 1.0, (result.failed(), result.outputs)
+
+
+@pytest.mark.parametrize("task_id", sorted(CORNERS_CUT))
+def test_cutting_corners_scores_below_1(task_id):
+    result = run_task(BY_ID[task_id], CORNERS_CUT[task_id])
     assert result.score < 1.0, result.outputs
 
 
