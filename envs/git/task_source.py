@@ -8,11 +8,14 @@ Each task builds a repository with its ``setup`` script, shows the agent its ``p
 final repository by the fraction of its ``checks`` (bash scripts, exit status 0 = pass) that pass. A
 check tests the end state the prompt asks for, never the commands used, and fails on the repository
 as the setup leaves it, so that submitting without doing anything scores 0. ``solution`` is a
-sequence of tool calls that scores 1; ``near_miss`` one that leaves the task almost done (scores
-strictly below 1).
+sequence of tool calls that scores 1; ``near_miss`` one that leaves the task almost done (it scores
+strictly between 0 and 1).
 
 Setups run with a fixed identity (Ada Lovelace <ada@example.com>) and fixed author and committer
-dates from the environment, so the repository they build is the same on every run.
+dates from the environment, so the repository they build is the same on every run; a setup that
+needs other people or dates sets them per commit. Checks run under ``bash -euo pipefail``, where a
+failing ``! cmd`` or ``a && b`` that isn't the script's last command goes unnoticed: they test a
+negation with ``[ -z "$(...)" ]`` or ``if cmd; then exit 1; fi`` instead.
 """
 
 from __future__ import annotations
@@ -63,6 +66,16 @@ def text(content: str) -> str:
 def same(command: str, content: str) -> str:
     """A bash condition: ``command`` prints ``content`` (trailing newlines aside)."""
     return f'[ "$({command})" = "$(cat <<\'EOF\'\n{content.rstrip()}\nEOF\n)" ]'
+
+
+def lines(*items: str) -> str:
+    """A bash word that expands to the items, one a line."""
+    return "\"$(printf '%s\\n' " + " ".join(shlex.quote(item) for item in items) + ')"'
+
+
+def log_is(revisions: str, *subjects: str) -> str:
+    """A bash condition: ``git log revisions`` lists exactly these subjects, oldest first."""
+    return f'[ "$(git log --reverse --format=%s {revisions})" = {lines(*subjects)} ]'
 
 
 def run(command: str) -> dict[str, Any]:
@@ -1068,16 +1081,6 @@ task(
     INSERT_BEFORE=INSERT_BEFORE.rstrip("\n"),
     CHECK_SH=CHECK_SH.rstrip("\n"),
 )
-
-
-def lines(*items: str) -> str:
-    """A bash word that expands to the items, one a line."""
-    return "\"$(printf '%s\\n' " + " ".join(shlex.quote(item) for item in items) + ')"'
-
-
-def log_is(revisions: str, *subjects: str) -> str:
-    """A bash condition: ``git log revisions`` lists exactly these subjects, oldest first."""
-    return f'[ "$(git log --reverse --format=%s {revisions})" = {lines(*subjects)} ]'
 
 
 SEARCH_BASE = text(
@@ -2324,7 +2327,7 @@ HOPPER_HISTORY = [
 def _hopper_setup() -> str:
     script = [
         "git init -q -b main",
-        "# commit_as DAY AUTHOR_NAME AUTHOR_EMAIL COMMITTER_NAME COMMITTER_EMAIL MESSAGE",
+        "# commit_as DAY AUTHOR_NAME AUTHOR_EMAIL COMMITTER_NAME COMMITTER_EMAIL MESSAGE (DAY of March 2024, 1-9)",
         "commit_as() {",
         "    git add -A",
         '    GIT_AUTHOR_NAME=$2 GIT_AUTHOR_EMAIL=$3 GIT_AUTHOR_DATE="2024-03-0$1T08:00:00Z" \\',
@@ -3145,7 +3148,7 @@ task(
 
 # (subject, author, files written): the history of the subdirectory-split task.
 LIB_HISTORY = [
-    ("Initial commit", ADA, {"README.md": "# app", "app/main.py": "print('app')"}),
+    ("Initial commit", ADA, {"README.md": "# app", "app/main.py": 'print("app")'}),
     ("Add string helpers", GRACE_NEW, {"lib/strings.py": "def pad(s): return s"}),
     ("Wire the app to the helpers", ADA, {"app/main.py": "from lib.strings import pad"}),
     ("Add number helpers", ALAN, {"lib/numbers.py": "def clamp(x): return x"}),
