@@ -446,7 +446,8 @@ def _reply(result: RunResult) -> dict[str, Any]:
         return value
     if result.timed_out:
         return {"error": "the sandbox ran out of time"}
-    return {"error": f"the sandbox run failed: {(result.stderr or result.stdout)[-500:]}"}
+    raised = result.results[0].get("error") if result.results else None
+    return {"error": f"the sandbox run failed: {raised or (result.stderr or result.stdout)[-500:]}"}
 
 
 def _outcomes(result: RunResult, count: int) -> list[dict[str, Any]]:

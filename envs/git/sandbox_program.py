@@ -110,16 +110,15 @@ def read_file(work_tree: str, path: str, limit: int) -> dict[str, Any]:
         fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
     except FileNotFoundError:
         return {"error": f"{path!r} does not exist"}
-    except IsADirectoryError:
-        return {"error": f"{path!r} is a directory; list it with run, e.g. `ls -la {_quote(path)}`"}
     except OSError as exc:
         return {"error": f"{path!r} cannot be read: {exc.strerror}"}
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
         if stat.S_ISDIR(info.st_mode):
             return {"error": f"{path!r} is a directory; list it with run, e.g. `ls -la {_quote(path)}`"}
-        if not stat.S_ISREG(info.st_mode):
-            return {"error": f"{path!r} is not a regular file"}
+        return {"error": f"{path!r} is not a regular file"}
+    with os.fdopen(fd, "rb") as file:
         data = file.read(limit + 1)
     if b"\0" in data:
         return {"error": f"{path!r} is a binary file ({info.st_size} bytes); look at it with run, e.g. `xxd`"}
@@ -144,9 +143,10 @@ def write_file(work_tree: str, path: str, content: str) -> dict[str, Any]:
         return {"error": f"a file in the way of {path!r} is not a directory"}
     except OSError as exc:
         return {"error": f"{path!r} cannot be written: {exc.strerror}"}
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return {"error": f"{path!r} is not a regular file"}
     with os.fdopen(fd, "wb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            return {"error": f"{path!r} is not a regular file"}
         try:
             file.write(data)
             file.flush()

@@ -377,7 +377,9 @@ def test_a_workspace_keeps_its_files_from_run_to_run_and_ends_with_the_sandbox()
     """Runs start in the workspace and find the last run's files there (scratch is still emptied); a new worker's is empty."""
     with Sandbox(LIMITS, workspace=True) as box:
         assert (box.scratch_dir, box.workspace_dir) == ("/tmp/work", "/workspace")
-        first = box.run("import os\nos.makedirs('d/e')\nopen('d/e/f', 'w').write('kept')\nopen('/tmp/x', 'w').write('gone')")
+        first = box.run(
+            "import os\nos.makedirs('d/e')\nopen('d/e/f', 'w').write('kept')\nopen('/tmp/x', 'w').write('gone')"
+        )
         assert first.exit_code == 0, first.stderr
         second = box.run(
             "import os\nprint(os.getcwd(), open('d/e/f').read(), os.listdir('/tmp'), oct(os.stat('.').st_mode & 0o777))"
