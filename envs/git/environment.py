@@ -55,6 +55,7 @@ __all__ = [
     "GitEnvironment",
     "GitObservation",
     "GitState",
+    "command_env",
     "path_problem",
 ]
 
@@ -357,28 +358,9 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
         return f"{workspace}/{_WORK_TREE}"
 
     def _base_env(self) -> dict[str, str]:
-        """The environment of the setup and the agent's commands: a fixed identity and date, no user or system config."""
         scratch = self._sandbox.scratch_dir
-        assert scratch is not None
-        return {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "LANG": "C.UTF-8",
-            "TERM": "dumb",
-            "HOME": f"{scratch}/home",  # empty: the scratch directory is emptied after every run
-            "GIT_AUTHOR_NAME": AUTHOR_NAME,
-            "GIT_AUTHOR_EMAIL": AUTHOR_EMAIL,
-            "GIT_COMMITTER_NAME": AUTHOR_NAME,
-            "GIT_COMMITTER_EMAIL": AUTHOR_EMAIL,
-            "GIT_AUTHOR_DATE": FIXED_DATE,
-            "GIT_COMMITTER_DATE": FIXED_DATE,
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_PAGER": "cat",
-            "PAGER": "cat",
-            # An editor that keeps the text it is given: `git merge` keeps its message, a
-            # `git commit` without -m stops for want of one.
-            "GIT_EDITOR": "true",
-        }
+        assert scratch is not None  # the sandbox runs while an episode does
+        return command_env(scratch)
 
     def _turn_limit(self, task: GitTask) -> int | None:
         return task.max_turns if task.max_turns is not None else self.max_turns
@@ -393,6 +375,34 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
             "read_file(path) and write_file(path, content) read and write a file, its path relative to the "
             "repository; submit() checks the repository as you leave it and ends the episode." + turns
         )
+
+
+def command_env(scratch: str) -> dict[str, str]:
+    """The environment of a setup and of the agent's commands, given the sandbox's scratch directory.
+
+    A fixed identity and date (the same commit ids every run), ``HOME`` empty (the scratch
+    directory is emptied after every run), no system config, no prompts, no pager; an editor
+    that keeps the text it is given, so `git merge` keeps its message and a `git commit`
+    without ``-m`` stops for want of one. The verifier hardens this further
+    (:func:`.sandbox_program.hardened_env`).
+    """
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "HOME": f"{scratch}/home",
+        "GIT_AUTHOR_NAME": AUTHOR_NAME,
+        "GIT_AUTHOR_EMAIL": AUTHOR_EMAIL,
+        "GIT_COMMITTER_NAME": AUTHOR_NAME,
+        "GIT_COMMITTER_EMAIL": AUTHOR_EMAIL,
+        "GIT_AUTHOR_DATE": FIXED_DATE,
+        "GIT_COMMITTER_DATE": FIXED_DATE,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "GIT_EDITOR": "true",
+    }
 
 
 def path_problem(path: str, *, writing: bool) -> str | None:

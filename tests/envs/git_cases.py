@@ -27,12 +27,14 @@ __all__ = [
     "replay",
     "run_uid_processes",
     "sandbox_processes",
+    "sh",
 ]
 
 WALL_TIME = 5.0  # the sandbox's wall-clock limit in these tests: a few hostile commands run into it
 
 
 def sh(script: str) -> str:
+    """A bash script written indented: dedented, with no blank line before it."""
     return textwrap.dedent(script).strip("\n") + "\n"
 
 
