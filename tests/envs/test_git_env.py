@@ -105,6 +105,7 @@ def play(client: EnvClient, task_id: str, calls: str) -> ObservationFrame:
 
 
 def test_list_tools_shows_the_four_tools_with_descriptions_and_schemas(client):
+    """The four tools, each with its description and a JSON schema of its arguments (submit takes none)."""
     client.reset(options={"task_id": TAG})
     tools = {tool["name"]: tool for tool in client.step({"type": "list_tools"}).observation["tools"]}
     assert sorted(tools) == TOOLS
@@ -184,6 +185,7 @@ def test_commit_ids_are_the_same_every_episode(client):
 
 
 def test_a_commit_without_a_message_stops_instead_of_waiting_for_an_editor(client):
+    """The editor is `true`: a commit without -m ends at once for want of a message, never waits."""
     client.reset(options={"task_id": TAG})
     stopped = run(client, "echo x >> app.py && git commit -qa")
     assert stopped["exit_code"] == 1 and "Aborting commit due to empty commit message" in stopped["stderr"]
@@ -191,6 +193,7 @@ def test_a_commit_without_a_message_stops_instead_of_waiting_for_an_editor(clien
 
 
 def test_read_file_and_write_file_work_in_the_work_tree(client):
+    """Files are read and written by paths relative to the work tree, in UTF-8, directories made; .git can be read."""
     client.reset(options={"task_id": TAG})
     assert value(call(client, "read_file", path="VERSION")) == "1.0\n"
     written = value(call(client, "write_file", path="src/new/módulo.py", content="print('héllo')\n"))
@@ -203,6 +206,7 @@ def test_read_file_and_write_file_work_in_the_work_tree(client):
 
 
 def test_a_large_file_is_read_capped(served, client):
+    """read_file returns the first output_limit bytes and says how many more there were."""
     client.reset(options={"task_id": TAG})
     run(client, "head -c 100000 /dev/zero | tr '\\0' 'a' > big.txt")
     limit = served[1].envs[-1].limits.output_limit
@@ -245,6 +249,7 @@ def test_paths_outside_the_work_tree_or_into_git_are_refused_clearly(client, too
 
 
 def test_path_problem_is_the_first_check_and_a_pure_function():
+    """The server's own check of a path: no sandbox run for a path it refuses."""
     assert path_problem("a/b.txt", writing=True) is None and path_problem(".git/x", writing=False) is None
     assert path_problem("a\0b", writing=False) == "the path holds a NUL character"
 
@@ -253,6 +258,7 @@ def test_path_problem_is_the_first_check_and_a_pure_function():
 
 
 def test_submit_ends_the_episode_and_later_calls_are_refused(client):
+    """After a submit every call is an execution error until the next reset."""
     frame = play(client, TAG, "solution")
     assert frame.reward == 1.0 and client.state()["score"] == 1.0
     after = call(client, "run", command="git status")
@@ -283,6 +289,7 @@ def test_the_turn_limit_truncates_the_task_s_own_or_the_env_s():
 
 
 def test_a_failing_setup_is_a_clear_error_at_reset():
+    """A setup that exits non-zero fails the reset with its output; the session has no episode then."""
     broken = {
         **TASKS_BY_ID[TAG],
         "task_id": "broken",
@@ -311,6 +318,7 @@ def test_a_sandbox_lost_mid_episode_ends_it_cleanly(served, client):
 
 
 def test_a_plain_step_and_unknown_options_are_refused(client):
+    """A step that is not a tool call, an unknown task id (with the nearest) and unknown options are refused."""
     client.reset(options={"task_id": TAG})
     with pytest.raises(openenv_gym.RemoteError, match="driven by its tools") as refused:
         client.step({"command": "git status"})
@@ -322,6 +330,7 @@ def test_a_plain_step_and_unknown_options_are_refused(client):
 
 
 def test_the_constructor_refuses_bad_limits():
+    """A call limit within the sandbox's, a turn limit below 1 and a task without checks are refused at once."""
     with pytest.raises(
         ValueError, match=re.escape("tool_timeout_s (5 s) must be more than the sandbox's wall_time (10 s)")
     ):
@@ -351,6 +360,7 @@ def test_an_episode_s_sandbox_ends_with_it_and_close_leaves_nothing(served, clie
 
 
 def test_without_a_sandbox_the_workspace_is_a_private_directory_removed_when_the_episode_ends():
+    """sandbox='none': the workspace is a private host directory, removed when the episode ends and at close."""
     factory = Served(sandbox="none")
     with running_server(factory) as server, EnvClient(server.url) as client:
         client.reset(options={"task_id": TAG})
@@ -444,6 +454,7 @@ def test_the_model_sees_its_mistakes_through_gym_make(gym_env):
 
 
 def test_check_env_passes_on_git(gym_env):
+    """Gymnasium's check_env passes on the tool face of openenv/Git-v0."""
     from gymnasium.utils.env_checker import check_env
 
     check_env(gym_env.unwrapped)
@@ -471,6 +482,7 @@ def test_openenvs_mcp_tool_client_solves_a_task():
 
 
 def test_concurrent_sessions_have_repositories_of_their_own(served):
+    """Two sessions on one server: a tag made in one is not in the other's repository."""
     with EnvClient(served[0].url) as first, EnvClient(served[0].url) as second:
         first.reset(options={"task_id": TAG})
         second.reset(options={"task_id": TAG})
@@ -480,6 +492,7 @@ def test_concurrent_sessions_have_repositories_of_their_own(served):
 
 
 def test_no_run_process_outlives_its_call(served, client):
+    """Background, nohup'd and setsid'd processes of a command are killed when the call returns."""
     client.reset(options={"task_id": TAG})
     env = served[1].envs[-1]
     run(client, "(sleep 60 &) ; nohup sleep 60 > /dev/null 2>&1 & setsid sleep 60 > /dev/null 2>&1 < /dev/null &")

@@ -147,6 +147,7 @@ def assert_solves_the_task(served: Served) -> None:
 
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_commands_are_contained_and_the_episode_goes_on(served, name):
+    """The command's clear error, nothing on the host, no process left, the same sandbox, and the task still solved."""
     case = HOSTILE[name]
     served.client.reset(options={"task_id": TAG})
     sandbox = sandbox_processes(served.env)

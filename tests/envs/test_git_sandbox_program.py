@@ -72,6 +72,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     ],
 )
 def test_keys_that_name_a_program_are_unsafe(key):
+    """Each key that names a program (or pulls in other config) is unsafe, whatever its case or subsection."""
     assert unsafe_config_key(key)
 
 
@@ -92,6 +93,7 @@ def test_keys_that_name_a_program_are_unsafe(key):
     ],
 )
 def test_data_keys_are_kept(key):
+    """Keys that are data (identity, remotes, branches, formats, diff hunk headers) stay."""
     assert not unsafe_config_key(key)
 
 
@@ -127,6 +129,7 @@ def test_the_safe_config_is_the_original_less_its_unsafe_keys_values_intact(tmp_
 
 
 def test_a_config_git_cannot_read_becomes_an_empty_one(tmp_path, env):
+    """A malformed config, or a symbolic link in its place, leaves the copy with an empty config."""
     broken = tmp_path / "config"
     broken.write_text("[core\n\tfsmonitor = touch x\n")
     assert safe_config(str(broken), env) == []

@@ -402,12 +402,14 @@ def test_the_workspace_is_a_tmpfs_of_its_own_size():
 
 
 def test_without_a_workspace_runs_start_in_scratch():
+    """A sandbox without a workspace has no /workspace; runs start in their scratch directory."""
     with Sandbox(LIMITS) as box:
         assert box.workspace_dir is None and box.scratch_dir == "/tmp/work"
         assert box.run("import os\nprint(os.getcwd(), os.path.exists('/workspace'))").stdout == "/tmp/work False\n"
 
 
 def test_an_unconfined_workspace_is_a_private_directory_removed_at_close():
+    """Unconfined, the workspace is a directory beside the scratch one in a private 0700 directory, removed at close."""
     with Sandbox(LIMITS, mechanism="none", workspace=True) as box:
         workspace, scratch = box.workspace_dir, box.scratch_dir
         assert workspace is not None and scratch is not None
