@@ -294,8 +294,12 @@ def inert_git_dirs(root: str, env: dict[str, str]) -> list[str]:
 
     A git directory is one holding ``objects`` and ``refs`` (a repository, bare or a work tree's
     ``.git``, or a submodule's), ``commondir`` (a linked work tree's), or ``HEAD`` and
-    ``config``. Symbolic links are not followed. Returns the directories changed.
+    ``config``. Symbolic links are not followed. Every directory is first made its owner's to
+    read, write and enter (the copy is the runs' own), so a mode the agent set cannot keep a
+    file from being removed; a removal that fails all the same raises (and so no check runs).
+    Returns the directories changed.
     """
+    _open_up(root)
     changed = []
     for directory, dirs, files in os.walk(root):
         names = {*dirs, *files}
@@ -386,11 +390,19 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t").replace("\b", "\\b")
 
 
+def _open_up(root: str) -> None:
+    """Give the owner ``rwx`` on ``root`` and every directory below it (symbolic links left alone)."""
+    os.chmod(root, stat.S_IMODE(os.lstat(root).st_mode) | 0o700)
+    for directory, dirs, _ in os.walk(root):
+        for name in dirs:  # before os.walk lists them
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode) | 0o700)
+
+
 def _remove(path: str) -> None:
+    """Remove a file or a directory tree; nothing there is fine, a failure raises."""
     if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        os.unlink(path)

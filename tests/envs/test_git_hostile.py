@@ -275,6 +275,10 @@ def plant(marker: Path) -> str:
             f'\tuploadpack = "{touch("uploadpack")}"',
             "[include]",
             "\tpath = ../../evil.config",
+            "[core]",  # a worktree config, honoured from here on
+            "\trepositoryformatversion = 1",
+            "[extensions]",
+            "\tworktreeConfig = true",
         ]
     )
     included = f'[diff "canary"]\n\ttextconv = "{touch("include")}; cat"\n'
@@ -295,6 +299,8 @@ def plant(marker: Path) -> str:
         "done\n"
         f"cat > git <<'GIT'\n#!/bin/sh\n{touch('fake-git')}\nGIT\n"
         "chmod +x git\n"
+        f"cat > .git/config.worktree <<'CONFIG'\n[core]\n\tfsmonitor = \"{touch('worktree-config')}\"\nCONFIG\n"
+        "chmod 500 .git/hooks .git/info .git\n"  # so that nothing can be removed from them, the agent hopes
         "echo planted\n"
     )
 
@@ -305,11 +311,12 @@ def test_repository_tricks_run_in_the_agent_s_own_commands_inside_the_sandbox_on
     assert run(served, plant(REPO_ROOT / MARKER))["stdout"].endswith("planted\n")
     fired = run(
         served,
-        "git status > /dev/null; git diff > /dev/null; git checkout -q -b other; git log -1 --format=%s; ls ran-*",
+        "chmod 700 .git .git/hooks .git/info; git status > /dev/null; git diff > /dev/null; "
+        "git checkout -q -b other; git log -1 --format=%s; ls ran-*",
     )
     assert fired["stdout"].startswith("Done\n"), fired  # the replace ref fools the agent's own git
     ran = set(fired["stdout"].split()[1:])
-    assert {"ran-fsmonitor", "ran-hook", "ran-clean"} <= ran, fired
+    assert {"ran-worktree-config", "ran-hook", "ran-clean"} <= ran, fired  # config.worktree's fsmonitor wins
     assert_nothing_on_the_host()
 
 

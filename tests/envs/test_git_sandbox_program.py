@@ -174,6 +174,25 @@ def test_inert_git_dirs_finds_every_git_dir_and_leaves_other_files_alone(tmp_pat
     assert not list(tmp_path.rglob("*-ran"))
 
 
+def test_modes_the_agent_set_do_not_keep_a_git_dir_from_being_made_inert(tmp_path, env):
+    """A read-only .git, hooks and info: they are opened up first, so hooks, config.worktree and grafts go all the same."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    git("init", "-q", "-b", "main", cwd=work, env=env)
+    git("config", "core.repositoryformatversion", "1", cwd=work, env=env)
+    git("config", "extensions.worktreeConfig", "true", cwd=work, env=env)
+    dot_git = work / ".git"
+    (dot_git / "config.worktree").write_text('[core]\n\tfsmonitor = "touch fsmonitor-ran"\n')
+    (dot_git / "info" / "grafts").write_text("")
+    (dot_git / "hooks" / "post-checkout").write_text("#!/bin/sh\ntouch hook-ran\n")
+    for directory in (dot_git / "hooks", dot_git / "info", dot_git):
+        directory.chmod(0o500)
+    assert inert_git_dirs(str(work), env) == [str(dot_git)]
+    assert sorted(os.listdir(dot_git)) == ["HEAD", "branches", "config", "description", "info", "objects", "refs"]
+    assert os.listdir(dot_git / "info") == ["exclude"]
+    assert git("config", "--local", "--get", "extensions.worktreeconfig", cwd=work, env=env) == "true\n"
+
+
 def test_the_hardened_env_turns_off_what_repository_config_could_run(tmp_path, env):
     """With the config untouched, fsmonitor and hooks still do not run: the overrides sit above repository config."""
     work = tmp_path / "repo"
