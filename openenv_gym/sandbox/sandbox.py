@@ -129,7 +129,7 @@ class Sandbox:
 
     @property
     def scratch_dir(self) -> str | None:
-        """The directory each run starts in (in the workspace's stead), as runs see it; emptied after every run.
+        """The runs' scratch directory, as runs see it: where each run starts unless there is a workspace; emptied after every run.
 
         ``None`` while no worker runs (an unconfined worker's is made when it starts).
         """
