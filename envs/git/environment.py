@@ -291,13 +291,12 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
             self._turn()
             assert task is not None  # _turn raises before a reset
             checks = [check.run for check in task.checks]
-            if self._lost():  # the worker was replaced since the last call: its workspace is a new, empty one
-                outcomes: list[dict[str, Any]] = [{"passed": False, "output": _LOST}] * len(checks)
-            else:
-                workspace, scratch = self._sandbox.workspace_dir, self._sandbox.scratch_dir
-                budget = 0.9 * self.limits.wall_time  # the rest: room for the copy and the reply
-                result = self._call("verify", workspace, self._work_tree(), scratch, checks, self._base_env(), budget)
-                outcomes = _outcomes(result, len(checks))
+            workspace, scratch = self._sandbox.workspace_dir, self._sandbox.scratch_dir
+            budget = 0.9 * self.limits.wall_time  # the rest: room for the copy and the reply
+            result = self._call("verify", workspace, self._work_tree(), scratch, checks, self._base_env(), budget)
+            outcomes = _outcomes(result, len(checks))
+            if self._lost():  # the worker was replaced: the checks saw a new, empty workspace
+                outcomes = [{"passed": False, "output": _LOST}] * len(checks)
             passed = [outcome["passed"] for outcome in outcomes]
             score = sum(passed) / len(passed)
             self._state.score = score

@@ -315,6 +315,13 @@ def test_a_sandbox_lost_mid_episode_ends_it_cleanly(served, client):
     assert (frame.done, frame.truncated) == (False, True)
     assert env._sandbox.pid is None  # closed with the episode
     assert play(client, TAG, "solution").reward == 1.0
+    client.reset(options={"task_id": TAG})
+    run(client, "git tag -a v1.0 -m 'Release 1.0'")
+    os.killpg(env._sandbox.pid, signal.SIGKILL)  # the repository is lost before the submit: no check can pass
+    lost = submit(client)
+    assert lost.reward == 0.0 and set(lost.metadata["check_output"]) == {
+        "The sandbox stopped and was replaced, and the repository with it: the episode ends."
+    }
 
 
 def test_a_plain_step_and_unknown_options_are_refused(client):
