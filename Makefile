@@ -52,6 +52,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/async_episodes.py
 	$(BIN)/python benchmarks/codec.py
 	$(BIN)/python benchmarks/coding_step.py
+	$(BIN)/python benchmarks/git_step.py
 	$(BIN)/python benchmarks/containers.py
 	$(BIN)/python benchmarks/ray_vector.py
 	$(BIN)/python benchmarks/web_page.py

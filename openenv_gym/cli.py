@@ -231,9 +231,16 @@ def _add_mcp_parser(commands: Any) -> None:
 def _add_tasks_parser(commands: Any) -> None:
     tasks = commands.add_parser(
         "tasks",
-        help="list the Coding env's tasks: id, difficulty and the prompt's first line, one per line",
-        description="List the tasks of openenv/Coding-v0 (tab-separated: id, difficulty, the prompt's "
-        "first line); an id is what reset(options={'task_id': ...}) takes.",
+        help="list a task env's tasks (Coding's, or Git's with --env git): id, difficulty and the prompt's first line",
+        description="List the tasks of openenv/Coding-v0 (and CodingTools-v0), or with --env git of "
+        "openenv/Git-v0 (tab-separated: id, difficulty, the prompt's first line); an id is what "
+        "reset(options={'task_id': ...}) takes.",
+    )
+    tasks.add_argument(
+        "--env",
+        default="coding",
+        choices=sorted(_TASK_ENVS),
+        help="whose tasks: coding (Coding-v0 and CodingTools-v0, the default) or git (Git-v0)",
     )
     tasks.add_argument(
         "--tasks",
@@ -246,9 +253,14 @@ def _add_tasks_parser(commands: Any) -> None:
     )
 
 
-def _tasks(args: argparse.Namespace) -> int:
-    from .envs.coding.tasks import select_tasks
+# The module of each task env that has a select_tasks(source, difficulties), by --env name.
+_TASK_ENVS = {"coding": "openenv_gym.envs.coding.tasks", "git": "openenv_gym.envs.git.tasks"}
 
+
+def _tasks(args: argparse.Namespace) -> int:
+    import importlib
+
+    select_tasks = importlib.import_module(_TASK_ENVS[args.env]).select_tasks
     try:
         selected = select_tasks(args.tasks, args.difficulty)
     except (OSError, ValueError) as exc:

@@ -120,6 +120,14 @@ def builtin_entries() -> list[CatalogEntry]:
             description="The Coding tasks through tools: run_python, run_tests on the examples, submit",
         ),
         CatalogEntry(
+            id="openenv/Git-v0",
+            server="openenv_gym.envs.git:GitEnvironment",
+            # No TimeLimit: the server truncates at each task's turn limit (envs/git/openenv.yaml's max_turns).
+            max_episode_steps=None,
+            reward_threshold=1.0,
+            description="Tasks in a git repository through tools: run a command, read_file, write_file, submit",
+        ),
+        CatalogEntry(
             id="openenv/Remote-v0",
             server=None,
             kwargs={"json_schema_fallback": True},

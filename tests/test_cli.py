@@ -283,3 +283,20 @@ def test_tasks_lists_one_task_per_line(tmp_path):
     assert listed.stdout == "t\teasy\tFirst line.\n"
     bad = subprocess.run([CONSOLE_SCRIPT, "tasks", "--difficulty", "hrad"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "invalid choice: 'hrad'" in bad.stderr
+
+
+def test_tasks_lists_the_git_envs_tasks_with_env_git():
+    """`openenv-gym tasks --env git` lists openenv/Git-v0's tasks, in file order; --difficulty filters them too."""
+    from openenv_gym.envs.git import load_tasks, task_ids
+
+    listed = subprocess.run([CONSOLE_SCRIPT, "tasks", "--env", "git"], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split("\t") for line in listed.stdout.splitlines()]
+    tasks = load_tasks()
+    assert rows == [[task.task_id, task.difficulty, task.prompt.splitlines()[0]] for task in tasks]
+    easy = subprocess.run(
+        [CONSOLE_SCRIPT, "tasks", "--env", "git", "--difficulty", "easy"], capture_output=True, text=True, timeout=60
+    )
+    assert [line.split("\t")[0] for line in easy.stdout.splitlines()] == task_ids(difficulties=["easy"])
+    unknown = subprocess.run([CONSOLE_SCRIPT, "tasks", "--env", "gti"], capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 2 and "invalid choice: 'gti'" in unknown.stderr

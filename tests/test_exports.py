@@ -136,6 +136,7 @@ PUBLIC = {
         "task_ids",
     },
     "openenv_gym.envs.coding_tools": {"CodingToolsEnvironment", "CodingToolsObservation"},
+    "openenv_gym.envs.git": {"GitEnvironment", "GitObservation", "GitState", "GitTask", "load_tasks", "task_ids"},
 }
 
 

@@ -19,7 +19,7 @@ SHIPPED = sorted((REPO_ROOT / "envs").glob("*/openenv.yaml"))
 
 def test_the_shipped_manifests_validate():
     """Every env's openenv.yaml in the repository validates, names an image and an app of ours."""
-    assert [path.parent.name for path in SHIPPED] == ["coding", "coding_tools", "echo"]
+    assert [path.parent.name for path in SHIPPED] == ["coding", "coding_tools", "echo", "git"]
     for path in SHIPPED:
         manifest = load_manifest(path)
         assert manifest.image and manifest.app.startswith("openenv_gym.envs.")
@@ -51,13 +51,20 @@ def test_each_shipped_manifest_is_its_catalog_entry(path):
     ids=lambda p: p.parent.name,
 )
 def test_a_manifests_per_call_limits_are_its_envs_defaults(path):
-    """``tool_timeout_s`` and ``limits`` in a manifest state what its env does when not told otherwise."""
+    """``tool_timeout_s``, ``limits`` and the turn limit in a manifest state what its env does when not told otherwise.
+
+    The turn limit is ``max_episode_steps``, or ``max_turns`` for an env whose tasks may set their
+    own (the server truncates then, and the catalog entry has no client-side limit).
+    """
     manifest = load_manifest(path)
     module, _, name = manifest.app.partition(":")
     parameters = inspect.signature(getattr(importlib.import_module(module), name)).parameters
     extra = manifest.model_extra or {}
     assert parameters["tool_timeout_s"].default == extra["tool_timeout_s"]
-    assert parameters["max_episode_steps"].default == manifest.max_episode_steps
+    if "max_turns" in extra:
+        assert parameters["max_turns"].default == extra["max_turns"] and manifest.max_episode_steps is None
+    else:
+        assert parameters["max_episode_steps"].default == manifest.max_episode_steps
     assert parameters["limits"].default is None  # so the sandbox's own defaults apply
     defaults = dataclasses.asdict(Limits())
     assert extra["limits"] == {key: defaults[key] for key in extra["limits"]}

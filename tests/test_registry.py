@@ -17,6 +17,7 @@ EXPECTED_IDS = {
     "openenv/Echo-v0",
     "openenv/Coding-v0",
     "openenv/CodingTools-v0",
+    "openenv/Git-v0",
     "openenv/Remote-v0",
     "openenv/CartPole-v1",
     "openenv/MountainCar-v0",

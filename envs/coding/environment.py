@@ -28,19 +28,18 @@ from pydantic import Field
 from openenv_gym.sandbox import Limits
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 
+from ..task_sets import choice_error, pick_task, reset_options
 from .feedback import FEEDBACK_LIMIT
 from .harness import (
     OUTPUT_MARKER_ROOM,
     RewardMode,
     check_episode_options,
     grade,
-    pick_task,
-    reset_options,
     reward_for,
     run_program,
     task_sandbox,
 )
-from .tasks import MAX_PROMPT_LENGTH, MAX_TESTS, Task, choice_error, select_tasks
+from .tasks import MAX_PROMPT_LENGTH, MAX_TESTS, Task, select_tasks
 
 __all__ = ["MAX_CODE_LENGTH", "CodeAction", "CodeObservation", "CodingEnvironment", "CodingState", "TaskObservation"]
 

@@ -8,16 +8,14 @@ scored and is explained the same way in both.
 from __future__ import annotations
 
 import dataclasses
-import random
-from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from openenv_gym.sandbox import Limits, RunResult, Sandbox
 
+from ..task_sets import TaskSource, choice_error, hidden_task_files
 from .feedback import FEEDBACK_LIMIT, feedback
 from .scoring import passed_tests, well_formed
-from .tasks import BUILTIN_TASKS, HF_PREFIX, Task, choice_error
+from .tasks import BUILTIN_TASKS, Task
 
 __all__ = [
     "OUTPUT_MARKER_ROOM",
@@ -29,8 +27,6 @@ __all__ = [
     "examples_of",
     "fit_text",
     "grade",
-    "pick_task",
-    "reset_options",
     "reward_for",
     "run_program",
     "task_sandbox",
@@ -40,8 +36,6 @@ OUTPUT_MARKER_ROOM = 256  # characters the truncation markers and sandbox notes 
 RewardMode = Literal["fraction", "binary", "improvement"]
 REWARD_MODES = ("fraction", "binary", "improvement")
 _CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x09), *range(0x0E, 0x20), 0x7F]}
-
-TaskSource = str | Path | list[dict[str, Any]] | None
 
 
 def check_episode_options(reward: str, max_episode_steps: int | None) -> None:
@@ -65,36 +59,7 @@ def task_sandbox(tasks: TaskSource, limits: Limits, mechanism: Literal["bubblewr
     Raises:
         SandboxUnavailableError: no sandbox mechanism here, and ``mechanism="none"`` not given.
     """
-    hidden = [BUILTIN_TASKS if tasks is None else tasks] if isinstance(tasks, (str, Path, type(None))) else []
-    hidden = [path for path in hidden if not str(path).startswith(HF_PREFIX)]
-    return Sandbox(limits, mechanism=mechanism, hidden_paths=hidden)
-
-
-def reset_options(options: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """The options of a reset (``None``: none), checked to hold nothing but ``task_id``.
-
-    Raises:
-        ValueError: naming the unknown options.
-    """
-    options = options or {}
-    unknown = set(options) - {"task_id"}
-    if unknown:
-        raise ValueError(f"unknown reset options {sorted(unknown)}; the coding env takes 'task_id'")
-    return options
-
-
-def pick_task(tasks: Sequence[Task], by_id: Mapping[str, Task], options: Mapping[str, Any], rng: random.Random) -> Task:
-    """The task ``options["task_id"]`` names, else one drawn by ``rng``.
-
-    Raises:
-        ValueError: an unknown id (the message names the nearest, and them all).
-    """
-    if "task_id" not in options:
-        return rng.choice(list(tasks))
-    try:
-        return by_id[options["task_id"]]
-    except (KeyError, TypeError):
-        raise choice_error("task_id", options["task_id"], list(by_id)) from None
+    return Sandbox(limits, mechanism=mechanism, hidden_paths=hidden_task_files(tasks, BUILTIN_TASKS))
 
 
 def fit_text(text: str, limit: int) -> str:

@@ -15,24 +15,23 @@ name a visible test's arguments and expected value, never a hidden one's.
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import json
 import string
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..task_sets import BaseTask, TaskSource, load_task_set, select_task_set
 
 __all__ = [
     "BUILTIN_TASKS",
-    "DIFFICULTIES",
     "MAX_PROMPT_LENGTH",
     "MAX_TESTS",
     "Task",
     "TestCase",
-    "choice_error",
     "load_tasks",
     "select_tasks",
     "task_ids",
@@ -41,8 +40,6 @@ __all__ = [
 BUILTIN_TASKS = Path(__file__).with_name("tasks.jsonl")
 MAX_TESTS = 100
 MAX_PROMPT_LENGTH = 8192
-HF_PREFIX = "hf://datasets/"
-DIFFICULTIES = ("easy", "medium", "hard")
 _PRINTABLE = frozenset(string.printable)
 
 
@@ -64,13 +61,9 @@ class TestCase(BaseModel):
         return data
 
 
-class Task(BaseModel):
+class Task(BaseTask):
     """A function-writing task with hidden tests."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    task_id: str = Field(min_length=1, max_length=200)
-    difficulty: Literal["easy", "medium", "hard"]
     prompt: str = Field(min_length=1)
     signature: str = Field(pattern=r"^(async )?def \w+\(.*\).*:\s*$")
     entry_point: str = Field(pattern=r"^[A-Za-z_]\w*$")
@@ -106,7 +99,7 @@ class Task(BaseModel):
         return tuple(index for index, test in enumerate(self.tests) if json.dumps(test.args) in shown)
 
 
-def load_tasks(source: str | Path | list[dict[str, Any]] | None = None) -> list[Task]:
+def load_tasks(source: TaskSource = None) -> list[Task]:
     """Load a task set.
 
     Args:
@@ -119,59 +112,19 @@ def load_tasks(source: str | Path | list[dict[str, Any]] | None = None) -> list[
         ValueError: the file is not a valid task set; the message names the line and the field.
         FileNotFoundError: no such file.
     """
-    if source is None:
-        source = BUILTIN_TASKS
-    if isinstance(source, list):
-        rows: list[tuple[str, Any]] = [(f"task {index}", row) for index, row in enumerate(source)]
-    else:
-        path = _download(str(source)) if str(source).startswith(HF_PREFIX) else Path(source)
-        rows = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append((f"{path.name} line {number}", json.loads(line)))
-                except ValueError as exc:
-                    raise ValueError(f"{path.name} line {number}: not JSON ({exc})") from None
-    tasks, seen = [], set()
-    for where, row in rows:
-        try:
-            task = Task.model_validate(row)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            field = ".".join(str(part) for part in error["loc"]) or "task"
-            raise ValueError(f"{where}: {field}: {error['msg']}") from None
-        if task.task_id in seen:
-            raise ValueError(f"{where}: task_id {task.task_id!r} appears twice")
-        seen.add(task.task_id)
-        tasks.append(task)
-    if not tasks:
-        raise ValueError(f"no tasks in {source}")
-    return tasks
+    return load_task_set(source, Task, BUILTIN_TASKS)
 
 
-def select_tasks(
-    source: str | Path | list[dict[str, Any]] | None = None, difficulties: Sequence[str] | None = None
-) -> list[Task]:
+def select_tasks(source: TaskSource = None, difficulties: Sequence[str] | None = None) -> list[Task]:
     """The tasks of ``source`` (as :func:`load_tasks` takes it) whose difficulty is one of ``difficulties`` (``None``: all).
 
     Raises:
-        ValueError: a difficulty that is not one of :data:`DIFFICULTIES`, no task left, or a bad task set.
+        ValueError: a difficulty that is not one of ``"easy"``, ``"medium"``, ``"hard"``, no task left, or a bad task set.
     """
-    if difficulties is not None:
-        for difficulty in difficulties:
-            if difficulty not in DIFFICULTIES:
-                raise choice_error("difficulty", difficulty, DIFFICULTIES)
-    tasks = load_tasks(source)
-    if difficulties is not None:
-        tasks = [task for task in tasks if task.difficulty in difficulties]
-        if not tasks:
-            raise ValueError(f"no task has a difficulty in {list(difficulties)}")
-    return tasks
+    return select_task_set(source, Task, BUILTIN_TASKS, difficulties)
 
 
-def task_ids(
-    tasks: str | Path | list[dict[str, Any]] | None = None, difficulties: Sequence[str] | None = None
-) -> list[str]:
+def task_ids(tasks: TaskSource = None, difficulties: Sequence[str] | None = None) -> list[str]:
     """The ids of a task set, in its order: what ``reset(options={"task_id": ...})`` accepts.
 
     Args:
@@ -188,13 +141,6 @@ def task_ids(
         ['cheapest-route', 'transposition-distance', 'build-order']
     """
     return [task.task_id for task in select_tasks(tasks, difficulties)]
-
-
-def choice_error(what: str, value: Any, choices: Sequence[str]) -> ValueError:
-    """The error for a ``value`` of ``what`` that is none of ``choices``: the nearest one, if any is near, and them all."""
-    nearest = difflib.get_close_matches(str(value), choices, n=1)
-    hint = f" Did you mean: {nearest[0]!r}?" if nearest else ""
-    return ValueError(f"unknown {what} {value!r}.{hint} Expected one of: {', '.join(choices)}")
 
 
 def _calls_in(text: str, name: str) -> list[str]:
@@ -228,15 +174,3 @@ def _as_json(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _as_json(item) for key, item in value.items()}
     return value
-
-
-def _download(url: str) -> Path:
-    """Fetch ``hf://datasets/ORG/NAME[@REVISION]/PATH`` through the Hugging Face cache."""
-    from huggingface_hub import hf_hub_download
-
-    parts = url[len(HF_PREFIX) :].split("/", 2)
-    if len(parts) < 3 or not all(parts):
-        raise ValueError(f"expected hf://datasets/ORG/NAME[@REVISION]/PATH.jsonl, got {url!r}")
-    org, name, filename = parts
-    name, _, revision = name.partition("@")
-    return Path(hf_hub_download(f"{org}/{name}", filename, repo_type="dataset", revision=revision or None))

@@ -38,6 +38,7 @@ from openenv_gym.sandbox import Limits
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation
 from openenv_gym.server.tools import DEFAULT_TOOL_TIMEOUT, MAX_TOOL_RESULT_BYTES, ToolResult, tool
 
+from ..task_sets import pick_task, reset_options
 from .environment import MAX_CODE_LENGTH, CodingState
 from .feedback import example_reports
 from .harness import (
@@ -46,8 +47,6 @@ from .harness import (
     check_episode_options,
     examples_of,
     grade,
-    pick_task,
-    reset_options,
     reward_for,
     run_program,
     task_sandbox,

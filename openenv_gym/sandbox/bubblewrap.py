@@ -2,7 +2,8 @@
 
 The sandbox sees a read-only view of what Python needs (``/usr``, the interpreter's own prefix,
 the dynamic loader's cache), a fresh ``/proc`` and minimal ``/dev``, and a size-limited tmpfs at
-``/tmp`` as its only writable place. It has its own pid, network, IPC and UTS namespaces: no
+``/tmp`` as its only writable place (with a second one at ``/workspace`` when the sandbox keeps a
+workspace: files that outlive each run, but not the sandbox). It has its own pid, network, IPC and UTS namespaces: no
 network at all (only a loopback of its own), and no process outside it can be seen or signalled.
 A seccomp filter (:mod:`.seccomp`) keeps it from making user namespaces of its own.
 
@@ -20,9 +21,17 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["ROOT_WORKER_CAPABILITIES", "SCRATCH_DIR", "bwrap_command", "find_bwrap", "site_directories"]
+__all__ = [
+    "ROOT_WORKER_CAPABILITIES",
+    "SCRATCH_DIR",
+    "WORKSPACE_DIR",
+    "bwrap_command",
+    "find_bwrap",
+    "site_directories",
+]
 
 SCRATCH_DIR = "/tmp"
+WORKSPACE_DIR = "/workspace"
 # What the worker keeps when bubblewrap runs as root: setuid/setgid to drop each run to its own
 # uid, kill to end the run's processes, chown/dac_override/fowner to empty the scratch directory.
 ROOT_WORKER_CAPABILITIES = (
@@ -60,6 +69,7 @@ def bwrap_command(
     privileged: bool,
     hidden: Sequence[str] = (),
     seccomp_fd: int | None = None,
+    workspace_size: int | None = None,
 ) -> list[str]:
     """The argv that runs ``python *program`` confined.
 
@@ -77,6 +87,9 @@ def bwrap_command(
             (such as an environment's hidden tests).
         seccomp_fd: a file descriptor bubblewrap reads a seccomp filter from
             (:func:`~.seccomp.seccomp_filter`) and installs for the worker and every run.
+        workspace_size: bytes of a tmpfs at :data:`WORKSPACE_DIR`, the workspace (``None``: none).
+            Like ``/tmp``, it lives in memory and goes with the sandbox's mount namespace, so
+            nothing of it is ever left on the host's disk.
     """
     # --as-pid-1: the worker is the namespace's init (no reaper of bubblewrap's), so a run in the
     # same namespace cannot signal it, even with the same uid.
@@ -117,9 +130,12 @@ def bwrap_command(
         elif os.path.exists(path):
             argv += ["--ro-bind", "/dev/null", path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(int(scratch_size)), "--tmpfs", SCRATCH_DIR]
+    if workspace_size is not None:
+        argv += ["--size", str(int(workspace_size)), "--tmpfs", WORKSPACE_DIR]
     argv += ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
     argv += ["--setenv", "HOME", SCRATCH_DIR, "--setenv", "PYTHONHASHSEED", "0"]
-    # Everything but /tmp read-only, the root's own tmpfs included (it is writable before this).
+    # Everything but /tmp (and the workspace) read-only, the root's own tmpfs included (it is
+    # writable before this).
     argv += ["--remount-ro", "/", "--chdir", SCRATCH_DIR, python, *program]
     return argv
 

@@ -20,6 +20,8 @@ class Limits:
         memory: bytes of address space per process (allocations past it raise ``MemoryError``).
         file_size: bytes, the largest file a run may write (writes past it fail with ``EFBIG``).
         scratch_size: bytes of the private writable temporary directory, all files together.
+        workspace_size: bytes of the workspace, all files together (only a sandbox made with
+            ``workspace=True`` has one: a directory that keeps its files from run to run).
         processes: processes and threads a run may have at once (a fork bomb hits this wall).
         open_files: file descriptors per process.
         output_limit: bytes of stdout and of stderr kept per run; the rest is counted and dropped.
@@ -31,6 +33,7 @@ class Limits:
     memory: int = 1024 * _MiB
     file_size: int = 16 * _MiB
     scratch_size: int = 64 * _MiB
+    workspace_size: int = 64 * _MiB
     processes: int = 32
     open_files: int = 256
     output_limit: int = 64 * 1024
@@ -42,12 +45,15 @@ class Limits:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"Limits.{field.name} must be a positive number, got {value!r}")
 
-    def worker_config(self, *, uid: int | None, isolated: bool, workdir: str) -> dict[str, Any]:
+    def worker_config(
+        self, *, uid: int | None, isolated: bool, workdir: str, workspace: str | None = None
+    ) -> dict[str, Any]:
         """The configuration message the sandbox worker starts from."""
         return {
             "uid": uid,
             "isolated": isolated,
             "workdir": workdir,
+            "workspace": workspace,
             "cpu_time": int(self.cpu_time),
             "memory": int(self.memory),
             "file_size": int(self.file_size),

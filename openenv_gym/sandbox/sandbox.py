@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 
 from ..errors import SandboxUnavailableError
 from . import worker
-from .bubblewrap import SCRATCH_DIR, bwrap_command, find_bwrap
+from .bubblewrap import SCRATCH_DIR, WORKSPACE_DIR, bwrap_command, find_bwrap
 from .limits import Limits
 from .seccomp import seccomp_filter
 
@@ -80,6 +80,11 @@ class Sandbox:
         hidden_paths: files or directories under the interpreter's tree or ``/usr`` that runs
             must not read (installed packages are hidden always).
         startup_timeout: seconds the worker may take to start.
+        workspace: give the runs a workspace (:attr:`workspace_dir`): a directory of
+            ``limits.workspace_size`` bytes where each run starts, and which keeps its files from
+            one run to the next (everything else is still emptied after each run). It lives as
+            long as the worker: :meth:`close` ends it, and so does a worker that had to be
+            replaced (:attr:`restarts` counts them), which starts with an empty one.
 
     Raises:
         SandboxUnavailableError: bubblewrap was asked for but is not installed, or cannot start
@@ -94,6 +99,7 @@ class Sandbox:
         python: str | None = None,
         hidden_paths: Sequence[str | os.PathLike[str]] = (),
         startup_timeout: float = 10.0,
+        workspace: bool = False,
     ) -> None:
         if mechanism not in MECHANISMS:
             raise ValueError(f"unknown sandbox mechanism {mechanism!r}; expected one of {MECHANISMS}")
@@ -102,6 +108,7 @@ class Sandbox:
         self.python = os.path.realpath(python or _base_interpreter())
         self.hidden_paths = [os.fspath(path) for path in hidden_paths]
         self.startup_timeout = startup_timeout
+        self.workspace = workspace
         self._bwrap = find_bwrap() if mechanism == "bubblewrap" else None
         if mechanism == "bubblewrap" and self._bwrap is None:
             raise SandboxUnavailableError(
@@ -119,6 +126,23 @@ class Sandbox:
     def restarts(self) -> int:
         """How many times a worker that died or hung was replaced."""
         return max(0, self._starts - 1)
+
+    @property
+    def scratch_dir(self) -> str | None:
+        """The runs' scratch directory, as runs see it: where each run starts unless there is a workspace; emptied after every run.
+
+        ``None`` while no worker runs (an unconfined worker's is made when it starts).
+        """
+        if self._process is None:
+            return None
+        return self._paths()[0]
+
+    @property
+    def workspace_dir(self) -> str | None:
+        """The workspace, as runs see it: where they start, kept from run to run; ``None`` without one or a worker."""
+        if self._process is None or not self.workspace:
+            return None
+        return self._paths()[1]
 
     @property
     def pid(self) -> int | None:
@@ -222,12 +246,12 @@ class Sandbox:
                     privileged=privileged,
                     hidden=self.hidden_paths,
                     seccomp_fd=seccomp_fd,
+                    workspace_size=self.limits.workspace_size if self.workspace else None,
                 )
-                workdir = f"{SCRATCH_DIR}/work"
             else:
                 argv = [self.python, *program]
                 self._scratch_root = _private_tempdir()
-                workdir = os.path.join(self._scratch_root, "work")
+            workdir, workspace = self._paths()
             pass_fds = () if seccomp_fd is None else (seccomp_fd,)
             process = _in_spawner(
                 lambda: subprocess.Popen(
@@ -248,7 +272,9 @@ class Sandbox:
         self._finalizer = weakref.finalize(self, _kill, process)
         isolated = self.mechanism == "bubblewrap"
         uid = SANDBOX_UID_BASE + process.pid if privileged and isolated else None
-        config = self.limits.worker_config(uid=uid, isolated=isolated, workdir=workdir)
+        config = self.limits.worker_config(
+            uid=uid, isolated=isolated, workdir=workdir, workspace=workspace if self.workspace else None
+        )
         try:
             worker.write_message(process.stdin, config)  # type: ignore[arg-type]
             ready = self._read_reply(self.startup_timeout)
@@ -260,6 +286,14 @@ class Sandbox:
                 f"the {self.mechanism} sandbox did not start within {self.startup_timeout:g} s: "
                 f"{stderr.strip() or 'no message'} (command: {argv[0]})"
             )
+
+    def _paths(self) -> tuple[str, str]:
+        """The runs' scratch work directory and the workspace, as runs see them."""
+        if self.mechanism == "bubblewrap":
+            return f"{SCRATCH_DIR}/work", WORKSPACE_DIR
+        assert self._scratch_root is not None
+        # Beside the scratch directory, not in it: the worker empties that one after every run.
+        return os.path.join(self._scratch_root, "scratch", "work"), os.path.join(self._scratch_root, "workspace")
 
     def _read_reply(self, timeout: float) -> dict[str, Any] | None:
         """The worker's next message, or ``None`` if it is not complete within ``timeout`` or the pipe ended.

@@ -11,7 +11,9 @@ runs' reach. The child gives up its privileges (another uid when the worker runs
 rlimits on CPU time, memory, file size, processes and open files), runs the code, then calls
 the requested function on each case and writes the results to a pipe of its own. The worker reads stdout, stderr and results with caps, enforces the wall-clock limit,
 and afterwards kills every process the run left (the whole pid namespace, when it has one) and
-empties the scratch directory, so nothing leaks into the next run.
+empties the scratch directory, so nothing leaks into the next run. A worker configured with a
+``workspace`` starts each run there instead: a directory it never empties, so a run's files in it
+are the next run's (its processes are killed all the same).
 
 Messages are a 4-byte big-endian length and a UTF-8 JSON object. The first message the worker
 gets is its configuration (:data:`CONFIG_KEYS`); it answers ``{"ready": true}``. Then each
@@ -52,6 +54,7 @@ CONFIG_KEYS = (
     "uid",  # the uid runs drop to when the worker is root, or null to keep the worker's
     "isolated",  # whether the worker has a pid namespace of its own (cleanup kills all in it)
     "workdir",  # the scratch directory each run starts in, emptied after it
+    "workspace",  # a directory kept from run to run, where runs start instead; or null for none
     "cpu_time",  # seconds of CPU time per process
     "memory",  # bytes of address space per process
     "file_size",  # bytes, the largest file a run may write
@@ -127,7 +130,7 @@ def _run_child(request: dict[str, Any], config: dict[str, Any], out: int, err: i
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
     exit_code = 0
     try:
-        os.chdir(config["workdir"])
+        os.chdir(config["workspace"] or config["workdir"])
         _drop_privileges(config)
         exit_code = _run_solution(request)
     except SystemExit as exc:
@@ -429,6 +432,15 @@ def _reset_scratch(config: dict[str, Any]) -> None:
         os.chown(workdir, config["uid"], config["uid"])
 
 
+def _make_workspace(config: dict[str, Any]) -> None:
+    """Make the workspace the runs' own: theirs alone to read and write, never emptied by the worker."""
+    workspace = config["workspace"]
+    os.makedirs(workspace, exist_ok=True)
+    os.chmod(workspace, 0o700)
+    if config["uid"] is not None and os.getuid() == 0:
+        os.chown(workspace, config["uid"], config["uid"])
+
+
 def _empty(directory: str) -> None:
     for name in os.listdir(directory):
         path = os.path.join(directory, name)
@@ -489,6 +501,8 @@ def main() -> None:
         return
     os.makedirs(os.path.dirname(config["workdir"]), exist_ok=True)
     _reset_scratch(config)
+    if config["workspace"]:
+        _make_workspace(config)
     write_message(stdout, {"ready": True, "python": sys.version.split()[0]})
     while (request := read_message(stdin.read)) is not None:
         write_message(stdout, _run(request, config))

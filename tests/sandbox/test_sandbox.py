@@ -373,6 +373,53 @@ def test_unsandboxed_runs_killed_before_they_start_leave_nothing():
         assert box.run("print('ok')").stdout == "ok\n" and box.restarts == 0
 
 
+def test_a_workspace_keeps_its_files_from_run_to_run_and_ends_with_the_sandbox():
+    """Runs start in the workspace and find the last run's files there (scratch is still emptied); a new worker's is empty."""
+    with Sandbox(LIMITS, workspace=True) as box:
+        assert (box.scratch_dir, box.workspace_dir) == ("/tmp/work", "/workspace")
+        first = box.run(
+            "import os\nos.makedirs('d/e')\nopen('d/e/f', 'w').write('kept')\nopen('/tmp/x', 'w').write('gone')"
+        )
+        assert first.exit_code == 0, first.stderr
+        second = box.run(
+            "import os\nprint(os.getcwd(), open('d/e/f').read(), os.listdir('/tmp'), oct(os.stat('.').st_mode & 0o777))"
+        )
+        assert second.stdout == "/workspace kept ['work'] 0o700\n", second.stderr
+        box.close()
+        assert box.workspace_dir is None
+        box.start()
+        assert box.run("import os\nprint(os.listdir('.'))").stdout == "[]\n"
+
+
+def test_the_workspace_is_a_tmpfs_of_its_own_size():
+    """Writing past ``workspace_size`` fails with ENOSPC in the workspace; the scratch directory keeps its own room."""
+    limits = Limits(wall_time=2 * UNIT, workspace_size=2 * 1024 * 1024, file_size=8 * 1024 * 1024)
+    with Sandbox(limits, workspace=True) as box:
+        full = box.run("open('big', 'wb').write(b'x' * 4 * 1024 * 1024)")
+        assert "OSError: [Errno 28] No space left on device" in full.stderr
+        assert box.run("open('/tmp/big', 'wb').write(b'x' * 4 * 1024 * 1024)").exit_code == 0
+        assert box.run("import os\nos.remove('big')\nopen('small', 'w').write('x')").exit_code == 0
+
+
+def test_without_a_workspace_runs_start_in_scratch():
+    """A sandbox without a workspace has no /workspace; runs start in their scratch directory."""
+    with Sandbox(LIMITS) as box:
+        assert box.workspace_dir is None and box.scratch_dir == "/tmp/work"
+        assert box.run("import os\nprint(os.getcwd(), os.path.exists('/workspace'))").stdout == "/tmp/work False\n"
+
+
+def test_an_unconfined_workspace_is_a_private_directory_removed_at_close():
+    """Unconfined, the workspace is a directory beside the scratch one in a private 0700 directory, removed at close."""
+    with Sandbox(LIMITS, mechanism="none", workspace=True) as box:
+        workspace, scratch = box.workspace_dir, box.scratch_dir
+        assert workspace is not None and scratch is not None
+        assert oct(os.stat(os.path.dirname(workspace)).st_mode & 0o777) == "0o700"
+        box.run("open('kept', 'w').write('x')")
+        assert box.run("print(open('kept').read())").stdout == "x\n" and os.getcwd() != workspace
+        assert os.listdir(scratch) == []
+    assert not os.path.exists(workspace) and not os.path.exists(os.path.dirname(workspace))
+
+
 def test_bad_limits_are_refused():
     with pytest.raises(ValueError, match=re.escape("Limits.memory must be a positive number")):
         Limits(memory=0)
