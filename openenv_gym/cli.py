@@ -160,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("env_dir", help="a directory holding openenv.yaml (e.g. envs/echo)")
     push.add_argument("--repo-id", required=True, help="org/name of the Space")
     push.add_argument("--private", action="store_true", help="make the Space private")
+    push.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the files and the Space front matter it would upload, and the generated Dockerfile; "
+        "use no network",
+    )
     commands.add_parser(
         "ps",
         help="list the env servers of openenv-gym (processes of this user, containers) and their owners",
@@ -315,9 +321,21 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from .hub import push
+    from .hub import push, push_plan
 
-    print(push(args.env_dir, args.repo_id, private=args.private))
+    if not args.dry_run:
+        print(push(args.env_dir, args.repo_id, private=args.private))
+        return 0
+    plan = push_plan(args.env_dir, args.repo_id)
+    visibility = "private" if args.private else "public"
+    print(f"would push {args.env_dir} to the {visibility} Space {args.repo_id} (dry run: nothing was sent)")
+    print(f"files ({len(plan.paths())}):")
+    for path in plan.paths():
+        print(f"  {path}" + ("  (generated)" if path in plan.generated else ""))
+    print("README.md front matter:")
+    print("".join(f"  {line}\n" for line in plan.front_matter().splitlines()), end="")
+    print("Dockerfile:")
+    print("".join(f"  {line}\n" for line in plan.generated["Dockerfile"].splitlines()), end="")
     return 0
 
 

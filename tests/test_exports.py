@@ -81,11 +81,13 @@ PUBLIC = {
     "openenv_gym.hub": {
         "MANIFEST_FILENAME",
         "HubError",
+        "PushPlan",
         "TrustRemoteCodeError",
         "make_hub_env",
         "make_hub_vector_env",
         "pull",
         "push",
+        "push_plan",
         "register",
         "register_manifest",
     },
