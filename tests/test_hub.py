@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import openenv_gym  # noqa: F401 - registers the catalog
+import openenv_gym  # registers the catalog; its version is checked below
 from openenv_gym.hub import (
     TrustRemoteCodeError,
     push,
