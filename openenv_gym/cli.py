@@ -163,8 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the files and the Space front matter it would upload, and the generated Dockerfile; "
-        "use no network",
+        help="print the files and the Space front matter it would upload, and the generated Dockerfile; use no network",
     )
     commands.add_parser(
         "ps",

@@ -263,9 +263,7 @@ def push(
     action = f"push {plan.env_dir} to the Space {repo_id}"
     with _hub_errors(action, repo_id):
         api.create_repo(repo_id, repo_type="space", space_sdk="docker", private=private, exist_ok=True)
-    operations = [
-        CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(path)) for name, path in plan.files.items()
-    ]
+    operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(path)) for name, path in plan.files.items()]
     operations += [
         CommitOperationAdd(path_in_repo=name, path_or_fileobj=content.encode())
         for name, content in plan.generated.items()

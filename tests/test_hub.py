@@ -283,7 +283,6 @@ def test_space_files_keep_the_envs_own_readme(tmp_path):
         push(tmp_path, "org/mine", api=RecordingApi())
 
 
-
 def test_push_plan_of_a_package_installs_it_and_leaves_caches_out(tmp_path):
     """A directory with a pyproject.toml is copied and pip-installed in the Space; caches are not uploaded."""
     (tmp_path / "openenv.yaml").write_text("name: mine\napp: mine.environment:MineEnvironment\nport: 8000\n")
@@ -301,7 +300,9 @@ def test_push_plan_of_a_package_installs_it_and_leaves_caches_out(tmp_path):
         "WORKDIR /app",
         "COPY . /app",
     ]
-    assert f"RUN pip install --no-cache-dir openenv-gym=={openenv_gym.__version__} /app\n" in plan.generated["Dockerfile"]
+    assert (
+        f"RUN pip install --no-cache-dir openenv-gym=={openenv_gym.__version__} /app\n" in plan.generated["Dockerfile"]
+    )
     api = RecordingApi()
     push(tmp_path, "org/mine", api=api)
     assert sorted(op.path_in_repo for op in api.calls[1][1][1]) == plan.paths()
@@ -324,6 +325,7 @@ def test_cli_push_dry_run_prints_the_plan_without_the_network(tmp_path):
     ]
     assert "README.md front matter:\n  ---\n  title: echo_env\n  sdk: docker\n  app_port: 8000\n" in done.stdout
     assert '  CMD ["python", "-m", "openenv_gym", "serve", "openenv_gym.envs.echo:EchoEnvironment"' in done.stdout
+
 
 @contextlib.contextmanager
 def refusing_hub(status: int):
