@@ -1,5 +1,6 @@
-"""The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps``, ``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``;
-``mcp``: one env session's tools as a stdio MCP server; ``web``: a server's web debug page."""
+"""The ``openenv-gym`` command line: ``serve`` an env; ``init`` a new one, ``validate`` one; ``build``, ``ps``,
+``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``; ``mcp``: one env session's tools as a stdio MCP
+server; ``web``: a server's web debug page."""
 
 from __future__ import annotations
 
@@ -180,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Remove the containers of openenv-gym whose owner process is gone (killed, crashed). "
         "Owners remove their own containers on close and at exit; this catches the ones left behind.",
     )
+    _add_init_parser(commands)
     _add_tasks_parser(commands)
     _add_mcp_parser(commands)
     _add_web_parser(commands)
@@ -231,6 +233,38 @@ def _add_mcp_parser(commands: Any) -> None:
         help="seconds a started server has to become ready (default: 30)",
     )
     mcp.add_argument("--log-level", default="WARNING", help="logging level, on stderr (default: WARNING)")
+
+
+def _add_init_parser(commands: Any) -> None:
+    init = commands.add_parser(
+        "init",
+        help="write a new env package that works at once: env, manifest, Dockerfile, README, tests",
+        description="Write a new env package NAME into ./NAME (or --dir PATH): an openenv_gym.server.Environment "
+        "(a small seeded env with an action and an observation model, spaces, a reward and a time limit; or, "
+        "with --tools, one driven by @tool methods with a submit tool that ends the episode), its openenv.yaml, "
+        "a Dockerfile on openenv-gym's runtime image, a README, a pyproject.toml and tests that run Gymnasium's "
+        "check_env on the served env. Then: cd NAME && python -m pytest, and openenv-gym validate NAME.",
+    )
+    init.add_argument("name", help="lowercase letters, digits, '-' and '_' (the package is NAME with '-' as '_')")
+    init.add_argument("--tools", action="store_true", help="an env driven by tools instead of actions")
+    init.add_argument("--dir", default=None, metavar="PATH", help="the directory to write (default: ./NAME)")
+
+
+def _init(args: argparse.Namespace) -> int:
+    from .scaffold import EnvNames, init_env
+
+    try:
+        written = init_env(args.name, args.dir, tools=args.tools)
+    except ValueError as exc:
+        print(f"openenv-gym init: error: {exc}", file=sys.stderr)
+        return 2
+    root = args.dir or args.name
+    names = EnvNames.of(args.name)
+    print(f"wrote {len(written)} files in {root}: {'a tool env' if args.tools else 'an env'} {names.gym_id}")
+    for path in written:
+        print(f"  {path.relative_to(root).as_posix()}")
+    print(f"next: cd {root} && python -m pytest; openenv-gym validate {root}")
+    return 0
 
 
 def _add_tasks_parser(commands: Any) -> None:
@@ -568,6 +602,7 @@ _COMMANDS = {
     "clean": _clean,
     "pull": _pull,
     "push": _push,
+    "init": _init,
     "tasks": _tasks,
     "mcp": _mcp,
     "web": _web,
