@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="serve an environment on a WebSocket (/ws) with /health, /schema and /metadata",
         description="Serve TARGET: a registered Gymnasium id (CartPole-v1) or module:attr naming "
-        f"an openenv_gym.server.Environment subclass or factory. With {ACCEPT_FLAG} (and --token-env), "
+        f"an openenv_gym.server.Environment subclass or factory (modules of the current directory import, as "
+        f"with python -m). With {ACCEPT_FLAG} (and --token-env), "
         "TARGET may be left out: the server then runs only the sub-env factories clients send pickled.",
     )
     serve.add_argument(
@@ -435,6 +436,9 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("openenv_gym").warning(
             "serving on %s without a token: anyone who reaches it can run the env (see --token-env)", args.host
         )
+    # As `python -m openenv_gym serve` (and uvicorn) do: a module:attr of the current directory imports.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         if args.target in (None, PICKLED_FACTORIES_TARGET):
             from .server.pickled_factories import NoTargetEnvironment

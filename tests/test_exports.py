@@ -122,6 +122,7 @@ PUBLIC = {
         "rollout_func",
         "tool_method",
     },
+    "openenv_gym.scaffold": {"VARIANTS", "EnvNames", "init_env"},
     "openenv_gym.sandbox": {"Limits", "RunResult", "Sandbox", "SandboxUnavailableError", "find_bwrap"},
     "openenv_gym.envs.echo": {"EchoAction", "EchoEnvironment", "EchoObservation"},
     "openenv_gym.envs.coding": {
