@@ -183,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Owners remove their own containers on close and at exit; this catches the ones left behind.",
     )
     _add_init_parser(commands)
+    _add_validate_parser(commands)
     _add_tasks_parser(commands)
     _add_mcp_parser(commands)
     _add_web_parser(commands)
@@ -266,6 +267,84 @@ def _init(args: argparse.Namespace) -> int:
         print(f"  {path.relative_to(root).as_posix()}")
     print(f"next: cd {root} && python -m pytest; openenv-gym validate {root}")
     return 0
+
+
+def _add_validate_parser(commands: Any) -> None:
+    validate = commands.add_parser(
+        "validate",
+        help="check an env as served: manifest, endpoints, spaces, check_env, seeds, capacity, OpenEnv's client",
+        description="Check TARGET and print a table of PASS, FAIL and SKIP lines with their reasons; exit 1 if any "
+        "check fails. TARGET is a directory holding openenv.yaml (its app is served with openenv-gym serve, in "
+        "that directory), an env id (openenv/CartPole-v1, CartPole-v1) or anything serve takes (module:attr), "
+        "all served on a free loopback port; or the URL of a running server, ours or OpenEnv's (what it does "
+        "not publish is skipped).",
+    )
+    validate.add_argument("target", help="a directory with openenv.yaml, an env id, module:attr, or http://host:port")
+    validate.add_argument(
+        "--token-env", default=None, metavar="VAR", help="with a URL: the running server's token is in variable VAR"
+    )
+    validate.add_argument(
+        "--timeout", type=_positive_seconds, default=None, help="seconds every request or reply may take (default: 10)"
+    )
+    validate.add_argument(
+        "--idle-timeout",
+        type=_positive_seconds,
+        default=None,
+        help="the idle timeout of the server validate starts, which the idle check waits out (default: 2)",
+    )
+    validate.add_argument(
+        "--max-sessions",
+        type=int,
+        default=None,
+        help="the max sessions of the server validate starts (default: the env's)",
+    )
+    validate.add_argument(
+        "--sessions",
+        type=int,
+        default=4,
+        metavar="N",
+        help="the capacity check opens at most N sessions at once, and one more to see it refused (default: 4)",
+    )
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from .validation import CHECK_NAMES, DEFAULT_IDLE_TIMEOUT, DEFAULT_TIMEOUT, Status, resolve_target, run_checks
+
+    token = None
+    if args.token_env is not None:
+        token = os.environ.get(args.token_env)
+        if not token:
+            print(
+                f"openenv-gym validate: error: --token-env {args.token_env}: that variable is not set", file=sys.stderr
+            )
+            return 2
+    try:
+        target = resolve_target(args.target)
+    except ValueError as exc:
+        print(f"openenv-gym validate: error: {exc}", file=sys.stderr)
+        return 2
+    what = {"url": "a running server", "directory": f"openenv.yaml's app {target.app}", "env id": target.app}
+    print(f"validating {args.target} ({what.get(target.kind, 'served with openenv-gym serve')})", flush=True)
+    width = max(len(name) for name in CHECK_NAMES)
+    print(f"{'CHECK':<{width}}  RESULT  REASON", flush=True)
+    counts = dict.fromkeys(Status, 0)
+    results = run_checks(
+        target,
+        token=token,
+        timeout=args.timeout or DEFAULT_TIMEOUT,
+        idle_timeout=args.idle_timeout or DEFAULT_IDLE_TIMEOUT,
+        max_sessions=args.max_sessions,
+        capacity_cap=args.sessions,
+    )
+    for result in results:
+        counts[result.status] += 1
+        reason = result.reason.replace("\n", "\\n")  # one line per check
+        print(f"{result.name:<{width}}  {result.status.value:<6}  {reason}", flush=True)
+    print(
+        f"{sum(counts.values())} checks: {counts[Status.PASS]} passed, {counts[Status.FAIL]} failed, "
+        f"{counts[Status.SKIP]} skipped"
+    )
+    return 1 if counts[Status.FAIL] else 0
 
 
 def _add_tasks_parser(commands: Any) -> None:
@@ -607,6 +686,7 @@ _COMMANDS = {
     "pull": _pull,
     "push": _push,
     "init": _init,
+    "validate": _validate,
     "tasks": _tasks,
     "mcp": _mcp,
     "web": _web,
