@@ -21,8 +21,9 @@ from typing import Any, TypeVar
 from ..client import EnvClient, auth_headers, http_get_json
 from ..errors import CapacityReachedError, ClientError, ConnectionLostError, OpenEnvGymError, RemoteError
 from ..manifest import ManifestError, load_manifest
+from ..protocol import ErrorCode
 from ..protocol.tools import LIST_TOOLS
-from ..protocol.urls import unix_socket_path, ws_url
+from ..protocol.urls import tcp_form, unix_socket_path, ws_url
 from .openenv_probe import OpenEnvProbe, openenv_core_installed
 from .result import CheckResult
 from .target import Subject
@@ -107,7 +108,7 @@ def _raw_session(subject: Subject) -> Iterator[Any]:
     url = ws_url(subject.url)
     socket_path = unix_socket_path(url)
     if socket_path is not None:
-        with unix_connect(socket_path, url.replace("+unix", "", 1), **options) as connection:
+        with unix_connect(socket_path, tcp_form(url), **options) as connection:
             yield connection
     else:
         with connect(url, proxy=None, **options) as connection:
@@ -120,15 +121,20 @@ def _exchange(connection: Any, frame: dict[str, Any], timeout: float) -> Any:
     Raises:
         CapacityReachedError: the reply refuses the session at capacity (so :func:`_settled` tries again).
     """
-    connection.send(json.dumps(frame))
+    from websockets.exceptions import ConnectionClosed
+
+    try:
+        connection.send(json.dumps(frame))
+    except ConnectionClosed:
+        pass  # a server refusing the session closes it at once: its reason may still be there to read
     reply = connection.recv(timeout=timeout)
     try:
         decoded = json.loads(reply)
     except (TypeError, ValueError):
         return reply
     data = decoded.get("data") if isinstance(decoded, dict) and decoded.get("type") == "error" else None
-    if isinstance(data, dict) and data.get("code") == "CAPACITY_REACHED":
-        raise CapacityReachedError("CAPACITY_REACHED", str(data.get("message", "")))
+    if isinstance(data, dict) and data.get("code") == ErrorCode.CAPACITY_REACHED.value:
+        raise CapacityReachedError(ErrorCode.CAPACITY_REACHED.value, str(data.get("message", "")))
     return decoded
 
 
