@@ -565,7 +565,7 @@ def check_determinism(subject: Subject) -> CheckResult:
     try:
         first, second = _settled(run)
     except Exception as exc:
-        return CheckResult.failed(name, _why(exc))
+        return CheckResult.failed(name, f"replaying an episode: {_why(exc)}")
     for index, (one, other) in enumerate(zip(first, second)):
         if one != other:
             if index == 0:
