@@ -133,9 +133,22 @@ def test_the_dockerfile_is_on_the_runtime_image_as_the_shipped_envs_are(scaffold
 
 
 def test_the_manifest_validates_and_push_would_upload_the_package(scaffold: Path):
-    """openenv.yaml is valid, and push's plan installs the package in the Space and leaves its own Dockerfile out."""
+    """openenv.yaml is valid, and push's dry run lists the package, which the Space's Dockerfile installs."""
     manifest = load_manifest(scaffold / "openenv.yaml")
     assert (manifest.name, manifest.gym_id, manifest.nondeterministic) == ("demo", "demo/Demo-v0", False)
+    done = subprocess.run(
+        [CONSOLE_SCRIPT, "push", ".", "--repo-id", "org/demo", "--dry-run"],
+        cwd=scaffold,
+        env={**fresh_env(), "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60 * UNIT,
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    listed = done.stdout.split("files (9):\n", 1)[1].split("README.md front matter:", 1)[0]
+    assert listed == "".join(f"  {path}" + ("  (generated)" if path in ("Dockerfile", "README.md") else "") + "\n"
+                             for path in sorted(FILES))  # fmt: skip
+    assert "  COPY . /app\n" in done.stdout
     plan = push_plan(scaffold, "org/demo")
     assert plan.paths() == sorted(FILES)
     assert plan.files["pyproject.toml"] == scaffold / "pyproject.toml"

@@ -87,30 +87,57 @@ class SharedProbe:
         pass
 
 
-def test_the_cli_prints_a_table_for_cartpole_and_exits_0(probe, monkeypatch, capsys):
-    """`openenv-gym validate openenv/CartPole-v1` serves it, prints one PASS line per check and a summary, exits 0."""
+ROW = re.compile(r"^(?P<name>.+?) +(?P<status>PASS|FAIL|SKIP)  +(?P<reason>.*)$")
+
+
+@pytest.fixture
+def cli(probe, monkeypatch, capsys):
+    """Runs `openenv-gym validate TARGET ARGS` here (with the module's probe); gives its exit code,
+    its table's rows as CheckResults by name, and its output lines."""
     import openenv_gym.validation
     from openenv_gym.cli import main
 
     monkeypatch.setattr(openenv_gym.validation, "OpenEnvProbe", SharedProbe(probe))
-    with pytest.raises(SystemExit) as exited:
-        main(["validate", "openenv/CartPole-v1", "--idle-timeout", str(IDLE)])
-    output = capsys.readouterr().out.splitlines()
-    assert exited.value.code == 0, output
-    assert output[:2] == ["validating openenv/CartPole-v1 (CartPole-v1)", "CHECK                RESULT  REASON"]
-    rows = {line.split("  ", 1)[0]: line for line in output[2:-1]}
-    assert list(rows) == list(CHECK_NAMES[1:])  # no manifest line: a catalog id has none
-    for name, row in rows.items():
-        assert re.match(rf"{re.escape(name)} +PASS  +\S", row), row
+
+    def run(target: str, *args: str) -> tuple[int, dict[str, CheckResult], list[str]]:
+        with pytest.raises(SystemExit) as exited:
+            main(["validate", target, "--idle-timeout", str(IDLE), *args])
+        output = capsys.readouterr().out.splitlines()
+        assert output[1] == "CHECK                RESULT  REASON", output
+        rows = {}
+        for line in output[2:-1]:
+            match = ROW.match(line)
+            assert match, line
+            rows[match["name"]] = CheckResult(match["name"], Status(match["status"]), match["reason"])
+        counts = [sum(row.status is status for row in rows.values()) for status in Status]
+        assert output[-1] == f"{len(rows)} checks: {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped"
+        assert exited.value.code == (1 if counts[1] else 0)
+        return exited.value.code, rows, output
+
+    return run
+
+
+def by_status(rows: dict[str, CheckResult]) -> dict[str, str]:
+    return {name: row.status.value for name, row in rows.items()}
+
+
+def test_the_cli_prints_a_table_for_cartpole_and_exits_0(cli):
+    """`openenv-gym validate openenv/CartPole-v1` serves it, prints one PASS line per check and a summary, exits 0."""
+    code, rows, output = cli("openenv/CartPole-v1")
+    assert output[0] == "validating openenv/CartPole-v1 (CartPole-v1)"
+    assert by_status(rows) == dict.fromkeys(CHECK_NAMES[1:], "PASS")  # no manifest line: a catalog id has none
     assert "determinism          PASS    reset(seed=7) and the same 10 actions gave the same trajectory twice" in output
-    assert output[-1] == "12 checks: 12 passed, 0 failed, 0 skipped"
+    assert rows["spaces round trip"].reason == (
+        "action Discrete(2), observation Box(shape=(4,), float32): the JSON read back says the same"
+    )
+    assert output[-1] == "12 checks: 12 passed, 0 failed, 0 skipped" and code == 0
 
 
-def test_the_echo_directory_passes_every_check(probe):
+def test_the_echo_directory_passes_every_check(cli):
     """envs/echo: its manifest, served from its directory, passes all thirteen checks."""
-    results = validate("envs/echo", probe, max_sessions=2)
-    assert statuses(results) == dict.fromkeys(CHECK_NAMES, "PASS"), results
-    found = lines(results)
+    code, found, output = cli("envs/echo", "--max-sessions", "2")
+    assert (code, by_status(found)) == (0, dict.fromkeys(CHECK_NAMES, "PASS")), output
+    assert output[0] == "validating envs/echo (openenv.yaml's app openenv_gym.envs.echo:EchoEnvironment)"
     assert found["manifest"].reason.startswith(
         "openenv.yaml: echo_env 0.1.0, app openenv_gym.envs.echo:EchoEnvironment"
     )
@@ -123,17 +150,15 @@ def test_the_echo_directory_passes_every_check(probe):
 
 
 @pytest.mark.parametrize("tools", [False, True], ids=["plain", "tools"])
-def test_a_new_scaffold_passes(tools, probe, tmp_path):
-    """What `openenv-gym init` writes validates as it is: no FAIL; a tool env has no spaces to round-trip."""
+def test_a_new_scaffold_passes(tools, cli, tmp_path):
+    """What `openenv-gym init` writes validates as it is, and exits 0: a tool env has no spaces to round-trip."""
     init_env("demo", tmp_path / "demo", tools=tools)
-    results = validate(str(tmp_path / "demo"), probe)
+    code, rows, output = cli(str(tmp_path / "demo"))
     expected = dict.fromkeys(CHECK_NAMES, "PASS")
     if tools:
         expected["spaces round trip"] = "SKIP"
-    assert statuses(results) == expected, results
-    assert lines(results)["manifest"].reason.startswith(
-        "openenv.yaml: demo 0.1.0, app demo.environment:DemoEnvironment"
-    )
+    assert (code, by_status(rows)) == (0, expected), output
+    assert rows["manifest"].reason.startswith("openenv.yaml: demo 0.1.0, app demo.environment:DemoEnvironment")
 
 
 def test_the_cli_exits_1_and_names_the_failed_check(broken_cli):
@@ -150,18 +175,18 @@ def test_the_cli_exits_1_and_names_the_failed_check(broken_cli):
 
 
 @pytest.mark.slow
-def test_an_openenv_core_server_passes_what_it_publishes(probe):
-    """openenv-core's own server fails nothing; what it does not publish (spaces, seeds, idle timeout) is skipped."""
+def test_an_openenv_core_server_passes_what_it_publishes(cli):
+    """openenv-core's own server fails nothing (exit 0); what it does not publish (spaces, seeds, idle timeout) is skipped."""
     with openenv_core_servers(("echo",)) as urls:
-        results = validate(urls["echo"], probe)
-    assert statuses(results) == {
+        code, found, output = cli(urls["echo"])
+    assert code == 0
+    assert by_status(found) == {
         **dict.fromkeys(CHECK_NAMES[1:], "PASS"),
         "serve": "SKIP",
         "spaces round trip": "SKIP",
         "determinism": "SKIP",
         "idle timeout": "SKIP",
-    }, results
-    found = lines(results)
+    }, output
     assert found["capacity"].reason.startswith("4 session(s) at once; session 5 refused with CAPACITY_REACHED: ")
     assert found["determinism"].reason == (
         "an OpenEnv server (no Gymnasium spaces or tools in /schema) makes no claim about seeds"
