@@ -146,8 +146,10 @@ def test_the_manifest_validates_and_push_would_upload_the_package(scaffold: Path
     )
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     listed = done.stdout.split("files (9):\n", 1)[1].split("README.md front matter:", 1)[0]
-    assert listed == "".join(f"  {path}" + ("  (generated)" if path in ("Dockerfile", "README.md") else "") + "\n"
-                             for path in sorted(FILES))  # fmt: skip
+    generated = {"Dockerfile", "README.md"}
+    assert listed.splitlines() == [
+        f"  {path}" + ("  (generated)" if path in generated else "") for path in sorted(FILES)
+    ]
     assert "  COPY . /app\n" in done.stdout
     plan = push_plan(scaffold, "org/demo")
     assert plan.paths() == sorted(FILES)
