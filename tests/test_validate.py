@@ -213,6 +213,22 @@ def test_a_server_gone_fails_health_and_skips_the_rest(probe):
     assert {result.status for result in results[2:]} == {Status.SKIP}
 
 
+def test_a_server_with_a_token_is_checked_with_it(probe):
+    """A running server that requires a token passes with --token-env's token; openenv-core's client, which
+    cannot send one, is skipped."""
+    with running_server(broken.Counter, token="s3cret", idle_timeout=None) as server:
+        results = validate(server.url, probe, token="s3cret")
+    assert statuses(results) == {
+        **dict.fromkeys(CHECK_NAMES[1:], "PASS"),
+        "serve": "SKIP",
+        "idle timeout": "SKIP",
+        "openenv client": "SKIP",
+    }, results
+    assert lines(results)["openenv client"].reason == (
+        "the server requires a token, which openenv-core's client cannot send"
+    )
+
+
 def test_targets_resolve_by_their_form(tmp_path):
     """A URL, a directory, a catalog id with or without 'openenv/', and any other serve target."""
     assert resolve_target("http://10.0.0.1:8000").kind == "url"

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..client import EnvClient, auth_headers, http_get_json
-from ..errors import CapacityReachedError, ClientError, ConnectionLostError, OpenEnvGymError, RemoteError
+from ..errors import (
+    CapacityReachedError,
+    ClientError,
+    ConnectionLostError,
+    OpenEnvGymError,
+    RemoteError,
+    UnsupportedSpaceError,
+)
 from ..manifest import ManifestError, load_manifest
 from ..protocol import ErrorCode
 from ..protocol.tools import LIST_TOOLS
@@ -490,6 +497,8 @@ def check_reset_step_contract(subject: Subject) -> CheckResult:
     name = "reset/step contract"
     try:
         face = _face(subject)
+    except UnsupportedSpaceError as exc:  # an OpenEnv server's action field with no Gymnasium space
+        return CheckResult.skipped(name, f"no action can be sampled: {_why(exc)}")
     except Exception as exc:
         return CheckResult.failed(name, f"no spaces to act in: {_why(exc)}")
     space = face.spaces.observation_space if face.spaces is not None else None
@@ -539,6 +548,8 @@ def check_determinism(subject: Subject) -> CheckResult:
     try:
         schema = _get(subject, "/schema")
         face = _face(subject, schema)
+    except UnsupportedSpaceError as exc:  # an OpenEnv server's action field with no Gymnasium space
+        return CheckResult.skipped(name, f"no action can be sampled: {_why(exc)}")
     except Exception as exc:
         return CheckResult.failed(name, f"no spaces to act in: {_why(exc)}")
     ours = isinstance(schema, dict) and bool(schema.get("spaces") or schema.get("tools"))
@@ -737,6 +748,8 @@ def check_openenv_client(subject: Subject, probe: OpenEnvProbe | None = None) ->
     try:
         face = _face(subject)
         action = face.actions(1)[0]
+    except UnsupportedSpaceError as exc:  # an OpenEnv server's action field with no Gymnasium space
+        return CheckResult.skipped(name, f"no action can be sampled: {_why(exc)}")
     except Exception as exc:
         return CheckResult.failed(name, f"no action to send: {_why(exc)}")
     own = probe is None
