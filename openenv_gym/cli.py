@@ -200,6 +200,16 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
 def _add_mcp_parser(commands: Any) -> None:
     mcp = commands.add_parser(
         "mcp",
@@ -294,13 +304,13 @@ def _add_validate_parser(commands: Any) -> None:
     )
     validate.add_argument(
         "--max-sessions",
-        type=int,
+        type=_positive_int,
         default=None,
         help="the max sessions of the server validate starts (default: the env's)",
     )
     validate.add_argument(
         "--sessions",
-        type=int,
+        type=_positive_int,
         default=4,
         metavar="N",
         help="the capacity check opens at most N sessions at once, and one more to see it refused (default: 4)",
