@@ -107,38 +107,32 @@ def check_reset_step_contract(subject: Subject) -> CheckResult:
     space = face.spaces.observation_space if face.spaces is not None else None
     actions = face.actions(STEPS)
 
-    def run() -> str:
+    def run() -> tuple[str | None, str]:
+        """What is wrong with the first frame that breaks the contract (``None``: none), and what was walked."""
         with raw_session(subject) as connection:
             reply = exchange(connection, {"type": "reset", "data": {"seed": 0}}, subject.timeout)
             problem = _frame_problem(reply, space, face)
             if problem is not None:
-                raise _Broken(f"reset: {problem}")
-            steps = 0
-            for action in actions:
+                return f"reset: {problem}", "reset"
+            for steps, action in enumerate(actions, start=1):
                 reply = exchange(connection, {"type": "step", "data": action}, subject.timeout)
                 problem = _frame_problem(reply, space, face)
-                steps += 1
                 if problem is not None:
-                    raise _Broken(f"step {steps} ({short(action, 40)}): {problem}")
-                data = reply["data"]
-                if data["done"] or data.get("truncated"):
-                    return f"reset and {steps} step(s) to the episode's end"
-            return "reset and list_tools" if face.tools else f"reset and {steps} steps"
+                    return f"step {steps} ({short(action, 40)}): {problem}", f"{steps} steps"
+                if reply["data"]["done"] or reply["data"].get("truncated"):
+                    return None, f"reset and {steps} step(s) to the episode's end"
+        return None, "reset and list_tools" if face.tools else f"reset and {len(actions)} steps"
 
     try:
-        done = settled(run)
-    except _Broken as exc:
-        return CheckResult.failed(name, str(exc))
+        problem, walked = settled(run)
     except Exception as exc:
         return CheckResult.failed(name, one_line(exc))
+    if problem is not None:
+        return CheckResult.failed(name, problem)
     checked = "rewards numbers or null, done and truncated booleans, info objects"
     if face.spaces is not None:
         checked += ", observations in the observation space"
-    return CheckResult.passed(name, f"{done}: {checked}")
-
-
-class _Broken(Exception):
-    """A frame that breaks the contract (the message says how)."""
+    return CheckResult.passed(name, f"{walked}: {checked}")
 
 
 def check_determinism(subject: Subject) -> CheckResult:
