@@ -89,13 +89,10 @@ def check_idle_timeout(subject: Subject) -> CheckResult:
 
     name = "idle timeout"
     idle = subject.idle_timeout
+    if idle is None and subject.idle_timeout_known:
+        return CheckResult.skipped(name, "idle sessions are never closed (/metadata: idle_timeout null)")
     if idle is None:
-        why = (
-            "idle sessions are never closed (/metadata: idle_timeout null)"
-            if subject.idle_timeout_known
-            else ("the server publishes no idle timeout")
-        )
-        return CheckResult.skipped(name, why)
+        return CheckResult.skipped(name, "the server publishes no idle timeout")
     if idle > subject.idle_budget:
         return CheckResult.skipped(
             name,

@@ -52,6 +52,11 @@ def json_difference(published: Any, again: Any, path: str) -> str | None:
     Form does not count: a key left out that reads as its default, an array written out whose
     every item is the same number, ``"float"`` for ``"float64"``. A key that is lost, or a value
     that is read as another one, does.
+
+    Example:
+        >>> json_difference({"type": "Box", "low": [0, 0]}, {"type": "Box", "low": 0.0}, "spaces.action")
+        >>> json_difference({"type": "Discrete", "n": 2.5}, {"type": "Discrete", "n": 2}, "spaces.action")
+        'spaces.action.n: published 2.5, read back as 2'
     """
     import numpy as np
 
