@@ -249,6 +249,22 @@ def test_targets_resolve_by_their_form(tmp_path):
         resolve_target(str(tmp_path))
     with pytest.raises(ValueError, match="openenv/Remote-v0 starts no server of its own"):
         resolve_target("openenv/Remote-v0")
+    with pytest.raises(ValueError, match=re.escape("./my-envv: no such directory")):
+        resolve_target("./my-envv")
+    assert resolve_target("ALE/Pong-v5").kind == "app"  # a Gymnasium id with a namespace, not a path
+
+
+def test_the_cli_refuses_a_target_that_is_no_env_in_one_line(tmp_path, capsys):
+    """A directory without openenv.yaml exits 2 with one line, before anything starts."""
+    from openenv_gym.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["validate", str(tmp_path)])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (
+        f"openenv-gym validate: error: {tmp_path} holds no openenv.yaml: give a directory of an env "
+        "(openenv-gym init makes one)\n"
+    )
 
 
 # --- one check at a time, on envs with one mistake each -----------------------------------------

@@ -17,7 +17,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from ..errors import ServerConnectError
+from ..errors import ClientError
 from ..manifest import Manifest, load_manifest
 
 __all__ = ["DEFAULT_TIMEOUT", "Subject", "Target", "resolve_target"]
@@ -72,8 +72,8 @@ def resolve_target(text: str) -> Target:
     Nothing is started or imported here but the catalog (and gymnasium, which holds it).
 
     Raises:
-        ValueError: a directory without ``openenv.yaml``, a manifest that cannot be read, or a
-            catalog entry that starts no server of its own (``openenv/Remote-v0``).
+        ValueError: a directory without ``openenv.yaml``, a path to nothing, a manifest that cannot
+            be read, or a catalog entry that starts no server of its own (``openenv/Remote-v0``).
     """
     if text.startswith(_URL_SCHEMES):
         return Target(text, "url", url=text)
@@ -92,6 +92,8 @@ def resolve_target(text: str) -> Target:
             nondeterministic=manifest.nondeterministic,
             claimed_by=_MANIFEST,
         )
+    if text.startswith((".", "/", "~")):
+        raise ValueError(f"{text}: no such directory (a directory of an env holds its openenv.yaml)")
     import gymnasium  # noqa: F401 - its import registers openenv-gym's catalog
 
     from ..registry import catalog
@@ -155,7 +157,7 @@ class Subject:
             metadata = http_get_json(
                 url, "/metadata", timeout=options.get("timeout", DEFAULT_TIMEOUT), token=options.get("token")
             )
-        except (ServerConnectError, ValueError):  # the metadata check reports it
+        except (ClientError, ValueError):  # the metadata check reports it
             pass
         metadata = metadata if isinstance(metadata, dict) else {}
         max_sessions = metadata.get("max_sessions")
