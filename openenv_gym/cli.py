@@ -255,7 +255,7 @@ def _add_init_parser(commands: Any) -> None:
         "(a small seeded env with an action and an observation model, spaces, a reward and a time limit; or, "
         "with --tools, one driven by @tool methods with a submit tool that ends the episode), its openenv.yaml, "
         "a Dockerfile on openenv-gym's runtime image, a README, a pyproject.toml and tests that run Gymnasium's "
-        "check_env on the served env. Then: cd NAME && python -m pytest, and openenv-gym validate NAME.",
+        "check_env on the served env. Then: cd NAME && python -m pytest && openenv-gym validate .",
     )
     init.add_argument("name", help="lowercase letters, digits, '-' and '_' (the package is NAME with '-' as '_')")
     init.add_argument("--tools", action="store_true", help="an env driven by tools instead of actions")
@@ -275,7 +275,7 @@ def _init(args: argparse.Namespace) -> int:
     print(f"wrote {len(written)} files in {root}: {'a tool env' if args.tools else 'an env'} {names.gym_id}")
     for path in written:
         print(f"  {path.relative_to(root).as_posix()}")
-    print(f"next: cd {root} && python -m pytest; openenv-gym validate {root}")
+    print(f"next: cd {root} && python -m pytest && openenv-gym validate .")
     return 0
 
 

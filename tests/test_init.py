@@ -55,7 +55,7 @@ def scaffold(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     assert done.stdout.splitlines() == [
         f"wrote 9 files in demo: {kind} demo/Demo-v0",
         *(f"  {path}" for path in FILES),
-        "next: cd demo && python -m pytest; openenv-gym validate demo",
+        "next: cd demo && python -m pytest && openenv-gym validate .",
     ]
     return parent / "demo"
 
