@@ -1,5 +1,6 @@
-"""The ``openenv-gym`` command line: ``serve`` an env; ``build``, ``ps``, ``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``;
-``mcp``: one env session's tools as a stdio MCP server; ``web``: a server's web debug page."""
+"""The ``openenv-gym`` command line: ``serve`` an env; ``init`` a new one, ``validate`` one; ``build``, ``ps``,
+``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``; ``mcp``: one env session's tools as a stdio MCP
+server; ``web``: a server's web debug page."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="serve an environment on a WebSocket (/ws) with /health, /schema and /metadata",
         description="Serve TARGET: a registered Gymnasium id (CartPole-v1) or module:attr naming "
-        f"an openenv_gym.server.Environment subclass or factory. With {ACCEPT_FLAG} (and --token-env), "
+        f"an openenv_gym.server.Environment subclass or factory (modules of the current directory import, as "
+        f"with python -m). With {ACCEPT_FLAG} (and --token-env), "
         "TARGET may be left out: the server then runs only the sub-env factories clients send pickled.",
     )
     serve.add_argument(
@@ -160,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     push.add_argument("env_dir", help="a directory holding openenv.yaml (e.g. envs/echo)")
     push.add_argument("--repo-id", required=True, help="org/name of the Space")
     push.add_argument("--private", action="store_true", help="make the Space private")
+    push.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the files and the Space front matter it would upload, and the generated Dockerfile; use no network",
+    )
     commands.add_parser(
         "ps",
         help="list the env servers of openenv-gym (processes of this user, containers) and their owners",
@@ -175,6 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Remove the containers of openenv-gym whose owner process is gone (killed, crashed). "
         "Owners remove their own containers on close and at exit; this catches the ones left behind.",
     )
+    _add_init_parser(commands)
+    _add_validate_parser(commands)
     _add_tasks_parser(commands)
     _add_mcp_parser(commands)
     _add_web_parser(commands)
@@ -188,6 +197,16 @@ def _positive_seconds(text: str) -> float:
         value = 0.0
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
     return value
 
 
@@ -226,6 +245,116 @@ def _add_mcp_parser(commands: Any) -> None:
         help="seconds a started server has to become ready (default: 30)",
     )
     mcp.add_argument("--log-level", default="WARNING", help="logging level, on stderr (default: WARNING)")
+
+
+def _add_init_parser(commands: Any) -> None:
+    init = commands.add_parser(
+        "init",
+        help="write a new env package that works at once: env, manifest, Dockerfile, README, tests",
+        description="Write a new env package NAME into ./NAME (or --dir PATH): an openenv_gym.server.Environment "
+        "(a small seeded env with an action and an observation model, spaces, a reward and a time limit; or, "
+        "with --tools, one driven by @tool methods with a submit tool that ends the episode), its openenv.yaml, "
+        "a Dockerfile on openenv-gym's runtime image, a README, a pyproject.toml and tests that run Gymnasium's "
+        "check_env on the served env. Then: cd NAME && python -m pytest && openenv-gym validate .",
+    )
+    init.add_argument("name", help="lowercase letters, digits, '-' and '_' (the package is NAME with '-' as '_')")
+    init.add_argument("--tools", action="store_true", help="an env driven by tools instead of actions")
+    init.add_argument("--dir", default=None, metavar="PATH", help="the directory to write (default: ./NAME)")
+
+
+def _init(args: argparse.Namespace) -> int:
+    from .scaffold import EnvNames, init_env
+
+    try:
+        written = init_env(args.name, args.dir, tools=args.tools)
+    except ValueError as exc:
+        print(f"openenv-gym init: error: {exc}", file=sys.stderr)
+        return 2
+    root = args.dir or args.name
+    names = EnvNames.of(args.name)
+    print(f"wrote {len(written)} files in {root}: {'a tool env' if args.tools else 'an env'} {names.gym_id}")
+    for path in written:
+        print(f"  {path.relative_to(root).as_posix()}")
+    print(f"next: cd {root} && python -m pytest && openenv-gym validate .")
+    return 0
+
+
+def _add_validate_parser(commands: Any) -> None:
+    validate = commands.add_parser(
+        "validate",
+        help="check an env as served: manifest, endpoints, spaces, check_env, seeds, capacity, OpenEnv's client",
+        description="Check TARGET and print a table of PASS, FAIL and SKIP lines with their reasons; exit 1 if any "
+        "check fails. TARGET is a directory holding openenv.yaml (its app is served with openenv-gym serve, in "
+        "that directory), an env id (openenv/CartPole-v1, CartPole-v1) or anything serve takes (module:attr), "
+        "all served on a free loopback port; or the URL of a running server, ours or OpenEnv's (what it does "
+        "not publish is skipped).",
+    )
+    validate.add_argument("target", help="a directory with openenv.yaml, an env id, module:attr, or http://host:port")
+    validate.add_argument(
+        "--token-env", default=None, metavar="VAR", help="with a URL: the running server's token is in variable VAR"
+    )
+    validate.add_argument(
+        "--timeout", type=_positive_seconds, default=None, help="seconds every request or reply may take (default: 10)"
+    )
+    validate.add_argument(
+        "--idle-timeout",
+        type=_positive_seconds,
+        default=None,
+        help="the idle timeout of the server validate starts, which the idle check waits out (default: 2)",
+    )
+    validate.add_argument(
+        "--max-sessions",
+        type=_positive_int,
+        default=None,
+        help="the max sessions of the server validate starts (default: the env's)",
+    )
+    validate.add_argument(
+        "--sessions",
+        type=_positive_int,
+        default=4,
+        metavar="N",
+        help="the capacity check opens at most N sessions at once, and one more to see it refused (default: 4)",
+    )
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from .validation import CHECK_NAMES, DEFAULT_IDLE_TIMEOUT, DEFAULT_TIMEOUT, Status, resolve_target, run_checks
+
+    token = None
+    if args.token_env is not None:
+        token = os.environ.get(args.token_env)
+        if not token:
+            print(
+                f"openenv-gym validate: error: --token-env {args.token_env}: that variable is not set", file=sys.stderr
+            )
+            return 2
+    try:
+        target = resolve_target(args.target)
+    except ValueError as exc:
+        print(f"openenv-gym validate: error: {exc}", file=sys.stderr)
+        return 2
+    what = {"url": "a running server", "directory": f"openenv.yaml's app {target.app}", "env id": target.app}
+    print(f"validating {args.target} ({what.get(target.kind, 'served with openenv-gym serve')})", flush=True)
+    width = max(len(name) for name in CHECK_NAMES)
+    print(f"{'CHECK':<{width}}  RESULT  REASON", flush=True)
+    counts = dict.fromkeys(Status, 0)
+    results = run_checks(
+        target,
+        token=token,
+        timeout=args.timeout or DEFAULT_TIMEOUT,
+        idle_timeout=args.idle_timeout or DEFAULT_IDLE_TIMEOUT,
+        max_sessions=args.max_sessions,
+        capacity_cap=args.sessions,
+    )
+    for result in results:
+        counts[result.status] += 1
+        reason = result.reason.replace("\n", "\\n")  # one line per check
+        print(f"{result.name:<{width}}  {result.status.value:<6}  {reason}", flush=True)
+    print(
+        f"{sum(counts.values())} checks: {counts[Status.PASS]} passed, {counts[Status.FAIL]} failed, "
+        f"{counts[Status.SKIP]} skipped"
+    )
+    return 1 if counts[Status.FAIL] else 0
 
 
 def _add_tasks_parser(commands: Any) -> None:
@@ -327,9 +456,21 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from .hub import push
+    from .hub import push, push_plan
 
-    print(push(args.env_dir, args.repo_id, private=args.private))
+    if not args.dry_run:
+        print(push(args.env_dir, args.repo_id, private=args.private))
+        return 0
+    plan = push_plan(args.env_dir, args.repo_id)
+    visibility = "private" if args.private else "public"
+    print(f"would push {args.env_dir} to the {visibility} Space {args.repo_id} (dry run: nothing was sent)")
+    print(f"files ({len(plan.paths())}):")
+    for path in plan.paths():
+        print(f"  {path}" + ("  (generated)" if path in plan.generated else ""))
+    print("README.md front matter:")
+    print("".join(f"  {line}\n" for line in plan.front_matter().splitlines()), end="")
+    print("Dockerfile:")
+    print("".join(f"  {line}\n" for line in plan.generated["Dockerfile"].splitlines()), end="")
     return 0
 
 
@@ -396,6 +537,9 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("openenv_gym").warning(
             "serving on %s without a token: anyone who reaches it can run the env (see --token-env)", args.host
         )
+    # As `python -m openenv_gym serve` (and uvicorn) do: a module:attr of the current directory imports.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         if args.target in (None, PICKLED_FACTORIES_TARGET):
             from .server.pickled_factories import NoTargetEnvironment
@@ -570,6 +714,8 @@ _COMMANDS = {
     "clean": _clean,
     "pull": _pull,
     "push": _push,
+    "init": _init,
+    "validate": _validate,
     "tasks": _tasks,
     "mcp": _mcp,
     "web": _web,

@@ -21,6 +21,7 @@ pulls are cached, a revision can be pinned, and a cached manifest is found offli
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import sys
 from collections.abc import Iterator
@@ -33,11 +34,13 @@ from .manifest import Manifest, load_manifest
 __all__ = [
     "MANIFEST_FILENAME",
     "HubError",
+    "PushPlan",
     "TrustRemoteCodeError",
     "make_hub_env",
     "make_hub_vector_env",
     "pull",
     "push",
+    "push_plan",
     "register",
     "register_manifest",
 ]
@@ -175,6 +178,63 @@ def make_hub_vector_env(
     return gym.make_vec(env_id, num_envs=num_envs, **kwargs)
 
 
+@dataclasses.dataclass(frozen=True)
+class PushPlan:
+    """What :func:`push` uploads for an env directory, worked out without the network.
+
+    Attributes:
+        env_dir: the directory pushed.
+        repo_id: the Space it goes to.
+        manifest: the directory's ``openenv.yaml``, validated.
+        files: the directory's own files, by their path in the Space (caches and build output
+            left out), minus the two generated ones.
+        generated: ``README.md`` (Space front matter, then the env's README) and ``Dockerfile``,
+            which replace the directory's own.
+    """
+
+    env_dir: Path
+    repo_id: str
+    manifest: Manifest
+    files: dict[str, Path]
+    generated: dict[str, str]
+
+    def paths(self) -> list[str]:
+        """Every path the Space will hold, sorted."""
+        return sorted([*self.files, *self.generated])
+
+    def front_matter(self) -> str:
+        """The generated README's front matter, ``---`` lines included."""
+        readme = self.generated["README.md"]
+        return readme[: readme.index("\n---\n", 4) + 5]
+
+
+# Directories and files of an env directory that are never uploaded: caches and build output.
+_NOT_UPLOADED = frozenset({"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv"})
+
+
+def push_plan(env_dir: str | Path, repo_id: str) -> PushPlan:
+    """What :func:`push` would upload for ``env_dir`` (``openenv-gym push --dry-run`` prints it).
+
+    Raises:
+        ManifestError: no valid manifest in ``env_dir``.
+    """
+    env_dir = Path(env_dir)
+    manifest = load_manifest(env_dir / MANIFEST_FILENAME)
+    generated = {
+        "README.md": space_readme(manifest, env_dir),
+        "Dockerfile": space_dockerfile(manifest, installs_directory=(env_dir / "pyproject.toml").is_file()),
+    }
+    files = {
+        path.relative_to(env_dir).as_posix(): path
+        for path in sorted(env_dir.rglob("*"))
+        if path.is_file()
+        and not any(part in _NOT_UPLOADED or part.endswith(".egg-info") for part in path.relative_to(env_dir).parts)
+    }
+    for name in generated:
+        files.pop(name, None)
+    return PushPlan(env_dir, repo_id, manifest, files, generated)
+
+
 def push(
     env_dir: str | Path,
     repo_id: str,
@@ -187,9 +247,10 @@ def push(
 
     The directory must hold an ``openenv.yaml``. The upload is the directory plus a ``README.md``
     whose front matter declares a Docker Space (``sdk: docker``, ``app_port``, tag ``openenv``)
-    and a ``Dockerfile`` that installs openenv-gym from the index and serves the manifest's
-    ``app`` on that port; these two replace the directory's own (its README's text goes into the
-    generated one).
+    and a ``Dockerfile`` that installs openenv-gym from the index (and the directory itself,
+    when it is a Python package with a ``pyproject.toml``) and serves the manifest's ``app`` on
+    that port; these two replace the directory's own (its README's text goes into the generated
+    one). :func:`push_plan` says what that is, without the network.
 
     Raises:
         ManifestError: no valid manifest in ``env_dir``.
@@ -197,27 +258,22 @@ def push(
     """
     from huggingface_hub import CommitOperationAdd, HfApi
 
-    env_dir = Path(env_dir)
-    manifest = load_manifest(env_dir / MANIFEST_FILENAME)
+    plan = push_plan(env_dir, repo_id)
     api = api or HfApi(token=token)
-    action = f"push {env_dir} to the Space {repo_id}"
+    action = f"push {plan.env_dir} to the Space {repo_id}"
     with _hub_errors(action, repo_id):
         api.create_repo(repo_id, repo_type="space", space_sdk="docker", private=private, exist_ok=True)
-    generated = {"README.md": space_readme(manifest, env_dir), "Dockerfile": space_dockerfile(manifest)}
-    operations = [
-        CommitOperationAdd(path_in_repo=path.relative_to(env_dir).as_posix(), path_or_fileobj=str(path))
-        for path in sorted(env_dir.rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts and path.relative_to(env_dir).as_posix() not in generated
-    ]
+    operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(path)) for name, path in plan.files.items()]
     operations += [
-        CommitOperationAdd(path_in_repo=name, path_or_fileobj=content.encode()) for name, content in generated.items()
+        CommitOperationAdd(path_in_repo=name, path_or_fileobj=content.encode())
+        for name, content in plan.generated.items()
     ]
     with _hub_errors(action, repo_id):
         api.create_commit(
             repo_id,
             operations,
             repo_type="space",
-            commit_message=f"openenv-gym push {manifest.name} {manifest.version}",
+            commit_message=f"openenv-gym push {plan.manifest.name} {plan.manifest.version}",
         )
     return f"https://huggingface.co/spaces/{repo_id}"
 
@@ -241,13 +297,23 @@ def space_readme(manifest: Manifest, env_dir: Path) -> str:
     return front + body
 
 
-def space_dockerfile(manifest: Manifest) -> str:
-    """A Dockerfile for the Space: openenv-gym from the index, serving the manifest's app."""
+def space_dockerfile(manifest: Manifest, *, installs_directory: bool = False) -> str:
+    """A Dockerfile for the Space: openenv-gym from the index, serving the manifest's app.
+
+    Args:
+        installs_directory: the Space's files are a Python package (a ``pyproject.toml`` at the
+            top, as ``openenv-gym init`` makes): copy them in and install them too, so an ``app``
+            of that package imports.
+    """
     from . import __version__
 
     packages = " ".join(filter(None, [f"openenv-gym=={__version__}", manifest.package]))
+    copy = ""
+    if installs_directory:
+        copy, packages = "WORKDIR /app\nCOPY . /app\n", f"{packages} /app"
     return (
         "FROM python:3.11-slim\n"
+        f"{copy}"
         f"RUN pip install --no-cache-dir {packages}\n"
         "USER 1000\n"
         f"EXPOSE {manifest.port}\n"

@@ -16,8 +16,15 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-import openenv_gym  # noqa: F401 - registers the catalog
-from openenv_gym.hub import TrustRemoteCodeError, push, register_manifest, space_dockerfile, space_readme
+import openenv_gym  # registers the catalog; its version is checked below
+from openenv_gym.hub import (
+    TrustRemoteCodeError,
+    push,
+    push_plan,
+    register_manifest,
+    space_dockerfile,
+    space_readme,
+)
 from openenv_gym.manifest import Manifest, ManifestError, load_manifest
 from tests.equivalence import checker_warnings, gym_check
 from tests.hf_cache import seed_hf_cache
@@ -274,6 +281,50 @@ def test_space_files_keep_the_envs_own_readme(tmp_path):
     assert "my-envs" in space_dockerfile(manifest)
     with pytest.raises(ManifestError, match="cannot read"):
         push(tmp_path, "org/mine", api=RecordingApi())
+
+
+def test_push_plan_of_a_package_installs_it_and_leaves_caches_out(tmp_path):
+    """A directory with a pyproject.toml is copied and pip-installed in the Space; caches are not uploaded."""
+    (tmp_path / "openenv.yaml").write_text("name: mine\napp: mine.environment:MineEnvironment\nport: 8000\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mine"\n')
+    for cached in ("mine/__pycache__/x.pyc", ".pytest_cache/v/cache", "mine.egg-info/PKG-INFO", "mine/__init__.py"):
+        (tmp_path / cached).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / cached).write_text("")
+    plan = push_plan(tmp_path, "org/mine")
+    assert plan.paths() == ["Dockerfile", "README.md", "mine/__init__.py", "openenv.yaml", "pyproject.toml"]
+    assert plan.front_matter() == (
+        "---\ntitle: mine\nsdk: docker\napp_port: 8000\ntags:\n  - openenv\n  - openenv-gym\n---\n"
+    )
+    assert plan.generated["Dockerfile"].splitlines()[:3] == [
+        "FROM python:3.11-slim",
+        "WORKDIR /app",
+        "COPY . /app",
+    ]
+    assert (
+        f"RUN pip install --no-cache-dir openenv-gym=={openenv_gym.__version__} /app\n" in plan.generated["Dockerfile"]
+    )
+    api = RecordingApi()
+    push(tmp_path, "org/mine", api=api)
+    assert sorted(op.path_in_repo for op in api.calls[1][1][1]) == plan.paths()
+
+
+def test_cli_push_dry_run_prints_the_plan_without_the_network(tmp_path):
+    """push --dry-run lists the files and prints the front matter and the Dockerfile, with the Hub unreachable."""
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    done = cli("push", "envs/echo", "--repo-id", "org/echo", "--dry-run", endpoint=endpoint, hf_home=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert lines[0] == "would push envs/echo to the public Space org/echo (dry run: nothing was sent)"
+    assert lines[1:7] == [
+        "files (5):",
+        "  Dockerfile  (generated)",
+        "  README.md  (generated)",
+        "  __init__.py",
+        "  environment.py",
+        "  openenv.yaml",
+    ]
+    assert "README.md front matter:\n  ---\n  title: echo_env\n  sdk: docker\n  app_port: 8000\n" in done.stdout
+    assert '  CMD ["python", "-m", "openenv_gym", "serve", "openenv_gym.envs.echo:EchoEnvironment"' in done.stdout
 
 
 @contextlib.contextmanager

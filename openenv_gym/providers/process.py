@@ -101,6 +101,8 @@ class ProcessProvider(Provider):
             agent may think for longer than any fixed timeout between two steps.
         startup_timeout: seconds to wait for the server to report its port and answer ``/health``.
         python: the interpreter to run the server with.
+        cwd: the server's working directory; ``python -m`` puts it first on the server's
+            ``sys.path``, so a ``module:attr`` of a package in it is served without installing it.
         accept_pickled_factories: start the server with ``--accept-pickled-factories`` (for
             ``RemoteVectorEnv.from_env_fns``, which sets it), and so with a token, a fresh one
             unless ``token`` is given.
@@ -118,9 +120,11 @@ class ProcessProvider(Provider):
         idle_timeout: float | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         python: str = sys.executable,
+        cwd: str | os.PathLike[str] | None = None,
         accept_pickled_factories: bool = False,
     ) -> None:
         self.target = target
+        self.cwd = cwd
         self.accept_pickled_factories = accept_pickled_factories
         self.env_kwargs = env_kwargs or {}
         self.max_episode_steps = max_episode_steps
@@ -182,6 +186,7 @@ class ProcessProvider(Provider):
                 stdout=log,
                 stderr=log,
                 pass_fds=(ready_write,),
+                cwd=self.cwd,
                 env=None if self.token is None else {**os.environ, TOKEN_ENV_VAR: self.token},
                 # Its own session: a Ctrl-C meant for the owner does not kill the server
                 # under it; the owner stops it in order.

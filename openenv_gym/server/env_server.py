@@ -80,7 +80,8 @@ class EnvServer:
             internals to whoever connects.
         target: what the server serves (``openenv-gym serve TARGET``: a Gymnasium id or
             ``"module:attr"``), published as ``target`` in ``/metadata`` so a client that asks for
-            one env can tell it reached a server of another.
+            one env can tell it reached a server of another. ``/metadata`` publishes
+            ``max_sessions`` and ``idle_timeout`` too.
         accept_pickled_factories: open batch sessions whose sub-envs are made from factories the
             client sends pickled (``/ws/batch?...&factories=pickled``, see
             :mod:`openenv_gym.protocol.pickled`). Unpickling runs the client's code, so this needs
@@ -216,6 +217,10 @@ class EnvServer:
                         metadata["target"] = self.target
                     if self.accept_pickled_factories:
                         metadata["pickled_factories"] = True
+                    # Our extension: the limits a client meets, so a checker knows what to expect
+                    # (OpenEnv's servers say their max only in the CAPACITY_REACHED refusal).
+                    metadata["max_sessions"] = self.max_sessions
+                    metadata["idle_timeout"] = self.idle_timeout
                     schema = env.schema()
                 finally:
                     await asyncio.to_thread(env.close)

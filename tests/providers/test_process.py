@@ -103,6 +103,17 @@ def test_a_server_that_never_gets_ready_times_out_and_is_killed(tmp_path):
     assert wait_until(lambda: not pid_alive(pid), 10 * UNIT)
 
 
+def test_cwd_serves_a_package_that_is_not_installed(tmp_path):
+    """cwd= runs the server in that directory, so a module:attr of a package there is served uninstalled."""
+    package = tmp_path / "not_installed_env"
+    package.mkdir()
+    (package / "__init__.py").write_text("import gymnasium as gym\n\ndef make():\n    return gym.make('CartPole-v1')\n")
+    with pytest.raises(ServerStartError, match="server exited with code 2 before it was ready"):
+        ProcessProvider("not_installed_env:make").start()
+    with ProcessProvider("not_installed_env:make", cwd=tmp_path) as url:
+        assert http_get_json(url, "/metadata")["target"] == "not_installed_env:make"
+
+
 def test_make_provider():
     """Providers are found by name, and a wrong name lists the right ones."""
     assert isinstance(make_provider("url", base_url="http://127.0.0.1:1"), URLProvider)

@@ -79,6 +79,16 @@ def test_http_routes():
         assert status == 404 and "/ws" in body["message"]
 
 
+def test_metadata_publishes_the_session_limits():
+    """/metadata says how many sessions the server takes and when it closes an idle one (None: never)."""
+    with running_server(EchoEnvironment, max_sessions=3, idle_timeout=7.5) as server:
+        _, metadata = get(server, "/metadata")
+        assert (metadata["max_sessions"], metadata["idle_timeout"]) == (3, 7.5)
+    with running_server(EchoEnvironment, idle_timeout=None) as server:
+        _, metadata = get(server, "/metadata")
+        assert (metadata["max_sessions"], metadata["idle_timeout"]) == (64, None)
+
+
 def test_reset_step_state_close(counter_server):
     """A session resets, steps, reports its state and closes its environment on a close frame."""
     with ws(counter_server) as websocket:
