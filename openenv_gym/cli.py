@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from .errors import OpenEnvGymError
@@ -136,12 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     build = commands.add_parser(
         "build",
-        help="build the Docker image of an env in envs/ (and the images below it), offline",
-        description="Build the image of ENV (an env of envs/, e.g. coding) or, with 'runtime', the image "
-        "every Gymnasium env is served from. The base is made with debootstrap unless --base names a "
-        "local image with python3 (e.g. python:3.11-slim); nothing is pulled.",
+        help="build the Docker image of an env in envs/ or of an env directory (and the images below it), offline",
+        description="Build the image of ENV (an env of envs/, e.g. coding, or a directory with a Dockerfile and "
+        "an openenv.yaml, e.g. one `openenv-gym init` made) or, with 'runtime', the image every Gymnasium env "
+        "is served from. The base is made with debootstrap unless --base names a local image with python3 "
+        "(e.g. python:3.11-slim); nothing is pulled.",
     )
-    build.add_argument("env", help="an env of envs/ (echo, coding), 'runtime', or 'base'")
+    build.add_argument("env", help="an env of envs/ (echo, coding), a directory (./demo), 'runtime', or 'base'")
     build.add_argument("--base", default=None, help="a local image with python3 to build on (default: debootstrap)")
     build.add_argument("--rebuild", action="store_true", help="build even if the image exists")
     pull = commands.add_parser(
@@ -410,6 +412,11 @@ def _build(args: argparse.Namespace) -> int:
     from .providers.docker import images as docker_images
 
     client = _docker_client()
+    directory = Path(args.env)
+    if os.sep in args.env or args.env.startswith("."):  # a path, not a name of envs/
+        image = docker_images.build_directory_image(client, directory.resolve(), base=args.base)
+        print(image)
+        return 0
     if args.env == "base":
         image = docker_images.LOCAL_BASE_IMAGE
     elif args.env == "runtime":

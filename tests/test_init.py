@@ -132,6 +132,33 @@ def test_the_dockerfile_is_on_the_runtime_image_as_the_shipped_envs_are(scaffold
     assert manifest.image == "demo:0.1.0" and manifest.port == 8000
 
 
+@pytest.mark.slow
+def test_build_makes_the_scaffold_s_image_and_the_docker_provider_serves_it(scaffold: Path, docker):
+    """`openenv-gym build ./demo` builds on the runtime image, tagged as the manifest says; a container of it serves."""
+    from openenv_gym.providers.docker import DockerProvider
+
+    manifest = load_manifest(scaffold / "openenv.yaml")
+    done = subprocess.run(
+        [CONSOLE_SCRIPT, "build", "./demo"],
+        cwd=scaffold.parent,
+        env=fresh_env(),
+        capture_output=True,
+        text=True,
+        timeout=600 * UNIT,
+    )
+    try:
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == manifest.image
+        provider = DockerProvider(manifest.app, image=manifest.image, build=False, docker_client=docker)
+        url = provider.start()
+        try:
+            assert http_get_json(url, "/metadata", timeout=10 * UNIT)["name"] == "demo"
+        finally:
+            provider.stop()
+    finally:
+        docker.images.remove(manifest.image, force=True)
+
+
 def test_the_manifest_validates_and_push_would_upload_the_package(scaffold: Path):
     """openenv.yaml is valid, and push's dry run lists the package, which the Space's Dockerfile installs."""
     manifest = load_manifest(scaffold / "openenv.yaml")
@@ -208,3 +235,10 @@ def test_an_existing_directory_that_is_not_empty_is_refused(tmp_path: Path):
     (tmp_path / "empty").mkdir()
     written = init_env("demo", tmp_path / "empty", tools=True)
     assert [path.relative_to(tmp_path / "empty").as_posix() for path in written] == FILES
+
+
+def test_a_name_that_would_shadow_an_installed_module_is_refused():
+    """A package named like an installed module (pytest, yaml) would shadow it wherever the env is served."""
+    for name in ("pytest", "yaml", "websockets"):
+        with pytest.raises(ValueError, match="shadows a module of that name"):
+            EnvNames.of(name)

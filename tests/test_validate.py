@@ -403,5 +403,10 @@ def test_the_manifest_line_names_what_is_wrong(tmp_path):
     (tmp_path / "Dockerfile").write_text('FROM x\nCMD ["other.env:Env", "--port", "8000"]\n')
     assert check_manifest(manifest) == CheckResult.failed(
         "manifest",
-        "the Dockerfile's 'CMD [\"other.env:Env\", \"--port\", \"8000\"]' does not serve the manifest's app 'mine.env:Env'",
+        "the Dockerfile's CMD ['other.env:Env', '--port', '8000'] does not serve the manifest's app 'mine.env:Env'",
     )
+    # The app is a whole argument, in either form of CMD: a longer name that contains it is not it.
+    (tmp_path / "Dockerfile").write_text("FROM x\ncmd mine.env:EnvTwo \\\n  --port 8000\n")
+    assert check_manifest(manifest).status is Status.FAIL
+    (tmp_path / "Dockerfile").write_text("FROM x\ncmd mine.env:Env \\\n  --port 8000\n")
+    assert check_manifest(manifest).status is Status.PASS

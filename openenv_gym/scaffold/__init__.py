@@ -16,6 +16,7 @@ run Gymnasium's ``check_env`` on the served env and check that equal seeds give 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import keyword
 import re
 import string
@@ -97,7 +98,9 @@ class EnvNames:
                 f"{name!r} is not an env name: use lowercase letters, digits, '-' and '_', starting with a letter{hint}"
             )
         module = name.replace("-", "_")
-        if keyword.iskeyword(module) or module in _TAKEN or module in sys.stdlib_module_names:
+        # An installed module of that name would be shadowed by the package wherever it is imported from.
+        installed = module in sys.stdlib_module_names or importlib.util.find_spec(module) is not None
+        if keyword.iskeyword(module) or module in _TAKEN or installed:
             raise ValueError(
                 f"{name!r} would make a package {module!r} that shadows a module of that name; choose another name"
             )

@@ -9,6 +9,9 @@ endpoints' checks; :mod:`.space_checks`, :mod:`.episode_checks` and :mod:`.sessi
 
 from __future__ import annotations
 
+import json
+import re
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,6 +46,19 @@ __all__ = [
 # --- the manifest ------------------------------------------------------------------------------
 
 
+def _dockerfile_command(text: str) -> list[str] | None:
+    """The arguments of a Dockerfile's last ``CMD`` (exec or shell form, continued lines joined)."""
+    joined = re.sub(r"\\\n", " ", text)
+    commands = [line.strip()[3:].strip() for line in joined.splitlines() if line.strip()[:4].upper() == "CMD "]
+    if not commands:
+        return None
+    try:
+        parsed = json.loads(commands[-1])
+    except ValueError:
+        return shlex.split(commands[-1])
+    return [str(item) for item in parsed] if isinstance(parsed, list) else None
+
+
 def check_manifest(path: Path) -> CheckResult:
     """The manifest reads and validates, and the Dockerfile beside it (if any) serves its app."""
     name = "manifest"
@@ -52,10 +68,10 @@ def check_manifest(path: Path) -> CheckResult:
         return CheckResult.failed(name, str(exc))
     dockerfile = path.parent / "Dockerfile"
     if dockerfile.is_file():
-        commands = [line for line in dockerfile.read_text(encoding="utf-8").splitlines() if line.startswith("CMD")]
-        if commands and manifest.app not in commands[-1]:
+        command = _dockerfile_command(dockerfile.read_text(encoding="utf-8"))
+        if command is not None and manifest.app not in command:
             return CheckResult.failed(
-                name, f"the Dockerfile's {commands[-1]!r} does not serve the manifest's app {manifest.app!r}"
+                name, f"the Dockerfile's CMD {command!r} does not serve the manifest's app {manifest.app!r}"
             )
     facts = [f"{manifest.name} {manifest.version}", f"app {manifest.app}", f"gym_id {manifest.default_gym_id()}"]
     if manifest.max_episode_steps is not None:
@@ -75,7 +91,7 @@ def check_health(subject: Subject) -> CheckResult:
         answer = get_json(subject, "/health")
     except ClientError as exc:
         return CheckResult.failed(name, f"/health: {one_line(exc)}")
-    if answer != {"status": "healthy"}:
+    if not isinstance(answer, dict) or answer.get("status") != "healthy":
         return CheckResult.failed(name, f'/health answered {short(answer)}, not {{"status": "healthy"}}')
     return CheckResult.passed(name, '/health: {"status": "healthy"}')
 

@@ -122,6 +122,10 @@ async def _session(client_class: Any, url: str, action: dict[str, Any], timeout:
 
 def main() -> None:
     """Import openenv-core's client, then answer each request line on stdin with one JSON line."""
+    # The answers keep the pipe to themselves: whatever openenv-core (or what it imports) prints
+    # goes to stderr instead of corrupting them.
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     try:
         from importlib.metadata import version
 
@@ -141,8 +145,8 @@ def main() -> None:
                 answer = {**answer_base, **asyncio.run(asyncio.wait_for(coroutine, 4 * timeout))}
             except Exception as exc:  # every failure is the answer: the check reports it
                 answer = {**answer_base, "ok": False, "reason": f"{type(exc).__name__}: {exc}"}
-        sys.stdout.write(json.dumps(answer, default=str) + "\n")
-        sys.stdout.flush()
+        answers.write(json.dumps(answer, default=str) + "\n")
+        answers.flush()
 
 
 if __name__ == "__main__":

@@ -116,6 +116,28 @@ def build_env_image(client: Any, name: str, *, base: str | None = None, progress
     return tag
 
 
+def build_directory_image(client: Any, directory: Path, *, base: str | None = None, progress: bool = True) -> str:
+    """Build the image of an env package outside ``envs/`` (``openenv-gym init``'s scaffold, say):
+    its ``Dockerfile`` on the runtime image, tagged as its ``openenv.yaml`` names it (``image:``,
+    else ``<name>:<version>``); the runtime image is built first if missing or stale.
+
+    Raises:
+        ImageBuildError: the directory has no Dockerfile or no manifest.
+        ManifestError: the manifest is not valid.
+    """
+    from ...manifest import load_manifest
+
+    if not (directory / "Dockerfile").is_file() or not (directory / "openenv.yaml").is_file():
+        raise ImageBuildError(f"{directory} holds no Dockerfile and openenv.yaml to build an env image from")
+    manifest = load_manifest(directory / "openenv.yaml")
+    if not image_current(client, RUNTIME_IMAGE):
+        build_runtime_image(client, base=base, progress=progress)
+    tag = manifest.image or f"{manifest.name}:{manifest.version}"
+    labels = {SOURCE_LABEL: source_digest()}
+    build(client, str(directory), tag, buildargs={"RUNTIME": RUNTIME_IMAGE}, labels=labels, progress=progress)
+    return tag
+
+
 def envs_directory() -> Path:
     """Where the shipped envs live (``envs/`` of the source tree, installed as ``openenv_gym.envs``)."""
     from ... import envs
