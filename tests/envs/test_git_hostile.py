@@ -67,6 +67,7 @@ HOSTILE = {
         "Read-only file system",
         1,
     ),
+    "write to /dev": Case("{ echo x > /dev/x; } 2> /dev/null || echo refused; ls /dev/x 2>&1 || true", "refused", 0),
     "signal the sandbox's init": Case("kill -9 1", "kill: (1) - Operation not permitted", 1),
     "fork bomb": Case(":(){ :|:& };:", "fork: retry: Resource temporarily unavailable", None),
     "a 1 GB file": Case(
@@ -229,6 +230,7 @@ CANARY = {
                 git fetch -q origin > /dev/null 2>&1 || true
                 git fetch -q local > /dev/null 2>&1 || true
                 git st > /dev/null 2>&1 || true
+                git archive --format=tar.gz HEAD > /dev/null
                 git commit -q --allow-empty -m probe
                 [ -z "$(find .. -name 'ran-*' -print)" ]
             """),
@@ -258,6 +260,12 @@ def plant(marker: Path) -> str:
             f'\tpager = "{touch("pager")}; cat"',
             f'\teditor = "{touch("editor")}"',
             "\thooksPath = .githooks",
+            "\tuseReplaceRefs = true",  # before git 2.43, this wins over GIT_NO_REPLACE_OBJECTS
+            '[hook "canary"]',  # a config-defined hook (git 2.36 and later)
+            f'\tcommand = "{touch("confighook")}"',
+            "\tevent = pre-commit",
+            '[tar "tar.gz"]',
+            f'\tcommand = "{touch("tar")}; cat"',
             "[diff]",
             f'\texternal = "{touch("external")}"',
             '[diff "canary"]',
@@ -321,7 +329,7 @@ def test_repository_tricks_run_in_the_agent_s_own_commands_inside_the_sandbox_on
 
 
 def test_the_verifier_runs_none_of_the_tricks_and_computes_the_score(served):
-    """fsmonitor, filters, diff drivers, hooks, aliases, ssh, includes never run; the replace ref fakes nothing."""
+    """fsmonitor, filters, diff drivers, hooks, aliases, ssh, includes, tar filters never run; the replace ref fakes nothing."""
     served.client.reset(options={"task_id": "canary"})
     assert run(served, plant(REPO_ROOT / MARKER))["stdout"].endswith("planted\n")
     submitted = call(served, "submit")
@@ -338,3 +346,22 @@ def test_the_verifier_checks_a_copy_the_agent_cannot_reach(served):
     assert wait_until(lambda: not run_uid_processes(served.env), 2 * UNIT)
     submitted = call(served, "submit")
     assert submitted.metadata["checks"][1] is False  # the last commit says Done
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mkdir -p sub && printf 'gitdir: /dev/shm/x\\n' > sub/.git",
+        "mkdir -p sub && printf 'gitdir: /tmp/elsewhere\\n' > sub/.git",
+        "echo /tmp/objects > .git/objects/info/alternates",
+        "cd .. && mv repo kept && ln -s /dev/shm repo",
+    ],
+)
+def test_the_verifier_fails_closed_when_the_copy_leads_git_outside_it(served, command):
+    """A .git file, alternates or a work tree that leads outside the copy: no check runs, each fails with a clear note."""
+    served.client.reset(options={"task_id": TAG})
+    run(served, "git tag -a v1.0 -m 'Release 1.0'")
+    assert run(served, command)["exit_code"] == 0
+    submitted = call(served, "submit")
+    assert submitted.done and submitted.reward == 0.0 and submitted.metadata["checks"] == [False] * 3
+    assert all("outside the copy" in output for output in submitted.metadata["check_output"]), submitted.metadata
