@@ -468,5 +468,9 @@ def _outcomes(result: RunResult, count: int) -> list[dict[str, Any]]:
         and all(isinstance(item, dict) and isinstance(item.get("passed"), bool) for item in value)
     ):
         return [{"passed": item["passed"], "output": str(item.get("output", ""))} for item in value]
-    why = "it ran out of time" if result.timed_out else (result.stderr or result.stdout)[-1000:]
+    raised = result.results[0].get("error") if result.results else None
+    if result.timed_out:
+        why = "it ran out of time"
+    else:
+        why = "\n".join(str(part)[-1000:] for part in (raised, result.stderr or result.stdout) if part)
     return [{"passed": False, "output": f"[verifier] the checks did not complete: {why}"}] * count

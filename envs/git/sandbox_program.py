@@ -7,10 +7,15 @@ entry point (:meth:`~openenv_gym.sandbox.Sandbox.run`). So it uses the standard 
 The verifier (:func:`verify`) runs after the agent's last call, when none of its processes is
 left (the sandbox kills them after each run). It copies the workspace into the run's scratch
 directory, locks the original away (mode 000, so nothing in the copy can lead git back to it),
-and makes every git directory of the copy inert: hooks deleted, and the config rewritten without
-any key that names a program to run (:func:`safe_config`). Then each check runs in the copy's
-work tree with git hardened from the environment (:func:`hardened_env`): no system or global
-config, no replace refs, hooks and fsmonitor off, the pager ``cat``, no transport but ``file``.
+and makes every git directory of the copy inert: hooks, grafts, the shallow file and replace refs
+deleted, ``info/exclude`` emptied, and the config rewritten without any key that names a program
+to run (:func:`safe_config`). If anything in the copy still leads git outside it (the work tree, a
+``.git`` file or link, ``commondir``, alternates), no check runs and every one fails
+(:func:`outside_reference`). The index's skip-worktree and assume-unchanged bits are cleared, so
+git looks at every file. Then each check runs in the copy's work tree with git hardened from the
+environment (:func:`hardened_env`): no system or global config, no replace refs, hooks and
+fsmonitor off, the pager ``cat``, no transport but ``file``, and no ignore rules but the
+repository's ``.gitignore`` files.
 """
 
 from __future__ import annotations
@@ -27,16 +32,19 @@ __all__ = [
     "config_text",
     "hardened_env",
     "inert_git_dirs",
+    "outside_reference",
     "read_file",
     "safe_config",
     "unsafe_config_key",
     "verify",
+    "with_note",
     "write_file",
 ]
 
 BASH = "/bin/bash"  # as in .shell: this program is sent alone, and imports nothing of the package
 STRICT = ("-euo", "pipefail")  # how checks run, as setups do
 CHECK_OUTPUT_LIMIT = 2000  # characters of a check's output kept (its end)
+DRAIN_TIMEOUT = 1.0  # seconds to read what a timed-out check left in its pipe, once its group is killed
 
 # Keys of a repository's config that name a program git may run: dropped from the verifier's copy.
 # A section is dropped whole; otherwise a (section, variable) pair, with or without a subsection.
@@ -49,6 +57,7 @@ _UNSAFE_SECTIONS = frozenset(
         "filter",
         "gpg",
         "guitool",
+        "hook",  # config-defined hooks (hook.<name>.command, git 2.36 and later)
         "include",
         "includeif",
         "instaweb",
@@ -73,10 +82,12 @@ _UNSAFE_VARIABLES = frozenset(
         ("core", "hookspath"),
         ("core", "pager"),
         ("core", "sshcommand"),
+        ("core", "usereplacerefs"),  # before git 2.43, true wins over GIT_NO_REPLACE_OBJECTS
         ("core", "worktree"),  # points at the original work tree, not the copy
         ("diff", "command"),
         ("diff", "external"),
         ("diff", "textconv"),
+        ("imap", "tunnel"),
         ("interactive", "difffilter"),
         ("merge", "driver"),
         ("remote", "receivepack"),
@@ -84,6 +95,7 @@ _UNSAFE_VARIABLES = frozenset(
         ("remote", "vcs"),
         ("sequence", "editor"),
         ("submodule", "update"),
+        ("tar", "command"),
     }
 )
 # Set for every git the verifier runs, above any repository config (GIT_CONFIG_COUNT).
@@ -91,6 +103,11 @@ _OVERRIDES = (
     ("core.fsmonitor", "false"),
     ("core.hooksPath", "/dev/null"),
     ("core.pager", "cat"),
+    ("core.useReplaceRefs", "false"),
+    ("core.excludesFile", os.devnull),  # ignore rules come from the repository's .gitignore files only
+    ("core.untrackedCache", "false"),
+    ("core.ignoreStat", "false"),
+    ("status.showUntrackedFiles", "normal"),
     ("core.editor", "true"),
     ("sequence.editor", "true"),
     ("gc.auto", "0"),
@@ -210,15 +227,54 @@ def verify(
     try:
         inert_git_dirs(copy, hardened)
         tree = os.path.join(copy, os.path.relpath(work_tree, workspace))
+        escape = outside_reference(copy, tree, workspace)
+        if escape is not None:  # fail closed: git would read (or write) outside the copy
+            why = f"[verifier] no check ran: {escape}"
+            return [{"passed": False, "output": why[-CHECK_OUTPUT_LIMIT:]} for _ in checks]
         os.makedirs(tree, exist_ok=True)  # the agent may have removed it: then the checks fail on their own
+        _clear_index_bits(tree, hardened)
         outcomes = []
         for index, script in enumerate(checks):
             share = max(0.0, deadline - time.monotonic()) / (len(checks) - index)
             passed, output = _run_check(script, tree, hardened, share)
-            outcomes.append({"passed": passed, "output": (note + output)[-CHECK_OUTPUT_LIMIT:]})
+            outcomes.append({"passed": passed, "output": with_note(output, note)})
     finally:
         os.chmod(workspace, mode)  # so an unconfined sandbox's owner can remove it
     return outcomes
+
+
+def with_note(output: str, note: str) -> str:
+    """A check's output cut to its end, then the verifier's note (if any) in full: at most CHECK_OUTPUT_LIMIT characters.
+
+    Example:
+        >>> with_note("x" * 5000, "[verifier] the copy is incomplete\n")[-34:]
+        '[verifier] the copy is incomplete\n'
+    """
+    return (
+        output[-max(0, CHECK_OUTPUT_LIMIT - len(note)) :] + note[-CHECK_OUTPUT_LIMIT:]
+        if note
+        else output[-CHECK_OUTPUT_LIMIT:]
+    )
+
+
+def _clear_index_bits(tree: str, env: dict[str, str]) -> None:
+    """Clear every skip-worktree and assume-unchanged bit of the work tree's index, so git looks at every file."""
+    import subprocess  # here, not at the top: a file read or write need not import it
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=tree, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False
+    )
+    if listed.returncode != 0 or not listed.stdout:
+        return  # no repository, or an empty index: nothing to clear
+    for flag in ("--no-assume-unchanged", "--no-skip-worktree"):  # one per run: update-index applies only the first
+        subprocess.run(
+            ["git", "update-index", "-z", flag, "--stdin"],
+            cwd=tree,
+            env=env,
+            input=listed.stdout,
+            capture_output=True,
+            check=False,
+        )
 
 
 def _run_check(script: str, cwd: str, env: dict[str, str], timeout: float) -> tuple[bool, str]:
@@ -239,7 +295,13 @@ def _run_check(script: str, cwd: str, env: dict[str, str], timeout: float) -> tu
         output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)  # and whatever it started, which holds the pipe too
-        output, _ = process.communicate()
+        try:
+            output, _ = process.communicate(timeout=DRAIN_TIMEOUT)
+        except subprocess.TimeoutExpired:  # a process in a session of its own holds the pipe: give up on it
+            output = b""
+            assert process.stdout is not None
+            process.stdout.close()
+            process.wait()
         return False, output.decode("utf-8", "replace") + f"\n[verifier] the check took more than {timeout:.1f} s"
     return process.returncode == 0, output.decode("utf-8", "replace")
 
@@ -249,8 +311,10 @@ def hardened_env(env: dict[str, str], *, home: str, ceilings: list[str]) -> dict
 
     No system, global or user config (``HOME`` and ``XDG_CONFIG_HOME`` empty); hooks, fsmonitor
     and automatic gc off, above any repository config; the pager and editors do nothing; no
-    replace refs; no transport but local ``file`` (so no ``core.sshCommand``, no remote helper);
-    and git looks for a repository no higher than ``ceilings``.
+    replace refs (``core.useReplaceRefs`` false too: before git 2.43 it wins over the variable);
+    no ignore rules but ``.gitignore`` files (``core.excludesFile`` empty) and untracked files
+    shown, no untracked cache, no ``core.ignoreStat``; no transport but local ``file`` (so no
+    ``core.sshCommand``, no remote helper); and git looks for a repository no higher than ``ceilings``.
     """
     hardened = dict(env)
     hardened.update(
@@ -290,11 +354,12 @@ def hardened_env(env: dict[str, str], *, home: str, ceilings: list[str]) -> dict
 
 
 def inert_git_dirs(root: str, env: dict[str, str]) -> list[str]:
-    """Make every git directory under ``root`` inert: no hooks, no worktree config or grafts, a safe config.
+    """Make every git directory under ``root`` inert: no hooks, worktree config, grafts, shallow file or replace refs, a safe config.
 
     A git directory is one holding ``objects`` and ``refs`` (a repository, bare or a work tree's
     ``.git``, or a submodule's), ``commondir`` (a linked work tree's), or ``HEAD`` and
-    ``config``. Symbolic links are not followed. Every directory is first made its owner's to
+    ``config``. Its ``info/exclude`` is emptied (what is ignored is what the repository's
+    ``.gitignore`` files say). Symbolic links are not followed. Every directory is first made its owner's to
     read, write and enter (the copy is the runs' own), so a mode the agent set cannot keep a
     file from being removed; a removal that fails all the same raises (and so no check runs).
     Returns the directories changed.
@@ -306,9 +371,15 @@ def inert_git_dirs(root: str, env: dict[str, str]) -> list[str]:
         if not ({"objects", "refs"} <= names or "commondir" in names or {"HEAD", "config"} <= names):
             continue
         changed.append(directory)
-        for name in ("config.worktree", "info/grafts"):
+        for name in ("config.worktree", "info/grafts", "shallow", "refs/replace"):
             _remove(os.path.join(directory, name))
         _remove(os.path.join(directory, "hooks"))
+        _drop_packed_replace_refs(os.path.join(directory, "packed-refs"))
+        exclude = os.path.join(directory, "info", "exclude")
+        if os.path.lexists(exclude):  # ignore rules are the repository's .gitignore files, nothing local
+            _remove(exclude)
+            with open(exclude, "w", encoding="utf-8"):
+                pass
         config = os.path.join(directory, "config")
         if os.path.lexists(config):
             entries = safe_config(config, env)
@@ -318,6 +389,86 @@ def inert_git_dirs(root: str, env: dict[str, str]) -> list[str]:
         if "hooks" in dirs:
             dirs.remove("hooks")
     return changed
+
+
+def _drop_packed_replace_refs(path: str) -> None:
+    """Rewrite a ``packed-refs`` file without its ``refs/replace/`` entries (and their peeled lines)."""
+    if os.path.islink(path) or not os.path.isfile(path):
+        _remove(path)  # not a file git wrote: no packed refs at all
+        return
+    with open(path, "rb") as file:
+        lines = file.read().splitlines(keepends=True)
+    kept, dropping = [], False
+    for line in lines:
+        if line.startswith(b"^"):  # the peeled value of the ref above
+            if not dropping:
+                kept.append(line)
+            continue
+        fields = line.split(maxsplit=1)
+        dropping = len(fields) == 2 and fields[1].startswith(b"refs/replace/")
+        if not dropping:
+            kept.append(line)
+    if kept != lines:
+        _remove(path)
+        with open(path, "wb") as file:
+            file.write(b"".join(kept))
+
+
+def outside_reference(copy: str, work_tree: str, locked: str | None = None) -> str | None:
+    """What in the copy leads git outside it, if anything: the work tree, a ``.git`` file or link, a git dir's links.
+
+    Checked: the work tree's real path; every ``.git`` in the copy (a symbolic link, or a
+    ``gitdir:`` file); in every git directory, ``commondir``, ``objects/info/alternates`` and
+    every symbolic link. Each must resolve inside the copy, or inside ``locked`` (the original
+    workspace, which the verifier locks away: a linked work tree's absolute ``gitdir:`` leads
+    there, and git finds nothing it can read). Returns a sentence naming the first that does
+    not, or ``None``.
+    """
+    roots = [os.path.realpath(path) for path in (copy, locked) if path is not None]
+
+    def outside(path: str) -> bool:
+        target = os.path.realpath(path)
+        return not any(target == root or target.startswith(root + os.sep) for root in roots)
+
+    def named(base: str, text: str) -> list[str]:
+        return [
+            os.path.join(base, line.strip()) for line in text.splitlines() if line.strip() and not line.startswith("#")
+        ]
+
+    if outside(work_tree):
+        return f"the work tree leads outside the copy (to {os.path.realpath(work_tree)})"
+    for directory, dirs, files in os.walk(copy):
+        names = {*dirs, *files}
+        for name in sorted(names):
+            path = os.path.join(directory, name)
+            if name == ".git" and os.path.islink(path) and outside(path):
+                return f"{os.path.relpath(path, copy)} is a symbolic link outside the copy"
+            if name == ".git" and os.path.isfile(path) and not os.path.islink(path):
+                text = _read_text(path)
+                if text.startswith("gitdir:") and outside(os.path.join(directory, text[len("gitdir:") :].strip())):
+                    return f"{os.path.relpath(path, copy)} names a git directory outside the copy"
+        if not ({"objects", "refs"} <= names or "commondir" in names or {"HEAD", "config"} <= names):
+            continue
+        for name, base in (("commondir", ""), ("objects/info/alternates", "objects")):
+            path = os.path.join(directory, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                for target in named(os.path.join(directory, base), _read_text(path)):
+                    if outside(target):
+                        return f"{os.path.relpath(path, copy)} names {target!r}, outside the copy"
+        for below, subdirs, subfiles in os.walk(directory):
+            for name in [*subdirs, *subfiles]:
+                path = os.path.join(below, name)
+                if os.path.islink(path) and outside(path):
+                    return f"{os.path.relpath(path, copy)} is a symbolic link outside the copy"
+    return None
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.read(65536)
+    except OSError:
+        return ""
 
 
 def safe_config(path: str, env: dict[str, str]) -> list[tuple[str, str | None]]:

@@ -497,6 +497,16 @@ GITIGNORE = text(
     """
 )
 
+# The committed .gitignore alone, in a scratch repository of its own: what .git/info/exclude,
+# core.excludesFile or a .gitignore left uncommitted would ignore counts for nothing.
+COMMITTED_GITIGNORE = """
+    [ "$(git hash-object .gitignore)" = "$(git rev-parse HEAD:.gitignore)" ]
+    scratch=$(mktemp -d)
+    trap 'rm -rf "$scratch"' EXIT
+    git init -q "$scratch"
+    git show HEAD:.gitignore > "$scratch/.gitignore"
+"""
+
 task(
     "gitignore-build-artifacts",
     "easy",
@@ -542,17 +552,22 @@ task(
     [
         check(
             ".gitignore is committed and git status is clean",
+            COMMITTED_GITIGNORE,
             """
-            git cat-file -e HEAD:.gitignore
             [ "$(git symbolic-ref -q HEAD)" = refs/heads/main ]
-            [ -z "$(git status --porcelain)" ]
+            [ "$(git ls-files -v | cut -c1 | sort -u)" = H ]
+            [ -z "$(git status --porcelain --untracked-files=no)" ]
+            all=$(git ls-files --others | wc -l)
+            ignored=$(git ls-files --others | { git -C "$scratch" check-ignore --no-index --stdin || true; } | wc -l)
+            [ "$ignored" = "$all" ]
             """,
         ),
         check(
             "no tracked file matches an ignore pattern",
+            COMMITTED_GITIGNORE,
             """
-            git cat-file -e HEAD:.gitignore
             [ -z "$(git ls-files --cached --ignored --exclude-standard)" ]
+            [ -z "$(git ls-tree -r --name-only HEAD | { git -C "$scratch" check-ignore --no-index --stdin || true; })" ]
             """,
         ),
         check(
@@ -566,9 +581,11 @@ task(
         ),
         check(
             "the patterns ignore new files of each kind, and only those",
+            COMMITTED_GITIGNORE,
             """
+            cd "$scratch"
             for path in build/new/out.o dist/app-0.2.whl pkg/__pycache__/cache.bin lib/x.pyc logs/2024-02-01.log .env docs/.notes.md.swp; do
-                git check-ignore -q "$path"
+                git check-ignore -q --no-index "$path"
             done
             for path in docs/build/page.md src/build.py config/settings.example.env src/new.py logs/README.md; do
                 if git check-ignore -q --no-index "$path"; then exit 1; fi

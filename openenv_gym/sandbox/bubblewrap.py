@@ -1,7 +1,8 @@
 """The bubblewrap command line that confines the sandbox worker.
 
 The sandbox sees a read-only view of what Python needs (``/usr``, the interpreter's own prefix,
-the dynamic loader's cache), a fresh ``/proc`` and minimal ``/dev``, and a size-limited tmpfs at
+the dynamic loader's cache), a fresh ``/proc`` and minimal, read-only ``/dev`` (but a small
+``/dev/shm``, emptied after each run), and a size-limited tmpfs at
 ``/tmp`` as its only writable place (with a second one at ``/workspace`` when the sandbox keeps a
 workspace: files that outlive each run, but not the sandbox). It has its own pid, network, IPC and UTS namespaces: no
 network at all (only a loopback of its own), and no process outside it can be seen or signalled.
@@ -31,6 +32,7 @@ __all__ = [
 ]
 
 SCRATCH_DIR = "/tmp"
+DEV_SHM_SIZE = 16 * 2**20  # bytes of the tmpfs at /dev/shm
 WORKSPACE_DIR = "/workspace"
 # What the worker keeps when bubblewrap runs as root: setuid/setgid to drop each run to its own
 # uid, kill to end the run's processes, chown/dac_override/fowner to empty the scratch directory.
@@ -129,7 +131,11 @@ def bwrap_command(
             argv += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.exists(path):
             argv += ["--ro-bind", "/dev/null", path]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(int(scratch_size)), "--tmpfs", SCRATCH_DIR]
+    # /dev is a tmpfs of its own, which --remount-ro / does not reach: without root it is the
+    # sandbox's to write, and would keep what a run left there. Read-only but for /dev/shm (POSIX
+    # shared memory and semaphores, as multiprocessing uses), a small tmpfs the worker empties.
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(DEV_SHM_SIZE), "--tmpfs", "/dev/shm"]
+    argv += ["--remount-ro", "/dev", "--size", str(int(scratch_size)), "--tmpfs", SCRATCH_DIR]
     if workspace_size is not None:
         argv += ["--size", str(int(workspace_size)), "--tmpfs", WORKSPACE_DIR]
     argv += ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]

@@ -14,7 +14,6 @@ from typing import Any
 
 from openenv_gym.envs.git import GitEnvironment
 from openenv_gym.envs.git.tasks import ToolCall
-from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE
 
 __all__ = [
     "MERGE",
@@ -25,7 +24,7 @@ __all__ = [
     "WALL_TIME",
     "descendants",
     "replay",
-    "run_uid_processes",
+    "run_processes",
     "sandbox_processes",
     "sh",
 ]
@@ -215,19 +214,12 @@ def sandbox_processes(env: GitEnvironment) -> set[int]:
     return descendants(pid) if pid is not None else set()
 
 
-def run_uid_processes(env: GitEnvironment) -> set[int]:
-    """Live processes with the uid of ``env``'s current sandbox's runs (as root, SANDBOX_UID_BASE + its bubblewrap pid)."""
-    pid = env._sandbox.pid
-    if pid is None:
-        return set()
-    uid = SANDBOX_UID_BASE + pid
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                status = (entry / "status").read_text()
-            except OSError:
-                continue
-            if int(status.split("\nUid:")[1].split()[0]) == uid and "State:\tZ" not in status:
-                found.add(int(entry.name))
-    return found
+def run_processes(env: GitEnvironment, baseline: set[int]) -> set[int]:
+    """Processes of ``env``'s sandbox beyond ``baseline`` (its processes between runs): what a run left behind.
+
+    Whatever uid the runs have (their own as root, the server's otherwise), a run's process stays
+    in the sandbox's pid namespace, below its bubblewrap, even when it leaves its session.
+    """
+    if not baseline:
+        raise AssertionError("no baseline: the sandbox had no process when it was taken")
+    return sandbox_processes(env) - baseline

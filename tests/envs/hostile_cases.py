@@ -78,6 +78,11 @@ HOSTILE = {
         f"[... output truncated: {100 * 1024 * 1024 - OUTPUT_LIMIT} more bytes]",
         0,
     ),
+    "write to /dev": Case(
+        "try:\n    open('/dev/x', 'w').write('kept?')\nexcept OSError as e:\n    print('refused', e.errno in (13, 30))",
+        "refused True",
+        0,
+    ),
     "read /etc/shadow": Case("print(open('/etc/shadow').read())", "FileNotFoundError", 1),
     "read the project's files": Case(
         f"print(open({str(REPO_ROOT / 'pyproject.toml')!r}).read())", "FileNotFoundError", 1

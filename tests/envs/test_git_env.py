@@ -34,7 +34,7 @@ from tests.envs.git_cases import (
     TASKS_BY_ID,
     WALL_TIME,
     replay,
-    run_uid_processes,
+    run_processes,
     sandbox_processes,
 )
 from tests.utils import REPO_ROOT, UNIT, pid_alive, running_server, sandbox_pids, wait_until
@@ -502,5 +502,24 @@ def test_no_run_process_outlives_its_call(served, client):
     """Background, nohup'd and setsid'd processes of a command are killed when the call returns."""
     client.reset(options={"task_id": TAG})
     env = served[1].envs[-1]
+    baseline = sandbox_processes(env)
     run(client, "(sleep 60 &) ; nohup sleep 60 > /dev/null 2>&1 & setsid sleep 60 > /dev/null 2>&1 < /dev/null &")
-    assert wait_until(lambda: not run_uid_processes(env), 2 * UNIT), run_uid_processes(env)
+    assert wait_until(lambda: not run_processes(env, baseline), 2 * UNIT), run_processes(env, baseline)
+
+
+def test_a_verifier_that_raises_reports_its_error_in_every_check():
+    """The verifier's exception (not only the run's empty stderr) is in each failed check's output."""
+    from openenv_gym.envs.git.environment import _outcomes
+    from openenv_gym.sandbox import RunResult
+
+    result = RunResult(
+        exit_code=0,
+        stdout="",
+        stderr="",
+        results=[{"error": "PermissionError: [Errno 13] Permission denied: 'hooks'", "exception": []}],
+        timed_out=False,
+        duration=0.1,
+    )
+    outcomes = _outcomes(result, 2)
+    assert [outcome["passed"] for outcome in outcomes] == [False, False]
+    assert all("PermissionError: [Errno 13] Permission denied: 'hooks'" in outcome["output"] for outcome in outcomes)

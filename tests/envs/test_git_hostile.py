@@ -4,9 +4,11 @@ One server (a short wall-clock limit), one session. Each command case runs in a 
 a small task and checks the output's clear error, that nothing was written on the host, that no
 process of the run is left and the sandbox is the same one (no worker was replaced), and then
 that the same episode still solves its task. The verifier cases plant, as the agent's last act,
-config, hooks, includes, replace refs and a fake ``git`` that would run code (or fake a check)
-when git runs in the repository; the checks then run git every way that would trigger them, and
-one check asserts none of it ran.
+config (``core.useReplaceRefs``, config hooks, tar filters among it), hooks, includes, replace
+refs and a fake ``git`` that would run code (or fake a check) when git runs in the repository;
+the checks then run git every way that would trigger them, and one check asserts none of it ran.
+A repository that leads git outside the verifier's copy (a ``.git`` file, alternates, the work
+tree a link) fails every check.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from openenv_gym.client import EnvClient
 from openenv_gym.envs.git import GitEnvironment
 from openenv_gym.envs.git.tasks import BUILTIN_TASKS
 from openenv_gym.protocol import ObservationFrame
-from tests.envs.git_cases import TAG, TASKS, TASKS_BY_ID, WALL_TIME, replay, run_uid_processes, sandbox_processes
+from tests.envs.git_cases import TAG, TASKS, TASKS_BY_ID, WALL_TIME, replay, run_processes, sandbox_processes
 from tests.envs.hostile_cases import MARKER, OUTPUT_LIMIT, SERVER_PORT, SERVICE_PORT, run_case
 from tests.utils import REPO_ROOT, UNIT, running_server, wait_until
 
@@ -67,6 +69,7 @@ HOSTILE = {
         "Read-only file system",
         1,
     ),
+    "write to /dev": Case("{ echo x > /dev/x; } 2> /dev/null || echo refused; ls /dev/x 2>&1 || true", "refused", 0),
     "signal the sandbox's init": Case("kill -9 1", "kill: (1) - Operation not permitted", 1),
     "fork bomb": Case(":(){ :|:& };:", "fork: retry: Resource temporarily unavailable", None),
     "a 1 GB file": Case(
@@ -160,7 +163,7 @@ def test_hostile_commands_are_contained_and_the_episode_goes_on(served, name):
     assert len(output["stdout"]) <= OUTPUT_LIMIT + 256 and len(output["stderr"]) <= OUTPUT_LIMIT + 256
     assert (frame.reward, frame.done, frame.truncated) == (None, False, False)
     assert_nothing_on_the_host()
-    assert wait_until(lambda: not run_uid_processes(served.env), 2 * UNIT), "a process of the run outlived it"
+    assert wait_until(lambda: not run_processes(served.env, sandbox), 2 * UNIT), "a process of the run outlived it"
     assert sandbox_processes(served.env) == sandbox, "the sandbox was replaced"
     assert_solves_the_task(served)
 
@@ -190,7 +193,9 @@ def test_a_workspace_filled_up_still_submits_with_a_score(served):
     full = run(served, "for i in 1 2 3 4 5 6; do head -c 15M /dev/zero > fill$i || break; done; df -k . | tail -1")
     assert full["stdout"].split()[4] == "100%"
     submitted = call(served, "submit")
-    assert submitted.done and submitted.reward in (0.0, 1 / 3, 2 / 3, 1.0)
+    # The tag is in the copy whatever else is cut short, and the copy's note is kept with each check's output.
+    assert submitted.done and submitted.metadata["checks"] == [True, True, True], submitted.metadata
+    assert submitted.reward == 1.0
     served.client.reset(options={"task_id": TAG})  # a fresh workspace
     assert run(served, "df -k . | tail -1")["stdout"].split()[4] != "100%"
     assert_solves_the_task(served)
@@ -229,6 +234,7 @@ CANARY = {
                 git fetch -q origin > /dev/null 2>&1 || true
                 git fetch -q local > /dev/null 2>&1 || true
                 git st > /dev/null 2>&1 || true
+                git archive --format=tar.gz HEAD > /dev/null
                 git commit -q --allow-empty -m probe
                 [ -z "$(find .. -name 'ran-*' -print)" ]
             """),
@@ -258,6 +264,12 @@ def plant(marker: Path) -> str:
             f'\tpager = "{touch("pager")}; cat"',
             f'\teditor = "{touch("editor")}"',
             "\thooksPath = .githooks",
+            "\tuseReplaceRefs = true",  # before git 2.43, this wins over GIT_NO_REPLACE_OBJECTS
+            '[hook "canary"]',  # a config-defined hook (git 2.36 and later)
+            f'\tcommand = "{touch("confighook")}"',
+            "\tevent = pre-commit",
+            '[tar "tar.gz"]',
+            f'\tcommand = "{touch("tar")}; cat"',
             "[diff]",
             f'\texternal = "{touch("external")}"',
             '[diff "canary"]',
@@ -321,7 +333,7 @@ def test_repository_tricks_run_in_the_agent_s_own_commands_inside_the_sandbox_on
 
 
 def test_the_verifier_runs_none_of_the_tricks_and_computes_the_score(served):
-    """fsmonitor, filters, diff drivers, hooks, aliases, ssh, includes never run; the replace ref fakes nothing."""
+    """fsmonitor, filters, diff drivers, hooks, aliases, ssh, includes, tar filters never run; the replace ref fakes nothing."""
     served.client.reset(options={"task_id": "canary"})
     assert run(served, plant(REPO_ROOT / MARKER))["stdout"].endswith("planted\n")
     submitted = call(served, "submit")
@@ -333,8 +345,32 @@ def test_the_verifier_runs_none_of_the_tricks_and_computes_the_score(served):
 def test_the_verifier_checks_a_copy_the_agent_cannot_reach(served):
     """A run's leftover processes are gone before the verifier starts, so none can change the repository under it."""
     served.client.reset(options={"task_id": "canary"})
-    # A daemon that would make the check pass a moment after the submit, if it could outlive its call.
-    run(served, "setsid sh -c 'sleep 1; git commit -q --amend -m Done' > /dev/null 2>&1 < /dev/null & echo started")
-    assert wait_until(lambda: not run_uid_processes(served.env), 2 * UNIT)
+    baseline = sandbox_processes(served.env)
+    # A daemon that would make the check pass at any moment after the submit, if it could outlive its call.
+    run(
+        served,
+        "setsid sh -c 'while :; do git commit -q --amend -m Done; sleep 0.05; done' > /dev/null 2>&1 < /dev/null &"
+        " echo started",
+    )
+    assert wait_until(lambda: not run_processes(served.env, baseline), 2 * UNIT)
     submitted = call(served, "submit")
     assert submitted.metadata["checks"][1] is False  # the last commit says Done
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mkdir -p sub && printf 'gitdir: /dev/shm/x\\n' > sub/.git",
+        "mkdir -p sub && printf 'gitdir: /tmp/elsewhere\\n' > sub/.git",
+        "echo /tmp/objects > .git/objects/info/alternates",
+        "cd .. && mv repo kept && ln -s /dev/shm repo",
+    ],
+)
+def test_the_verifier_fails_closed_when_the_copy_leads_git_outside_it(served, command):
+    """A .git file, alternates or a work tree that leads outside the copy: no check runs, each fails with a clear note."""
+    served.client.reset(options={"task_id": TAG})
+    run(served, "git tag -a v1.0 -m 'Release 1.0'")
+    assert run(served, command)["exit_code"] == 0
+    submitted = call(served, "submit")
+    assert submitted.done and submitted.reward == 0.0 and submitted.metadata["checks"] == [False] * 3
+    assert all("outside the copy" in output for output in submitted.metadata["check_output"]), submitted.metadata

@@ -14,12 +14,16 @@ from pathlib import Path
 
 import pytest
 
+from openenv_gym.envs.git import sandbox_program
 from openenv_gym.envs.git.sandbox_program import (
+    CHECK_OUTPUT_LIMIT,
     config_text,
     hardened_env,
     inert_git_dirs,
+    outside_reference,
     safe_config,
     unsafe_config_key,
+    with_note,
 )
 
 
@@ -69,6 +73,11 @@ def env(tmp_path: Path) -> dict[str, str]:
         "protocol.allow",
         "sequence.editor",
         "trailer.sign.cmd",
+        "core.useReplaceRefs",
+        "hook.lint.command",
+        "hook.lint.event",
+        "tar.tgz.command",
+        "imap.tunnel",
     ],
 )
 def test_keys_that_name_a_program_are_unsafe(key):
@@ -211,3 +220,178 @@ def test_the_hardened_env_turns_off_what_repository_config_could_run(tmp_path, e
     assert not list(work.glob("*-ran"))
     assert env["GIT_CONFIG_GLOBAL"] == env["GIT_CONFIG_SYSTEM"] == os.devnull and env["GIT_NO_REPLACE_OBJECTS"] == "1"
     assert env["GIT_ALLOW_PROTOCOL"] == "file" and env["GIT_CEILING_DIRECTORIES"] == str(tmp_path)
+
+
+def commit(work: Path, env: dict[str, str], name: str) -> None:
+    (work / name).write_text(name)
+    git("add", name, cwd=work, env=env)
+    git("commit", "-q", "-m", name, cwd=work, env=env)
+
+
+def test_replace_refs_fool_no_check_even_with_core_use_replace_refs(tmp_path, env):
+    """A replace ref with core.useReplaceRefs=true (which wins over GIT_NO_REPLACE_OBJECTS before git 2.43): not honoured."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    git("init", "-q", "-b", "main", cwd=work, env=env)
+    commit(work, env, "a")
+    fake = git("commit-tree", "HEAD^{tree}", "-m", "Done", cwd=work, env=env).strip()
+    git("replace", "HEAD", fake, cwd=work, env={**env, "GIT_NO_REPLACE_OBJECTS": ""})
+    git("config", "core.useReplaceRefs", "true", cwd=work, env=env)
+    assert git("log", "-1", "--format=%s", cwd=work, env=env) == "a\n"  # the override alone, config untouched
+    git("pack-refs", "--all", cwd=work, env=env)
+    assert "refs/replace/" in (work / ".git" / "packed-refs").read_text()
+    inert_git_dirs(str(work), env)
+    assert "usereplacerefs" not in (work / ".git" / "config").read_text().lower()
+    assert "refs/replace/" not in (work / ".git" / "packed-refs").read_text()
+    assert "refs/heads/main" in (work / ".git" / "packed-refs").read_text()
+    assert (
+        git("log", "-1", "--format=%s", cwd=work, env={**env, "GIT_NO_REPLACE_OBJECTS": "", "GIT_CONFIG_COUNT": "0"})
+        == "a\n"
+    )
+
+
+def test_inert_git_dirs_removes_what_hides_history_or_files(tmp_path, env):
+    """refs/replace, the shallow file go; info/exclude is emptied, so only .gitignore files ignore anything."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    git("init", "-q", "-b", "main", cwd=work, env=env)
+    commit(work, env, "a")
+    commit(work, env, "b")
+    dot_git = work / ".git"
+    head, parent = git("rev-parse", "HEAD", "HEAD~1", cwd=work, env=env).split()
+    (dot_git / "shallow").write_text(head + "\n")
+    (dot_git / "refs" / "replace").mkdir()
+    (dot_git / "refs" / "replace" / head).write_text(parent + "\n")
+    (dot_git / "info" / "exclude").write_text("secret.txt\n")
+    (work / "secret.txt").write_text("x")
+    assert git("rev-list", "--count", "HEAD", cwd=work, env=env) == "1\n"  # the shallow file hides a commit
+    inert_git_dirs(str(work), env)
+    assert not (dot_git / "shallow").exists() and not (dot_git / "refs" / "replace").exists()
+    assert (dot_git / "info" / "exclude").read_text() == ""
+    assert git("rev-list", "--count", "HEAD", cwd=work, env=env) == "2\n"
+    assert git("status", "--porcelain", cwd=work, env=env) == "?? secret.txt\n"
+
+
+def test_the_hardened_env_ignores_only_what_gitignore_files_say(tmp_path, env):
+    """core.excludesFile and status.showUntrackedFiles=no in the repository's config hide no untracked file."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    git("init", "-q", "-b", "main", cwd=work, env=env)
+    commit(work, env, "a")
+    (tmp_path / "ignore").write_text("*.log\n")
+    git("config", "core.excludesFile", str(tmp_path / "ignore"), cwd=work, env=env)
+    (work / "x.log").write_text("x")
+    (work / "y").write_text("y")
+    assert git("status", "--porcelain", cwd=work, env=env) == "?? x.log\n?? y\n"
+    git("config", "status.showUntrackedFiles", "no", cwd=work, env=env)
+    assert git("status", "--porcelain", cwd=work, env=env) == "?? x.log\n?? y\n"
+    assert [
+        env[f"GIT_CONFIG_VALUE_{i}"]
+        for i in range(int(env["GIT_CONFIG_COUNT"]))
+        if env[f"GIT_CONFIG_KEY_{i}"] in ("core.untrackedCache", "core.ignoreStat", "core.useReplaceRefs")
+    ] == ["false", "false", "false"]
+
+
+def test_skip_worktree_and_assume_unchanged_bits_are_cleared(tmp_path, env):
+    """A file changed behind an assume-unchanged or skip-worktree bit shows as changed once the verifier clears the bits."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    git("init", "-q", "-b", "main", cwd=work, env=env)
+    commit(work, env, "a")
+    commit(work, env, "b")
+    git("update-index", "--assume-unchanged", "a", cwd=work, env=env)
+    git("update-index", "--skip-worktree", "b", cwd=work, env=env)
+    (work / "a").write_text("changed")
+    (work / "b").unlink()
+    assert git("status", "--porcelain", cwd=work, env=env) == ""
+    sandbox_program._clear_index_bits(str(work), env)
+    assert git("status", "--porcelain", cwd=work, env=env) == " M a\n D b\n"
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        "gitfile to /dev",
+        "gitfile to /tmp",
+        "symlinked .git",
+        "commondir",
+        "alternates",
+        "symlink in the git dir",
+        "symlinked work tree",
+    ],
+)
+def test_anything_leading_git_outside_the_copy_is_found(tmp_path, env, plant):
+    """A .git file or link, commondir, alternates, a link in a git dir or the work tree itself leading outside."""
+    copy = tmp_path / "copy"
+    work = copy / "repo"
+    work.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=work, env=env)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (copy / "sub").mkdir()
+    tree = work
+    assert outside_reference(str(copy), str(work)) is None
+    if plant == "gitfile to /dev":
+        (copy / "sub" / ".git").write_text("gitdir: /dev/shm/x\n")
+    elif plant == "gitfile to /tmp":
+        (copy / "sub" / ".git").write_text(f"gitdir: {elsewhere}\n")
+    elif plant == "symlinked .git":
+        (copy / "sub" / ".git").symlink_to(elsewhere)
+    elif plant == "commondir":
+        (copy / "sub" / ".git").mkdir()
+        (copy / "sub" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+        (copy / "sub" / ".git" / "commondir").write_text("../../../elsewhere\n")
+    elif plant == "alternates":
+        (work / ".git" / "objects" / "info" / "alternates").write_text(f"{elsewhere}\n")
+    elif plant == "symlink in the git dir":
+        (work / ".git" / "refs" / "heads" / "main").symlink_to(elsewhere / "main")
+    else:
+        (copy / "linked").symlink_to(elsewhere)
+        tree = copy / "linked"
+    if plant != "symlinked work tree":
+        (copy / "fine").mkdir()  # a submodule-like gitfile inside the copy is fine
+        (copy / "fine" / ".git").write_text("gitdir: ../repo/.git\n")
+    found = outside_reference(str(copy), str(tree))
+    assert found is not None and "outside the copy" in found, found
+
+
+def test_a_repository_inside_the_copy_is_fine(tmp_path, env):
+    """Relative gitfiles, alternates and links that stay inside the copy, and the locked workspace's paths: no escape."""
+    copy = tmp_path / "copy"
+    work = copy / "repo"
+    work.mkdir(parents=True)
+    git("init", "-q", "-b", "main", cwd=work, env=env)
+    git("init", "-q", "--bare", str(copy / "other.git"), cwd=tmp_path, env=env)
+    (work / ".git" / "objects" / "info" / "alternates").write_text("../../../other.git/objects\n")
+    (copy / "sub").mkdir()
+    (copy / "sub" / ".git").write_text("gitdir: ../repo/.git\n")
+    (copy / "wt").mkdir()
+    (copy / "wt" / ".git").write_text(f"gitdir: {tmp_path / 'workspace' / 'repo' / '.git' / 'worktrees' / 'wt'}\n")
+    (work / "link").symlink_to("/usr/bin")  # a link of the work tree, not of a git dir
+    assert outside_reference(str(copy), str(work), str(tmp_path / "workspace")) is None
+
+
+def test_the_verifier_s_note_survives_long_output():
+    """An incomplete copy's note stays whole at the end, however long the check's output."""
+    note = "[verifier] the copy of the repository is incomplete: x\n"
+    kept = with_note("y" * 10_000, note)
+    assert kept.endswith(note) and len(kept) == CHECK_OUTPUT_LIMIT
+    assert with_note("short", "") == "short" and with_note("z" * 3000, "") == "z" * CHECK_OUTPUT_LIMIT
+
+
+def test_a_timed_out_check_whose_daemon_holds_the_pipe_returns(tmp_path, env):
+    """A check that leaves a process of its own session holding its output: the verifier gives up on the pipe soon."""
+    import signal
+    import time
+
+    pid_file = tmp_path / "pid"
+    start = time.monotonic()
+    try:
+        passed, output = sandbox_program._run_check(
+            f"setsid sleep 30 & echo $! > {pid_file}; sleep 30", str(tmp_path), env, 0.5
+        )
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    assert time.monotonic() - start < 10
+    assert not passed and "the check took more than 0.5 s" in output

@@ -226,8 +226,24 @@ OTHER_VALID_WAYS = {
     "extract-subdirectory-history": [_run("git subtree split -q --prefix=lib -b lib-only")],
 }
 
-# Tempting ways to cut a corner: each must score below 1.
+_IGNORED = "/build/\\n/dist/\\n__pycache__/\\n*.pyc\\n/logs/*.log\\n/.env\\n*.swp\\n"
+_EMPTY_GITIGNORE = ": > .gitignore && git add .gitignore && git commit -q -m ignore"
+
+# Tempting ways to cut a corner: each must score below 1 (a key's task is the part before any "/").
 CORNERS_CUT = {
+    # An empty .gitignore committed, the patterns where git reads them but the repository does not keep them.
+    "gitignore-build-artifacts/info-exclude": [_run(f"{_EMPTY_GITIGNORE} && printf '{_IGNORED}' >> .git/info/exclude")],
+    "gitignore-build-artifacts/excludes-file": [
+        _run(f"{_EMPTY_GITIGNORE} && printf '{_IGNORED}' > .git/ignored && git config core.excludesFile .git/ignored")
+    ],
+    "gitignore-build-artifacts/untracked-hidden": [
+        _run(f"{_EMPTY_GITIGNORE} && git config status.showUntrackedFiles no")
+    ],
+    "gitignore-build-artifacts/uncommitted": [
+        _run(
+            f"{_EMPTY_GITIGNORE} && printf '{_IGNORED}' > .gitignore && git update-index --assume-unchanged .gitignore"
+        )
+    ],
     # Deleting the untracked files instead of ignoring them.
     "gitignore-build-artifacts": [
         _run("printf '/build/\\n' > .gitignore && git add .gitignore && git commit -q -m ignore && git clean -fdq -x"),
@@ -267,7 +283,7 @@ def test_other_valid_ways_score_1(task_id):
 
 @pytest.mark.parametrize("task_id", sorted(CORNERS_CUT))
 def test_cutting_corners_scores_below_1(task_id):
-    result = run_task(BY_ID[task_id], CORNERS_CUT[task_id])
+    result = run_task(BY_ID[task_id.split("/")[0]], CORNERS_CUT[task_id])
     assert result.score < 1.0, result.outputs
 
 

@@ -21,6 +21,8 @@ from openenv_gym.envs.git import GitEnvironment, load_tasks
 from openenv_gym.envs.git.tasks import GitTask, ToolCall
 from openenv_gym.server.tools import ToolResult
 from tests.envs.git_cases import TASKS_BY_ID
+from tests.envs.git_task_runner import run_task
+from tests.envs.test_git_task_data import CORNERS_CUT
 from tests.hf_cache import seed_hf_cache
 from tests.utils import REPO_ROOT
 
@@ -124,3 +126,17 @@ def test_a_bad_task_file_names_the_line_and_the_field(tmp_path, change, message)
     path.write_text(json.dumps({**TASKS_BY_ID["tag-the-release"], **change}) + "\n")
     with pytest.raises(ValueError, match=re.escape(message)):
         load_tasks(path)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["solution", "near_miss", *sorted(key for key in CORNERS_CUT if key.startswith("gitignore-build-artifacts"))],
+)
+def test_the_gitignore_task_scores_the_same_in_the_env_as_in_the_local_runner(env, case):
+    """The committed .gitignore is judged alone: info/exclude, core.excludesFile, hidden untracked files count for nothing."""
+    task = next(task for task in TASKS if task.task_id == "gitignore-build-artifacts")
+    calls = getattr(task, case) if case in ("solution", "near_miss") else CORNERS_CUT[case]
+    local = run_task(task.model_dump(), [ToolCall.model_validate(item).model_dump() for item in calls]).score
+    submitted, _ = episode(env, task, [ToolCall.model_validate(item) for item in calls])
+    assert submitted.reward == local, failed_checks(task, submitted)
+    assert local == 1.0 if case == "solution" else local < 1.0

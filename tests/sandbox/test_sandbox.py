@@ -457,3 +457,31 @@ def test_message_framing_round_trips_and_refuses_forged_lengths():
     forged = io.BytesIO(struct.pack(">I", worker.MAX_MESSAGE_BYTES + 1) + b"{}")
     with pytest.raises(ValueError, match="exceeds"):
         worker.read_message(forged.read)
+
+
+@pytest.mark.parametrize("privileged", [False, True])
+def test_dev_is_read_only_but_dev_shm(tmp_path, privileged):
+    """/dev is a tmpfs of its own (out of --remount-ro /'s reach): read-only all the same, but /dev/shm.
+
+    Without root, bubblewrap's /dev belongs to the sandbox's user: the unprivileged command line
+    (run here as root, in a user namespace) must not leave it writable.
+    """
+    from openenv_gym.sandbox.bubblewrap import bwrap_command, find_bwrap
+
+    bwrap = find_bwrap()
+    if bwrap is None:
+        pytest.skip("no bubblewrap")
+    if privileged and os.geteuid() != 0:
+        pytest.skip("the privileged command line needs root")
+    code = (
+        "import os\nfor path in ('/dev/x', '/dev/shm/y'):\n    try:\n        open(path, 'w').write('x')\n"
+        "        print(path, 'written')\n    except OSError as exc:\n        print(path, exc.errno)\n"
+    )
+    argv = bwrap_command(
+        bwrap, os.path.realpath(sys.executable), ["-S", "-c", code], scratch_size=2**20, privileged=privileged
+    )
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"/dev/x {errno.EROFS}", done.stdout
+    assert lines[1] == "/dev/shm/y written", done.stdout
