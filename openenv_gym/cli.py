@@ -413,7 +413,7 @@ def _build(args: argparse.Namespace) -> int:
 
     client = _docker_client()
     directory = Path(args.env)
-    if os.sep in args.env or args.env.startswith("."):  # a path, not a name of envs/
+    if os.sep in args.env or args.env.startswith(".") or (directory / "openenv.yaml").is_file():  # not envs/'s
         image = docker_images.build_directory_image(client, directory.resolve(), base=args.base)
         print(image)
         return 0
