@@ -118,12 +118,25 @@ _plausible = st.one_of(
 )
 
 
+_FIELDS = {
+    "Box": ["shape", "dtype", "low", "high"],
+    "Discrete": ["n", "start", "dtype"],
+    "MultiDiscrete": ["nvec", "start", "dtype"],
+    "MultiBinary": ["n"],
+    "Text": ["max_length", "min_length", "charset"],
+}
+
+
 @st.composite
 def space_descriptions(draw: st.DrawFn, depth: int = 0) -> Any:
     """A description with a known type and random fields (plausible ones mostly), some nested."""
     keys = ["n", "start", "dtype", "shape", "low", "high", "nvec", "max_length", "min_length", "charset"]
-    description: dict[str, Any] = {"type": draw(st.one_of(st.sampled_from(_KINDS), json_values()))}
-    for key in draw(st.lists(st.sampled_from(keys), unique=True)):
+    kind = draw(st.one_of(st.sampled_from(_KINDS), json_values()))
+    description: dict[str, Any] = {"type": kind}
+    for key in _FIELDS.get(kind, []) if isinstance(kind, str) else []:  # its own fields, mostly
+        if draw(st.integers(min_value=0, max_value=9)):
+            description[key] = draw(_plausible)
+    for key in draw(st.lists(st.sampled_from(keys), unique=True, max_size=3)):
         description[key] = draw(_plausible)
     if depth < 2 and draw(st.booleans()):
         children = st.lists(space_descriptions(depth + 1), max_size=2)
