@@ -342,7 +342,7 @@ def _loads(text: str, arrays: Any, json_code: ErrorCode = ErrorCode.VALIDATION_E
         if isinstance(exc, json.JSONDecodeError) and json_code is ErrorCode.INVALID_JSON:
             raise ProtocolError(json_code.value, f"Invalid JSON: {exc}") from exc
         raise invalid(f"malformed binary message: {exc}") from exc
-    except (KeyError, TypeError, RecursionError) as exc:
+    except (KeyError, TypeError, OverflowError, RecursionError) as exc:  # OverflowError: -1 as uint8 data
         raise invalid(f"malformed binary message: {type(exc).__name__}: {exc}") from exc
 
 

@@ -121,7 +121,13 @@ def valid_timeout(timeout_s: Any) -> bool:
     """Whether a call's ``timeout_s`` is absent or a positive, finite number of seconds."""
     if timeout_s is None:
         return True
-    return not isinstance(timeout_s, bool) and isinstance(timeout_s, (int, float)) and 0 < timeout_s < math.inf
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
+        return False
+    try:
+        seconds = float(timeout_s)
+    except OverflowError:  # an integer past float's range (JSON's are unbounded)
+        return False
+    return 0 < seconds < math.inf
 
 
 def call_tool_action(name: str, arguments: Mapping[str, Any], timeout_s: float | None = None) -> dict[str, Any]:

@@ -204,7 +204,10 @@ def space_from_json(data: dict[str, Any]) -> spaces.Space[Any]:
         return build(data)
     except SpaceCodecError:
         raise
-    except (TypeError, ValueError, AssertionError) as exc:
+    except RecursionError:  # hostile nesting of Dict/Tuple: its repr would recurse as deep
+        raise SpaceCodecError("a space description nested too deeply") from None
+    # OverflowError: a number past int64 (n=10**30); MemoryError: a Box too big to allocate.
+    except (TypeError, ValueError, AssertionError, OverflowError, MemoryError) as exc:
         raise SpaceCodecError(f"invalid {kind} space description {data!r}: {exc}") from exc
 
 
@@ -259,8 +262,9 @@ def decode(space: spaces.Space[Any], data: Any) -> Any:
 @decode.register(spaces.MultiBinary)
 def _(space: spaces.Space[Any], data: Any) -> Any:
     try:
-        array = np.asarray(data, dtype=space.dtype)
-    except (TypeError, ValueError, OverflowError) as exc:
+        with np.errstate(over="raise"):  # 65520 for float16 would be inf, and a warning
+            array = np.asarray(data, dtype=space.dtype)
+    except (TypeError, ValueError, OverflowError, FloatingPointError) as exc:
         raise SpaceCodecError(f"expected {space.dtype} numbers of shape {space.shape}, got {data!r:.200}") from exc
     if array.shape != space.shape:
         raise SpaceCodecError(f"expected an array of shape {space.shape}, got shape {array.shape}")
@@ -425,7 +429,9 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [jsonable(item) for item in value]
     if isinstance(value, (np.ndarray, np.generic)):
-        return value.tolist()
+        items = value.tolist()
+        # Numbers, booleans and strings are JSON as they are; complex, object or datetime items are not.
+        return items if value.dtype.kind in "biufU" else jsonable(items)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return repr(value)

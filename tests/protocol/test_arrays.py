@@ -128,3 +128,16 @@ def test_malformed_json_form_is_a_protocol_error():
 def test_values_json_cannot_carry_are_refused():
     with pytest.raises(TypeError):
         arrays.pack({"x": object()})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"$array":{"dtype":"u1","shape":[],"data":-1}}',
+        '{"$array":{"dtype":"i1","shape":[1],"data":[300]}}',
+    ],
+)
+def test_inline_data_out_of_its_dtypes_range_is_a_protocol_error(text: str) -> None:
+    """Found by tests/fuzz: numpy's OverflowError escaped from_json."""
+    with pytest.raises(ProtocolError, match="malformed"):
+        arrays.from_json(text)

@@ -63,6 +63,8 @@ def test_other_step_data_is_no_tool_action() -> None:
         ({"type": "call_tool", "tool_name": "x", "timeout_s": 0}, "timeout_s must be a positive"),
         ({"type": "call_tool", "tool_name": "x", "timeout_s": True}, "timeout_s must be a positive"),
         ({"type": "call_tool", "tool_name": "x", "timeout_s": "5"}, "timeout_s must be a positive"),
+        # Found by tests/fuzz: an integer past float's range raised OverflowError.
+        ({"type": "call_tool", "tool_name": "x", "timeout_s": 10**400}, "timeout_s must be a positive"),
     ],
 )
 def test_malformed_tool_actions_are_validation_errors(data: dict, message: str) -> None:
@@ -215,3 +217,12 @@ def test_jsonrpc_results_carry_both_spellings() -> None:
     assert result["isError"] is result["is_error"] is False
     failed = jsonrpc.error_result("boom")
     assert failed["isError"] is True and failed["content"][0]["text"] == "boom"
+
+
+def test_a_jsonrpc_timeout_past_floats_range_is_invalid_params() -> None:
+    """Found by tests/fuzz: float(10**400) raised OverflowError out of parse_request."""
+    from openenv_gym.protocol.jsonrpc import JsonRpcCode, JsonRpcError, parse_request
+
+    params = {"name": "x", "timeout_s": 10**400}
+    _, parsed = parse_request({"jsonrpc": "2.0", "method": "tools/call", "id": 1, "params": params})
+    assert isinstance(parsed, JsonRpcError) and parsed.code is JsonRpcCode.INVALID_PARAMS

@@ -461,3 +461,41 @@ def test_jsonable_unknown_objects_become_repr() -> None:
             return "<Thing>"
 
     assert jsonable({"t": Thing(), "s": {1}}) == {"t": "<Thing>", "s": "{1}"}
+
+
+# Found by tests/fuzz (each raised something other than SpaceCodecError, or gave non-JSON) ------
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"type": "Discrete", "n": 10**30},
+        {"type": "Discrete", "n": 2, "start": 10**30},
+        {"type": "MultiDiscrete", "nvec": [10**30]},
+        {"type": "Box", "shape": [2], "low": 10**30, "high": 1, "dtype": "int8"},
+        {"type": "Box", "shape": [10**6, 10**6], "low": 0, "high": 1},  # 3.6 TiB: MemoryError
+    ],
+)
+def test_space_from_json_numbers_past_int64_or_memory_are_codec_errors(data: dict[str, Any]) -> None:
+    with pytest.raises(SpaceCodecError, match="invalid"):
+        space_from_json(data)
+
+
+def test_space_from_json_hostile_nesting_is_a_codec_error() -> None:
+    description: dict[str, Any] = {"type": "Discrete", "n": 2}
+    for _ in range(5000):
+        description = {"type": "Tuple", "spaces": [description]}
+    with pytest.raises(SpaceCodecError, match="nested too deeply"):
+        space_from_json(description)
+
+
+def test_decoding_a_number_past_the_float_dtypes_range_is_a_codec_error() -> None:
+    """65520 overflowed float16 to inf, with a RuntimeWarning."""
+    with pytest.raises(SpaceCodecError, match="float16"):
+        decode(spaces.Box(0, 1, (), np.float16), 65520)
+
+
+def test_jsonable_complex_and_object_items_become_json() -> None:
+    value = jsonable({"c": np.complex64(1j), "o": np.array([object, 1], dtype=object)})
+    json.dumps(value)
+    assert value == {"c": "1j", "o": [repr(object), 1]}
