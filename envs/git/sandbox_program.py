@@ -244,7 +244,7 @@ def verify(
 
 
 def with_note(output: str, note: str) -> str:
-    """A check's output cut to its end, then the verifier's note (if any) in full: at most CHECK_OUTPUT_LIMIT characters.
+    r"""A check's output cut to its end, then the verifier's note (if any) in full: at most CHECK_OUTPUT_LIMIT characters.
 
     Example:
         >>> with_note("x" * 5000, "[verifier] the copy is incomplete\n")[-34:]
