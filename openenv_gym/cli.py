@@ -18,6 +18,7 @@ from .errors import OpenEnvGymError
 from .protocol.pickled import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET
 from .protocol.urls import is_loopback_host
 from .server.env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES
+from .server.exposure import exposure_problem
 
 __all__ = ["main"]
 
@@ -93,7 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="VAR",
         help="require the token held by environment variable VAR (Authorization: Bearer) on every "
-        "request but /health; use it when binding beyond loopback",
+        "request but /health; needed when binding beyond loopback, unless --insecure",
+    )
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="bind beyond loopback without a token (with a warning): anyone who reaches the port can run "
+        "the env; only for networks that admit trusted peers alone",
     )
     serve.add_argument(
         ACCEPT_FLAG,
@@ -463,10 +470,14 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from .hub import push, push_plan
+    from .hub import SPACE_TOKEN_SECRET, push, push_plan
 
     if not args.dry_run:
         print(push(args.env_dir, args.repo_id, private=args.private))
+        print(
+            f"the Space's server requires a token: set the Space's secret {SPACE_TOKEN_SECRET} (clients pass token=)",
+            file=sys.stderr,
+        )
         return 0
     plan = push_plan(args.env_dir, args.repo_id)
     visibility = "private" if args.private else "public"
@@ -538,12 +549,12 @@ def _serve(args: argparse.Namespace) -> int:
         # Taken out of the environment, so nothing the env starts (agent code, a subprocess) inherits it.
         token = os.environ.pop(args.token_env, None)
         if not token:
-            print(f"openenv-gym serve: --token-env {args.token_env}: that variable is not set", file=sys.stderr)
+            print(
+                f"openenv-gym serve: --token-env {args.token_env}: that variable is not set; set it to the token "
+                f"clients will present (in a container: docker run -e {args.token_env}=...)",
+                file=sys.stderr,
+            )
             return 2
-    elif not is_loopback_host(args.host) and args.unix_socket is None:
-        logging.getLogger("openenv_gym").warning(
-            "serving on %s without a token: anyone who reaches it can run the env (see --token-env)", args.host
-        )
     # As `python -m openenv_gym serve` (and uvicorn) do: a module:attr of the current directory imports.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -575,6 +586,7 @@ def _serve(args: argparse.Namespace) -> int:
             target=args.target,
             accept_pickled_factories=args.accept_pickled_factories,
             web=args.web,
+            insecure=args.insecure,
         )
     except OSError as exc:
         where = args.unix_socket or f"{args.host}:{args.port}"
@@ -587,6 +599,11 @@ def _serve_target_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with ``serve``'s TARGET, pickle and web options together, if anything."""
     if args.web and args.token_env is None and args.unix_socket is None and not is_loopback_host(args.host):
         return f"--web on {args.host} needs --token-env VAR: any page a browser visits could reach the server otherwise"
+    exposed = exposure_problem(
+        None if args.unix_socket is not None else args.host, args.token_env is not None, args.insecure, cli=True
+    )
+    if exposed is not None:
+        return exposed
     if args.accept_pickled_factories and args.token_env is None:
         return (
             f"{ACCEPT_FLAG} needs --token-env VAR: unpickling runs whatever code a client sends, so only "

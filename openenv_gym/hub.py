@@ -33,6 +33,7 @@ from .manifest import Manifest, load_manifest
 
 __all__ = [
     "MANIFEST_FILENAME",
+    "SPACE_TOKEN_SECRET",
     "HubError",
     "PushPlan",
     "TrustRemoteCodeError",
@@ -46,6 +47,9 @@ __all__ = [
 ]
 
 MANIFEST_FILENAME = "openenv.yaml"
+#: The Space secret whose value a pushed Space's server requires as its token (Spaces pass secrets
+#: to the container as environment variables).
+SPACE_TOKEN_SECRET = "OPENENV_GYM_TOKEN"
 RepoType = Literal["space", "model", "dataset"]
 Run = Literal["auto", "process", "docker", "url"]
 _RUNS = ("auto", "process", "docker", "url")
@@ -298,7 +302,8 @@ def space_readme(manifest: Manifest, env_dir: Path) -> str:
 
 
 def space_dockerfile(manifest: Manifest, *, installs_directory: bool = False) -> str:
-    """A Dockerfile for the Space: openenv-gym from the index, serving the manifest's app.
+    """A Dockerfile for the Space: openenv-gym from the index, serving the manifest's app with the
+    token of the Space's secret :data:`SPACE_TOKEN_SECRET` (a server without it does not start).
 
     Args:
         installs_directory: the Space's files are a Python package (a ``pyproject.toml`` at the
@@ -317,8 +322,9 @@ def space_dockerfile(manifest: Manifest, *, installs_directory: bool = False) ->
         f"RUN pip install --no-cache-dir {packages}\n"
         "USER 1000\n"
         f"EXPOSE {manifest.port}\n"
+        f"# The Space is reachable from anywhere: the server requires the token in the Space's secret {SPACE_TOKEN_SECRET}.\n"
         f'CMD ["python", "-m", "openenv_gym", "serve", "{manifest.app}", "--host", "0.0.0.0", '
-        f'"--port", "{manifest.port}"]\n'
+        f'"--port", "{manifest.port}", "--token-env", "{SPACE_TOKEN_SECRET}"]\n'
     )
 
 

@@ -80,6 +80,7 @@ PUBLIC = {
     },
     "openenv_gym.hub": {
         "MANIFEST_FILENAME",
+        "SPACE_TOKEN_SECRET",
         "HubError",
         "PushPlan",
         "TrustRemoteCodeError",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import socket
 import urllib.error
 import urllib.parse
@@ -12,9 +13,10 @@ from typing import Any
 
 from ..errors import EnvCreationError, ServerConnectError
 from ..protocol import ErrorCode, ErrorFrame
+from ..protocol.redaction import RedactingLogger
 from ..protocol.urls import http_url, unix_socket_path
 
-__all__ = ["MAX_ERROR_BODY_BYTES", "MAX_HTTP_BODY_BYTES", "auth_headers", "http_get_json"]
+__all__ = ["MAX_ERROR_BODY_BYTES", "MAX_HTTP_BODY_BYTES", "auth_headers", "http_get_json", "websockets_logger"]
 
 DEFAULT_OPEN_TIMEOUT = 10.0
 MAX_HTTP_BODY_BYTES = 16 * 2**20  # /schema and /metadata are small; refuse a runaway answer
@@ -24,6 +26,12 @@ MAX_ERROR_BODY_BYTES = 2**16  # an error answer: a message and perhaps a traceba
 def auth_headers(token: str | None) -> dict[str, str]:
     """The headers that present ``token`` to a server that requires one."""
     return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def websockets_logger(token: str | None) -> RedactingLogger:
+    """The logger a client's websockets connection logs to: ``websockets.client``, with ``token``
+    (and every credential header) elided from its handshake lines."""
+    return RedactingLogger(logging.getLogger("websockets.client"), [token] if token else [])
 
 
 def http_get_json(base_url: str, path: str, timeout: float = DEFAULT_OPEN_TIMEOUT, token: str | None = None) -> Any:

@@ -21,7 +21,7 @@ from websockets.protocol import State
 from ..errors import CapacityReachedError, ConnectionLostError, RequestTimeoutError, ServerConnectError
 from ..protocol import ObservationFrame, StateFrame
 from ..protocol.urls import is_loopback_host, tcp_form, unix_socket_path
-from ._http import auth_headers
+from ._http import auth_headers, websockets_logger
 from ._session import SessionClient
 
 __all__ = ["AsyncEnvClient"]
@@ -63,6 +63,7 @@ class AsyncEnvClient(SessionClient):
             "close_timeout": 2,
             "subprotocols": self.subprotocols,
             "additional_headers": auth_headers(self.token),
+            "logger": websockets_logger(self.token),
         }
         socket_path = unix_socket_path(self.url)
         try:

@@ -38,7 +38,7 @@ from ..errors import (
 from ..protocol import ErrorCode, ObservationFrame, RenderFrame, StateFrame
 from ..protocol.batch import BINARY_SUBPROTOCOL
 from ..protocol.urls import tcp_form, unix_socket_path
-from ._http import auth_headers
+from ._http import auth_headers, websockets_logger
 from ._session import SessionClient
 
 __all__ = ["EnvClient", "replies_waiting"]
@@ -145,6 +145,7 @@ class EnvClient(SessionClient):
                     uri,
                     max_size=self.max_frame_bytes,
                     subprotocols=self.subprotocols,  # type: ignore[arg-type]
+                    logger=websockets_logger(self.token),
                 )
                 request = protocol.connect()
                 request.headers.update(auth_headers(self.token))

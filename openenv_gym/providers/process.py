@@ -309,7 +309,9 @@ def serve_arguments(argv: list[str]) -> list[str] | None:
 
 
 # The options of `openenv-gym serve` that take no value (tests/test_cli.py keeps it true to the parser).
-SERVE_FLAGS = frozenset({"--inline", "--exit-on-stdin-eof", ACCEPT_FLAG, "--web", "--no-web", "-h", "--help"})
+SERVE_FLAGS = frozenset(
+    {"--inline", "--exit-on-stdin-eof", ACCEPT_FLAG, "--web", "--no-web", "--insecure", "-h", "--help"}
+)
 
 
 def serve_target(arguments: list[str]) -> str | None:

@@ -20,9 +20,11 @@ from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
 from ..protocol.pickled import check_pickles_allowed, wants_pickled_factories
+from ..protocol.redaction import RedactingLogger
 from ..protocol.urls import is_loopback_host, unix_url
 from .batch_session import BatchSession
 from .environment import Environment
+from .exposure import INSECURE_WARNING, check_exposure
 from .pickled_factories import PickledBatchSession
 from .session import Session, factory_error
 from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing
@@ -66,7 +68,12 @@ class EnvServer:
         unix_socket: listen on this Unix socket path instead of ``host``/``port`` (made
             connectable for every user who can reach its directory).
         token: when set, every request but ``GET /health`` must carry ``Authorization: Bearer
-            <token>`` (HTTP 401 otherwise): for servers reachable beyond this machine.
+            <token>`` (HTTP 401 otherwise). A server bound beyond loopback (a ``host`` that
+            :func:`~openenv_gym.protocol.urls.is_loopback_host` does not name; a Unix socket is
+            local) needs one, unless ``insecure`` says otherwise.
+        insecure: serve beyond loopback without a token: anyone who reaches the port may run the
+            env. :meth:`start` then logs a warning. For a network that admits only trusted peers
+            (a container whose port is published on loopback only, a private cluster network).
         port: the port to bind; 0 picks a free one (read :attr:`port` after :meth:`start`).
         max_sessions: sessions served at once; more are refused with ``CAPACITY_REACHED``.
             Defaults to 1 when the factory declares ``SUPPORTS_CONCURRENT_SESSIONS = False`` (as
@@ -106,6 +113,7 @@ class EnvServer:
         target: str | None = None,
         accept_pickled_factories: bool = False,
         web: bool | None = None,
+        insecure: bool = False,
     ) -> None:
         if accept_pickled_factories and token is None:
             raise ValueError("accept_pickled_factories needs a token: unpickling runs whatever code a client sends")
@@ -114,6 +122,8 @@ class EnvServer:
             raise ValueError(
                 "web=True beyond loopback needs a token: any page a browser visits could reach the server otherwise"
             )
+        check_exposure(host if unix_socket is None else None, token, insecure)
+        self.insecure = insecure and not local
         self.accept_pickled_factories = accept_pickled_factories
         if max_sessions is None:
             concurrent = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)
@@ -170,7 +180,11 @@ class EnvServer:
             "ping_interval": None,  # the idle reaper, not pings, decides when a session is gone
             "max_queue": 2,  # strict request/response: never buffer many big frames per session
             "select_subprotocol": _select_subprotocol,
+            # websockets logs handshake lines at DEBUG: the login's ?token= and the credential headers go.
+            "logger": RedactingLogger(logging.getLogger("websockets.server"), [self._token] if self._token else []),
         }
+        if self.insecure:
+            logger.warning(INSECURE_WARNING, self.host)
         if self.unix_socket is not None:
             self._server = await unix_serve(self._handle_connection, self.unix_socket, **options)
             # Who may connect is decided by who can reach the socket's directory.
@@ -238,16 +252,16 @@ class EnvServer:
         refusal = browser_refusal(request, is_loopback_host(self.host) and self.unix_socket is None)
         if refusal is not None:
             return refusal
-        if path.startswith("/web") and not self.web:
-            return _json_response(404, {"message": "the web page is off on this server; serve --web turns it on"})
-        if self._token is not None:
+        if self._token is not None:  # before any route: without the token, nothing but /health is told
             # The page's cookie opens what the page uses; pickled factories (code) need the header.
             cookie = None if wants_pickled_factories(query) else cookie_name(request.headers.get("Host"))
-            if path == "/web" and "token=" in query:  # the login: never leave the token in the address bar
+            if path == "/web" and "token=" in query and self.web:  # the login: the token leaves the address bar
                 login = login_response(query, self._token, cookie_name(request.headers.get("Host")))
                 return login or _json_response(401, {"message": "wrong token"})
             if not has_token(request, self._token, cookie):
                 return _json_response(401, {"message": "this server needs its token: Authorization: Bearer <token>"})
+        if path.startswith("/web") and not self.web:
+            return _json_response(404, {"message": "the web page is off on this server; serve --web turns it on"})
         if path in ("/ws", BATCH_PATH, WATCH_PATH):
             return None  # go on with the WebSocket handshake
         if path == SESSIONS_PATH:

@@ -192,6 +192,7 @@ def run(
     target: str | None = None,
     accept_pickled_factories: bool = False,
     web: bool | None = None,
+    insecure: bool = False,
 ) -> int:
     """Serve ``factory`` until SIGINT or SIGTERM (or EOF on stdin when asked), then close every session.
 
@@ -199,8 +200,9 @@ def run(
     starting with :data:`~openenv_gym.protocol.startup.READY_PREFIX` and its URL to stdout, and to ``ready_fd`` (then closed)
     when one is given. If that environment cannot be made, it says why on stderr (and on
     ``ready_fd``, after :data:`~openenv_gym.protocol.startup.FAILED_PREFIX`, as JSON) and returns 1 without listening.
-    ``accept_pickled_factories`` (which needs ``token``) and ``web`` are :class:`EnvServer`'s; the
-    web page's address is printed on the line after the ready line.
+    ``accept_pickled_factories`` (which needs ``token``), ``web`` and ``insecure`` (beyond loopback
+    without a token) are :class:`EnvServer`'s; the web page's address is printed on the line after
+    the ready line.
 
     Returns:
         The exit status: 0 after a normal stop, 1 when the environment could not be made.
@@ -219,5 +221,6 @@ def run(
         target=target,
         accept_pickled_factories=accept_pickled_factories,
         web=web,
+        insecure=insecure,
     )
     return asyncio.run(_serve(server, exit_on_stdin_eof, ready_fd))

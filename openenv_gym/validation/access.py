@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..client import EnvClient, auth_headers, http_get_json
+from ..client._http import websockets_logger
 from ..errors import CapacityReachedError, OpenEnvGymError
 from ..protocol import ErrorCode
 from ..protocol.tools import LIST_TOOLS
@@ -87,6 +88,7 @@ def raw_session(subject: Subject) -> Iterator[Any]:
         "compression": None,
         "max_size": 100 * 2**20,
         "additional_headers": auth_headers(subject.token),
+        "logger": websockets_logger(subject.token),
     }
     url = ws_url(subject.url)
     socket_path = unix_socket_path(url)

@@ -307,7 +307,8 @@ def test_one_session_env_never_has_two_instances():
 
 def test_tracebacks_stay_home_beyond_loopback():
     """A server bound beyond loopback sends no tracebacks by default; loopback servers do."""
-    assert EnvServer(EchoEnvironment, host="0.0.0.0").send_tracebacks is False
+    assert EnvServer(EchoEnvironment, host="0.0.0.0", insecure=True).send_tracebacks is False
+    assert EnvServer(EchoEnvironment, host="0.0.0.0", token="t").send_tracebacks is False
     assert EnvServer(EchoEnvironment).send_tracebacks is True
     with running_server(CounterEnvironment, send_tracebacks=False) as server, ws(server) as websocket:
         call(websocket, {"type": "reset"})

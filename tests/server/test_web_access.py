@@ -77,7 +77,7 @@ def test_other_sites_pages_and_rebound_names_are_refused():
 
 
 def test_the_page_is_off_beyond_loopback_unless_asked():
-    with running_server(CounterEnvironment, host="127.0.0.2") as server:
+    with running_server(CounterEnvironment, host="127.0.0.2", insecure=True) as server:
         assert not server.web
         off = _get(server.port, "/web/sessions", host="127.0.0.2")
         assert off.status == 404

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import secrets
 import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_POOLED", "PooledContainer", "clear", "pooled", "put", "take"]
+__all__ = ["MAX_POOLED", "PooledContainer", "clear", "pooled", "put", "take", "token"]
 
 MAX_POOLED = 256  # containers kept per process; more are removed when given back
 
@@ -33,6 +34,17 @@ class PooledContainer:
 _lock = threading.Lock()
 _pool: dict[tuple[Any, ...], list[PooledContainer]] = {}
 _remove: Callable[[PooledContainer], None] | None = None
+_token: str | None = None
+
+
+def token() -> str:
+    """The token of this process's pooled servers that were given none: one for the pool's life, so
+    a container given back serves the next provider of its kind (the pool is this process's alone)."""
+    global _token
+    with _lock:
+        if _token is None:
+            _token = secrets.token_urlsafe(32)
+        return _token
 
 
 def take(key: tuple[Any, ...]) -> PooledContainer | None:

@@ -152,8 +152,12 @@ class DockerProvider(Provider):
         pool: take a warm container of the same kind from this process's pool, and give it
             back on :meth:`stop` (see :mod:`.pool`).
         build: build a missing image of ours instead of failing.
-        token: a token the server then requires of every session (``Authorization: Bearer``);
-            none by default, since the container is reached through loopback or a private socket.
+        token: the token the server requires of every request but ``/health``
+            (``Authorization: Bearer``). Default with ``network="bridge"``: a fresh one (one per
+            run for :meth:`group`; with ``pool=True``, the pool's), since the server binds every
+            interface of the container, which other containers on the bridge and other users of
+            this host's loopback can reach; with ``network="none"``, none (the socket's directory
+            is this user's alone).
         docker_client: a ``docker.DockerClient`` (default: ``docker.from_env()``).
         accept_pickled_factories: run the server with ``--accept-pickled-factories`` (for
             ``RemoteVectorEnv.from_env_fns``, which sets it), and so with a token, a fresh one
@@ -208,8 +212,8 @@ class DockerProvider(Provider):
         self.command += ["--max-episode-steps", "none" if max_episode_steps is None else str(max_episode_steps)]
         if env_kwargs:
             self.command += ["--env-kwargs", json.dumps(env_kwargs)]
-        if token is None and accept_pickled_factories:
-            token = new_token()
+        if token is None and (accept_pickled_factories or self.network == "bridge"):
+            token = warm_pool.token() if pool else new_token()
         self.token = checked_token(token)
         if token is not None:
             self.command += ["--token-env", TOKEN_ENV_VAR]
@@ -225,6 +229,14 @@ class DockerProvider(Provider):
         self._socket_root: str | None = None  # the private host directory of a no-network container
         self._lock = threading.Lock()
         self._finalizer: weakref.finalize | None = None
+
+    @classmethod
+    def group(cls, count: int, **options: Any) -> list[Provider]:
+        """``count`` servers of one run, sharing one token (a client that loses its server may move to
+        another of the run); pooled ones share the pool's."""
+        if options.get("token") is None and not options.get("pool"):
+            options["token"] = new_token()
+        return super().group(count, **options)
 
     @property
     def container_id(self) -> str | None:
