@@ -66,6 +66,58 @@ def test_serve_reports_a_busy_port():
     assert "Traceback" not in result.stderr
 
 
+def test_serve_beyond_loopback_without_a_token_exits_with_the_fix():
+    """--host 0.0.0.0 with neither --token-env nor --insecure exits 2 before anything is made or
+    bound: the target here does not exist, and the message is still about the token."""
+    for target in ("CartPole-v1", "NoSuchEnv-v9"):
+        result = subprocess.run(
+            [CONSOLE_SCRIPT, "serve", "--host", "0.0.0.0", target, "--port", "0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.startswith("openenv-gym serve: 0.0.0.0 is beyond loopback"), result.stderr
+        assert "--token-env VAR" in result.stderr and "--insecure" in result.stderr
+        assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
+    both = subprocess.run(
+        [CONSOLE_SCRIPT, "serve", "CartPole-v1", "--host", "0.0.0.0", "--insecure", "--token-env", "T"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "T": "a-token"},
+    )
+    assert both.returncode == 2 and "contradict" in both.stderr
+
+
+def test_serve_insecure_beyond_loopback_starts_and_warns(tmp_path):
+    """With --insecure it binds 0.0.0.0 (briefly; reached through 127.0.0.1 only), warns on stderr,
+    and serves without a token."""
+    errors = (tmp_path / "stderr").open("w+")
+    server = subprocess.Popen(
+        [CONSOLE_SCRIPT, "serve", "CartPole-v1", "--host", "0.0.0.0", "--port", "0", "--insecure"],
+        stdout=subprocess.PIPE,
+        stderr=errors,
+        text=True,
+    )
+    try:
+        line = server.stdout.readline()
+        match = re.match(re.escape(READY_PREFIX) + r"http://0\.0\.0\.0:(\d+) ", line)
+        assert match, line
+        with urllib.request.urlopen(f"http://127.0.0.1:{match.group(1)}/schema", timeout=5 * UNIT) as response:
+            assert "action" in json.loads(response.read())
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(10 * UNIT) == 0
+    finally:
+        stop_process(server)
+        server.stdout.close()
+        errors.seek(0)
+        logged = errors.read()
+        errors.close()
+    (warning,) = [line for line in logged.splitlines() if "WARNING" in line]
+    assert "serving on 0.0.0.0 without a token (insecure)" in warning and "--token-env" in warning
+
+
 def test_serve_help_lists_the_options():
     """--help documents the options a user needs."""
     result = subprocess.run([CONSOLE_SCRIPT, "serve", "--help"], capture_output=True, text=True, timeout=60)
