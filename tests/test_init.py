@@ -128,7 +128,16 @@ def test_the_dockerfile_is_on_the_runtime_image_as_the_shipped_envs_are(scaffold
     assert lines[:2] == echo  # ARG RUNTIME=openenv-gym/runtime:<version>, FROM ${RUNTIME}
     assert "COPY demo /env/demo" in lines and "ENV PYTHONPATH=/env PYTHONDONTWRITEBYTECODE=1" in lines
     command = json.loads(lines[-1].removeprefix("CMD "))
-    assert command == [manifest.app, "--host", "0.0.0.0", "--port", str(manifest.port)]
+    # Bound to every interface of the container: the token comes from the variable `docker run -e` sets.
+    assert command == [
+        manifest.app,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(manifest.port),
+        "--token-env",
+        "OPENENV_GYM_TOKEN",
+    ]
     assert manifest.image == "demo:0.1.0" and manifest.port == 8000
 
 
@@ -152,7 +161,7 @@ def test_build_makes_the_scaffold_s_image_and_the_docker_provider_serves_it(scaf
         provider = DockerProvider(manifest.app, image=manifest.image, build=False, docker_client=docker)
         url = provider.start()
         try:
-            assert http_get_json(url, "/metadata", timeout=10 * UNIT)["name"] == "demo"
+            assert http_get_json(url, "/metadata", timeout=10 * UNIT, token=provider.token)["name"] == "demo"
         finally:
             provider.stop()
     finally:

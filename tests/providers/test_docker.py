@@ -145,7 +145,7 @@ def test_the_memory_limit_is_enforced_by_an_oom_kill_the_client_survives(docker)
     provider = DockerProvider("CartPole-v1", memory="200m")
     client = None
     try:
-        client = EnvClient(provider.start())
+        client = EnvClient(provider.start(), token=provider.token)
         client.reset(seed=0)
         hog = "b = []\nwhile True:\n    b.append(bytearray(16 * 2**20))\n    b[-1][::4096] = b'x' * len(b[-1][::4096])"
         result = docker.containers.get(provider.container_id).exec_run(["python3", "-c", hog])
@@ -278,6 +278,78 @@ def test_the_warm_pool_reuses_containers_between_make_vec_calls(docker):
     finally:
         docker_pool.clear()
     assert not our_containers(docker)
+
+
+def test_a_container_on_the_bridge_always_requires_a_token(docker):
+    """Its server binds every interface of the container, which other containers on the bridge and
+    other users of this host's loopback reach: a fresh token per provider (one per run for a group,
+    the pool's for pooled ones), in the container's environment, never on its command line."""
+    from openenv_gym.providers.docker import pool as docker_pool
+
+    provider = DockerProvider("CartPole-v1")
+    assert provider.token and len(provider.token) >= 32 and DockerProvider("CartPole-v1").token != provider.token
+    assert DockerProvider("CartPole-v1", network="none").token is None  # a socket in a directory of ours alone
+    run = DockerProvider.group(3, target="CartPole-v1")
+    assert len({member.token for member in run}) == 1 and run[0].token not in (None, provider.token)
+    pooled = {DockerProvider("CartPole-v1", pool=True).token for _ in range(2)}
+    assert pooled == {docker_pool.token()} and docker_pool.token() != provider.token
+    try:
+        url = provider.start()
+        assert provider.token not in " ".join(docker.containers.get(provider.container_id).attrs["Args"])
+        for token in (None, "not-the-token"):
+            with pytest.raises(ServerConnectError, match="HTTP 401"):
+                http_get_json(url, "/schema", token=token)
+        assert http_get_json(url, "/health") == {"status": "healthy"}
+        assert "action" in http_get_json(url, "/schema", token=provider.token)
+    finally:
+        provider.stop()
+
+
+def test_an_env_image_s_own_command_requires_the_token_of_its_environment(docker):
+    """`docker run IMAGE` (its CMD binds 0.0.0.0 in the container) stops at once with the fix when
+    OPENENV_GYM_TOKEN is not set; with `-e OPENENV_GYM_TOKEN=...` it serves, requiring it."""
+    from openenv_gym.providers.docker.images import build_env_image, env_image, image_current
+    from openenv_gym.providers.docker.owners import owner_labels
+
+    image = env_image("echo")
+    if not image_current(docker, image):
+        build_env_image(docker, "echo", progress=False)
+    labels = owner_labels("the echo image's own command")
+    refused = docker.containers.run(image, detach=True, labels=labels)
+    try:
+        assert refused.wait(timeout=60 * UNIT)["StatusCode"] == 2
+        logs = refused.logs().decode()
+        assert "--token-env OPENENV_GYM_TOKEN: that variable is not set" in logs and "docker run -e" in logs
+    finally:
+        refused.remove(force=True)
+    served = docker.containers.run(
+        image,
+        detach=True,
+        labels=labels,
+        environment={"OPENENV_GYM_TOKEN": "image-token"},
+        ports={"8000/tcp": ("127.0.0.1", None)},
+    )
+    try:
+
+        def published() -> bool:
+            served.reload()
+            return bool((served.ports or {}).get("8000/tcp"))
+
+        assert wait_until(published, 30 * UNIT)
+        url = f"http://127.0.0.1:{served.ports['8000/tcp'][0]['HostPort']}"
+
+        def healthy() -> bool:
+            try:
+                return http_get_json(url, "/health", timeout=1) == {"status": "healthy"}
+            except ServerConnectError:
+                return False
+
+        assert wait_until(healthy, 60 * UNIT), served.logs().decode()
+        with pytest.raises(ServerConnectError, match="HTTP 401"):
+            http_get_json(url, "/metadata")
+        assert http_get_json(url, "/metadata", token="image-token")["name"]
+    finally:
+        served.remove(force=True)
 
 
 def test_a_token_given_is_required_by_the_container(docker):
