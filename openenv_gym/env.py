@@ -12,6 +12,7 @@ import gymnasium as gym
 
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, EnvClient, http_get_json
 from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, ServerConnectError, SpaceCodecError
+from .protocol.redaction import hide_token_kwarg
 from .providers import Provider, URLProvider, make_provider, start_options
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
@@ -373,6 +374,16 @@ class RemoteEnv(gym.Env[Any, Any]):
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium.Env declares it so
+    _spec: gym.envs.registration.EnvSpec | None = None
+
+    @property
+    def spec(self) -> gym.envs.registration.EnvSpec | None:
+        """The spec ``gym.make`` gave the env; its ``token`` argument has a repr that hides it."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, spec: gym.envs.registration.EnvSpec | None) -> None:
+        self._spec = hide_token_kwarg(spec)
 
     def __init__(
         self,

@@ -227,6 +227,8 @@ def test_a_server_with_a_token_is_checked_with_it(probe):
     assert lines(results)["openenv client"].reason == (
         "the server requires a token, which openenv-core's client cannot send"
     )
+    assert not [result for result in results if "s3cret" in repr(result) or "s3cret" in str(result.reason)]
+    assert "s3cret" not in repr(Subject(server.url, token="s3cret"))
 
 
 def test_targets_resolve_by_their_form(tmp_path):

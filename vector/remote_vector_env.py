@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
@@ -32,6 +33,7 @@ from openenv_gym.errors import (
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
+from openenv_gym.protocol.redaction import hide_token_kwarg
 from openenv_gym.protocol.vector import VectorResultFrame, choose_vector_backend
 from openenv_gym.providers import Provider, URLProvider, make_providers, start_options
 from openenv_gym.providers.fleet import server_layout, split, start_all, stop_all
@@ -232,6 +234,17 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             are to require (default: whatever their provider chooses: none on loopback, a fresh
             one per run for servers beyond it).
     """
+
+    _spec: EnvSpec | None = None
+
+    @property
+    def spec(self) -> EnvSpec | None:
+        """The spec ``gym.make_vec`` gave the env; its ``token`` argument has a repr that hides it."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, spec: EnvSpec | None) -> None:
+        self._spec = hide_token_kwarg(spec)
 
     def __init__(
         self,

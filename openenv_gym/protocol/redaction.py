@@ -5,6 +5,9 @@ At ``DEBUG`` websockets logs every handshake line: the request path (the web pag
 them. Our servers and clients give websockets a :class:`RedactingLogger` in place of its own
 ``websockets.server`` / ``websockets.client`` logger: records keep that logger's name, level and
 handlers, only the secrets in their arguments are replaced by :data:`REDACTED`.
+
+``gym.make(..., token=...)`` keeps its arguments in the env's spec, whose repr trainers print:
+:func:`hide_token_kwarg` makes the token there a :class:`HiddenStr`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["REDACTED", "SECRET_HEADERS", "RedactingLogger", "redact"]
+__all__ = ["REDACTED", "SECRET_HEADERS", "HiddenStr", "RedactingLogger", "hide_token_kwarg", "redact"]
 
 REDACTED = "[redacted]"
 #: Headers whose values are credentials (lower case).
@@ -80,3 +83,29 @@ class RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
         text = arg if isinstance(arg, str) else str(arg)
         cleaned = redact(text, self.secrets)
         return arg if cleaned == text else cleaned
+
+
+class HiddenStr(str):
+    """A ``str`` that works as its value everywhere (headers, comparison, pickling, JSON) but whose
+    ``repr`` hides it: for a secret kept where reprs are printed.
+
+    Example:
+        >>> secret = HiddenStr("s3cret")
+        >>> secret == "s3cret", f"Bearer {secret}", repr({"token": secret})
+        (True, 'Bearer s3cret', "{'token': '[redacted]'}")
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return repr(REDACTED)
+
+
+def hide_token_kwarg(spec: Any) -> Any:
+    """``spec`` (a Gymnasium ``EnvSpec``, or ``None``) with its ``kwargs["token"]`` made a
+    :class:`HiddenStr`, so ``repr(env.spec)`` and ``spec.pprint()`` do not show it; ``gym.make(spec)``
+    still presents it."""
+    kwargs = getattr(spec, "kwargs", None)
+    if isinstance(kwargs, dict) and isinstance(kwargs.get("token"), str):
+        kwargs["token"] = HiddenStr(kwargs["token"])
+    return spec

@@ -135,7 +135,7 @@ class Subject:
     """
 
     url: str
-    token: str | None = None
+    token: str | None = dataclasses.field(default=None, repr=False)  # a repr may end up in a log
     manifest: Manifest | None = None
     max_sessions: int | None = None
     idle_timeout: float | None = None

@@ -353,3 +353,30 @@ def test_every_websocket_handshake_needs_the_token(path):
             base + path, additional_headers={"Authorization": f"Bearer {TOKEN}"}, open_timeout=10 * UNIT, logger=RAW
         ):
             pass  # with it, the handshake is accepted (what follows is the route's business)
+
+
+def test_gym_make_s_spec_keeps_the_token_out_of_its_repr():
+    """gym.make and gym.make_vec keep their arguments in the env's spec, which trainers print: the
+    token there shows as [redacted], and the spec still makes a working env."""
+    import gymnasium as gym
+
+    import openenv_gym  # noqa: F401 - registers the ids
+    from openenv_gym.envs.echo import EchoEnvironment
+
+    with running_server(EchoEnvironment, token=TOKEN) as server:
+        env = gym.make("openenv/Echo-v0", base_url=server.url, token=TOKEN)
+        envs = gym.make_vec("openenv/Echo-v0", num_envs=2, base_urls=[server.url], token=TOKEN)
+        try:
+            for spec in (env.spec, env.unwrapped.spec, envs.spec):
+                assert spec.kwargs["token"] == TOKEN
+                printed = spec.pprint(disable_print=True, print_all=True)
+                _assert_kept_secret(repr(spec), str(spec), printed, repr(env), repr(envs))
+                assert REDACTED in repr(spec)
+            again = gym.make(env.spec)  # the spec still presents the token
+            try:
+                again.reset()
+            finally:
+                again.close()
+        finally:
+            env.close()
+            envs.close()
