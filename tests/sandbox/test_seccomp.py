@@ -423,8 +423,30 @@ print("unshare(CLONE_FS | CLONE_FILES)", libc.unshare(0x200 | 0x400))
 print("clock", time.clock_gettime(time.CLOCK_MONOTONIC) > 0, time.time() > 0)
 print("affinity", len(os.sched_getaffinity(0)) > 0)
 print("prctl(PR_SET_NAME)", libc.prctl(15, b"openenv", 0, 0, 0))
+print("seccomp", [line.split()[1] for line in open("/proc/self/status") if line.startswith("Seccomp")])
 print("done")
 """
+ORDINARY_OUTPUT = [
+    "threads [0, 1, 2, 3, 4, 5, 6, 7]",
+    "thread pool 285",
+    "subprocess hi",
+    "posix_spawn 0",
+    "fork 7",
+    "multiprocessing fork 9",
+    "multiprocessing spawn 9",
+    "multiprocessing forkserver 9",
+    "asyncio async",
+    "loopback b'ping'",
+    "socketpair b'pair'",
+    "mmap exec 4096",
+    "personality query 0 0",
+    "unshare(CLONE_FS | CLONE_FILES) 0",
+    "clock True True",
+    "affinity True",
+    "prctl(PR_SET_NAME) 0",
+    "seccomp ['2', '1']",  # filter mode, one filter: the sandbox's
+    "done",
+]
 
 
 def test_ordinary_code_runs_as_before(sandbox):
@@ -432,26 +454,14 @@ def test_ordinary_code_runs_as_before(sandbox):
     own loopback, executable memory, the personality query: none is touched by the filter."""
     result = sandbox.run(ORDINARY)
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.splitlines() == [
-        "threads [0, 1, 2, 3, 4, 5, 6, 7]",
-        "thread pool 285",
-        "subprocess hi",
-        "posix_spawn 0",
-        "fork 7",
-        "multiprocessing fork 9",
-        "multiprocessing spawn 9",
-        "multiprocessing forkserver 9",
-        "asyncio async",
-        "loopback b'ping'",
-        "socketpair b'pair'",
-        "mmap exec 4096",
-        "personality query 0 0",
-        "unshare(CLONE_FS | CLONE_FILES) 0",
-        "clock True True",
-        "affinity True",
-        "prctl(PR_SET_NAME) 0",
-        "done",
-    ], result.stderr
+    assert result.stdout.splitlines() == ORDINARY_OUTPUT, result.stderr
+
+
+@pytest.mark.parametrize("privileged", [True, False], ids=["as root", "in a user namespace"])
+def test_ordinary_code_runs_under_both_command_lines(privileged):
+    done = run_confined(ORDINARY, privileged=privileged, seccomp=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ORDINARY_OUTPUT, done.stderr
 
 
 def test_a_missing_libseccomp_is_a_clear_error():
