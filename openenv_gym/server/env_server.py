@@ -488,9 +488,7 @@ class EnvServer:
                         # A client that reads nothing would not read a close frame either.
                         session.connection.transport.abort()
                 elif (
-                    self.idle_timeout is not None
-                    and not session.busy
-                    and session.last_active < now - self.idle_timeout
+                    self.idle_timeout is not None and not session.busy and session.last_active < now - self.idle_timeout
                 ):
                     logger.info("closing a session idle for more than %g s", self.idle_timeout)
                     reason = f"session idle for more than {self.idle_timeout:g} s"
