@@ -17,7 +17,12 @@ from typing import Any
 from .errors import OpenEnvGymError
 from .protocol.pickled import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET
 from .protocol.urls import is_loopback_host
-from .server.env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES
+from .server.env_server import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_SEND_TIMEOUT,
+)
 from .server.exposure import exposure_problem
 
 __all__ = ["main"]
@@ -50,12 +55,26 @@ def _env_kwargs(text: str) -> dict[str, Any]:
 def _idle_timeout(text: str) -> float | None:
     if text.lower() == "none":
         return None
+    return _seconds(text, " or 'none'")
+
+
+def _seconds(text: str, or_else: str = "") -> float:
     try:
         value = float(text)
     except ValueError:
         value = 0.0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds or 'none', got {text!r}")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds{or_else}, got {text!r}")
+    return value
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
     return value
 
 
@@ -117,6 +136,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME_BYTES, help="largest frame accepted (default: 16 MiB)"
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=_at_least_one,
+        default=None,
+        help="TCP connections held at once, handshakes and sessions alike; more get HTTP 503 "
+        "(default: 4096, or half of ulimit -n when lower)",
+    )
+    serve.add_argument(
+        "--handshake-timeout",
+        type=_seconds,
+        default=DEFAULT_HANDSHAKE_TIMEOUT,
+        help=f"seconds a connection has to send its request and finish the WebSocket handshake "
+        f"(default: {DEFAULT_HANDSHAKE_TIMEOUT:g})",
+    )
+    serve.add_argument(
+        "--send-timeout",
+        type=_idle_timeout,
+        default=DEFAULT_SEND_TIMEOUT,
+        help=f"seconds a reply may wait for the client to read it before the session is dropped, or none "
+        f"(default: {DEFAULT_SEND_TIMEOUT:g})",
     )
     serve.add_argument(
         "--max-episode-steps",
@@ -581,6 +621,9 @@ def _serve(args: argparse.Namespace) -> int:
             max_sessions=args.max_sessions,
             idle_timeout=args.idle_timeout,
             max_frame_bytes=args.max_frame_bytes,
+            max_connections=args.max_connections,
+            handshake_timeout=args.handshake_timeout,
+            send_timeout=args.send_timeout,
             exit_on_stdin_eof=args.exit_on_stdin_eof,
             ready_fd=args.ready_fd,
             target=args.target,

@@ -168,3 +168,32 @@ def make_failing_on_step():
             return self.env.step(action)
 
     return FailingOnStep(gym.make("CartPole-v1"))
+
+
+class BlobAction(Action):
+    """Ask for a reply of ``size`` characters."""
+
+    size: int = Field(default=16, ge=0, le=2**20)
+
+
+class BlobObservation(Observation):
+    blob: str = ""
+
+
+class BlobEnvironment(Environment[BlobAction, BlobObservation, State]):
+    """Replies as big as asked: a client that does not read them fills its buffers fast."""
+
+    action_type = BlobAction
+    observation_type = BlobObservation
+    SUPPORTS_CONCURRENT_SESSIONS = True
+    blocking = False
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> BlobObservation:
+        return BlobObservation()
+
+    def step(self, action: BlobAction) -> BlobObservation:
+        return BlobObservation(blob="x" * action.size)
+
+    @property
+    def state(self) -> State:
+        return State()

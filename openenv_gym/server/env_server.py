@@ -23,6 +23,7 @@ from ..protocol.pickled import check_pickles_allowed, wants_pickled_factories
 from ..protocol.redaction import RedactingLogger
 from ..protocol.urls import is_loopback_host, unix_url
 from .batch_session import BatchSession
+from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment
 from .exposure import INSECURE_WARNING, check_exposure
 from .pickled_factories import PickledBatchSession
@@ -37,6 +38,12 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 2**20
 DEFAULT_IDLE_TIMEOUT = 300.0
+DEFAULT_HANDSHAKE_TIMEOUT = 10.0
+DEFAULT_SEND_TIMEOUT = 30.0
+# Frames received and not yet read, per connection: strict request/response needs few.
+MAX_QUEUE = 2
+# Bytes of replies buffered per connection before a send waits (websockets' default, 32 KiB).
+WRITE_LIMIT = 2**15
 # Close codes (RFC 6455): 1001 going away, 1008 policy violation, 1011 internal error, 1013 try
 # again later.
 CLOSE_IDLE = 1001
@@ -78,10 +85,22 @@ class EnvServer:
         max_sessions: sessions served at once; more are refused with ``CAPACITY_REACHED``.
             Defaults to 1 when the factory declares ``SUPPORTS_CONCURRENT_SESSIONS = False`` (as
             ``Environment`` does unless a subclass says otherwise), else 64.
-        idle_timeout: seconds a session may wait between frames before it is closed and its
-            environment released; ``None`` never reaps.
+        idle_timeout: seconds a session may wait between frames before its environment is
+            released and the connection closed (code 1001); ``None`` never reaps. A step that runs
+            long is not idleness.
         max_frame_bytes: the largest frame accepted; a bigger one closes the connection with
             code 1009 and a reason naming both sizes.
+        max_connections: TCP connections held at once, at whatever stage (in their handshake,
+            HTTP requests, sessions, watchers, closing); past it a connection is answered ``503``
+            with ``Retry-After`` and closed before its request is read. Defaults to 4096, or half
+            of the open-file limit (``ulimit -n``) when that is lower
+            (:func:`~openenv_gym.server.connections.default_max_connections`).
+        handshake_timeout: seconds from accepting a connection to the end of its HTTP request
+            and WebSocket handshake (websockets' ``open_timeout``); a connection that sends
+            nothing, or half a request, is closed then. It never holds a session slot.
+        send_timeout: seconds a reply may wait for the client to take it (its buffers and the
+            server's ``WRITE_LIMIT`` full); then the connection is dropped and the environment
+            released. ``None`` waits forever.
         send_tracebacks: include the server-side traceback in ``EXECUTION_ERROR`` frames.
             Defaults to true on loopback only: a server exposed to a network does not show its
             internals to whoever connects.
@@ -96,6 +115,14 @@ class EnvServer:
         web: serve the web debug page at ``/web``, its list of live sessions and watch mode.
             Defaults to true on loopback only; beyond it, true needs ``token``. With a token, a
             browser logs in once at ``/web?token=<token>`` (see :mod:`openenv_gym.server.web_access`).
+
+    Every slot comes back within the timeouts: a silent session's environment is released once
+    ``idle_timeout`` passes, an unread one's once ``send_timeout`` does (both checked every
+    quarter of the shorter, at most every 5 s), and its connection closes at most websockets'
+    ``close_timeout`` (10 s) later. A connection buffers at most ``(MAX_QUEUE + 1) *
+    max_frame_bytes`` of received frames (reading pauses beyond ``MAX_QUEUE`` frames, plus the
+    one being read), plus ``WRITE_LIMIT`` and the reply being sent; a connection that has not
+    finished its handshake, at most websockets' request limits (8 KiB lines, 128 headers).
     """
 
     def __init__(
@@ -109,6 +136,9 @@ class EnvServer:
         max_sessions: int | None = None,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        max_connections: int | None = None,
+        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+        send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
         send_tracebacks: bool | None = None,
         target: str | None = None,
         accept_pickled_factories: bool = False,
@@ -132,6 +162,12 @@ class EnvServer:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
         if idle_timeout is not None and idle_timeout <= 0:
             raise ValueError(f"idle_timeout must be positive or None, got {idle_timeout}")
+        if send_timeout is not None and send_timeout <= 0:
+            raise ValueError(f"send_timeout must be positive or None, got {send_timeout}")
+        if handshake_timeout <= 0:
+            raise ValueError(f"handshake_timeout must be positive, got {handshake_timeout}")
+        if max_frame_bytes < 1:
+            raise ValueError(f"max_frame_bytes must be at least 1, got {max_frame_bytes}")
         self.factory = factory
         self.target = target
         self.host = host
@@ -143,6 +179,10 @@ class EnvServer:
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.max_frame_bytes = max_frame_bytes
+        self.handshake_timeout = handshake_timeout
+        self.send_timeout = send_timeout
+        #: The open connections and the limit on them.
+        self.connections = ConnectionLimit(default_max_connections() if max_connections is None else max_connections)
         self.send_tracebacks = local if send_tracebacks is None else send_tracebacks
         self.web = local if web is None else web
         self.watchers: set[Watcher] = set()
@@ -178,7 +218,10 @@ class EnvServer:
             "max_size": self.max_frame_bytes,
             "compression": None,  # frames are small: deflate costs more CPU than it saves bytes
             "ping_interval": None,  # the idle reaper, not pings, decides when a session is gone
-            "max_queue": 2,  # strict request/response: never buffer many big frames per session
+            "max_queue": MAX_QUEUE,
+            "write_limit": WRITE_LIMIT,
+            "open_timeout": self.handshake_timeout,
+            "create_connection": self.connections.connection_class,
             "select_subprotocol": _select_subprotocol,
             # websockets logs handshake lines at DEBUG: the login's ?token= and the credential headers go.
             "logger": RedactingLogger(logging.getLogger("websockets.server"), [self._token] if self._token else []),
@@ -192,7 +235,7 @@ class EnvServer:
         else:
             self._server = await serve(self._handle_connection, self.host, self.port, **options)
             self.port = self._server.sockets[0].getsockname()[1]
-        if self.idle_timeout is not None:
+        if self.idle_timeout is not None or self.send_timeout is not None:
             self._reaper = asyncio.get_running_loop().create_task(self._reap_idle_sessions())
 
     async def stop(self) -> None:
@@ -441,19 +484,31 @@ class EnvServer:
             self.watchers.discard(watcher)
 
     async def _reap_idle_sessions(self) -> None:
-        assert self.idle_timeout is not None
+        """Release the environments of sessions idle past ``idle_timeout``, and of sessions whose
+        client has left a reply unread past ``send_timeout``."""
         loop = asyncio.get_running_loop()
-        interval = min(max(self.idle_timeout / 4, 0.05), 5.0)
+        timeouts = [t for t in (self.idle_timeout, self.send_timeout) if t is not None]
+        interval = min(max(min(timeouts) / 4, 0.05), 5.0)
         while True:
             await asyncio.sleep(interval)
-            deadline = loop.time() - self.idle_timeout
+            now = loop.time()
             for session in list(self.sessions):
-                if not session.busy and session.last_active < deadline:
+                if session.expired is not None:
+                    continue
+                if session.sending_since is not None:  # a send waits on the client: not busy
+                    if self.send_timeout is not None and session.sending_since < now - self.send_timeout:
+                        logger.warning("dropping a session whose replies went unread for %g s", self.send_timeout)
+                        session.expire(f"replies unread for more than {self.send_timeout:g} s")
+                        # A client that reads nothing would not read a close frame either.
+                        session.connection.transport.abort()
+                elif (
+                    self.idle_timeout is not None and not session.busy and session.last_active < now - self.idle_timeout
+                ):
                     logger.info("closing a session idle for more than %g s", self.idle_timeout)
-                    # The session's handler sees the close, leaves its loop and closes the env.
-                    task = loop.create_task(
-                        session.connection.close(CLOSE_IDLE, f"session idle for more than {self.idle_timeout:g} s")
-                    )
+                    reason = f"session idle for more than {self.idle_timeout:g} s"
+                    # The environment is released at once; the close handshake may take up to
+                    # websockets' close_timeout if the client does not answer.
+                    session.expire(reason)
+                    task = loop.create_task(session.connection.close(CLOSE_IDLE, reason))
                     self._closing.add(task)  # keep a reference until it is done
                     task.add_done_callback(self._closing.discard)
-                    session.last_active = loop.time()  # do not reap twice while closing

@@ -12,7 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ..protocol.startup import FAILED_LINE, FAILED_PREFIX, READY_PREFIX
-from .env_server import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, EnvServer
+from .env_server import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_SEND_TIMEOUT,
+    EnvServer,
+)
 from .environment import Environment
 from .session import factory_error
 
@@ -187,6 +193,9 @@ def run(
     max_sessions: int | None = None,
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    max_connections: int | None = None,
+    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
     exit_on_stdin_eof: bool = False,
     ready_fd: int | None = None,
     target: str | None = None,
@@ -200,9 +209,9 @@ def run(
     starting with :data:`~openenv_gym.protocol.startup.READY_PREFIX` and its URL to stdout, and to ``ready_fd`` (then closed)
     when one is given. If that environment cannot be made, it says why on stderr (and on
     ``ready_fd``, after :data:`~openenv_gym.protocol.startup.FAILED_PREFIX`, as JSON) and returns 1 without listening.
-    ``accept_pickled_factories`` (which needs ``token``), ``web`` and ``insecure`` (beyond loopback
-    without a token) are :class:`EnvServer`'s; the web page's address is printed on the line after
-    the ready line.
+    ``accept_pickled_factories`` (which needs ``token``), ``web``, ``insecure`` (beyond loopback
+    without a token) and the limits are :class:`EnvServer`'s; the web page's address is printed on
+    the line after the ready line.
 
     Returns:
         The exit status: 0 after a normal stop, 1 when the environment could not be made.
@@ -218,6 +227,9 @@ def run(
         max_sessions=max_sessions,
         idle_timeout=idle_timeout,
         max_frame_bytes=max_frame_bytes,
+        max_connections=max_connections,
+        handshake_timeout=handshake_timeout,
+        send_timeout=send_timeout,
         target=target,
         accept_pickled_factories=accept_pickled_factories,
         web=web,

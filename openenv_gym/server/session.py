@@ -105,6 +105,12 @@ class Session:
         self.protocol = ServerSession()
         self.busy = False
         self.last_active = asyncio.get_running_loop().time()
+        #: Since when the reply being sent has waited for the client to take it (None: no reply
+        #: waiting); a send is not ``busy``: it waits on the client, not on the environment.
+        self.sending_since: float | None = None
+        #: Why the server ended the session (:meth:`expire`), or None.
+        self.expired: str | None = None
+        self._serving: asyncio.Task[None] | None = None
         self.size = 1  # environments this session holds, for the server's capacity count
         self.id = secrets.token_hex(6)
         self.started = self.last_active
@@ -201,20 +207,46 @@ class Session:
         self.env = await self._call(self.factory)
 
     async def run(self) -> None:
-        """Answer frames until the client closes the session or the connection ends."""
+        """Answer frames until the client closes the session, the connection ends, or the server
+        ends the session (:meth:`expire`)."""
+        if self.expired is not None:
+            return
+        self._serving = asyncio.get_running_loop().create_task(self._serve())
+        try:
+            await self._serving
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if self.expired is None or (task is not None and task.cancelling()):
+                raise  # not expire()'s cancel: the server is stopping
+
+    async def _serve(self) -> None:
         loop = asyncio.get_running_loop()
         try:
             async for message in self.connection:
                 self.busy = True
                 reply = await self.handle(message)
-                if reply is not None:
-                    await self.connection.send(reply)
                 self.busy = False
-                self.last_active = loop.time()
                 if reply is None:  # a close frame
                     break
+                self.sending_since = loop.time()
+                await self.connection.send(reply)  # waits while the client's buffers are full
+                self.sending_since = None
+                self.last_active = loop.time()
         except ConnectionClosed:
             pass
+
+    def expire(self, reason: str) -> None:
+        """End the session now, between frames or in a send the client does not read.
+
+        :meth:`run` returns without waiting on the client, so the server releases the
+        environment at once; closing the connection is the caller's business. It only ever
+        interrupts a wait on the client (a receive or a send), never the environment: the server
+        expires only sessions that are not ``busy``.
+        """
+        if self.expired is None:
+            self.expired = reason
+            if self._serving is not None:
+                self._serving.cancel()
 
     async def handle(self, message: str | bytes) -> str | bytes | None:
         """Carry out one message and return the reply, or ``None`` after a close frame."""
