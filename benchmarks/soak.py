@@ -579,8 +579,10 @@ class Soak:
         self.log(f"after ({settle_s:.1f} s{'' if settled else ', NOT settled'}): " + _counts_line(final))
         slopes = {}
         for name, samples in load_samples.items():
-            kept = [s for s in samples if s.t >= self.warmup] or samples
+            # The load's samples only: none of the warm-up, none taken while the sessions closed.
+            kept = [s for s in samples if self.warmup <= s.t <= self.duration] or samples
             span_min = (kept[-1].t - kept[0].t) / 60 if kept else 0.0
+            half = kept[len(kept) // 2 :]
             slopes[name] = {}
             for metric in METRICS:
                 points = [(s.t / 60, float(getattr(s, metric))) for s in kept]
@@ -591,6 +593,10 @@ class Soak:
                     "per_min": per_min,
                     "rel_per_min": per_min / mean if mean else 0.0,
                     "rel_run": per_min * span_min / mean if mean else 0.0,
+                    # A leak keeps its slope; an allocator settling in flattens: the second half alone.
+                    "per_min_2nd_half": slope([(s.t / 60, float(getattr(s, metric))) for s in half]),
+                    "first": float(getattr(kept[0], metric)) if kept else 0.0,
+                    "last": float(getattr(kept[-1], metric)) if kept else 0.0,
                 }
         return Report(
             config={
@@ -657,13 +663,18 @@ def print_report(report: Report) -> None:
     for message in report.error_messages:
         print(f"  {message}")
     print()
-    print(f"{'server':<9} {'metric':<13} {'baseline':>9} {'mean':>9} {'slope/min':>11} {'rel/min':>9} {'over run':>9} {'after':>9}")
+    print(
+        f"{'server':<9} {'metric':<13} {'baseline':>9} {'first':>8} {'last':>8} {'mean':>8} {'slope/min':>10} "
+        f"{'rel/min':>9} {'over run':>9} {'2nd half':>10} {'after':>8}"
+    )
     for name, metrics in report.slopes.items():
         for metric, fit in metrics.items():
             print(
-                f"{name:<9} {metric:<13} {report.baseline[name][metric]:9.1f} {fit['mean']:9.1f} "
-                f"{fit['per_min']:+11.4f} {fit['rel_per_min']:+9.3%} {fit['rel_run']:+9.2%} {report.final[name][metric]:9.1f}"
+                f"{name:<9} {metric:<13} {report.baseline[name][metric]:9.1f} {fit['first']:8.1f} {fit['last']:8.1f} "
+                f"{fit['mean']:8.1f} {fit['per_min']:+10.4f} {fit['rel_per_min']:+9.3%} {fit['rel_run']:+9.2%} "
+                f"{fit['per_min_2nd_half']:+10.4f} {report.final[name][metric]:8.1f}"
             )
+    print("(slopes: least squares over the load after the warm-up, per minute; '2nd half': over its second half)")
     print()
     print(f"counts back to baseline after the load: {'yes' if report.settled else 'NO'} ({report.settle_s:.1f} s)")
 
