@@ -333,9 +333,9 @@ class VectorDriver(Driver):
             raise Unexpected(f"vector reset: {infos.get(FAILURE_INFO_KEY)}")
 
     async def step(self, rng: random.Random) -> None:
-        from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
-
         import numpy as np
+
+        from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 
         actions = np.array([rng.randrange(2) for _ in range(VECTOR_ENVS)])
         observations, _, _, _, infos = await self._run(self.envs.step, actions)
@@ -374,7 +374,9 @@ class MCPDriver(Driver):
     async def step(self, rng: random.Random) -> None:
         request_id, message = next(self.ids), rng.choice(MESSAGES)
         params = {"name": "echo_message", "arguments": {"message": message}}
-        reply = await self._call({"type": "mcp", "data": {"jsonrpc": "2.0", "method": "tools/call", "params": params, "id": request_id}})
+        reply = await self._call(
+            {"type": "mcp", "data": {"jsonrpc": "2.0", "method": "tools/call", "params": params, "id": request_id}}
+        )
         data = reply.get("data") or {}
         result = data.get("result")
         if reply.get("type") != "mcp" or data.get("id") != request_id or not isinstance(result, dict):
@@ -524,10 +526,12 @@ class Soak:
                 last = {name: s[-1] for name, s in sampler.samples.items() if s}
                 self.log(
                     f"  {time.monotonic() - started:6.0f} s: {steps} steps, {sum(self.stats.errors.values())} errors; "
-                    + ", ".join(f"{n} {s.rss_mib:.0f} MiB/{s.fds} fds/{s.threads} thr/{s.children} ch" for n, s in last.items())
+                    + ", ".join(
+                        f"{n} {s.rss_mib:.0f} MiB/{s.fds} fds/{s.threads} thr/{s.children} ch" for n, s in last.items()
+                    )
                 )
         stop.set()
-        done, pending = await asyncio.wait(tasks, timeout=STOP_TIMEOUT)
+        _, pending = await asyncio.wait(tasks, timeout=STOP_TIMEOUT)
         for task in pending:  # a loop stuck past every call's timeout: an error in itself
             self.stats.error(task.get_name(), TimeoutError("did not stop within STOP_TIMEOUT"))
             task.cancel()
@@ -539,7 +543,9 @@ class Soak:
         for name, target in TARGETS.items():
             self.servers[name] = start_ours(target, "--max-sessions", str(self.plan.max_sessions[name]))
 
-    def steady(self, sampler: Sampler, timeout: float, want: dict[str, Sample] | None = None) -> tuple[dict[str, Sample], bool]:
+    def steady(
+        self, sampler: Sampler, timeout: float, want: dict[str, Sample] | None = None
+    ) -> tuple[dict[str, Sample], bool]:
         """The samples once the counts hold still over three samples a second apart (or, with
         ``want``, once they equal its counts), and whether that happened within ``timeout``."""
         deadline = time.monotonic() + timeout
@@ -549,7 +555,9 @@ class Soak:
             history.append(now)
             counts = [{n: tuple(getattr(s, m) for m in COUNTS) for n, s in h.items()} for h in history[-3:]]
             if want is not None:
-                if all(tuple(getattr(now[n], m) for m in COUNTS) == tuple(getattr(want[n], m) for m in COUNTS) for n in now):
+                if all(
+                    tuple(getattr(now[n], m) for m in COUNTS) == tuple(getattr(want[n], m) for m in COUNTS) for n in now
+                ):
                     return now, True
             elif len(counts) == 3 and counts[0] == counts[1] == counts[2]:
                 return now, True
@@ -654,10 +662,6 @@ def run_soak(**kwargs: Any) -> Report:
 
 def print_report(report: Report) -> None:
     print()
-    steps = Counter[str]()
-    for key, n in report.actions.items():
-        kind, what = key.split()
-        steps[what] += n
     print("actions: " + ", ".join(f"{k} {n}" for k, n in report.actions.items()))
     print(f"client errors: {report.total_errors}" + (f" {report.errors}" if report.errors else ""))
     for message in report.error_messages:
@@ -684,8 +688,15 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=1800.0, help="seconds of load (default: 1800)")
     parser.add_argument("--sessions", type=int, default=256, help="sessions held at once (default: 256)")
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between samples (default: 5)")
-    parser.add_argument("--warmup", type=float, default=None, help="seconds of load left out of the slopes (default: a tenth of the run, at most 120)")
-    parser.add_argument("--pace", type=float, default=1.0, help="think times' scale: below 1, more actions/s (default: 1)")
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=None,
+        help="seconds of load left out of the slopes (default: a tenth of the run, at most 120)",
+    )
+    parser.add_argument(
+        "--pace", type=float, default=1.0, help="think times' scale: below 1, more actions/s (default: 1)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="write the figures and every sample there as JSON")
     args = parser.parse_args()
@@ -696,7 +707,12 @@ def main() -> None:
     )
     stop_all_on_sigterm()
     report = run_soak(
-        sessions=args.sessions, duration=args.duration, interval=args.interval, warmup=warmup, pace=args.pace, seed=args.seed
+        sessions=args.sessions,
+        duration=args.duration,
+        interval=args.interval,
+        warmup=warmup,
+        pace=args.pace,
+        seed=args.seed,
     )
     print_report(report)
     if args.out:
