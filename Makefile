@@ -58,6 +58,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/containers.py
 	$(BIN)/python benchmarks/ray_vector.py
 	$(BIN)/python benchmarks/web_page.py
+	$(BIN)/python benchmarks/soak.py --duration 1800
 
 clean:
 	rm -rf $(VENV) *.egg-info
