@@ -168,3 +168,18 @@ def make_failing_on_step():
             return self.env.step(action)
 
     return FailingOnStep(gym.make("CartPole-v1"))
+
+
+def make_slow_closing(seconds: float = 1.0):
+    """CartPole whose close takes ``seconds`` in its session's thread (a simulator that saves or tears down
+    at the end), so its slot on the server stays taken that long after its connection is gone."""
+    import gymnasium as gym
+
+    from openenv_gym.server import GymEnvironment
+
+    class SlowClosing(gym.Wrapper):
+        def close(self):
+            time.sleep(seconds)
+            super().close()
+
+    return GymEnvironment(SlowClosing(gym.make("CartPole-v1")), blocking=True)
