@@ -170,6 +170,9 @@ def make_failing_on_step():
     return FailingOnStep(gym.make("CartPole-v1"))
 
 
+SLOW_CLOSES_BEGUN: list[float] = []  # when each close() of make_slow_closing's envs began, in this process
+
+
 def make_slow_closing(seconds: float = 1.0):
     """CartPole whose close takes ``seconds`` in its session's thread (a simulator that saves or tears down
     at the end), so its slot on the server stays taken that long after its connection is gone."""
@@ -179,6 +182,7 @@ def make_slow_closing(seconds: float = 1.0):
 
     class SlowClosing(gym.Wrapper):
         def close(self):
+            SLOW_CLOSES_BEGUN.append(time.monotonic())
             time.sleep(seconds)
             super().close()
 
