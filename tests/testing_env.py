@@ -197,3 +197,22 @@ class BlobEnvironment(Environment[BlobAction, BlobObservation, State]):
     @property
     def state(self) -> State:
         return State()
+
+
+SLOW_CLOSES_BEGUN: list[float] = []  # when each close() of make_slow_closing's envs began, in this process
+
+
+def make_slow_closing(seconds: float = 1.0):
+    """CartPole whose close takes ``seconds`` in its session's thread (a simulator that saves or tears down
+    at the end), so its slot on the server stays taken that long after its connection is gone."""
+    import gymnasium as gym
+
+    from openenv_gym.server import GymEnvironment
+
+    class SlowClosing(gym.Wrapper):
+        def close(self):
+            SLOW_CLOSES_BEGUN.append(time.monotonic())
+            time.sleep(seconds)
+            super().close()
+
+    return GymEnvironment(SlowClosing(gym.make("CartPole-v1")), blocking=True)

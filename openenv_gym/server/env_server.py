@@ -27,7 +27,7 @@ from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment
 from .exposure import INSECURE_WARNING, check_exposure
 from .pickled_factories import PickledBatchSession
-from .session import Session, factory_error
+from .session import CLOSE_TIMEOUT, Session, factory_error
 from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing
 from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response
 from .web_page import is_web_path, web_response
@@ -84,7 +84,10 @@ class EnvServer:
         port: the port to bind; 0 picks a free one (read :attr:`port` after :meth:`start`).
         max_sessions: sessions served at once; more are refused with ``CAPACITY_REACHED``.
             Defaults to 1 when the factory declares ``SUPPORTS_CONCURRENT_SESSIONS = False`` (as
-            ``Environment`` does unless a subclass says otherwise), else 64.
+            ``Environment`` does unless a subclass says otherwise), else 64. A session whose
+            connection ended holds its slot until its environment is closed; a newcomer that
+            fits once the closing ones are gone waits for them (at most the close timeout,
+            10 s) instead of being refused, so a client whose connection was cut comes back at once.
         idle_timeout: seconds a session may wait between frames before its environment is
             released and the connection closed (code 1001); ``None`` never reaps. A step that runs
             long is not idleness.
@@ -187,6 +190,7 @@ class EnvServer:
         self.web = local if web is None else web
         self.watchers: set[Watcher] = set()
         self.sessions: set[Session] = set()
+        self._closing_sessions: set[Session] = set()  # connection ended, environment still closing
         #: Whether an environment's close() overran its timeout (its thread may still be stuck).
         self.stuck = False
         self._server: Server | None = None
@@ -427,6 +431,7 @@ class EnvServer:
         except ProtocolError as exc:
             await self._refuse(connection, exc)
             return
+        await self._wait_for_closing(session.size)
         active = self.active_sessions
         if active + session.size > self.max_sessions:
             refusal = ErrorFrame(
@@ -449,9 +454,26 @@ class EnvServer:
             # The slot stays taken until the environment is closed, so an environment that
             # allows one session never has two instances alive.
             session.end_watches("the session closed")
+            self._closing_sessions.add(session)
             if not await session.close():
                 self.stuck = True
+            self._closing_sessions.discard(session)
             self.sessions.discard(session)
+
+    async def _wait_for_closing(self, size: int) -> None:
+        """Wait until ``size`` more sessions fit, while closing sessions alone stand in the way.
+
+        Their slots come back once their environments are closed (within ``CLOSE_TIMEOUT``):
+        a client whose connection was cut reconnects before its old session has let go.
+        """
+        deadline = asyncio.get_running_loop().time() + CLOSE_TIMEOUT
+        while self.active_sessions + size > self.max_sessions:
+            closing = sum(session.size for session in self._closing_sessions)
+            if self.active_sessions - closing + size > self.max_sessions:
+                return  # full without them too: refused at once
+            if asyncio.get_running_loop().time() >= deadline:
+                return
+            await asyncio.sleep(0.01)
 
     async def _refuse(self, connection: ServerConnection, exc: ProtocolError) -> None:
         await connection.send(ErrorFrame.from_exception(exc).serialize())

@@ -13,9 +13,10 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.server import EnvServer
-from tests.testing_env import BrokenFactoryEnvironment, CounterEnvironment
+from tests.testing_env import SLOW_CLOSES_BEGUN, BrokenFactoryEnvironment, CounterEnvironment, make_slow_closing
 from tests.utils import UNIT, running_server, wait_until
 
 
@@ -186,6 +187,23 @@ def test_capacity_reached():
         assert wait_until(lambda: not server.sessions, 5 * UNIT)
         with ws(server) as third:
             assert call(third, {"type": "reset"})["type"] == "observation"
+
+
+def test_a_newcomer_waits_for_the_slot_of_a_closing_session():
+    """A session cut off while its env takes a while to close: a newcomer gets that slot once it is
+    free instead of CAPACITY_REACHED (a client coming back after its connection was cut)."""
+    SLOW_CLOSES_BEGUN.clear()
+    with running_server(lambda: make_slow_closing(0.5 * UNIT), max_sessions=1) as server:
+        first = EnvClient(server.url)
+        try:
+            first.reset()
+            first._sock.shutdown(socket.SHUT_RDWR)  # the connection ends without a close frame
+            assert wait_until(lambda: SLOW_CLOSES_BEGUN, 5 * UNIT), "the server did not see the connection end"
+            with EnvClient(server.url, call_timeout=10 * UNIT) as second:
+                assert second.reset().done is False
+                assert len(server.sessions) == 1
+        finally:
+            first.close()
 
 
 def test_default_capacity_follows_the_concurrency_flag():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 
 import gymnasium as gym
 import numpy as np
@@ -163,5 +164,38 @@ def test_interrupted_step_wait_can_be_resumed(batched):
         assert truncations.tolist() == [True, False] and rewards.tolist() == [0.0, 1.0]
         assert infos[FAILURE_INFO_KEY][0].startswith("ConnectionLostError")
         assert envs.step(np.array([0, 0]))[0].shape == (2, 4)
+    finally:
+        envs.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_a_cut_connection_comes_back_on_the_same_server(mode, monkeypatch):
+    """A block's connection cut while its server lives: the block reconnects there, even though the
+    old session's env is still closing (its slot taken), and is reported truncated once."""
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    envs = RemoteVectorEnv(
+        "tests.testing_env:make_slow_closing",
+        num_envs=2,
+        sessions_per_server=1,
+        autoreset_mode=mode,
+        vector_backend="per_env",
+        call_timeout=10.0,
+        env_kwargs={"seconds": 1.0},
+    )
+    pids = [provider.pid for provider in envs._providers]
+    try:
+        envs.reset(seed=0)
+        envs.step(np.array([0, 0]))
+        envs._blocks[0].client._sock.shutdown(socket.SHUT_RDWR)
+        _, rewards, _, truncations, infos = envs.step(np.array([0, 0]))
+        assert truncations.tolist() == [True, False] and rewards.tolist() == [0.0, 1.0]
+        assert infos[f"_{FAILURE_INFO_KEY}"].tolist() == [True, False]
+        assert infos[FAILURE_INFO_KEY][0].startswith("ConnectionLostError")
+        for _ in range(3):
+            _, rewards, _, truncations, infos = envs.step(np.array([0, 0]))
+            assert FAILURE_INFO_KEY not in infos and not truncations.any()
+        assert rewards.tolist() == [1.0, 1.0]
+        assert [provider.pid for provider in envs._providers] == pids  # no server was restarted
     finally:
         envs.close()
