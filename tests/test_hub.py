@@ -325,6 +325,8 @@ def test_cli_push_dry_run_prints_the_plan_without_the_network(tmp_path):
     ]
     assert "README.md front matter:\n  ---\n  title: echo_env\n  sdk: docker\n  app_port: 8000\n" in done.stdout
     assert '  CMD ["python", "-m", "openenv_gym", "serve", "openenv_gym.envs.echo:EchoEnvironment"' in done.stdout
+    # A Space is reachable from anywhere: its server requires the token of the Space's secret.
+    assert '"--host", "0.0.0.0", "--port", "8000", "--token-env", "OPENENV_GYM_TOKEN"]' in done.stdout
 
 
 @contextlib.contextmanager
