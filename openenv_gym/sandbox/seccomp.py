@@ -206,7 +206,7 @@ def _build(arch: int) -> bytes:
         if seccomp.resolve_syscall(arch, name) == _SCMP_ERROR:
             raise SandboxUnavailableError(
                 f"no sandbox: this libseccomp is too old to know the system call {name!r} its filter refuses "
-                "(libseccomp 2.5.2 or later knows them all)"
+                "(2.5.4, Debian 12's, knows them all)"
             )
         # Names resolve to the native ABI's numbers; libseccomp translates them for `arch`.
         program.add_rule(action, seccomp.resolve_syscall(seccomp.Arch.NATIVE, name), *comparisons)
