@@ -133,8 +133,9 @@ def bwrap_command(
             argv += ["--ro-bind", "/dev/null", path]
     # /dev is a tmpfs of its own, which --remount-ro / does not reach: without root it is the
     # sandbox's to write, and would keep what a run left there. Read-only but for /dev/shm (POSIX
-    # shared memory and semaphores, as multiprocessing uses), a small tmpfs the worker empties.
-    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(DEV_SHM_SIZE), "--tmpfs", "/dev/shm"]
+    # shared memory and semaphores, as multiprocessing uses), a small tmpfs the worker empties;
+    # mode 1777, as on a host, since each run has a uid of its own when the server is root.
+    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(DEV_SHM_SIZE), "--tmpfs", "/dev/shm"]
     argv += ["--remount-ro", "/dev", "--size", str(int(scratch_size)), "--tmpfs", SCRATCH_DIR]
     if workspace_size is not None:
         argv += ["--size", str(int(workspace_size)), "--tmpfs", WORKSPACE_DIR]

@@ -60,7 +60,7 @@ def test_each_run_starts_clean(sandbox):
     """Globals, files (anywhere writable) and monkeypatches of one run are gone in the next."""
     first = sandbox.run(
         "import builtins, os\nX = 1\nopen('left.txt', 'w').write('x')\n"
-        "try:\n    os.makedirs('/dev/shm/kept')\nexcept PermissionError:\n    pass  # writable only without root\n"
+        "os.makedirs('/dev/shm/kept')\n"
         "os.makedirs('sub/deeper')\nos.chmod('sub', 0o500)\nos.chmod('.', 0o500)\nbuiltins.len = None"
     )
     assert first.exit_code == 0, first.stderr
@@ -69,6 +69,16 @@ def test_each_run_starts_clean(sandbox):
         "open('new.txt', 'w').write('x')"
     )
     assert (second.stdout, second.exit_code) == ("3 False [] []\n", 0), second.stderr
+
+
+def test_multiprocessing_semaphores_work(sandbox):
+    """/dev/shm is world-writable (sticky) even as root, where each run has a uid of its own:
+    multiprocessing's locks and queues are POSIX semaphores there."""
+    done = sandbox.run(
+        "import multiprocessing as mp\nlock, queue = mp.Lock(), mp.Queue()\nwith lock:\n    queue.put(41)\n"
+        "print(queue.get(timeout=5) + 1)"
+    )
+    assert (done.stdout, done.exit_code) == ("42\n", 0), done.stderr
 
 
 def test_tmp_is_writable_and_emptied_between_runs(sandbox):
