@@ -16,7 +16,7 @@ class Limits:
 
     Attributes:
         wall_time: seconds a run may take, from fork to exit; then every process of it is killed.
-        cpu_time: seconds of CPU time per process (the kernel kills it past that).
+        cpu_time: seconds of CPU time per process (the kernel sends SIGXCPU then, SIGKILL a second later).
         memory: bytes of address space per process (allocations past it raise ``MemoryError``).
         file_size: bytes, the largest file a run may write (writes past it fail with ``EFBIG``).
         scratch_size: bytes of the private writable temporary directory, all files together.

@@ -65,6 +65,7 @@ CONFIG_KEYS = (
 )
 _RESULT_FD = 3  # the child's results pipe: stdout stays the program's own
 _GRACE_AFTER_EXIT = 0.2  # how long pipes may stay open after the child exits (a leftover process)
+_CPU_TIME_GRACE = 1  # seconds of CPU time between SIGXCPU and SIGKILL
 _CPU_TIME_SLACK = 0.05  # seconds: the CPU time the kernel reports may round below the limit it enforced
 _SOLUTION = "<solution>"
 
@@ -103,8 +104,12 @@ def _drop_privileges(config: dict[str, Any]) -> None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
+    # SIGXCPU at the CPU-time limit, SIGKILL a second later for code that ignores it: the CPU
+    # time the kernel reports for a killed process can fall well short of the limit it enforced
+    # (0.83 s at a 1 s limit on a loaded machine), so a kill at the limit itself would be
+    # indistinguishable from any other SIGKILL.
+    resource.setrlimit(resource.RLIMIT_CPU, (config["cpu_time"], config["cpu_time"] + _CPU_TIME_GRACE))
     limits = [
-        (resource.RLIMIT_CPU, config["cpu_time"]),
         (resource.RLIMIT_AS, config["memory"]),
         (resource.RLIMIT_FSIZE, config["file_size"]),
         (resource.RLIMIT_NOFILE, config["open_files"]),
@@ -293,12 +298,10 @@ def _run(request: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         os.close(fd)
     _reset_scratch(config)
     stdout, stderr, results = streams.values()
-    # The kernel ends a process at RLIMIT_CPU with SIGXCPU or SIGKILL; its CPU time tells that
-    # kill from any other of the same signal.
-    cpu_time_out = (
-        not wall_time_out
-        and status in (-signal.SIGKILL, -signal.SIGXCPU)
-        and cpu_seconds >= config["cpu_time"] - _CPU_TIME_SLACK
+    # The kernel ends a process at RLIMIT_CPU with SIGXCPU, or with SIGKILL a grace second later
+    # when it ignored that; its CPU time (past the soft limit) tells that kill from any other.
+    cpu_time_out = not wall_time_out and (
+        status == -signal.SIGXCPU or (status == -signal.SIGKILL and cpu_seconds >= config["cpu_time"] - _CPU_TIME_SLACK)
     )
     if wall_time_out:
         status = -signal.SIGKILL
