@@ -165,7 +165,9 @@ def main() -> None:
         return
     count, steps, rounds = (200, 300, 3) if args.quick else (1000, 2000, 5)
     idle = 1.0
-    print(f"soft open-file limit: {raise_open_file_limit(8192)} (raised to 8192 if it was lower; the servers inherit it)")
+    print(
+        f"soft open-file limit: {raise_open_file_limit(8192)} (raised to 8192 if it was lower; the servers inherit it)"
+    )
     stop_all_on_sigterm()
     try:
         server = start_ours(
