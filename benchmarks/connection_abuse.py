@@ -64,22 +64,36 @@ async def listed(url: str) -> int:
     return await asyncio.to_thread(sessions_listed, url)
 
 
-async def good_client(port: int, steps: int) -> float:
-    """A session's steps/s: one reply read before the next step is sent."""
+async def good_session(port: int) -> RawSession:
+    """A session, reset, that :func:`steps_per_s` steps."""
     session = await RawSession.open(port)
+    session.queue({"type": "reset"})
+    session.write_some()
+    reply = await session.next_json(30)
+    if reply["type"] != "observation":
+        session.close()
+        raise RuntimeError(f"a good client's reset failed: {reply}")
+    return session
+
+
+async def steps_per_s(session: RawSession, steps: int) -> float:
+    """A session's steps/s: one reply read before the next step is sent."""
+    began = time.perf_counter()
+    for _ in range(steps):
+        session.queue(SMALL_STEP)
+        if not session.write_some():
+            raise RuntimeError("a good client's step did not fit in its socket")
+        reply = await session.next_json(30)
+        if reply["type"] != "observation":
+            raise RuntimeError(f"a good client's step failed: {reply}")
+    return steps / (time.perf_counter() - began)
+
+
+async def good_client(port: int, steps: int) -> float:
+    """A new session's steps/s."""
+    session = await good_session(port)
     try:
-        session.queue({"type": "reset"})
-        session.write_some()
-        await session.next_json(30)
-        began = time.perf_counter()
-        for _ in range(steps):
-            session.queue(SMALL_STEP)
-            if not session.write_some():
-                raise RuntimeError("a good client's step did not fit in its socket")
-            reply = await session.next_json(30)
-            if reply["type"] != "observation":
-                raise RuntimeError(f"a good client's step failed: {reply}")
-        return steps / (time.perf_counter() - began)
+        return await steps_per_s(session, steps)
     finally:
         session.close()
 
@@ -195,12 +209,18 @@ def main() -> None:
         asyncio.run(good_client(port, 10))
         asyncio.run(good_client(ref_port, 10))
 
-        async def interleaved() -> tuple[float, float]:
+        async def interleaved(sessions: list[RawSession] | None = None) -> tuple[float, float]:
             """Median steps/s on the reference and on the abused server, a round on each in turn."""
+            # One session each for all rounds: during a flood, a slot let go is the flood's.
+            sessions = sessions or [await good_session(ref_port), await good_session(port)]
             clean, abused = [], []
-            for _ in range(rounds):
-                clean.append(await good_client(ref_port, steps))
-                abused.append(await good_client(port, steps))
+            try:
+                for _ in range(rounds):
+                    clean.append(await steps_per_s(sessions[0], steps))
+                    abused.append(await steps_per_s(sessions[1], steps))
+            finally:
+                for session in sessions:
+                    session.close()
             return sorted(clean)[rounds // 2], sorted(abused)[rounds // 2]
 
         alone_ref, alone = asyncio.run(interleaved())
@@ -225,7 +245,9 @@ def main() -> None:
         )
 
         async def during_flood() -> tuple[float, float, int, float]:
-            holders = [await RawSession.open(port) for _ in range(MAX_SESSIONS - 1)]  # one slot left
+            # Sessions held silent, but one slot: the good client's, opened before the flood starts.
+            holders = [await RawSession.open(port) for _ in range(MAX_SESSIONS - 1)]
+            good = [await good_session(ref_port), await good_session(port)]
             seconds = max(3.0, 2 * rounds * steps / alone * 1.5)
             worker = await asyncio.create_subprocess_exec(
                 sys.executable, __file__, "--flood-worker", str(port), str(seconds),
@@ -233,7 +255,7 @@ def main() -> None:
             )  # fmt: skip
             try:
                 await asyncio.sleep(0.5)  # let the flood start
-                clean, abused = await interleaved()
+                clean, abused = await interleaved(good)
                 out, _ = await asyncio.wait_for(worker.communicate(), seconds + 60)
             finally:
                 if worker.returncode is None:
