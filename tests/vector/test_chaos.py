@@ -10,7 +10,9 @@ faults over the process provider and 60 over the Docker provider.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -29,13 +31,14 @@ STARTUP_TIMEOUT = 120 * UNIT  # servers restart while the machine is busy with t
 
 
 @pytest.fixture
-def temp_dir(tmp_path, monkeypatch):
-    """A temp dir of the test's own, for this process and the servers it starts: what is left in it leaked."""
-    path = tmp_path / "tmp"
-    path.mkdir()
-    monkeypatch.setenv("TMPDIR", str(path))
-    monkeypatch.setattr(tempfile, "tempdir", str(path))
-    return path
+def temp_dir(monkeypatch):
+    """A temp dir of the test's own, for this process and the servers it starts: what is left in it
+    leaked. Made in the system's temp dir, whose short path leaves room for a Unix socket's."""
+    path = tempfile.mkdtemp(prefix="chaos-")
+    monkeypatch.setenv("TMPDIR", path)
+    monkeypatch.setattr(tempfile, "tempdir", path)
+    yield Path(path)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def run_chaos(envs, *, faults, seed, temp_dir, before, docker=None):
