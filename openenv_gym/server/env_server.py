@@ -140,7 +140,7 @@ class EnvServer:
         self.web = local if web is None else web
         self.watchers: set[Watcher] = set()
         self.sessions: set[Session] = set()
-        self._closing: set[Session] = set()  # connection ended, environment still closing
+        self._closing_sessions: set[Session] = set()  # connection ended, environment still closing
         #: Whether an environment's close() overran its timeout (its thread may still be stuck).
         self.stuck = False
         self._server: Server | None = None
@@ -397,10 +397,10 @@ class EnvServer:
             # The slot stays taken until the environment is closed, so an environment that
             # allows one session never has two instances alive.
             session.end_watches("the session closed")
-            self._closing.add(session)
+            self._closing_sessions.add(session)
             if not await session.close():
                 self.stuck = True
-            self._closing.discard(session)
+            self._closing_sessions.discard(session)
             self.sessions.discard(session)
 
     async def _wait_for_closing(self, size: int) -> None:
@@ -411,7 +411,7 @@ class EnvServer:
         """
         deadline = asyncio.get_running_loop().time() + CLOSE_TIMEOUT
         while self.active_sessions + size > self.max_sessions:
-            closing = sum(session.size for session in self._closing)
+            closing = sum(session.size for session in self._closing_sessions)
             if self.active_sessions - closing + size > self.max_sessions:
                 return  # full without them too: refused at once
             if asyncio.get_running_loop().time() >= deadline:
