@@ -137,7 +137,9 @@ class Chaos:
         kinds: the fault kinds to draw from.
         seed: seeds the draws (which steps, which servers, which kinds, when within a step).
         docker: a docker SDK client, for an env on the Docker provider.
-        jitter: the injection lands up to this many seconds after its step starts.
+        jitter: most injections land up to this many seconds after their step starts; one in
+            five (when the rollout has room left) up to 0.25 s later, as another block may be
+            recovering or a later step has begun.
     """
 
     def __init__(

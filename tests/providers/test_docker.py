@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 
 import gymnasium as gym
 import numpy as np
@@ -22,7 +23,7 @@ import openenv_gym
 from openenv_gym.client import http_get_json
 from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.env import RemoteEnv
-from openenv_gym.errors import ServerConnectError
+from openenv_gym.errors import ProviderError, ServerConnectError
 from openenv_gym.providers.docker.images import RUNTIME_IMAGE, SERVER_UID, ImageBuildError
 from openenv_gym.providers.docker.owners import owned_containers
 from openenv_gym.providers.docker.provider import DockerProvider
@@ -369,3 +370,14 @@ def test_a_token_given_is_required_by_the_container(docker):
         if env is not None:
             env.close()
         provider.stop()
+
+
+def test_a_socket_path_too_long_for_unix_sockets_is_refused_at_once(tmp_path, monkeypatch):
+    """network="none" under a temp dir so deep that no client could connect to the socket: a clear
+    error before any container starts, instead of a server that seems never to answer."""
+    deep = tmp_path / ("d" * 80)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    with pytest.raises(ProviderError, match="set TMPDIR to a shorter directory"):
+        DockerProvider("CartPole-v1", network="none").start()
+    assert os.listdir(deep) == []

@@ -10,7 +10,9 @@ faults over the process provider and 60 over the Docker provider.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -19,21 +21,24 @@ import openenv_gym  # noqa: F401  (registers the openenv/... ids)
 from tests.chaos import Chaos, census, rollout
 from tests.utils import UNIT, wait_until
 
-pytestmark = pytest.mark.slow
+# Long by design: a minute or two each on an idle machine; a busy one may take several times that.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 # Short enough that a frozen server costs little, long enough that a healthy one on a busy machine
 # always answers: a timeout of a server no fault hit is reported as a problem.
 CALL_TIMEOUT = 1.5 * UNIT
+STARTUP_TIMEOUT = 120 * UNIT  # servers restart while the machine is busy with the others' recoveries
 
 
 @pytest.fixture
-def temp_dir(tmp_path, monkeypatch):
-    """A temp dir of the test's own, for this process and the servers it starts: what is left in it leaked."""
-    path = tmp_path / "tmp"
-    path.mkdir()
-    monkeypatch.setenv("TMPDIR", str(path))
-    monkeypatch.setattr(tempfile, "tempdir", str(path))
-    return path
+def temp_dir(monkeypatch):
+    """A temp dir of the test's own, for this process and the servers it starts: what is left in it
+    leaked. Made in the system's temp dir, whose short path leaves room for a Unix socket's."""
+    path = tempfile.mkdtemp(prefix="chaos-")
+    monkeypatch.setenv("TMPDIR", path)
+    monkeypatch.setattr(tempfile, "tempdir", path)
+    yield Path(path)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def run_chaos(envs, *, faults, seed, temp_dir, before, docker=None):
@@ -72,7 +77,14 @@ def run_chaos(envs, *, faults, seed, temp_dir, before, docker=None):
 def test_chaos_over_process_servers(options, faults, temp_dir):
     """150 faults in all: SIGKILL, SIGSTOP and cut connections over four servers of two sub-envs each."""
     before = census(temp_dir=str(temp_dir))
-    envs = gym.make_vec("openenv/CartPole-v1", num_envs=8, sessions_per_server=2, call_timeout=CALL_TIMEOUT, **options)
+    envs = gym.make_vec(
+        "openenv/CartPole-v1",
+        num_envs=8,
+        sessions_per_server=2,
+        call_timeout=CALL_TIMEOUT,
+        startup_timeout=STARTUP_TIMEOUT,
+        **options,
+    )
     figures = run_chaos(envs, faults=faults, seed=faults, temp_dir=temp_dir, before=before)
     assert set(figures["by_kind"]) == {"kill", "freeze", "cut"}
 
@@ -88,6 +100,7 @@ def test_chaos_over_containers(network, docker, temp_dir):
         num_envs=6,
         sessions_per_server=2,
         call_timeout=CALL_TIMEOUT,
+        startup_timeout=STARTUP_TIMEOUT,
         provider="docker",
         network=network,
         vector_backend="per_env",

@@ -41,6 +41,7 @@ __all__ = ["CONTAINER_PORT", "DockerProvider", "DockerUnavailableError", "docker
 CONTAINER_PORT = 8000
 SOCKET_DIR = "/run/openenv-gym"  # where a no-network container's socket directory is mounted
 SOCKET_NAME = "server.sock"
+_MAX_SOCKET_PATH = 107
 DEFAULT_LIMITS = {"memory": "512m", "cpus": 1.0, "pids": 256, "open_files": 4096, "scratch": "64m"}
 MAX_OPEN_FILES = 20000  # more fails on these engines
 _STOP_TIMEOUT = 5
@@ -478,7 +479,19 @@ _UNIX_HEALTH_PROBE = (
 
 
 def _private_socket_directory() -> str:
-    """A host directory only this user can reach, holding one the container's server user may write."""
+    """A host directory only this user can reach, holding one the container's server user may write.
+
+    Raises:
+        ProviderError: the socket's path in the temp dir would be longer than a Unix socket's may be.
+    """
+    # A Unix socket's path is at most 107 bytes (Linux's sun_path, less its NUL); past it nothing
+    # could connect, and the server would seem never to answer.
+    path = os.path.join(tempfile.gettempdir(), "openenv-gym-docker-xxxxxxxx", "socket", SOCKET_NAME)
+    if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
+        raise ProviderError(
+            f"docker: network='none' needs a Unix socket in the temp dir, but {path} would be {len(os.fsencode(path))}"
+            f" bytes, more than the {_MAX_SOCKET_PATH} a socket's path may have: set TMPDIR to a shorter directory"
+        )
     root = tempfile.mkdtemp(prefix="openenv-gym-docker-")  # mode 0700: other users cannot reach inside
     socket_dir = os.path.join(root, "socket")
     os.mkdir(socket_dir)
