@@ -33,6 +33,7 @@ from ..protocol import (
     StepFrame,
     jsonrpc,
 )
+from ..protocol._json import utf8
 from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
 from .environment import Environment
@@ -208,13 +209,20 @@ class Session:
                 self.busy = True
                 reply = await self.handle(message)
                 if reply is not None:
-                    await self.connection.send(reply)
+                    await self._send(reply)
                 self.busy = False
                 self.last_active = loop.time()
                 if reply is None:  # a close frame
                     break
         except ConnectionClosed:
             pass
+
+    async def _send(self, reply: str | bytes) -> None:
+        try:
+            await self.connection.send(reply)
+        except UnicodeEncodeError:  # a lone surrogate echoed from a "\\ud800" escape: send it escaped again
+            assert isinstance(reply, str)
+            await self.connection.send(utf8(reply), text=True)
 
     async def handle(self, message: str | bytes) -> str | bytes | None:
         """Carry out one message and return the reply, or ``None`` after a close frame."""
