@@ -218,11 +218,12 @@ class Session:
             pass
 
     async def _send(self, reply: str | bytes) -> None:
-        try:
-            await self.connection.send(reply)
-        except UnicodeEncodeError:  # a lone surrogate echoed from a "\\ud800" escape: send it escaped again
-            assert isinstance(reply, str)
+        if isinstance(reply, str) and not reply.isascii():
+            # Encoded here (websockets would, once): a lone surrogate, read from a "\\ud800" escape and
+            # echoed, fails strict UTF-8 inside websockets, which then drops the connection.
             await self.connection.send(utf8(reply), text=True)
+        else:
+            await self.connection.send(reply)
 
     async def handle(self, message: str | bytes) -> str | bytes | None:
         """Carry out one message and return the reply, or ``None`` after a close frame."""

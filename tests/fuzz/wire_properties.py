@@ -152,7 +152,11 @@ def packed_arrays(message: Message) -> None:
         return
     packed = arrays.pack(value)
     assert arrays.pack(arrays.unpack(packed)) == packed
-    text = arrays.to_json(value)
+    try:
+        text = arrays.to_json(value)
+    except TypeError:  # bytes items (S and V dtypes) travel packed only: JSON has no bytes
+        assert b'"|S' in packed or b'"|V' in packed or b'"<V' in packed or b'">V' in packed or b'"=V' in packed
+        return
     assert arrays.to_json(arrays.from_json(text)) == text
 
 
