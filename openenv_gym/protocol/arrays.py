@@ -245,8 +245,6 @@ def _plan_of(header: str) -> tuple[Callable[[list[Any]], Any], list[tuple[Any, .
     """How to rebuild the value of ``header`` from its arrays: a builder, each array's
     ``(dtype, shape, offset, count, scalar)``, and the bytes of arrays the body must hold;
     ``None`` for a header the full path must read (bad, or holding object arrays)."""
-    import numpy as np
-
     try:
         tree = json.loads(header)
     except (ValueError, RecursionError):
@@ -307,6 +305,8 @@ def from_json(text: str) -> Any:
 
     def inline(dtype: np.dtype, shape: tuple[int, ...], described: dict[str, Any]) -> np.ndarray:
         nonlocal wide_bytes
+        if dtype.kind in "SV":  # to_json cannot write bytes items: what the JSON form reads, it writes
+            raise ValueError(f"arrays of {dtype.str} travel packed only")
         if dtype.itemsize <= _NARROW_ITEM_BYTES:  # numpy's allocation is bounded by the text's items
             return np.asarray(described["data"], dtype=dtype).reshape(shape)
         # A wide dtype ("<U100000000") costs its itemsize per item of the text: count the items
@@ -316,7 +316,9 @@ def from_json(text: str) -> Any:
             raise ValueError(f"data of shape {items.shape} for an array of shape {shape}")
         wide_bytes += items.size * dtype.itemsize
         if wide_bytes > max(_MAX_WIDE_BYTES, len(text)):
-            raise ValueError(f"arrays of wide dtypes ({dtype.str}) would take {wide_bytes} bytes for {len(text)} of JSON")
+            raise ValueError(
+                f"arrays of wide dtypes ({dtype.str}) would take {wide_bytes} bytes for {len(text)} of JSON"
+            )
         return items.astype(dtype)
 
     return _loads(text, inline, ErrorCode.INVALID_JSON)
@@ -328,7 +330,7 @@ _NARROW_ITEM_BYTES = 16
 _MAX_WIDE_BYTES = 2**26
 # A dtype as pack writes it (``dtype.str``: "<f4", "|b1", "<U3", "<M8[ns]") or names it
 # ("float32"): never numpy's comma or tuple forms, whose parser evaluates Python literals.
-_DTYPE_STR = re.compile(r"[<>|=]?[A-Za-z][A-Za-z0-9]*(\[[A-Za-z0-9]+\])?")
+_DTYPE_STR = re.compile(r"[<>|=]?(?!a\d*\Z)[A-Za-z][A-Za-z0-9]*(\[[A-Za-z0-9]+\])?")  # "a8": deprecated "S8"
 
 
 def _dtype(described: Any) -> np.dtype:

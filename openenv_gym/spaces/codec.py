@@ -156,7 +156,7 @@ def _require(data: dict[str, Any], key: str, kind: str) -> Any:
 
 # A dtype as space_to_json writes it ("float32", "<u1"): never numpy's comma or tuple forms,
 # whose parser evaluates Python literals and raises whatever they raise.
-_DTYPE_NAME = re.compile(r"[<>|=]?[A-Za-z][A-Za-z0-9]*")
+_DTYPE_NAME = re.compile(r"[<>|=]?(?!a\d*\Z)[A-Za-z][A-Za-z0-9]*")  # not "a8": numpy 2 deprecates it
 
 
 def _dtype(data: dict[str, Any], default: str) -> np.dtype:
