@@ -44,7 +44,7 @@ def test_short_atheris_run(tmp_path: pathlib.Path) -> None:
     found = tmp_path / "found"
     found.mkdir()
     command = [
-        sys.executable, "-m", "tests.fuzz.atheris_target", f"-runs={RUNS}", "-max_total_time=240", "-timeout=30",
+        sys.executable, "-m", "tests.fuzz.atheris_target", f"-runs={RUNS}", "-seed=1", "-max_total_time=240", "-timeout=30",
         f"-dict={HERE / 'wire.dict'}", f"-artifact_prefix={tmp_path}/", str(found), str(CORPUS), str(REGRESSIONS),
     ]  # fmt: skip
     done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=280)
