@@ -1,6 +1,8 @@
 # Three entry points, each doing its own set-up in .venv:
 #   make demo   trains SB3 PPO on 16 remote CartPole sub-envs and reports return and steps/s
 #   make lint   ruff (lint and format) and mypy, as configured in pyproject.toml
+#   make fuzz   the protocol and spaces parsers under atheris for FUZZ_SECONDS (default 600); the
+#               inputs it finds go to .fuzz-corpus/, a crash to crash-<sha1> (add it to tests/fuzz/regressions/)
 #   make test   lint, then the whole test suite (what CI runs): it starts a Docker Engine when
 #               none answers and builds the env images offline first (kept in Docker's cache),
 #               and installs Debian's chromium and chromium-driver for the web page's tests
@@ -9,7 +11,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo lint test images bench clean
+.PHONY: demo lint test images bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +61,12 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/ray_vector.py
 	$(BIN)/python benchmarks/web_page.py
 	$(BIN)/python benchmarks/soak.py --duration 1800
+
+FUZZ_SECONDS ?= 600
+fuzz: $(VENV)/.installed
+	mkdir -p .fuzz-corpus
+	$(BIN)/python -m tests.fuzz.atheris_target -dict=tests/fuzz/wire.dict -max_total_time=$(FUZZ_SECONDS) \
+		.fuzz-corpus tests/fuzz/corpus tests/fuzz/regressions
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -8,10 +8,22 @@ from typing import Any
 from ..errors import ProtocolError
 from .codes import ErrorCode
 
-__all__ = ["data_object", "dumps", "elide", "invalid", "load_object", "loads"]
+__all__ = ["data_object", "dumps", "elide", "invalid", "load_object", "loads", "utf8"]
 
 dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 loads = json.loads
+
+
+def utf8(text: str) -> bytes:
+    """JSON text as UTF-8, a lone surrogate (what a ``"\\ud800"`` escape reads as) written back as
+    that escape: in text ``dumps`` wrote, one can stand only inside a string, where the escape
+    means the same, so a frame echoing one still travels (strict UTF-8 refuses surrogates).
+
+    Example:
+        >>> utf8(dumps({"type": "\\ud800"}))
+        b'{"type":"\\\\ud800"}'
+    """
+    return text.encode("utf-8", "backslashreplace")
 
 
 def elide(value: Any, limit: int = 80) -> str:

@@ -29,12 +29,13 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProtocolError
-from ._json import invalid
+from ._json import invalid, utf8
 from .codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ def _header_of(layout: Any) -> tuple[bytes, list[int]]:
         return {_ARRAY: described}
 
     value = rebuild(layout)
-    return _encoder(lambda array: {})(value).encode(), paddings
+    return utf8(_encoder(lambda array: {})(value)), paddings
 
 
 def _pack_walking(value: Any) -> bytes:
@@ -159,7 +160,7 @@ def _pack_walking(value: Any) -> bytes:
         size += len(data) + padding
         return {"offset": offset}
 
-    header = _encoder(raw)(value).encode()
+    header = utf8(_encoder(raw)(value))
     return b"".join((BINARY_MAGIC, _HEADER_LENGTH.pack(len(header)), header, *buffers))
 
 
@@ -244,8 +245,6 @@ def _plan_of(header: str) -> tuple[Callable[[list[Any]], Any], list[tuple[Any, .
     """How to rebuild the value of ``header`` from its arrays: a builder, each array's
     ``(dtype, shape, offset, count, scalar)``, and the bytes of arrays the body must hold;
     ``None`` for a header the full path must read (bad, or holding object arrays)."""
-    import numpy as np
-
     try:
         tree = json.loads(header)
     except (ValueError, RecursionError):
@@ -265,7 +264,7 @@ def _plan_of(header: str) -> tuple[Callable[[list[Any]], Any], list[tuple[Any, .
         if len(node) == 1 and _ARRAY in node:
             described = node[_ARRAY]
             try:
-                dtype = np.dtype(described["dtype"])
+                dtype = _dtype(described["dtype"])
                 shape = tuple(described["shape"])
                 offset = described["offset"]
             except (KeyError, TypeError, ValueError):
@@ -302,10 +301,45 @@ def from_json(text: str) -> Any:
     """
     import numpy as np
 
+    wide_bytes = 0
+
     def inline(dtype: np.dtype, shape: tuple[int, ...], described: dict[str, Any]) -> np.ndarray:
-        return np.asarray(described["data"], dtype=dtype).reshape(shape)
+        nonlocal wide_bytes
+        if dtype.kind in "SV":  # to_json cannot write bytes items: what the JSON form reads, it writes
+            raise ValueError(f"arrays of {dtype.str} travel packed only")
+        if dtype.itemsize <= _NARROW_ITEM_BYTES:  # numpy's allocation is bounded by the text's items
+            return np.asarray(described["data"], dtype=dtype).reshape(shape)
+        # A wide dtype ("<U100000000") costs its itemsize per item of the text: count the items
+        # (as objects) and bound the total before numpy allocates them.
+        items = np.asarray(described["data"], dtype=object)
+        if items.shape != shape:
+            raise ValueError(f"data of shape {items.shape} for an array of shape {shape}")
+        wide_bytes += items.size * dtype.itemsize
+        if wide_bytes > max(_MAX_WIDE_BYTES, len(text)):
+            raise ValueError(
+                f"arrays of wide dtypes ({dtype.str}) would take {wide_bytes} bytes for {len(text)} of JSON"
+            )
+        return items.astype(dtype)
 
     return _loads(text, inline, ErrorCode.INVALID_JSON)
+
+
+# Items up to this size (every number, bool and short string) allocate no more than the JSON
+# text they come from; wider ones are counted against _MAX_WIDE_BYTES per message.
+_NARROW_ITEM_BYTES = 16
+_MAX_WIDE_BYTES = 2**26
+# A dtype as pack writes it (``dtype.str``: "<f4", "|b1", "<U3", "<M8[ns]") or names it
+# ("float32"): never numpy's comma or tuple forms, whose parser evaluates Python literals.
+_DTYPE_STR = re.compile(r"[<>|=]?(?!a\d*\Z)[A-Za-z][A-Za-z0-9]*(\[[A-Za-z0-9]+\])?")  # "a8": deprecated "S8"
+
+
+def _dtype(described: Any) -> np.dtype:
+    """The dtype a header names; ``ValueError`` for anything but a plain dtype string."""
+    import numpy as np
+
+    if not isinstance(described, str) or not _DTYPE_STR.fullmatch(described):
+        raise ValueError(f"bad dtype {described!r}")
+    return np.dtype(described)
 
 
 # Encoding and decoding: json's own C code walks the value, calling back only for arrays ------
@@ -361,7 +395,7 @@ def _array(described: dict[str, Any], arrays: Any) -> Any:
             array[index] = item
         array = array.reshape(shape)
     else:
-        dtype = np.dtype(described["dtype"])
+        dtype = _dtype(described["dtype"])
         if dtype.hasobject:
             raise ValueError("object dtypes travel as items, never as raw bytes")
         array = arrays(dtype, shape, described)

@@ -272,7 +272,10 @@ class BatchResultFrame:
 
     def check(self, size: int | None = None) -> None:
         """Raise :class:`ProtocolError` if the lists disagree in length or ``final`` is malformed."""
-        size = len(self.observations) if size is None else size
+        if size is None:
+            if not isinstance(self.observations, list):
+                raise invalid("batch_result observations must be a list")
+            size = len(self.observations)
         lists = {"observations": self.observations, "infos": self.infos}
         if self.rewards is not None:
             lists.update(rewards=self.rewards, terminated=self.terminated, truncated=self.truncated)  # type: ignore[arg-type]

@@ -93,7 +93,7 @@ def parse_tool_action(data: Mapping[str, Any]) -> ListToolsRequest | CallToolReq
             actions forbid unknown fields too).
     """
     kind = data.get("type")
-    if kind not in _ACTION_KEYS:
+    if not isinstance(kind, str) or kind not in _ACTION_KEYS:  # an object or a list would not even hash
         return None
     extra = data.keys() - _ACTION_KEYS[kind]
     if extra:

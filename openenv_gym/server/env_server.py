@@ -22,6 +22,7 @@ from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
 from ..protocol.pickled import check_pickles_allowed, wants_pickled_factories
 from ..protocol.redaction import RedactingLogger
 from ..protocol.urls import is_loopback_host, unix_url
+from ..protocol.vector import VECTOR_BACKENDS
 from .batch_session import BatchSession
 from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment
@@ -383,6 +384,10 @@ class EnvServer:
         if backends is None:
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR.value, f"backend={backend}: this server has no vector backends"
+            )
+        if backend not in VECTOR_BACKENDS:  # a name no server knows is a bad request, not a failed factory
+            raise ProtocolError(
+                ErrorCode.VALIDATION_ERROR.value, f"backend={backend}: expected one of {list(VECTOR_BACKENDS)}"
             )
         if render_mode is not None:
             described = ((self._description or {}).get("schema", {}).get("vector_backends") or {}).get(backend, {})

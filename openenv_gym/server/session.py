@@ -33,6 +33,7 @@ from ..protocol import (
     StepFrame,
     jsonrpc,
 )
+from ..protocol._json import utf8
 from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
 from .environment import Environment
@@ -229,7 +230,7 @@ class Session:
                 if reply is None:  # a close frame
                     break
                 self.sending_since = loop.time()
-                await self.connection.send(reply)  # waits while the client's buffers are full
+                await self._send(reply)  # waits while the client's buffers are full
                 self.sending_since = None
                 self.last_active = loop.time()
         except ConnectionClosed:
@@ -247,6 +248,14 @@ class Session:
             self.expired = reason
             if self._serving is not None:
                 self._serving.cancel()
+
+    async def _send(self, reply: str | bytes) -> None:
+        if isinstance(reply, str) and not reply.isascii():
+            # Encoded here (websockets would, once): a lone surrogate, read from a "\\ud800" escape and
+            # echoed, fails strict UTF-8 inside websockets, which then drops the connection.
+            await self.connection.send(utf8(reply), text=True)
+        else:
+            await self.connection.send(reply)
 
     async def handle(self, message: str | bytes) -> str | bytes | None:
         """Carry out one message and return the reply, or ``None`` after a close frame."""

@@ -324,7 +324,8 @@ async def run_tool(
             f"tool {chosen.name!r} returned a {type(outcome.value).__name__}, which has no JSON form",
         )
     result = call_tool_result(value, is_error=outcome.is_error)
-    size = sum(len(part["text"].encode()) for part in result["content"])
+    # Counted as sent: a lone surrogate (an argument read from a "\\ud800" escape, echoed) as its escape.
+    size = sum(len(part["text"].encode("utf-8", "backslashreplace")) for part in result["content"])
     if size > max_result_bytes:
         return _failed(
             chosen.name,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -153,9 +154,21 @@ def _require(data: dict[str, Any], key: str, kind: str) -> Any:
         raise SpaceCodecError(f"a {kind} space description needs {key!r}, got keys {sorted(data)}") from None
 
 
+# A dtype as space_to_json writes it ("float32", "<u1"): never numpy's comma or tuple forms,
+# whose parser evaluates Python literals and raises whatever they raise.
+_DTYPE_NAME = re.compile(r"[<>|=]?(?!a\d*\Z)[A-Za-z][A-Za-z0-9]*")  # not "a8": numpy 2 deprecates it
+
+
+def _dtype(data: dict[str, Any], default: str) -> np.dtype:
+    name = data.get("dtype", default)
+    if not isinstance(name, str) or not _DTYPE_NAME.fullmatch(name):
+        raise SpaceCodecError(f"a space's dtype is a dtype name like 'float32', got {name!r}")
+    return np.dtype(name)
+
+
 def _box_from_json(data: dict[str, Any]) -> spaces.Box:
     shape = tuple(int(n) for n in _require(data, "shape", "Box"))
-    dtype = np.dtype(data.get("dtype", "float32"))
+    dtype = _dtype(data, "float32")
     low = _array_from_json(_require(data, "low", "Box"), shape, dtype)
     high = _array_from_json(_require(data, "high", "Box"), shape, dtype)
     return spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
@@ -170,11 +183,11 @@ def _dict_from_json(data: dict[str, Any]) -> spaces.Dict:
 _FROM_JSON: dict[str, Callable[[dict[str, Any]], spaces.Space[Any]]] = {
     "Box": _box_from_json,
     "Discrete": lambda d: spaces.Discrete(
-        int(_require(d, "n", "Discrete")), start=int(d.get("start", 0)), dtype=d.get("dtype", "int64")
+        int(_require(d, "n", "Discrete")), start=int(d.get("start", 0)), dtype=_dtype(d, "int64")
     ),
     "MultiDiscrete": lambda d: spaces.MultiDiscrete(
         np.asarray(_require(d, "nvec", "MultiDiscrete")),
-        dtype=d.get("dtype", "int64"),
+        dtype=_dtype(d, "int64"),
         start=np.asarray(d["start"]) if "start" in d else None,
     ),
     "MultiBinary": lambda d: spaces.MultiBinary(_require(d, "n", "MultiBinary")),

@@ -412,9 +412,16 @@ def _is_null(schema: Any) -> bool:
     return isinstance(schema, dict) and (schema.get("type") == "null" or schema.get("const", 0) is None)
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 class _Mapper:
     def __init__(self, root: dict[str, Any], role: str) -> None:
-        self.defs = {**root.get("definitions", {}), **root.get("$defs", {})}
+        self.defs = {
+            **_mapping(root.get("definitions")),
+            **_mapping(root.get("$defs")),
+        }
         self.role = role
         self.unmapped: dict[str, str] = {}
         self.required_unmapped: list[str] = []
@@ -696,8 +703,9 @@ def map_schema(schema: dict[str, Any], role: str) -> SchemaSpace:
         declared = [name for name in root["properties"] if name not in BASE_FIELDS[role]]
         if declared == [role] and role in model.fields:
             field, node = role, model.fields[role]
-    except _Unmapped as exc:
-        mapper.unmapped["(root)"] = exc.reason
+    except (_Unmapped, TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
+        # A malformed schema (a server's /schema is remote input) maps to no space, never an error.
+        mapper.unmapped["(root)"] = exc.reason if isinstance(exc, _Unmapped) else f"malformed schema: {exc!r:.200}"
         if role == ACTION_FIELD:
             mapper.required_unmapped.append("(root)")
         node = _DictNode([], set())

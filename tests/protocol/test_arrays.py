@@ -141,3 +141,50 @@ def test_inline_data_out_of_its_dtypes_range_is_a_protocol_error(text: str) -> N
     """Found by tests/fuzz: numpy's OverflowError escaped from_json."""
     with pytest.raises(ProtocolError, match="malformed"):
         arrays.from_json(text)
+
+
+# Found by the atheris target (tests/fuzz/atheris_target.py) -----------------------------------
+
+
+@pytest.mark.parametrize("dtype", [",f8", "f8,i4", "(2)f8", "[('a','<f4')]", "a8", 3, None, ["<f4"]])
+def test_only_plain_dtype_strings_are_read(dtype: object) -> None:
+    """numpy's comma and tuple forms go through ast.literal_eval (a ``SyntaxError`` for ``",f8"``)."""
+    described = {"dtype": dtype, "shape": [1], "offset": 0}
+    header = json.dumps({"$array": described}).encode()
+    message = arrays.BINARY_MAGIC + struct.pack("<I", len(header)) + header + bytes(8)
+    for _ in range(2):  # the second time a header comes, its plan is made and used
+        with pytest.raises(ProtocolError, match="dtype"):
+            arrays.unpack(message)
+    with pytest.raises(ProtocolError, match="dtype"):
+        arrays.from_json(json.dumps({"$array": {**described, "data": [0.0]}}))
+
+
+def test_a_wide_dtype_is_not_allocated_for_a_short_text() -> None:
+    """Three one-character items as ``<U100000000`` would take 1.2 GB: refused before numpy allocates."""
+    text = json.dumps({"$array": {"dtype": "<U100000000", "shape": [3], "data": ["a", "b", "c"]}})
+    with pytest.raises(ProtocolError, match="wide dtypes"):
+        arrays.from_json(text)
+    mismatched = json.dumps({"$array": {"dtype": "<U1000", "shape": [1], "data": ["a", "b"]}})
+    with pytest.raises(ProtocolError, match="shape"):
+        arrays.from_json(mismatched)
+    wide = np.array(["x" * 40, "y"])  # <U40: wider than a number, within the bound
+    assert np.array_equal(arrays.from_json(arrays.to_json(wide)), wide)
+
+
+def test_a_lone_surrogate_packs_as_its_escape() -> None:
+    """A string read from a ``"\\ud800"`` escape cannot be strict UTF-8; its header carries the escape."""
+    value = {"text": "a\ud800b", "array": np.arange(3)}
+    message = arrays.pack(value)
+    message.decode("utf-8", "ignore")
+    unpacked = arrays.unpack(message)
+    assert unpacked["text"] == "a\ud800b" and np.array_equal(unpacked["array"], value["array"])
+    assert arrays.unpack(arrays.pack(value, reuse_headers=False))["text"] == "a\ud800b"
+
+
+@pytest.mark.parametrize("dtype", ["|S3", "S8", "|V8"])
+def test_bytes_dtypes_travel_packed_only(dtype: str) -> None:
+    """Found by atheris: the JSON form read ``|S`` arrays that to_json cannot write (their items are bytes)."""
+    with pytest.raises(ProtocolError, match="packed only"):
+        arrays.from_json(json.dumps({"$array": {"dtype": dtype, "shape": [1], "data": [0]}}))
+    packed = np.zeros(2, dtype=dtype)
+    assert arrays.unpack(arrays.pack(packed)).tobytes() == packed.tobytes()

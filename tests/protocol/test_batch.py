@@ -549,3 +549,10 @@ def test_rule_was_reset_clears_the_end(mode: AutoresetMode) -> None:
     rule.check_can_step(0)
     assert rule.resets_instead_of_stepping() is False
     assert rule.stepped(False, False) is False
+
+
+@pytest.mark.parametrize("data", [{"infos": [{}]}, {"observations": None, "infos": []}, {"observations": 3}])
+def test_batch_result_without_a_list_of_observations_is_a_protocol_error(data: dict) -> None:
+    """Found by atheris: a ``batch_result`` without ``observations`` raised TypeError (``len(None)``)."""
+    with pytest.raises(ProtocolError, match="observations"):
+        parse_batch_server_frame(json.dumps({"type": "batch_result", "data": data}))

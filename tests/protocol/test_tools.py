@@ -226,3 +226,9 @@ def test_a_jsonrpc_timeout_past_floats_range_is_invalid_params() -> None:
     params = {"name": "x", "timeout_s": 10**400}
     _, parsed = parse_request({"jsonrpc": "2.0", "method": "tools/call", "id": 1, "params": params})
     assert isinstance(parsed, JsonRpcError) and parsed.code is JsonRpcCode.INVALID_PARAMS
+
+
+@pytest.mark.parametrize("kind", [{"code": "print(1)"}, ["call_tool"], 3, None])
+def test_a_step_whose_type_is_no_string_is_no_tool_action(kind: object) -> None:
+    """Found by atheris: ``{"type": {...}}`` raised TypeError (unhashable) instead of being an env's action."""
+    assert parse_tool_action({"type": kind, "timeout_s": 0.0}) is None

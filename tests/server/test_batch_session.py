@@ -257,10 +257,13 @@ def test_render_answers_every_sub_env_s_frame(cartpole_server):
             "envs=2&backend=gymnasium&render_mode=rgb_array_list",
             "render_mode=rgb_array_list is not one of the gymnasium vector env's ['rgb_array']",
         ),
+        # Found by the live fuzzer: a backend no server knows was a FACTORY_ERROR and close 1011.
+        ("envs=2&backend=nope", "backend=nope: expected one of ['gymnasium', 'envpool', 'ale']"),
     ],
 )
-def test_a_render_mode_the_server_does_not_publish_is_refused(cartpole_server, query, message):
-    """The session's render mode is checked against /schema's (the vector env's own with a backend): error, then 1008."""
+def test_a_query_the_server_cannot_serve_is_refused(cartpole_server, query, message):
+    """The session's render mode is checked against /schema's (the vector env's own with a backend), the
+    backend's name against those there are: error, then 1008."""
     http_get_json(cartpole_server.url, "/schema")  # what the server publishes, and checks against
     with ws(cartpole_server, query) as websocket:
         reply = json.loads(websocket.recv(timeout=5 * UNIT))

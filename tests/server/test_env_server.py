@@ -119,6 +119,11 @@ def test_reset_step_state_close(counter_server):
         ('{"type":"step","data":{"unknown_field":1}}', "VALIDATION_ERROR", "invalid action"),
         ('{"type":"step","data":{"fail":true}}', "EXECUTION_ERROR", "step failed: RuntimeError: asked to fail"),
         ("[" * 100_000 + "]" * 100_000, "INVALID_JSON", "nested too deeply"),
+        # Found by the live fuzzer: the reply echoes a lone surrogate, which strict UTF-8 refused
+        # inside websockets (the connection was dropped); it travels as its JSON escape now.
+        ('{"type":"\\ud800"}', "UNKNOWN_TYPE", "Unknown message type: \ud800"),
+        # Found by atheris: a tool action's type that is an object raised TypeError (unhashable).
+        ('{"type":"step","data":{"type":{"amount":1}}}', "VALIDATION_ERROR", "invalid action"),
     ],
 )
 def test_bad_input_gets_an_error_and_the_session_lives_on(counter_server, frame, code, message):

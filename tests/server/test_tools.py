@@ -226,6 +226,17 @@ def test_a_call_returns_its_result_and_the_tool_may_score_the_episode(session):
     assert submitted["observation"]["metadata"] == submitted["metadata"] == {"solved": True}
 
 
+def test_a_lone_surrogate_in_a_result_travels_as_its_escape(session):
+    """Found by the live fuzzer: an argument read from a ``"\\ud800"`` escape and returned by the tool
+    failed the result's size count (strict UTF-8), and the server dropped the session (1011)."""
+    session.send({"type": "reset"})
+    for _ in range(2):  # the session lives on
+        reply = session.call("get-weather", city="\ud800")
+        assert reply["observation"]["result"]["data"] == {"city": "\ud800", "forecast": "sunny"}
+    rpc = session.rpc("tools/call", {"name": "get-weather", "arguments": {"city": "a\ud800"}})
+    assert rpc["result"]["data"]["city"] == "a\ud800"
+
+
 def test_nested_models_are_validated_and_plain_data_comes_back(session):
     session.send({"type": "reset"})
     reply = session.call("distance", start={"x": 0, "y": 0}, end={"x": 3, "y": 4}, scale=2)

@@ -499,3 +499,12 @@ def test_jsonable_complex_and_object_items_become_json() -> None:
     value = jsonable({"c": np.complex64(1j), "o": np.array([object, 1], dtype=object)})
     json.dumps(value)
     assert value == {"c": "1j", "o": [repr(object), 1]}
+
+
+@pytest.mark.parametrize("kind", ["Box", "Discrete", "MultiDiscrete"])
+@pytest.mark.parametrize("dtype", [",float32", "f4,i4", "(2)i8", 4, ["int64"]])
+def test_a_dtype_must_be_a_plain_name(kind: str, dtype: object) -> None:
+    """Found by atheris: ``",float32"`` went to numpy's comma parser (ast.literal_eval: a SyntaxError)."""
+    fields = {"Box": {"shape": [1], "low": [0], "high": [1]}, "Discrete": {"n": 2}, "MultiDiscrete": {"nvec": [2]}}
+    with pytest.raises(SpaceCodecError, match="dtype"):
+        space_from_json({"type": kind, "dtype": dtype, **fields[kind]})

@@ -356,3 +356,23 @@ def test_schema_variants_other_tools_write():
         "d": 1,
         "e": 10,
     }  # fmt: skip  (a null number becomes its zero clipped into the bounds)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$defs": "x", "properties": {"a": {"type": "integer"}}},  # found by atheris: TypeError
+        {"definitions": [1], "properties": {"a": {"type": "integer"}}},
+        {"allOf": 3},
+        {"$ref": 5},
+        {"properties": {"a": {"allOf": 7}}},
+        {"properties": {"a": {"$ref": [1]}}},
+        {"properties": "x"},
+    ],
+)
+def test_a_malformed_schema_maps_to_no_space_and_never_raises(schema: dict) -> None:
+    """A server's /schema is remote input: whatever its shape, map_schema reports, never raises."""
+    for role in ("action", "observation"):
+        mapped = map_schema(schema, role)
+        assert isinstance(mapped.space, spaces.Dict)
+        assert mapped.unmapped or mapped.space.spaces
