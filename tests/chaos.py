@@ -137,6 +137,8 @@ class Chaos:
         kinds: the fault kinds to draw from.
         seed: seeds the draws (which steps, which servers, which kinds, when within a step).
         docker: a docker SDK client, for an env on the Docker provider.
+        other_children: live children of this process that are not the env's servers (the
+            census's ``processes`` before the env was made: a test suite's fixtures' servers).
         jitter: most injections land up to this many seconds after their step starts; one in
             five (when the rollout has room left) up to 0.25 s later, as another block may be
             recovering or a later step has begun.
@@ -154,8 +156,10 @@ class Chaos:
         warmup: int = 5,
         tail: int = 20,
         jitter: float = 0.003,
+        other_children: int = 0,
     ) -> None:
         self.envs = envs.unwrapped
+        self.other_children = other_children
         self.kinds = tuple(kinds)
         unknown = set(self.kinds) - set(KINDS)
         if unknown:
@@ -380,7 +384,7 @@ class Chaos:
                 pass
         counts = census(self.docker)
         servers = len(self.envs._providers)
-        running = counts["containers"] if self.docker is not None else counts["processes"]
+        running = counts["containers"] if self.docker is not None else counts["processes"] - self.other_children
         # Servers killed by faults not yet reported may be gone, or (containers) not yet removed.
         unreported = sum(other.kind == "kill" and not other.done for other in self.faults)
         low, high = servers - unreported, servers + (unreported if self.docker is not None else 0)

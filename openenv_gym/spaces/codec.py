@@ -163,7 +163,11 @@ def _dtype(data: dict[str, Any], default: str) -> np.dtype:
     name = data.get("dtype", default)
     if not isinstance(name, str) or not _DTYPE_NAME.fullmatch(name):
         raise SpaceCodecError(f"a space's dtype is a dtype name like 'float32', got {name!r}")
-    return np.dtype(name)
+    dtype = np.dtype(name)
+    if dtype.kind == "c" or (dtype.kind == "f" and dtype.itemsize > 8):
+        # Their bounds (numpy scalars, not floats, from tolist()) have no JSON form to send back.
+        raise SpaceCodecError(f"a space's dtype cannot be {dtype.name}: its bounds have no JSON form")
+    return dtype
 
 
 def _box_from_json(data: dict[str, Any]) -> spaces.Box:

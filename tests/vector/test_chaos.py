@@ -45,7 +45,7 @@ def run_chaos(envs, *, faults, seed, temp_dir, before, docker=None):
     """The rollout under chaos, then the accounting and the census of what is left (as ``before``
     the env was made); the figures."""
     steps = 12 * faults + 60
-    chaos = Chaos(envs, faults=faults, steps=steps, seed=seed, docker=docker)
+    chaos = Chaos(envs, faults=faults, steps=steps, seed=seed, docker=docker, other_children=before["processes"])
     done = 0
     try:
         done = rollout(envs, chaos, seed=seed)
