@@ -6,7 +6,8 @@
 #   make test   lint, then the whole test suite (what CI runs): it starts a Docker Engine when
 #               none answers and builds the env images offline first (kept in Docker's cache),
 #               and installs Debian's chromium and chromium-driver for the web page's tests
-#               (and libseccomp2, for the sandbox's seccomp filter, should it be missing)
+#               (and libseccomp2, for the sandbox's seccomp filter, and iproute2 and iptables,
+#               for the simulated multi-host cluster, should they be missing)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -33,6 +34,7 @@ lint: $(VENV)/.installed
 
 test: $(VENV)/.installed lint
 	@/sbin/ldconfig -p | grep -q 'libseccomp\.so\.2 ' || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2 >/dev/null; }
+	@command -v ip >/dev/null && command -v iptables >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null; }
 	@if bash scripts/docker-engine.sh; then $(MAKE) --no-print-directory images; \
 	elif [ -n "$$CI" ]; then echo "make test: CI runs the Docker tests, and no engine could be started" >&2; exit 1; \
 	else echo "make test: no Docker Engine: the Docker tests will be skipped" >&2; fi
@@ -58,6 +60,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/coding_step.py
 	$(BIN)/python benchmarks/git_step.py
 	$(BIN)/python benchmarks/containers.py
+	$(BIN)/python benchmarks/multihost.py
 	$(BIN)/python benchmarks/ray_vector.py
 	$(BIN)/python benchmarks/web_page.py
 	$(BIN)/python benchmarks/soak.py --duration 1800

@@ -35,7 +35,7 @@ from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
 from openenv_gym.protocol.redaction import hide_token_kwarg
 from openenv_gym.protocol.vector import VectorResultFrame, choose_vector_backend
-from openenv_gym.providers import Provider, URLProvider, make_providers, start_options
+from openenv_gym.providers import Provider, URLProvider, make_providers, provider_class, start_options
 from openenv_gym.providers.fleet import server_layout, split, start_all, stop_all
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, ToolCallSpace, mismatch, space_from_json
@@ -77,6 +77,8 @@ class _Block:
         self.make_client = make_client
         self.client = make_client(url)
         self.provider = provider
+        self.url = url
+        self.serving = provider  # whose server the session is on: another's after a move
         self.start = start
         self.stop = stop
         self.last_observations: list[Any] = []  # as received (wire objects or arrays), for reporting a loss
@@ -246,6 +248,17 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
     def spec(self, spec: EnvSpec | None) -> None:
         self._spec = hide_token_kwarg(spec)
 
+    @property
+    def placement(self) -> list[dict[str, Any]]:
+        """Where each block of sub-envs runs now, one entry per session (per server with batch
+        sessions): ``{"sub_envs": (start, stop), "url": ..., "node": ...}``, ``node`` being its
+        provider's (a Ray node's address; ``None``: this machine). A block restarted elsewhere
+        after a fault shows where it went."""
+        return [
+            {"sub_envs": (block.start, block.stop), "url": block.url, "node": block.serving.node}
+            for block in self._blocks
+        ]
+
     def __init__(
         self,
         server: str | None = None,
@@ -305,7 +318,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             options,
             env_kwargs,
             max_episode_steps,
-            self._layout(server, base_urls, vector_backend, sessions_per_server, servers),
+            self._layout(server, base_urls, vector_backend, sessions_per_server, servers, provider, options),
             startup_timeout,
             token,
         )
@@ -449,9 +462,15 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         vector_backend: str,
         sessions_per_server: int | None,
         servers: int | None,
+        provider: str,
+        options: dict[str, Any],
     ) -> tuple[int, int]:
-        """How many servers to start: one for a server-side vector env, unless told otherwise."""
+        """How many servers to start, unless told: as many as the provider spreads over (Ray's
+        ``placement="spread"``: one per node), else one for a server-side vector env."""
         told = base_urls or sessions_per_server is not None or servers is not None
+        preferred = None if told else provider_class(provider).preferred_count(**options)
+        if preferred is not None:
+            return server_layout(self.num_envs, None, preferred)
         if not told and likely_one_vector_env(server, vector_backend, self.autoreset_mode.value):
             return 1, self.num_envs
         return server_layout(self.num_envs, sessions_per_server, servers)
@@ -1035,7 +1054,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         logger.warning("sub-envs %d-%d of %r restarted after: %s", block.start, block.stop - 1, self, reason)
         block.client.close()
         url = self._healthy_url(block, isinstance(exc, RequestTimeoutError))
-        block.client = block.make_client(url)
+        block.client, block.url = block.make_client(url), url
         block.client.connect()
 
     def _recover(self, block: _Block, exc: Exception) -> BatchResultFrame:
@@ -1064,6 +1083,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 url = block.provider.start()  # a dead process provider starts a new server
                 # A server killed an instant ago can still look alive to its provider: ask it.
                 http_get_json(url, "/health", timeout=self.call_timeout)
+                block.serving = block.provider
                 return url
             except OpenEnvGymError as exc:
                 own_failure = exc
@@ -1071,7 +1091,9 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         for other in self._providers:
             if other is not block.provider and other.is_alive():
                 try:
-                    return other.start()
+                    url = other.start()
+                    block.serving = other
+                    return url
                 except OpenEnvGymError:
                     continue
         assert own_failure is not None

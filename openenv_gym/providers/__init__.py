@@ -20,6 +20,7 @@ __all__ = [
     "URLProvider",
     "make_provider",
     "make_providers",
+    "provider_class",
     "provider_options",
     "start_options",
 ]
@@ -32,7 +33,12 @@ _PROVIDERS: dict[str, str] = {
 }
 
 
-def _provider_class(name: str) -> type[Provider]:
+def provider_class(name: str) -> type[Provider]:
+    """The provider class registered under ``name``.
+
+    Raises:
+        ValueError: no provider has that name.
+    """
     try:
         module, _, attr = _PROVIDERS[name].partition(":")
     except KeyError:
@@ -54,12 +60,12 @@ def make_provider(name: str, **kwargs: Any) -> Provider:
         ValueError: no provider has that name.
         TypeError: an option that provider does not take.
     """
-    return _build(name, _provider_class(name), **kwargs)
+    return _build(name, provider_class(name), **kwargs)
 
 
 def make_providers(name: str, count: int, **kwargs: Any) -> list[Provider]:
     """Build ``count`` providers of kind ``name`` for the servers of one run (see ``Provider.group``)."""
-    cls = _provider_class(name)
+    cls = provider_class(name)
     return _build(name, functools.partial(cls.group, count), **kwargs)
 
 
@@ -71,7 +77,7 @@ _SET_BY_THE_ENV = frozenset(
 
 def provider_options(name: str) -> frozenset[str]:
     """The options a provider takes from the user (the keyword parameters of its constructor)."""
-    parameters = inspect.signature(_provider_class(name).__init__).parameters
+    parameters = inspect.signature(provider_class(name).__init__).parameters
     return frozenset(
         key
         for key, parameter in parameters.items()

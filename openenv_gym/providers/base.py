@@ -27,6 +27,17 @@ class Provider(abc.ABC):
     """
 
     token: str | None = None
+    #: Where the server runs, for a provider that places servers on other machines (a Ray node's
+    #: address); ``None``: the machine of whoever started it.
+    node: str | None = None
+
+    @classmethod
+    def preferred_count(cls, **options: Any) -> int | None:
+        """How many servers a run should start when the caller does not say (``None``: no view).
+
+        A provider that spreads servers over machines answers with the number it can spread them over.
+        """
+        return None
 
     @classmethod
     def group(cls, count: int, **options: Any) -> list[Provider]:

@@ -85,6 +85,10 @@ class ServerActor:
     def server_pid(self) -> int | None:
         return self._server.pid
 
+    def node(self) -> tuple[str, str]:
+        """This actor's node: its address and Ray's id for it."""
+        return ray.util.get_node_ip_address(), ray.get_runtime_context().get_node_id()
+
     def stop(self) -> None:
         self._server.stop()
 
@@ -101,6 +105,14 @@ def connect(address: str | None = None) -> None:
     with _connect_lock:
         if not ray.is_initialized():
             ray.init(address=address)
+
+
+def _join(address: str | None) -> None:
+    """:func:`connect`, with Ray's failure said as a provider's."""
+    try:
+        connect(address)
+    except Exception as exc:  # Ray's own errors here are ConnectionError, RuntimeError, ...
+        raise ProviderError(f"cannot join the Ray cluster ({address or 'Ray default'}): {exc}") from exc
 
 
 def resource_request(resources: dict[str, float] | None) -> dict[str, float]:
@@ -305,11 +317,28 @@ class RayProvider(Provider):
             "accept_pickled_factories": accept_pickled_factories,
         }
         self.base_url: str | None = None
+        self.node: str | None = None
+        self.node_id: str | None = None
         self.actor_name: str | None = None
         self._actor: Any = None
         self._actor_finalizer: weakref.finalize | None = None
         self._held_group: PlacementGroup | None = None
         self._group_hold: weakref.finalize | None = None  # releases this server's share of the group
+
+    @classmethod
+    def preferred_count(cls, **options: Any) -> int | None:
+        """With ``placement="spread"`` (or ``"strict_spread"``): one server per node that has room
+        for one (``resources``), so that a run spreads over the whole cluster; else no view."""
+        if options.get("placement") not in ("spread", "strict_spread") or options.get("placement_group"):
+            return None
+        request = resource_request(options.get("resources"))
+        _join(options.get("ray_address"))
+        fitting = [
+            node
+            for node in ray.nodes()
+            if node["Alive"] and all(node["Resources"].get(key, 0.0) >= amount for key, amount in request.items())
+        ]
+        return max(len(fitting), 1)
 
     @classmethod
     def group(cls, count: int, **options: Any) -> list[Provider]:
@@ -337,10 +366,7 @@ class RayProvider(Provider):
             ProviderError: Ray could not place the actor, or its server did not start or cannot
                 be reached from this machine, within ``startup_timeout`` (each).
         """
-        try:
-            connect(self.ray_address)
-        except Exception as exc:  # Ray's own errors here are ConnectionError, RuntimeError, ...
-            raise ProviderError(f"cannot join the Ray cluster ({self.ray_address or 'Ray default'}): {exc}") from exc
+        _join(self.ray_address)
         if self._actor is not None:
             try:
                 return self._reachable(self._call("start", self.startup_timeout + PING_TIMEOUT))
@@ -374,6 +400,11 @@ class RayProvider(Provider):
         except RayError as exc:
             self._end_actor()
             raise ProviderError(f"the Ray actor {self.actor_name} was lost while starting its server: {exc}") from exc
+        try:
+            self.node, self.node_id = self._call("node", PING_TIMEOUT)
+        except RayError as exc:
+            self.kill()
+            raise ProviderError(f"the Ray actor {self.actor_name} was lost after starting its server: {exc}") from exc
         try:
             return self._reachable(url)
         except ProviderError:
@@ -458,4 +489,4 @@ class RayProvider(Provider):
             self._actor_finalizer()  # runs _kill_actor once
             self._actor_finalizer = None
         self._actor = None
-        self.base_url = None
+        self.base_url = self.node = self.node_id = None
