@@ -192,6 +192,7 @@ class EnvServer:
         self.watchers: set[Watcher] = set()
         self.sessions: set[Session] = set()
         self._closing_sessions: set[Session] = set()  # connection ended, environment still closing
+        self._slots: asyncio.Condition | None = None  # made in start(), on the serving loop
         #: Whether an environment's close() overran its timeout (its thread may still be stuck).
         self.stuck = False
         self._server: Server | None = None
@@ -218,6 +219,7 @@ class EnvServer:
 
     async def start(self) -> None:
         """Bind and start accepting connections."""
+        self._slots = asyncio.Condition()
         options: dict[str, Any] = {
             "process_request": self._process_request,
             "max_size": self.max_frame_bytes,
@@ -448,6 +450,7 @@ class EnvServer:
             await connection.close(CLOSE_AT_CAPACITY, "server at capacity")
             return
         self.sessions.add(session)
+        await self._slots_changed()  # a newcomer waiting on closing sessions may now be hopeless
         try:
             failure = await session.open()
             if failure is not None:
@@ -464,6 +467,12 @@ class EnvServer:
                 self.stuck = True
             self._closing_sessions.discard(session)
             self.sessions.discard(session)
+            await self._slots_changed()
+
+    async def _slots_changed(self) -> None:
+        assert self._slots is not None
+        async with self._slots:
+            self._slots.notify_all()
 
     async def _wait_for_closing(self, size: int) -> None:
         """Wait until ``size`` more sessions fit, while closing sessions alone stand in the way.
@@ -471,14 +480,19 @@ class EnvServer:
         Their slots come back once their environments are closed (within ``CLOSE_TIMEOUT``):
         a client whose connection was cut reconnects before its old session has let go.
         """
-        deadline = asyncio.get_running_loop().time() + CLOSE_TIMEOUT
-        while self.active_sessions + size > self.max_sessions:
+
+        def settled() -> bool:
+            if self.active_sessions + size <= self.max_sessions:
+                return True
             closing = sum(session.size for session in self._closing_sessions)
-            if self.active_sessions - closing + size > self.max_sessions:
-                return  # full without them too: refused at once
-            if asyncio.get_running_loop().time() >= deadline:
-                return
-            await asyncio.sleep(0.01)
+            return self.active_sessions - closing + size > self.max_sessions  # full without them too
+
+        assert self._slots is not None
+        async with self._slots:
+            try:
+                await asyncio.wait_for(self._slots.wait_for(settled), CLOSE_TIMEOUT)
+            except TimeoutError:
+                pass  # refused as full, then
 
     async def _refuse(self, connection: ServerConnection, exc: ProtocolError) -> None:
         await connection.send(ErrorFrame.from_exception(exc).serialize())
