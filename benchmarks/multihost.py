@@ -16,6 +16,7 @@ Both hand the trainer batches of B sub-envs (``--batch``, default 64; random act
 env-steps/s counts the sub-env steps the trainer receives. The round trip measured through the
 link (a one-byte TCP echo in host 0) is printed beside each delay. Targets, printed and never
 asserted: at 5 ms, pipelined >= 3x lockstep and >= 0.5x pipelined at 0 ms, at every host count.
+Last, one host of three is killed mid-rollout, and the step that reports it is timed.
 Run from the repository root, as root::
 
     .venv/bin/python benchmarks/multihost.py            # full run (~10 min)
@@ -37,8 +38,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import openenv_gym  # noqa: E402,F401
-from tests.cluster import Link, SimulatedCluster, namespaces_supported  # noqa: E402
+import openenv_gym  # noqa: F401
+from tests.cluster import Link, SimulatedCluster, namespaces_supported
 
 ECHO_PORT = 7  # inside host 0's namespace
 ECHO = (
@@ -133,13 +134,41 @@ def run(hosts: int, args: argparse.Namespace) -> dict[tuple[float, str], list[fl
                 print(f"  link delay {delay:g} ms each way: measured TCP round trip {rtt * 1000:.2f} ms", flush=True)
                 for _ in range(args.rounds):
                     figures.setdefault((delay, "lockstep"), []).append(lockstep(envs["lockstep"], args.steps, rng))
-                    figures.setdefault((delay, "pipelined"), []).append(
-                        pipelined(envs["pipelined"], args.steps, rng)
-                    )
+                    figures.setdefault((delay, "pipelined"), []).append(pipelined(envs["pipelined"], args.steps, rng))
         finally:
             for env in envs.values():
                 env.close()
     return figures
+
+
+def node_loss(hosts: int = 3) -> None:
+    """Lose one host mid-rollout (1 ms links): how long the step that reports it takes, and the next."""
+    with SimulatedCluster(hosts, cpus_per_host=4, link=Link(delay=0.001)) as cluster:
+        cluster.connect()
+        envs = gym.make_vec("openenv/CartPole-v1", num_envs=8 * hosts, provider="ray", placement="spread")
+        try:
+            envs.reset(seed=0)
+            actions = np.zeros(envs.num_envs, dtype=np.int64)
+            for _ in range(5):
+                envs.step(actions)
+            hosts_now = [cluster.host_of(entry["node"]) for entry in envs.unwrapped.placement]
+            block = max(index for index, host in enumerate(hosts_now) if host != 0)  # host 0 runs the head
+            victim = hosts_now[block]
+            cluster.kill_host(victim)
+            start = time.perf_counter()
+            _, _, _, truncated, _ = envs.step(actions)
+            lost = time.perf_counter() - start
+            start = time.perf_counter()
+            envs.step(actions)
+            after = time.perf_counter() - start
+            moved = cluster.host_of(envs.unwrapped.placement[block]["node"])
+            print(
+                f"node loss ({hosts} hosts, 1 ms): host {victim} killed; the step reporting its "
+                f"{int(truncated.sum())} sub-envs truncated took {lost:.2f} s (they now run on host {moved}); "
+                f"the next step {after * 1000:.1f} ms"
+            )
+        finally:
+            envs.close()
 
 
 def main() -> None:
@@ -147,7 +176,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, nargs="+", default=[1, 2, 3, 4])
     parser.add_argument("--delays", type=float, nargs="+", default=[0.0, 1.0, 5.0], help="one-way ms")
     parser.add_argument("--batch", type=int, default=64, help="sub-envs per batch the trainer takes (B)")
-    parser.add_argument("--depth", type=int, default=8, help="pipelined: blocks of B per run (D)")
+    parser.add_argument("--depth", type=int, default=16, help="pipelined: blocks of B per run (D)")
     parser.add_argument("--steps", type=int, default=300, help="batches timed per measurement")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="hosts 1 and 3, one round, 100 batches")
@@ -157,7 +186,9 @@ def main() -> None:
     reason = namespaces_supported()
     if reason is not None:
         sys.exit(f"multihost benchmark: {reason}")
-    print(f"CartPole-v1, batches of B={args.batch}, pipelined depth D={args.depth}; env-steps/s, medians of {args.rounds}")
+    print(
+        f"CartPole-v1, batches of B={args.batch}, pipelined depth D={args.depth}; env-steps/s, medians of {args.rounds}"
+    )
     results = {}
     for hosts in args.hosts:
         print(f"{hosts} host(s):", flush=True)
@@ -175,6 +206,7 @@ def main() -> None:
                 met &= pipe / lock >= 3 and pipe / zero >= 0.5
     if 5.0 in args.delays and args.delays[0] == 0.0:
         print(f"target at 5 ms (pipelined >= 3x lockstep and >= 0.5x its 0 ms figure): {'met' if met else 'NOT met'}")
+    node_loss()
 
 
 if __name__ == "__main__":

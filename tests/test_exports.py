@@ -75,6 +75,7 @@ PUBLIC = {
         "URLProvider",
         "make_provider",
         "make_providers",
+        "provider_class",
         "provider_options",
         "start_options",
     },

@@ -152,6 +152,11 @@ def test_make_vec_matches_sync_vector_env_on_ray_servers():
     try:
         providers = remote.unwrapped._providers
         assert len(providers) == 3 and len(set(our_actors())) == 3
+        node = ray.util.get_node_ip_address()
+        assert remote.unwrapped.placement == [
+            {"sub_envs": (start, start + 2), "url": provider.base_url, "node": node}
+            for start, provider in zip((0, 2, 4), providers)
+        ]
         assert len({provider.token for provider in providers}) == 1, "one token per run"
         assert wait_until(lambda: ray.available_resources().get("CPU") == 4 - 3, 10 * UNIT), "one CPU per server"
         assert_same(remote.reset(seed=11), local.reset(seed=11), "reset")
@@ -214,8 +219,25 @@ def test_sub_envs_move_to_another_server_when_their_actor_cannot_be_replaced(mon
         lose_first_server(envs)
         servers = {urllib.parse.urlsplit(block.client.url).netloc for block in envs.unwrapped._blocks}
         assert servers == {urllib.parse.urlsplit(survivor.base_url).netloc}
+        node = ray.util.get_node_ip_address()
+        assert envs.unwrapped.placement == [
+            {"sub_envs": (0, 2), "url": survivor.base_url, "node": node},  # moved: where it runs now
+            {"sub_envs": (2, 4), "url": survivor.base_url, "node": node},
+        ]
     finally:
         envs.close()
+
+
+def test_spread_without_servers_starts_one_server_per_node_that_fits_one():
+    """placement="spread" and no servers=: one server per live node with room (here, one node);
+    with a resource no node has, the count is one (and placing it fails as usual)."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, provider="ray", placement="spread", **LOOPBACK)
+    try:
+        assert [entry["sub_envs"] for entry in envs.unwrapped.placement] == [(0, 4)]
+    finally:
+        envs.close()
+    assert RayProvider.preferred_count(placement="spread", resources={"num_gpus": 1}) == 1
+    assert RayProvider.preferred_count(placement="pack") is None
 
 
 def test_a_server_that_dies_is_restarted_by_its_own_actor():
