@@ -38,11 +38,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tests.delay_proxy import Link
+from tests.utils import REPO_ROOT, pid_alive
 
 __all__ = ["Link", "SimulatedCluster", "leftovers", "namespaces_supported", "teardown"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 PROXY_PORT = 909  # inside each host's namespace, where nothing else listens
 HEAD_PORT = 6379
 TEMP_ROOT = Path("/tmp")  # short: Ray's Unix socket paths live under each node's temp dir
@@ -61,18 +63,17 @@ RAY_ENV = {
 STEP_TIMEOUT = 60.0  # any one set-up step (a command, a node joining)
 
 
-def _base36(number: int) -> str:
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    text = ""
-    while True:
-        number, rest = divmod(number, 36)
-        text = digits[rest] + text
-        if not number:
-            return text
-
-
 def _run(*command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=STEP_TIMEOUT, check=check)
+
+
+def _reap(process: subprocess.Popen[Any]) -> None:
+    """Close the pipes to ``process`` (an owner's end: a guardian or proxy then exits) and wait for it."""
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    process.wait(STEP_TIMEOUT)
 
 
 def namespaces_supported() -> str | None:
@@ -83,16 +84,6 @@ def namespaces_supported() -> str | None:
         if shutil.which(tool) is None:
             return f"simulated hosts need {tool} (Debian's iproute2 and iptables)"
     return None
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _namespaces(tag: str | None = None) -> list[str]:
@@ -157,7 +148,7 @@ def sweep() -> None:
     for name in set(_namespaces()) | {b for b in bridges if _NAME.match(b)}:
         match = _NAME.match(name)
         assert match is not None
-        if not _pid_alive(int(match.group(1), 36)):
+        if not pid_alive(int(match.group(1), 36)):
             teardown(f"{match.group(1)}-{match.group(2)}")
 
 
@@ -191,7 +182,7 @@ class SimulatedCluster:
         self.cpus_per_host = cpus_per_host
         self.link = link or Link()
         self.lifetime = lifetime
-        self.tag = f"{_base36(os.getpid())}-{secrets.token_hex(1)}"
+        self.tag = f"{np.base_repr(os.getpid(), 36).lower()}-{secrets.token_hex(1)}"
         self.temp = TEMP_ROOT / f"og-{self.tag}"
         self.bridge = f"og-{self.tag}br"
         self.namespaces = [f"og-{self.tag}h{index}" for index in range(hosts)]
@@ -369,25 +360,13 @@ class SimulatedCluster:
             else:
                 os.environ[key] = value
         self._saved_env.clear()
-        for proxy in self._proxies.values():
-            with contextlib.suppress(OSError):
-                assert proxy.stdin is not None
-                proxy.stdin.close()
         teardown(self.tag)
-        for proxy in self._proxies.values():
-            proxy.wait(STEP_TIMEOUT)
-            assert proxy.stdout is not None
-            proxy.stdout.close()
+        for process in [*self._proxies.values(), *self._nodes.values(), self._trainer_node, self._guardian]:
+            if process is not None:
+                _reap(process)  # the guardian, its stdin closed, goes
         self._proxies.clear()
-        for node in [*self._nodes.values(), *([self._trainer_node] if self._trainer_node else [])]:
-            node.wait(STEP_TIMEOUT)
         self._nodes.clear()
-        self._trainer_node = None
-        if self._guardian is not None:
-            assert self._guardian.stdin is not None
-            self._guardian.stdin.close()
-            self._guardian.wait(STEP_TIMEOUT)
-            self._guardian = None
+        self._trainer_node = self._guardian = None
 
     # What a test does to the cluster ------------------------------------------------------------
 
@@ -410,13 +389,8 @@ class SimulatedCluster:
         if index == 0:
             raise ValueError("host 0 runs the Ray head: losing it ends the cluster")
         kill_namespace_processes(self.namespaces[index])
-        self._nodes.pop(index).wait(STEP_TIMEOUT)
-        proxy = self._proxies.pop(index)
-        proxy.wait(STEP_TIMEOUT)
-        for stream in (proxy.stdin, proxy.stdout):
-            with contextlib.suppress(OSError):
-                assert stream is not None
-                stream.close()
+        _reap(self._nodes.pop(index))
+        _reap(self._proxies.pop(index))
 
     def restore_host(self, index: int) -> None:
         """Bring a lost host back: its link proxy and a new Ray node."""
