@@ -53,27 +53,35 @@ def _json_of(message: Message) -> Any:
         return None
 
 
+def _parsed(parse: Callable[[Message], Any], message: Message) -> Any:
+    """What ``parse`` makes of ``message``; ``None`` when it refuses it, as it may, with ProtocolError."""
+    try:
+        return parse(message)
+    except ProtocolError:
+        return None
+
+
+def _reparses(parse: Callable[[Message], Any], frame: Any) -> str:
+    """``frame``'s JSON form, which ``parse`` must read back as the same frame."""
+    text = frame.serialize()
+    assert parse(text).serialize() == text
+    return text
+
+
 def client_frame(message: Message) -> None:
     """``/ws`` frames from a client: what the server's session makes of them, and round trips."""
     reply = ServerSession().receive(message)
     if isinstance(reply, ErrorFrame):
         _sendable(reply.serialize())
-    try:
-        frame = parse_client_frame(message)
-    except ProtocolError:
-        return
-    text = frame.serialize()
-    assert parse_client_frame(text).serialize() == text
+    if (frame := _parsed(parse_client_frame, message)) is not None:
+        _reparses(parse_client_frame, frame)
 
 
 def server_frame(message: Message) -> None:
     """Frames from a server (ours or OpenEnv's), as a client parses them."""
-    try:
-        frame = parse_server_frame(message)
-    except ProtocolError:
+    if (frame := _parsed(parse_server_frame, message)) is None:
         return
-    text = frame.serialize()
-    assert parse_server_frame(text).serialize() == text
+    text = _reparses(parse_server_frame, frame)
     if isinstance(frame, RenderFrame):
         assert parse_server_frame(frame.serialize_binary()).serialize() == text
 
@@ -83,44 +91,29 @@ def batch_client_frame(message: Message) -> None:
     reply = ServerSession(parse_batch_client_frame, step_types=(BatchStepFrame,)).receive(message)
     if isinstance(reply, ErrorFrame):
         _sendable(reply.serialize())
-    try:
-        frame = parse_batch_client_frame(message)
-    except ProtocolError:
-        return
-    text = frame.serialize()
-    assert parse_batch_client_frame(text).serialize() == text
+    if (frame := _parsed(parse_batch_client_frame, message)) is not None:
+        _reparses(parse_batch_client_frame, frame)
 
 
 def batch_server_frame(message: Message) -> None:
     """``/ws/batch`` frames from a server, JSON or packed."""
-    try:
-        frame = parse_batch_server_frame(message)
-    except ProtocolError:
+    if (frame := _parsed(parse_batch_server_frame, message)) is None:
         return
     if isinstance(frame, BatchResultFrame) and isinstance(message, bytes):
         return  # its observations became arrays: its JSON form is the server's to choose
-    text = frame.serialize()
-    assert parse_batch_server_frame(text).serialize() == text
+    _reparses(parse_batch_server_frame, frame)
 
 
 def vector_client_frame(message: Message) -> None:
     """Vector-session frames from a client, JSON or packed."""
-    try:
-        frame = parse_vector_client_frame(message)
-    except ProtocolError:
-        return
-    text = frame.serialize()
-    assert parse_vector_client_frame(text).serialize() == text
+    if (frame := _parsed(parse_vector_client_frame, message)) is not None:
+        _reparses(parse_vector_client_frame, frame)
 
 
 def vector_server_frame(message: Message) -> None:
     """Vector-session frames from a server, JSON or packed."""
-    try:
-        frame = parse_vector_server_frame(message)
-    except ProtocolError:
-        return
-    text = frame.serialize()
-    assert parse_vector_server_frame(text).serialize() == text
+    if (frame := _parsed(parse_vector_server_frame, message)) is not None:
+        _reparses(parse_vector_server_frame, frame)
 
 
 def batch_make(message: Message) -> None:
