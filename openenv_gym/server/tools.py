@@ -36,6 +36,7 @@ import pydantic
 import pydantic_core
 
 from ..errors import ToolDefinitionError
+from ..protocol._json import utf8
 from ..protocol.tools import (
     RESERVED_TOOL_NAMES,
     CallToolRequest,
@@ -325,7 +326,7 @@ async def run_tool(
         )
     result = call_tool_result(value, is_error=outcome.is_error)
     # Counted as sent: a lone surrogate (an argument read from a "\\ud800" escape, echoed) as its escape.
-    size = sum(len(part["text"].encode("utf-8", "backslashreplace")) for part in result["content"])
+    size = sum(len(utf8(part["text"])) for part in result["content"])
     if size > max_result_bytes:
         return _failed(
             chosen.name,
