@@ -24,8 +24,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.coding.environment import CodeAction, CodeObservation, TaskObservation
-from envs.echo.environment import EchoAction, EchoEnvironment, EchoObservation
+from openenv_gym.envs.coding.environment import CodeAction, CodeObservation, TaskObservation
+from openenv_gym.envs.echo.environment import EchoAction, EchoEnvironment, EchoObservation
 from openenv_gym.protocol import arrays, jsonrpc, pickled, tools, urls
 from openenv_gym.protocol.batch import (
     AutoresetMode,
