@@ -19,8 +19,6 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-import gymnasium as gym
-
 __all__ = ["ENTRY_POINT_GROUP", "CatalogEntry", "builtin_entries", "catalog", "register", "register_plugins"]
 
 ENTRY_POINT_GROUP = "openenv_gym.envs"
@@ -59,6 +57,8 @@ class CatalogEntry:
     @classmethod
     def from_gymnasium(cls, gym_id: str, **overrides: Any) -> CatalogEntry:
         """The remote twin of a registered Gymnasium env, with its time limit and threshold."""
+        import gymnasium as gym  # see _gym_register
+
         spec = gym.spec(gym_id)
         fields: dict[str, Any] = {
             "id": f"openenv/{gym_id}",
@@ -155,6 +155,10 @@ def register(entry: CatalogEntry) -> None:
 
 def _gym_register(**spec: Any) -> None:
     """``gym.register(**spec)``, replacing an id registered before without a warning."""
+    # Imported here, not at the top: gymnasium's first import registers the catalog, which imports
+    # this module, so a top-level import would run that hook in a half-initialised registry.
+    import gymnasium as gym
+
     with warnings.catch_warnings():
         # Re-registering the same id (a module reload, a plugin loaded twice) is expected.
         warnings.filterwarnings("ignore", message=".*Overriding environment.*")
