@@ -37,7 +37,9 @@ class CatalogEntry:
         id: the Gymnasium id, ``"openenv/Name-vN"``.
         server: what the server runs: a Gymnasium id or ``"module:attr"``; ``None`` for an entry
             that attaches to a running server given by ``base_url=`` (``openenv/Remote-v0``).
-        spaces: where the client gets its spaces; ``"schema"`` reads the server's ``/schema``.
+        spaces: deprecated and ignored (after 0.1.0, December 2026): the client always reads its
+            spaces from the server's ``/schema``; still accepted, with a ``DeprecationWarning``, so that
+            older catalogs load.
         max_episode_steps: the client-side time limit, ``None`` for none.
         reward_threshold: the return at which the task counts as solved, if any.
         nondeterministic: whether equal seeds may still give different trajectories.
@@ -47,12 +49,20 @@ class CatalogEntry:
 
     id: str
     server: str | None
-    spaces: str = "schema"
+    spaces: dataclasses.InitVar[str | None] = None
     max_episode_steps: int | None = None
     reward_threshold: float | None = None
     nondeterministic: bool = False
     kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     description: str = ""
+
+    def __post_init__(self, spaces: str | None) -> None:
+        if spaces is not None:
+            warnings.warn(
+                "CatalogEntry(spaces=...) is deprecated and ignored: the client reads its spaces from the server",
+                DeprecationWarning,
+                stacklevel=3,  # the caller of the dataclass's __init__
+            )
 
     @classmethod
     def from_gymnasium(cls, gym_id: str, **overrides: Any) -> CatalogEntry:
