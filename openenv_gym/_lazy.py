@@ -1,14 +1,15 @@
-"""Package re-exports resolved on first use (PEP 562), so importing a package loads none of its modules."""
+"""Module attributes resolved on first use (PEP 562): a package's lazy re-exports, and names that moved away."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "moved_names"]
 
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
@@ -35,3 +36,26 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[st
         return sorted(set(vars(sys.modules[package])) | set(exports))
 
     return __getattr__, __dir__
+
+
+def moved_names(old: str, new: str, names: Iterable[str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for names that moved from module ``old`` to module ``new``: each still
+    resolves to the same object, with a ``DeprecationWarning`` that names its new home.
+
+    Example::
+
+        __getattr__ = moved_names(__name__, "openenv_gym.urls", ["ws_url"])
+    """
+    moved = frozenset(names)
+
+    def __getattr__(name: str) -> Any:
+        if name not in moved:
+            raise AttributeError(f"module {old!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{old}.{name} is deprecated: it moved to {new}.{name} (after 0.1.0, December 2026)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(new), name)
+
+    return __getattr__

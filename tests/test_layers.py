@@ -8,6 +8,9 @@ The rules, from the layer table of the design (docs/architecture.md):
 - a provider imports no wire internals (no module of ``openenv_gym.protocol``; the start-up
   handshake and the package's public frames only) and no Gymnasium face;
 - no registration module (``registry``, ``hub``, ``manifest``) imports the Gymnasium face;
+- what belongs to no layer (``errors``; ``startup``, a server's start-up report and serve flags;
+  ``urls``; ``redaction``) sits at the package root, imports nothing of the package but ``errors``,
+  and every layer may import it; the protocol package holds only the wire;
 - ``import openenv_gym.env`` loads only what a plain env needs.
 """
 
@@ -38,6 +41,8 @@ FACE = (
     "openenv_gym.wrappers",
 )
 REGISTRATION = ("openenv_gym.registry", "openenv_gym.hub", "openenv_gym.manifest")
+#: What every layer may import: modules of no layer, at the package root.
+SHARED = ("openenv_gym.errors", "openenv_gym.redaction", "openenv_gym.startup", "openenv_gym.urls")
 
 # Prints, as JSON, the modules that importing sys.argv[1] (the package root on the way, as any user's
 # import runs it) added.
@@ -154,27 +159,7 @@ def test_only_the_mcp_bridge_loads_the_mcp_sdk(module):
 PROVIDER_MODULES = layer_modules(openenv_gym.providers)
 
 
-# Until the URL helpers, the start-up lines and the serve flags leave the protocol package.
-_WIRE_INTERNALS_TODAY = {
-    "openenv_gym.providers.docker.provider",
-    "openenv_gym.providers.process",
-    "openenv_gym.providers.ray_provider",
-    "openenv_gym.providers.url",
-}
-
-
-@pytest.mark.parametrize(
-    "module",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(strict=True, reason="imports protocol.urls, .startup or .pickled's serve flag"),
-        )
-        if name in _WIRE_INTERNALS_TODAY
-        else name
-        for name in PROVIDER_MODULES
-    ],
-)
+@pytest.mark.parametrize("module", PROVIDER_MODULES)
 def test_a_provider_imports_no_wire_internals(module):
     """A provider imports none of the protocol's modules: it reads a server's start-up report (the
     handshake module) and, at most, the frames and codes ``openenv_gym.protocol`` itself exports."""
@@ -253,3 +238,13 @@ def test_a_lazy_package_loads_none_of_its_modules(package):
     """Importing ``openenv_gym.protocol`` or ``openenv_gym.spaces`` alone loads none of its modules: each
     exported name imports its module on first use."""
     assert loaded(new_modules(package), package) == [package]
+
+
+@pytest.mark.parametrize("module", SHARED)
+def test_what_the_layers_share_imports_no_layer(module):
+    """A module every layer imports (errors, start-up report, URLs, redaction) imports nothing of the package
+    but the errors, and importing it loads no layer."""
+    assert imports_of(module) <= {"openenv_gym.errors"}
+    assert loaded(new_modules(module), "openenv_gym") == sorted(
+        {"openenv_gym", "openenv_gym._post_import", "openenv_gym.errors", module}
+    )

@@ -22,15 +22,11 @@ from openenv_gym.client.batch_client import BatchClient
 from openenv_gym.errors import SpaceMismatchError
 from openenv_gym.protocol import ClientSession, MessageType, RenderFrame
 from openenv_gym.protocol.batch import BatchResultFrame, BatchValuesFrame, parse_batch_server_frame
-from openenv_gym.protocol.pickled import (
-    PICKLED_FACTORIES_TARGET,
-    BatchMakeFrame,
-    pickled_batch_query,
-    python_version,
-)
+from openenv_gym.protocol.pickled import BatchMakeFrame, pickled_batch_query, python_version
 from openenv_gym.providers import provider_options
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT, new_token
 from openenv_gym.spaces import space_from_json, space_to_json
+from openenv_gym.startup import PICKLED_FACTORIES_TARGET
 
 from .remote_vector_env import RemoteVectorEnv
 

@@ -33,11 +33,11 @@ from openenv_gym.errors import (
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
-from openenv_gym.protocol.redaction import hide_token_kwarg
 from openenv_gym.protocol.vector import VectorResultFrame, choose_vector_backend
 from openenv_gym.providers import Provider, URLProvider, make_providers, provider_class, start_options
 from openenv_gym.providers.fleet import server_layout, split, start_all, stop_all
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
+from openenv_gym.redaction import hide_token_kwarg
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, ToolCallSpace, mismatch, space_from_json
 from openenv_gym.tool_face import ToolFace, wants_tool_face
 

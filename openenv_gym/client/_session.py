@@ -6,7 +6,7 @@ from typing import Any
 
 from ..errors import CapacityReachedError, ConnectionLostError, EnvCreationError, RemoteError
 from ..protocol import ClientSession, ErrorCode, ErrorFrame
-from ..protocol.urls import ws_url
+from ..urls import ws_url
 from ._http import DEFAULT_OPEN_TIMEOUT
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_MAX_FRAME_BYTES", "DEFAULT_OPEN_TIMEOUT", "SessionClient", "remote_error"]

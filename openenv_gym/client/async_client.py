@@ -20,7 +20,7 @@ from websockets.protocol import State
 
 from ..errors import CapacityReachedError, ConnectionLostError, RequestTimeoutError, ServerConnectError
 from ..protocol import ObservationFrame, StateFrame
-from ..protocol.urls import is_loopback_host, tcp_form, unix_socket_path
+from ..urls import is_loopback_host, tcp_form, unix_socket_path
 from ._http import auth_headers, websockets_logger
 from ._session import SessionClient
 

@@ -37,7 +37,7 @@ from ..errors import (
 )
 from ..protocol import ErrorCode, ObservationFrame, RenderFrame, StateFrame
 from ..protocol.batch import BINARY_SUBPROTOCOL
-from ..protocol.urls import tcp_form, unix_socket_path
+from ..urls import tcp_form, unix_socket_path
 from ._http import auth_headers, websockets_logger
 from ._session import SessionClient
 

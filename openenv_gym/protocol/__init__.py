@@ -1,7 +1,15 @@
 """The wire protocol, as pure functions and state machines with no I/O: OpenEnv's ``/ws`` frames and
-session rules (:mod:`.frames`, :mod:`.session`), our batch sessions and binary codec (:mod:`.batch`),
-tool calls and MCP's JSON-RPC (:mod:`.tools`, :mod:`.jsonrpc`), server URLs (:mod:`.urls`), and the start-up lines a server writes for whoever started it
-(:mod:`.startup`). Nothing here imports gymnasium, a socket or a process."""
+session rules (:mod:`.frames`, :mod:`.session`), our batch and vector sessions and binary codec
+(:mod:`.batch`, :mod:`.vector`, :mod:`.arrays`), pickled sub-env factories (:mod:`.pickled`), and tool
+calls and MCP's JSON-RPC (:mod:`.tools`, :mod:`.jsonrpc`). Nothing here imports gymnasium, a socket or
+a process.
+
+Only the wire lives here: what travels on a session's connection. What the layers share and is not
+wire sits at the package root, and every layer may import it: a server's start-up report and serve
+flags (:mod:`openenv_gym.startup`), server URLs (:mod:`openenv_gym.urls`), secrets kept out of logs
+(:mod:`openenv_gym.redaction`). Their old paths here (``protocol.startup``, ``protocol.urls``,
+``protocol.redaction``, ``protocol.pickled.ACCEPT_FLAG``) still work, with a ``DeprecationWarning``.
+"""
 
 from __future__ import annotations
 
