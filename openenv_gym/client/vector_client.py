@@ -1,18 +1,71 @@
-"""`VectorClient`: one vector session (``/ws/batch?backend=...``), a server-side vector env."""
+"""`VectorClient`: one vector session (``/ws/batch?backend=...``), a server-side vector env; its kind, `VectorKind`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..protocol import ClientSession, ErrorFrame, MessageType, RenderFrame
-from ..protocol.batch import AutoresetMode
+from ..protocol.batch import AutoresetMode, batch_query
 from ..protocol.vector import VectorResetFrame, VectorResultFrame, VectorStepFrame, parse_vector_server_frame
-from .batch_client import BatchClient
+from .batch_client import batch_url, codec_subprotocols
+from .session_kind import SessionKind
+from .sync_connection import SyncConnection
 
-__all__ = ["VectorClient"]
+__all__ = ["VectorClient", "VectorKind", "VectorReply"]
+
+#: What a vector session answers, besides an error frame.
+VectorReply = VectorResultFrame | RenderFrame
+
+_REPLIES: dict[MessageType, type] = {
+    MessageType.VECTOR_RESET: VectorResultFrame,
+    MessageType.VECTOR_STEP: VectorResultFrame,
+    MessageType.RENDER: RenderFrame,
+}
 
 
-class VectorClient(BatchClient):
+class VectorKind(SessionKind[VectorReply]):
+    """The logic of a vector session: its query, its frames (actions packed once the binary codec
+    is agreed), and one entry per sub-env in each reply. Args as for :class:`VectorClient`."""
+
+    def __init__(
+        self,
+        envs: int,
+        autoreset_mode: AutoresetMode,
+        backend: str,
+        codec: str = "json",
+        *,
+        render_mode: str | None = None,
+    ) -> None:
+        self.subprotocols = codec_subprotocols(codec)
+        super().__init__()
+        self.envs = envs
+        self.autoreset_mode = autoreset_mode
+        self.backend = backend
+        self.query = batch_query(envs, autoreset_mode, backend, render_mode)
+
+    def new_session(self) -> ClientSession[VectorReply | ErrorFrame]:
+        return ClientSession(parse_vector_server_frame, _REPLIES)
+
+    def url(self, address: str) -> str:
+        return batch_url(address, self.query)
+
+    def check(self, reply: VectorReply) -> VectorReply:
+        reply.check(self.envs)
+        return reply
+
+    def reset(self, frame: VectorResetFrame) -> str:
+        return self.session.send(MessageType.VECTOR_RESET, frame)
+
+    def step(self, frame: VectorStepFrame) -> str | bytes:
+        if self.subprotocol is not None:  # the binary codec was offered and agreed: actions travel packed
+            return self.session.send_binary(MessageType.VECTOR_STEP, frame)
+        return self.session.send(MessageType.VECTOR_STEP, frame)
+
+    def render(self) -> str:
+        return self.session.send_render()
+
+
+class VectorClient(SyncConnection[VectorReply]):
     """Reset or step one server-side vector env of ``envs`` sub-envs, one frame per call.
 
     Results stay arrays: observations, rewards and flags as the vector env returned them, infos
@@ -26,8 +79,10 @@ class VectorClient(BatchClient):
         codec: ``"binary"`` or ``"json"``.
         render_mode: have the vector env made in this render mode (see
             :class:`~openenv_gym.client.batch_client.BatchClient`).
-        **kwargs: as for :class:`~openenv_gym.client.sync_client.EnvClient`.
+        **settings: as for :class:`~openenv_gym.client.SessionClient`.
     """
+
+    kind: VectorKind
 
     def __init__(
         self,
@@ -38,43 +93,41 @@ class VectorClient(BatchClient):
         codec: str = "json",
         *,
         render_mode: str | None = None,
-        **kwargs: Any,
+        **settings: Any,
     ) -> None:
-        super().__init__(base_url, envs, autoreset_mode, codec, backend=backend, render_mode=render_mode, **kwargs)
-        self.backend = backend
-        self._binary = codec == "binary"
-
-    def _new_protocol(self) -> ClientSession[VectorResultFrame | RenderFrame | ErrorFrame]:  # type: ignore[override]
-        return ClientSession(
-            parse_vector_server_frame,
-            {
-                MessageType.VECTOR_RESET: VectorResultFrame,
-                MessageType.VECTOR_STEP: VectorResultFrame,
-                MessageType.RENDER: RenderFrame,
-            },
+        super().__init__(
+            VectorKind(envs, autoreset_mode, backend, codec, render_mode=render_mode), base_url, **settings
         )
+
+    @property
+    def envs(self) -> int:
+        """How many sub-envs the vector env holds."""
+        return self.kind.envs
+
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        """The vector env's autoreset mode."""
+        return self.kind.autoreset_mode
+
+    @property
+    def backend(self) -> str:
+        """The server-side vector env."""
+        return self.kind.backend
 
     def begin_vector_reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None, mask: list[bool] | None = None
     ) -> None:
         """Send a ``vector_reset`` (connecting first if needed)."""
         self.connect()
-        frame = VectorResetFrame(seed, options, mask)
-        self.begin("vector_reset", lambda: self._session.send(MessageType.VECTOR_RESET, frame))
+        self.begin("vector_reset", self.kind.reset, VectorResetFrame(seed, options, mask))
 
     def begin_vector_step(self, actions: Any) -> None:
         """Send a ``vector_step`` with the batch of actions."""
-        frame = VectorStepFrame(actions)
-        if self._binary and self._ws is not None and self._ws.subprotocol is not None:
-            self.begin("vector_step", lambda: self._session.send_binary(MessageType.VECTOR_STEP, frame))
-        else:
-            self.begin("vector_step", lambda: self._session.send(MessageType.VECTOR_STEP, frame))
+        self.begin("vector_step", self.kind.step, VectorStepFrame(actions))
 
-    def complete(self, timeout: float | None = None) -> VectorResultFrame | RenderFrame:  # type: ignore[override]
-        """The reply to the request in flight, checked to hold one entry per sub-env."""
-        result: VectorResultFrame | RenderFrame = super(BatchClient, self).complete(timeout)
-        result.check(self.envs)
-        return result
+    def begin_render(self) -> None:
+        """Send a render request; :meth:`complete` reads the vector env's frames."""
+        self.begin("render", self.kind.render)
 
     def reset_vector(self, *args: Any, **kwargs: Any) -> VectorResultFrame:
         """:meth:`begin_vector_reset` and :meth:`complete` in one call."""
