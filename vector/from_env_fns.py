@@ -18,7 +18,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
-from openenv_gym.client.batch_client import BatchClient, BatchKind, BatchReply
+from openenv_gym.client.batch_client import BatchClient, BatchKind, BatchReply, codec_subprotocols
 from openenv_gym.client.sync_connection import SyncConnection
 from openenv_gym.errors import SpaceMismatchError
 from openenv_gym.protocol import ClientSession, ErrorFrame, MessageType, RenderFrame
@@ -65,8 +65,7 @@ class FactoryBatchKind(BatchKind):
     ) -> None:
         if len(factories) != envs:
             raise ValueError(f"{len(factories)} factories for {envs} sub-envs")
-        super().__init__(envs, autoreset_mode, codec)
-        self.query = pickled_batch_query(envs, autoreset_mode)
+        super().__init__(envs, autoreset_mode, pickled_batch_query(envs, autoreset_mode), codec_subprotocols(codec))
         self.factories = factories
         self.spaces = spaces
         self.first = first

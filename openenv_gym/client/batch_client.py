@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from websockets.typing import Subprotocol
 
@@ -23,7 +24,10 @@ from ..protocol.batch import (
 from .session_kind import SessionKind
 from .sync_connection import SyncConnection
 
-__all__ = ["BatchClient", "BatchKind", "BatchReply", "batch_url", "codec_subprotocols"]
+__all__ = ["BatchClient", "BatchKind", "BatchReply", "BlockClient", "BlockKind", "batch_url", "codec_subprotocols"]
+
+ReplyT = TypeVar("ReplyT")
+FrameT = TypeVar("FrameT")
 
 #: What a batch session answers, besides an error frame.
 BatchReply = BatchResultFrame | BatchValuesFrame | RenderFrame
@@ -53,32 +57,37 @@ def codec_subprotocols(codec: str) -> list[Subprotocol] | None:
     return [Subprotocol(BINARY_SUBPROTOCOL)] if codec == "binary" else None
 
 
-class BatchKind(SessionKind[BatchReply]):
-    """The logic of a batch session: its query, its frames, and one entry per sub-env in each reply.
+class BlockKind(SessionKind[ReplyT]):
+    """What batch and vector sessions share: ``envs`` sub-envs, opened at ``/ws/batch?query``.
 
-    Args as for :class:`BatchClient`.
+    Args:
+        envs: how many sub-envs the session holds.
+        autoreset_mode: the autoreset mode the server applies.
+        query: the query string that opens the session (see :func:`~openenv_gym.protocol.batch.batch_query`).
+        subprotocols: the codec offered (see :func:`codec_subprotocols`).
     """
 
     def __init__(
-        self,
-        envs: int,
-        autoreset_mode: AutoresetMode,
-        codec: str = "json",
-        *,
-        backend: str | None = None,
-        render_mode: str | None = None,
+        self, envs: int, autoreset_mode: AutoresetMode, query: str, subprotocols: list[Subprotocol] | None
     ) -> None:
-        self.subprotocols = codec_subprotocols(codec)
+        self.subprotocols = subprotocols
         super().__init__()
         self.envs = envs
         self.autoreset_mode = autoreset_mode
-        self.query = batch_query(envs, autoreset_mode, backend, render_mode)
-
-    def new_session(self) -> ClientSession[BatchReply | ErrorFrame]:
-        return ClientSession(parse_batch_server_frame, _REPLIES)
+        self.query = query
 
     def url(self, address: str) -> str:
         return batch_url(address, self.query)
+
+    def render(self) -> str:
+        return self.session.send_render()
+
+
+class BatchKind(BlockKind[BatchReply]):
+    """The logic of a batch session: its frames, and one entry per sub-env in each reply."""
+
+    def new_session(self) -> ClientSession[BatchReply | ErrorFrame]:
+        return ClientSession(parse_batch_server_frame, _REPLIES)
 
     def check(self, reply: BatchReply) -> BatchReply:
         if isinstance(reply, (BatchResultFrame, RenderFrame)):
@@ -96,11 +105,36 @@ class BatchKind(SessionKind[BatchReply]):
     def call(self, frame: BatchCallFrame) -> str:
         return self.session.send(MessageType.BATCH_CALL, frame)
 
-    def render(self) -> str:
-        return self.session.send_render()
+
+class BlockClient(SyncConnection[ReplyT]):
+    """What the batch and vector clients share: a connection handed a :class:`BlockKind`."""
+
+    kind: BlockKind[ReplyT]
+
+    @property
+    def envs(self) -> int:
+        """How many sub-environments the session holds."""
+        return self.kind.envs
+
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        """The autoreset mode the server applies."""
+        return self.kind.autoreset_mode
+
+    def begin_render(self) -> None:
+        """Send a render request; :meth:`complete` reads every sub-env's frame."""
+        self.begin("render", self.kind.render)
+
+    def _round_trip(self, begin: Callable[..., None], reply: type[FrameT], *args: Any, **kwargs: Any) -> FrameT:
+        """``begin(*args, **kwargs)`` and :meth:`complete` in one call, its reply of type ``reply``."""
+        with self._lock:
+            begin(*args, **kwargs)
+            result = self.complete()
+        assert isinstance(result, reply)  # the session takes no other reply to that request
+        return result
 
 
-class BatchClient(SyncConnection[BatchReply]):
+class BatchClient(BlockClient[BatchReply]):
     """Reset, step or query ``envs`` sub-environments on one server with one frame each.
 
     Each call is split in two, :meth:`begin_batch_step` (and its siblings) then :meth:`complete`, so a
@@ -134,18 +168,8 @@ class BatchClient(SyncConnection[BatchReply]):
         render_mode: str | None = None,
         **settings: Any,
     ) -> None:
-        kind = BatchKind(envs, autoreset_mode, codec, backend=backend, render_mode=render_mode)
-        super().__init__(kind, base_url, **settings)
-
-    @property
-    def envs(self) -> int:
-        """How many sub-environments the session holds."""
-        return self.kind.envs
-
-    @property
-    def autoreset_mode(self) -> AutoresetMode:
-        """The autoreset mode the server applies."""
-        return self.kind.autoreset_mode
+        query = batch_query(envs, autoreset_mode, backend, render_mode)
+        super().__init__(BatchKind(envs, autoreset_mode, query, codec_subprotocols(codec)), base_url, **settings)
 
     def begin_batch_reset(
         self,
@@ -165,30 +189,14 @@ class BatchClient(SyncConnection[BatchReply]):
         """Send a ``batch_call`` (get, set or call an attribute of every sub-env)."""
         self.begin("batch_call", self.kind.call, frame)
 
-    def begin_render(self) -> None:
-        """Send a render request; :meth:`complete` reads every sub-env's frame."""
-        self.begin("render", self.kind.render)
-
     def reset_batch(self, *args: Any, **kwargs: Any) -> BatchResultFrame:
         """:meth:`begin_batch_reset` and :meth:`complete` in one call."""
-        with self._lock:
-            self.begin_batch_reset(*args, **kwargs)
-            result = self.complete()
-        assert isinstance(result, BatchResultFrame)  # the session took no other reply to a batch_reset
-        return result
+        return self._round_trip(self.begin_batch_reset, BatchResultFrame, *args, **kwargs)
 
     def step_batch(self, actions: list[dict[str, Any]]) -> BatchResultFrame:
         """:meth:`begin_batch_step` and :meth:`complete` in one call."""
-        with self._lock:
-            self.begin_batch_step(actions)
-            result = self.complete()
-        assert isinstance(result, BatchResultFrame)  # the session took no other reply to a batch_step
-        return result
+        return self._round_trip(self.begin_batch_step, BatchResultFrame, actions)
 
     def call_batch(self, frame: BatchCallFrame) -> list[Any]:
         """:meth:`begin_batch_call` and :meth:`complete` in one call; one value per sub-env."""
-        with self._lock:
-            self.begin_batch_call(frame)
-            result = self.complete()
-        assert isinstance(result, BatchValuesFrame)  # the session took no other reply to a batch_call
-        return result.values
+        return self._round_trip(self.begin_batch_call, BatchValuesFrame, frame).values

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from websockets.typing import Subprotocol
+
 from ..protocol import ClientSession, ErrorFrame, MessageType, RenderFrame
 from ..protocol.batch import AutoresetMode, batch_query
 from ..protocol.vector import VectorResetFrame, VectorResultFrame, VectorStepFrame, parse_vector_server_frame
-from .batch_client import batch_url, codec_subprotocols
-from .session_kind import SessionKind
-from .sync_connection import SyncConnection
+from .batch_client import BlockClient, BlockKind, codec_subprotocols
 
 __all__ = ["VectorClient", "VectorKind", "VectorReply"]
 
@@ -23,31 +23,23 @@ _REPLIES: dict[MessageType, type] = {
 }
 
 
-class VectorKind(SessionKind[VectorReply]):
-    """The logic of a vector session: its query, its frames (actions packed once the binary codec
-    is agreed), and one entry per sub-env in each reply. Args as for :class:`VectorClient`."""
+class VectorKind(BlockKind[VectorReply]):
+    """The logic of a vector session: its frames (actions packed once the binary codec is agreed),
+    and one entry per sub-env in each reply."""
 
     def __init__(
         self,
         envs: int,
         autoreset_mode: AutoresetMode,
         backend: str,
-        codec: str = "json",
-        *,
-        render_mode: str | None = None,
+        query: str,
+        subprotocols: list[Subprotocol] | None,
     ) -> None:
-        self.subprotocols = codec_subprotocols(codec)
-        super().__init__()
-        self.envs = envs
-        self.autoreset_mode = autoreset_mode
+        super().__init__(envs, autoreset_mode, query, subprotocols)
         self.backend = backend
-        self.query = batch_query(envs, autoreset_mode, backend, render_mode)
 
     def new_session(self) -> ClientSession[VectorReply | ErrorFrame]:
         return ClientSession(parse_vector_server_frame, _REPLIES)
-
-    def url(self, address: str) -> str:
-        return batch_url(address, self.query)
 
     def check(self, reply: VectorReply) -> VectorReply:
         reply.check(self.envs)
@@ -61,11 +53,8 @@ class VectorKind(SessionKind[VectorReply]):
             return self.session.send_binary(MessageType.VECTOR_STEP, frame)
         return self.session.send(MessageType.VECTOR_STEP, frame)
 
-    def render(self) -> str:
-        return self.session.send_render()
 
-
-class VectorClient(SyncConnection[VectorReply]):
+class VectorClient(BlockClient[VectorReply]):
     """Reset or step one server-side vector env of ``envs`` sub-envs, one frame per call.
 
     Results stay arrays: observations, rewards and flags as the vector env returned them, infos
@@ -95,19 +84,10 @@ class VectorClient(SyncConnection[VectorReply]):
         render_mode: str | None = None,
         **settings: Any,
     ) -> None:
+        query = batch_query(envs, autoreset_mode, backend, render_mode)
         super().__init__(
-            VectorKind(envs, autoreset_mode, backend, codec, render_mode=render_mode), base_url, **settings
+            VectorKind(envs, autoreset_mode, backend, query, codec_subprotocols(codec)), base_url, **settings
         )
-
-    @property
-    def envs(self) -> int:
-        """How many sub-envs the vector env holds."""
-        return self.kind.envs
-
-    @property
-    def autoreset_mode(self) -> AutoresetMode:
-        """The vector env's autoreset mode."""
-        return self.kind.autoreset_mode
 
     @property
     def backend(self) -> str:
@@ -125,22 +105,10 @@ class VectorClient(SyncConnection[VectorReply]):
         """Send a ``vector_step`` with the batch of actions."""
         self.begin("vector_step", self.kind.step, VectorStepFrame(actions))
 
-    def begin_render(self) -> None:
-        """Send a render request; :meth:`complete` reads the vector env's frames."""
-        self.begin("render", self.kind.render)
-
     def reset_vector(self, *args: Any, **kwargs: Any) -> VectorResultFrame:
         """:meth:`begin_vector_reset` and :meth:`complete` in one call."""
-        with self._lock:
-            self.begin_vector_reset(*args, **kwargs)
-            result = self.complete()
-        assert isinstance(result, VectorResultFrame)  # the session took no other reply to a vector_reset
-        return result
+        return self._round_trip(self.begin_vector_reset, VectorResultFrame, *args, **kwargs)
 
     def step_vector(self, actions: Any) -> VectorResultFrame:
         """:meth:`begin_vector_step` and :meth:`complete` in one call."""
-        with self._lock:
-            self.begin_vector_step(actions)
-            result = self.complete()
-        assert isinstance(result, VectorResultFrame)  # the session took no other reply to a vector_step
-        return result
+        return self._round_trip(self.begin_vector_step, VectorResultFrame, actions)
