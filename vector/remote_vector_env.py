@@ -68,7 +68,7 @@ class _Block:
 
     def __init__(
         self,
-        make_client: Callable[[str], BatchClient | PlainSessionBatch | VectorClient],
+        make_client: Callable[[str], BatchClient | PlainSessionBatch],  # or a VectorClient (isinstance below)
         url: str,
         provider: Provider,
         start: int,
@@ -380,7 +380,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             self._backend = backend
             if backend is not None or batched:
 
-                def session_client(start: int, stop: int) -> Callable[..., BatchClient]:
+                def session_client(start: int, stop: int) -> Callable[..., Any]:  # a BatchClient or VectorClient
                     if backend is not None:  # one vector env per block (a vector session)
                         return functools.partial(VectorClient, backend=backend)
                     return self._batch_client(start, stop)
