@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import http
 import json
 import logging
@@ -28,6 +27,7 @@ from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment
 from .exposure import INSECURE_WARNING, check_exposure
 from .pickled_factories import PickledBatchSession
+from .served_env import ServedEnv
 from .session import CLOSE_TIMEOUT, Session, factory_error
 from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing
 from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response
@@ -131,7 +131,7 @@ class EnvServer:
 
     def __init__(
         self,
-        factory: Callable[[], Environment[Any, Any, Any]],
+        factory: ServedEnv | Callable[[], Environment[Any, Any, Any]],
         *,
         host: str = "127.0.0.1",
         port: int = 8000,
@@ -159,9 +159,10 @@ class EnvServer:
         check_exposure(host if unix_socket is None else None, token, insecure)
         self.insecure = insecure and not local
         self.accept_pickled_factories = accept_pickled_factories
+        #: What is served: the factory and what it allows.
+        self.served = ServedEnv.of(factory)
         if max_sessions is None:
-            concurrent = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)
-            max_sessions = 64 if concurrent else 1
+            max_sessions = 64 if self.served.concurrent_sessions else 1
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
         if idle_timeout is not None and idle_timeout <= 0:
@@ -172,7 +173,7 @@ class EnvServer:
             raise ValueError(f"handshake_timeout must be positive, got {handshake_timeout}")
         if max_frame_bytes < 1:
             raise ValueError(f"max_frame_bytes must be at least 1, got {max_frame_bytes}")
-        self.factory = factory
+        self.factory = self.served.factory
         self.target = target
         self.host = host
         self.port = port
@@ -202,7 +203,7 @@ class EnvServer:
         self._describe_lock = asyncio.Lock()
 
     def __repr__(self) -> str:
-        return f"EnvServer({getattr(self.factory, '__name__', self.factory)!r}, {self.url})"
+        return f"EnvServer({self.served.name!r}, {self.url})"
 
     @property
     def requires_token(self) -> bool:
@@ -288,7 +289,7 @@ class EnvServer:
                     schema = env.schema()
                 finally:
                     await asyncio.to_thread(env.close)
-                backends = getattr(self.factory, "vector_backends", None)
+                backends = self.served.vector_backends
                 if backends is not None:  # our extension: the vector envs a vector session may use
                     offered, unavailable = await asyncio.to_thread(backends.describe)
                     schema.update(vector_backends=offered, vector_backends_unavailable=unavailable)
@@ -336,7 +337,7 @@ class EnvServer:
         """``/schema?vector_backend=NAME``: the schema with that backend described in full (EnvPool's
         spaces are found only when asked for, since importing EnvPool takes over a second)."""
         name = urllib.parse.parse_qs(path.partition("?")[2]).get("vector_backend", [""])[0]
-        backends = getattr(self.factory, "vector_backends", None)
+        backends = self.served.vector_backends
         offered, unavailable = (
             dict(schema.get("vector_backends", {})),
             dict(schema.get("vector_backends_unavailable", {})),
@@ -382,7 +383,7 @@ class EnvServer:
         if backend is None:
             factory = self._render_factory(render_mode)
             return BatchSession(connection, factory, size, mode, send_tracebacks=self.send_tracebacks), render_mode
-        backends = getattr(self.factory, "vector_backends", None)
+        backends = self.served.vector_backends
         if backends is None:
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR.value, f"backend={backend}: this server has no vector backends"
@@ -411,14 +412,13 @@ class EnvServer:
         """
         if render_mode is None:
             return self.factory
-        if not getattr(self.factory, "takes_render_mode", False):
+        if not self.served.takes_render_mode:
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR.value, f"render_mode={render_mode}: this server's env renders nothing"
             )
         modes = ((self._description or {}).get("schema", {}).get("render") or {}).get("modes")
         self._check_render_mode(render_mode, modes, "this env's")
-        make: Any = self.factory  # load_factory's Gymnasium factories take render_mode
-        return functools.update_wrapper(functools.partial(make, render_mode=render_mode), make)
+        return self.served.maker(render_mode)
 
     @staticmethod
     def _check_render_mode(render_mode: str, modes: list[str] | None, whose: str) -> None:

@@ -20,6 +20,7 @@ from .env_server import (
     EnvServer,
 )
 from .environment import Environment
+from .served_env import ServedEnv
 from .session import factory_error
 
 __all__ = ["load_factory", "run"]
@@ -39,6 +40,10 @@ def load_factory(
     inline: bool = False,
 ) -> Callable[[], Environment[Any, Any, Any]]:
     """Resolve ``target`` into a factory that makes one environment per session.
+
+    An ``Environment`` subclass named without ``env_kwargs`` comes back as itself; anything else
+    as a :class:`~openenv_gym.server.served_env.ServedEnv` (callable like a factory) that says
+    what a server may do with it: render modes, concurrent sessions, vector backends.
 
     ``target`` is ``"module:attr"`` naming an ``Environment`` subclass or a callable returning
     an ``Environment`` or a ``gymnasium.Env``, or a registered Gymnasium id (``"CartPole-v1"``,
@@ -92,15 +97,15 @@ def load_factory(
         return GymEnvironment(make_gym_env(env_id, max_episode_steps, **kwargs), blocking=False if inline else None)
 
     factory.__name__ = env_id
-    factory.takes_render_mode = True  # type: ignore[attr-defined]  # a session may ask /ws?render_mode=
-    factory.SUPPORTS_CONCURRENT_SESSIONS = True  # type: ignore[attr-defined]
-    factory.vector_backends = VectorBackends(env_id, max_episode_steps, env_kwargs)  # type: ignore[attr-defined]
-    return factory
+    return ServedEnv(
+        factory,
+        takes_render_mode=True,  # a session may ask /ws?render_mode=
+        concurrent_sessions=True,
+        vector_backends=VectorBackends(env_id, max_episode_steps, env_kwargs),
+    )
 
 
-def _adapting_factory(
-    factory: Callable[..., Any], env_kwargs: dict[str, Any], inline: bool
-) -> Callable[[], Environment[Any, Any, Any]]:
+def _adapting_factory(factory: Callable[..., Any], env_kwargs: dict[str, Any], inline: bool) -> ServedEnv:
     """Wrap a user factory: bind its kwargs, and serve a ``gymnasium.Env`` it returns through GymEnvironment."""
 
     def make() -> Environment[Any, Any, Any]:
@@ -114,8 +119,7 @@ def _adapting_factory(
     make.__name__ = getattr(factory, "__name__", "factory")
     # Environment classes say whether sessions may share a process; a plain factory makes a
     # fresh object per session, so it may.
-    make.SUPPORTS_CONCURRENT_SESSIONS = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)  # type: ignore[attr-defined]
-    return make
+    return ServedEnv(make, concurrent_sessions=ServedEnv.of(factory).concurrent_sessions)
 
 
 async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | None) -> int:
