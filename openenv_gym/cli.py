@@ -16,14 +16,7 @@ from typing import Any
 
 from .errors import OpenEnvGymError
 from .protocol.pickled import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET
-from .protocol.urls import is_loopback_host
-from .server.env_server import (
-    DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_FRAME_BYTES,
-    DEFAULT_SEND_TIMEOUT,
-)
-from .server.exposure import exposure_problem
+from .server.options import AT_LEAST_ONE, COMMAND_LINE, SECONDS, ServerOptions
 
 __all__ = ["main"]
 
@@ -52,32 +45,6 @@ def _env_kwargs(text: str) -> dict[str, Any]:
     return value
 
 
-def _idle_timeout(text: str) -> float | None:
-    if text.lower() == "none":
-        return None
-    return _seconds(text, " or 'none'")
-
-
-def _seconds(text: str, or_else: str = "") -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds{or_else}, got {text!r}")
-    return value
-
-
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -103,60 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=f"a Gymnasium id, or module:attr (none, or {PICKLED_FACTORIES_TARGET}, with {ACCEPT_FLAG})",
     )
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
-    serve.add_argument("--port", type=int, default=8000, help="port to bind; 0 picks a free one (default: 8000)")
-    serve.add_argument(
-        "--unix-socket", default=None, metavar="PATH", help="listen on this Unix socket instead of --host/--port"
-    )
+    for flag, keywords in ServerOptions.flags():
+        serve.add_argument(flag, **keywords)
     serve.add_argument(
         "--token-env",
         default=None,
         metavar="VAR",
         help="require the token held by environment variable VAR (Authorization: Bearer) on every "
         "request but /health; needed when binding beyond loopback, unless --insecure",
-    )
-    serve.add_argument(
-        "--insecure",
-        action="store_true",
-        help="bind beyond loopback without a token (with a warning): anyone who reaches the port can run "
-        "the env; only for networks that admit trusted peers alone",
-    )
-    serve.add_argument(
-        ACCEPT_FLAG,
-        action="store_true",
-        help="also make batch sessions' sub-envs from factories the client sends pickled "
-        "(RemoteVectorEnv.from_env_fns); unpickling runs the client's code, so this needs --token-env",
-    )
-    serve.add_argument("--max-sessions", type=int, default=None, help="sessions served at once")
-    serve.add_argument(
-        "--idle-timeout",
-        type=_idle_timeout,
-        default=DEFAULT_IDLE_TIMEOUT,
-        help=f"seconds before an idle session is closed, or none (default: {DEFAULT_IDLE_TIMEOUT:g})",
-    )
-    serve.add_argument(
-        "--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME_BYTES, help="largest frame accepted (default: 16 MiB)"
-    )
-    serve.add_argument(
-        "--max-connections",
-        type=_at_least_one,
-        default=None,
-        help="TCP connections held at once, handshakes and sessions alike; more get HTTP 503 "
-        "(default: 4096, or half of ulimit -n when lower)",
-    )
-    serve.add_argument(
-        "--handshake-timeout",
-        type=_seconds,
-        default=DEFAULT_HANDSHAKE_TIMEOUT,
-        help=f"seconds a connection has to send its request and finish the WebSocket handshake "
-        f"(default: {DEFAULT_HANDSHAKE_TIMEOUT:g})",
-    )
-    serve.add_argument(
-        "--send-timeout",
-        type=_idle_timeout,
-        default=DEFAULT_SEND_TIMEOUT,
-        help=f"seconds a reply may wait for the client to read it before the session is dropped, or none "
-        f"(default: {DEFAULT_SEND_TIMEOUT:g})",
     )
     serve.add_argument(
         "--max-episode-steps",
@@ -170,12 +91,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="step Gymnasium envs on the event loop, not in a thread per session (for cheap envs; "
         "Gymnasium's classic-control and toy-text envs are inline already)",
-    )
-    serve.add_argument(
-        "--web",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="serve the web debug page at /web (default: on when bound to loopback, off beyond it)",
     )
     serve.add_argument("--log-level", default="WARNING", help="logging level (default: WARNING)")
     # Used by the process provider: stop when the owner's pipe closes; report readiness on an fd.
@@ -239,26 +154,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
-
-
 def _add_mcp_parser(commands: Any) -> None:
     mcp = commands.add_parser(
         "mcp",
@@ -283,13 +178,13 @@ def _add_mcp_parser(commands: Any) -> None:
     # them); not imported here, so that `serve` does not load the client and the providers.
     mcp.add_argument(
         "--call-timeout",
-        type=_positive_seconds,
+        type=SECONDS.argument,
         default=None,
         help="seconds to wait for each tool call or reset (default: 60)",
     )
     mcp.add_argument(
         "--startup-timeout",
-        type=_positive_seconds,
+        type=SECONDS.argument,
         default=None,
         help="seconds a started server has to become ready (default: 30)",
     )
@@ -343,23 +238,23 @@ def _add_validate_parser(commands: Any) -> None:
         "--token-env", default=None, metavar="VAR", help="with a URL: the running server's token is in variable VAR"
     )
     validate.add_argument(
-        "--timeout", type=_positive_seconds, default=None, help="seconds every request or reply may take (default: 10)"
+        "--timeout", type=SECONDS.argument, default=None, help="seconds every request or reply may take (default: 10)"
     )
     validate.add_argument(
         "--idle-timeout",
-        type=_positive_seconds,
+        type=SECONDS.argument,
         default=None,
         help="the idle timeout of the server validate starts, which the idle check waits out (default: 2)",
     )
     validate.add_argument(
         "--max-sessions",
-        type=_positive_int,
+        type=AT_LEAST_ONE.argument,
         default=None,
         help="the max sessions of the server validate starts (default: the env's)",
     )
     validate.add_argument(
         "--sessions",
-        type=_positive_int,
+        type=AT_LEAST_ONE.argument,
         default=4,
         metavar="N",
         help="the capacity check opens at most N sessions at once, and one more to see it refused (default: 4)",
@@ -580,10 +475,6 @@ def _serve(args: argparse.Namespace) -> int:
     from .server.runner import load_factory, run
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    problem = _serve_target_problem(args)
-    if problem is not None:
-        print(f"openenv-gym serve: {problem}", file=sys.stderr)
-        return 2
     token = None
     if args.token_env is not None:
         # Taken out of the environment, so nothing the env starts (agent code, a subprocess) inherits it.
@@ -595,15 +486,22 @@ def _serve(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+    no_target = args.target in (None, PICKLED_FACTORIES_TARGET)
+    options = ServerOptions.from_arguments(
+        args, token=token, target=PICKLED_FACTORIES_TARGET if no_target else args.target
+    )
+    problem = options.problem(COMMAND_LINE) or _serve_target_problem(args)
+    if problem is not None:
+        print(f"openenv-gym serve: {problem}", file=sys.stderr)
+        return 2
     # As `python -m openenv_gym serve` (and uvicorn) do: a module:attr of the current directory imports.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        if args.target in (None, PICKLED_FACTORIES_TARGET):
+        if no_target:
             from .server.pickled_factories import NoTargetEnvironment
 
             factory: Any = NoTargetEnvironment
-            args.target = PICKLED_FACTORIES_TARGET
         else:
             factory = load_factory(
                 args.target, max_episode_steps=args.max_episode_steps, env_kwargs=args.env_kwargs, inline=args.inline
@@ -612,25 +510,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"openenv-gym serve: {exc}", file=sys.stderr)
         return 2
     try:
-        status = run(
-            factory,
-            host=args.host,
-            port=args.port,
-            unix_socket=args.unix_socket,
-            token=token,
-            max_sessions=args.max_sessions,
-            idle_timeout=args.idle_timeout,
-            max_frame_bytes=args.max_frame_bytes,
-            max_connections=args.max_connections,
-            handshake_timeout=args.handshake_timeout,
-            send_timeout=args.send_timeout,
-            exit_on_stdin_eof=args.exit_on_stdin_eof,
-            ready_fd=args.ready_fd,
-            target=args.target,
-            accept_pickled_factories=args.accept_pickled_factories,
-            web=args.web,
-            insecure=args.insecure,
-        )
+        status = run(factory, options=options, exit_on_stdin_eof=args.exit_on_stdin_eof, ready_fd=args.ready_fd)
     except OSError as exc:
         where = args.unix_socket or f"{args.host}:{args.port}"
         print(f"openenv-gym serve: cannot listen on {where}: {exc}", file=sys.stderr)
@@ -639,19 +519,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _serve_target_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with ``serve``'s TARGET, pickle and web options together, if anything."""
-    if args.web and args.token_env is None and args.unix_socket is None and not is_loopback_host(args.host):
-        return f"--web on {args.host} needs --token-env VAR: any page a browser visits could reach the server otherwise"
-    exposed = exposure_problem(
-        None if args.unix_socket is not None else args.host, args.token_env is not None, args.insecure, cli=True
-    )
-    if exposed is not None:
-        return exposed
-    if args.accept_pickled_factories and args.token_env is None:
-        return (
-            f"{ACCEPT_FLAG} needs --token-env VAR: unpickling runs whatever code a client sends, so only "
-            "clients holding the token may send it"
-        )
+    """What is wrong with ``serve``'s TARGET and the options that load it, if anything (the server's
+    own options are :meth:`ServerOptions.problem`'s)."""
     if not args.accept_pickled_factories and args.target in (None, PICKLED_FACTORIES_TARGET):
         what = "TARGET is missing" if args.target is None else f"{PICKLED_FACTORIES_TARGET} serves nothing"
         return f"{what}: give a Gymnasium id or module:attr (only {ACCEPT_FLAG} serves without one)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import http
 import json
 import logging
@@ -25,7 +26,14 @@ from ..protocol.vector import VECTOR_BACKENDS
 from .batch_session import BatchSession
 from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment
-from .exposure import INSECURE_WARNING, check_exposure
+from .exposure import INSECURE_WARNING
+from .options import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_SEND_TIMEOUT,
+    ServerOptions,
+)
 from .pickled_factories import PickledBatchSession
 from .served_env import ServedEnv
 from .session import CLOSE_TIMEOUT, Session, factory_error
@@ -33,14 +41,18 @@ from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch
 from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response
 from .web_page import is_web_path, web_response
 
-__all__ = ["EnvServer", "bearer_token_matches"]
+__all__ = [
+    "DEFAULT_HANDSHAKE_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_SEND_TIMEOUT",
+    "EnvServer",
+    "ServerOptions",
+    "bearer_token_matches",
+]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_FRAME_BYTES = 16 * 2**20
-DEFAULT_IDLE_TIMEOUT = 300.0
-DEFAULT_HANDSHAKE_TIMEOUT = 10.0
-DEFAULT_SEND_TIMEOUT = 30.0
 # Frames received and not yet read, per connection: strict request/response needs few.
 MAX_QUEUE = 2
 # Bytes of replies buffered per connection before a send waits (websockets' default, 32 KiB).
@@ -71,7 +83,10 @@ class EnvServer:
     same port answers ``GET /health``, ``GET /schema`` and ``GET /metadata``.
 
     Args:
-        factory: makes one environment per session (an ``Environment`` subclass or any callable).
+        factory: makes one environment per session (an ``Environment`` subclass or any callable),
+            or a :class:`~openenv_gym.server.served_env.ServedEnv` saying what it allows.
+        options: every option below at once, as a :class:`~openenv_gym.server.options.ServerOptions`;
+            keyword arguments replace its fields.
         host: the address to bind; loopback unless told otherwise.
         unix_socket: listen on this Unix socket path instead of ``host``/``port`` (made
             connectable for every user who can reach its directory).
@@ -133,61 +148,32 @@ class EnvServer:
         self,
         factory: ServedEnv | Callable[[], Environment[Any, Any, Any]],
         *,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        unix_socket: str | None = None,
-        token: str | None = None,
-        max_sessions: int | None = None,
-        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-        max_connections: int | None = None,
-        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-        send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
-        send_tracebacks: bool | None = None,
-        target: str | None = None,
-        accept_pickled_factories: bool = False,
-        web: bool | None = None,
-        insecure: bool = False,
+        options: ServerOptions | None = None,
+        **option_values: Any,
     ) -> None:
-        if accept_pickled_factories and token is None:
-            raise ValueError("accept_pickled_factories needs a token: unpickling runs whatever code a client sends")
-        local = is_loopback_host(host) or unix_socket is not None
-        if web and not local and token is None:
-            raise ValueError(
-                "web=True beyond loopback needs a token: any page a browser visits could reach the server otherwise"
-            )
-        check_exposure(host if unix_socket is None else None, token, insecure)
-        self.insecure = insecure and not local
-        self.accept_pickled_factories = accept_pickled_factories
+        options = dataclasses.replace(options or ServerOptions(), **option_values)
+        options.check()
+        #: The options it was made with (the keyword arguments above, as a :class:`ServerOptions`).
+        self.options = options
+        local = options.local
+        self.insecure = options.insecure and not local
+        self.accept_pickled_factories = options.accept_pickled_factories
         #: What is served: the factory and what it allows.
         self.served = ServedEnv.of(factory)
-        if max_sessions is None:
-            max_sessions = 64 if self.served.concurrent_sessions else 1
-        if max_sessions < 1:
-            raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
-        if idle_timeout is not None and idle_timeout <= 0:
-            raise ValueError(f"idle_timeout must be positive or None, got {idle_timeout}")
-        if send_timeout is not None and send_timeout <= 0:
-            raise ValueError(f"send_timeout must be positive or None, got {send_timeout}")
-        if handshake_timeout <= 0:
-            raise ValueError(f"handshake_timeout must be positive, got {handshake_timeout}")
-        if max_frame_bytes < 1:
-            raise ValueError(f"max_frame_bytes must be at least 1, got {max_frame_bytes}")
+        self.max_sessions = options.max_sessions or (64 if self.served.concurrent_sessions else 1)
         self.factory = self.served.factory
-        self.target = target
-        self.host = host
-        self.port = port
-        self.unix_socket = unix_socket
-        if token is not None and not token:
-            raise ValueError("token must not be empty")
-        self._token = token
-        self.max_sessions = max_sessions
-        self.idle_timeout = idle_timeout
-        self.max_frame_bytes = max_frame_bytes
-        self.handshake_timeout = handshake_timeout
-        self.send_timeout = send_timeout
+        self.target = options.target
+        self.host = options.host
+        self.port = options.port
+        self.unix_socket = options.unix_socket
+        self._token = options.token
+        #: The idle, handshake and send timeouts.
+        self.timeouts = options.timeouts
+        self.max_frame_bytes = options.max_frame_bytes
+        max_connections = options.max_connections
         #: The open connections and the limit on them.
         self.connections = ConnectionLimit(default_max_connections() if max_connections is None else max_connections)
+        send_tracebacks, web = options.send_tracebacks, options.web
         self.send_tracebacks = local if send_tracebacks is None else send_tracebacks
         self.web = local if web is None else web
         self.watchers: set[Watcher] = set()
@@ -204,6 +190,21 @@ class EnvServer:
 
     def __repr__(self) -> str:
         return f"EnvServer({self.served.name!r}, {self.url})"
+
+    @property
+    def idle_timeout(self) -> float | None:
+        """Seconds a session may wait between frames (``timeouts.idle``)."""
+        return self.timeouts.idle
+
+    @property
+    def handshake_timeout(self) -> float:
+        """Seconds a connection has for its handshake (``timeouts.handshake``)."""
+        return self.timeouts.handshake
+
+    @property
+    def send_timeout(self) -> float | None:
+        """Seconds a reply may wait for the client (``timeouts.send``)."""
+        return self.timeouts.send
 
     @property
     def requires_token(self) -> bool:

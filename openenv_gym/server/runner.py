@@ -12,14 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..protocol.startup import FAILED_LINE, FAILED_PREFIX, READY_PREFIX
-from .env_server import (
-    DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_FRAME_BYTES,
-    DEFAULT_SEND_TIMEOUT,
-    EnvServer,
-)
+from .env_server import EnvServer
 from .environment import Environment
+from .options import ServerOptions
 from .served_env import ServedEnv
 from .session import factory_error
 
@@ -188,24 +183,12 @@ def _exit_now(why: str) -> None:
 
 
 def run(
-    factory: Callable[[], Environment[Any, Any, Any]],
+    factory: ServedEnv | Callable[[], Environment[Any, Any, Any]],
     *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    unix_socket: str | None = None,
-    token: str | None = None,
-    max_sessions: int | None = None,
-    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    max_connections: int | None = None,
-    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-    send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
+    options: ServerOptions | None = None,
     exit_on_stdin_eof: bool = False,
     ready_fd: int | None = None,
-    target: str | None = None,
-    accept_pickled_factories: bool = False,
-    web: bool | None = None,
-    insecure: bool = False,
+    **option_values: Any,
 ) -> int:
     """Serve ``factory`` until SIGINT or SIGTERM (or EOF on stdin when asked), then close every session.
 
@@ -213,30 +196,14 @@ def run(
     starting with :data:`~openenv_gym.protocol.startup.READY_PREFIX` and its URL to stdout, and to ``ready_fd`` (then closed)
     when one is given. If that environment cannot be made, it says why on stderr (and on
     ``ready_fd``, after :data:`~openenv_gym.protocol.startup.FAILED_PREFIX`, as JSON) and returns 1 without listening.
-    ``accept_pickled_factories`` (which needs ``token``), ``web``, ``insecure`` (beyond loopback
-    without a token) and the limits are :class:`EnvServer`'s; the web page's address is printed on
-    the line after the ready line.
+    ``options`` and the keyword arguments (host, port, token, limits, timeouts, ...: the fields of
+    :class:`~openenv_gym.server.options.ServerOptions`) are :class:`EnvServer`'s; the web page's
+    address is printed on the line after the ready line.
 
     Returns:
         The exit status: 0 after a normal stop, 1 when the environment could not be made.
     """
     # stdout carries the start-up report; pygame (classic-control's rendering) would greet there on import.
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-    server = EnvServer(
-        factory,
-        host=host,
-        port=port,
-        unix_socket=unix_socket,
-        token=token,
-        max_sessions=max_sessions,
-        idle_timeout=idle_timeout,
-        max_frame_bytes=max_frame_bytes,
-        max_connections=max_connections,
-        handshake_timeout=handshake_timeout,
-        send_timeout=send_timeout,
-        target=target,
-        accept_pickled_factories=accept_pickled_factories,
-        web=web,
-        insecure=insecure,
-    )
+    server = EnvServer(factory, options=options, **option_values)
     return asyncio.run(_serve(server, exit_on_stdin_eof, ready_fd))
