@@ -23,7 +23,7 @@ from ..protocol.pickled import check_pickles_allowed, wants_pickled_factories
 from ..protocol.redaction import RedactingLogger
 from ..protocol.urls import is_loopback_host, unix_url
 from ..protocol.vector import VECTOR_BACKENDS
-from .batch_session import BatchSession
+from .batch_session import BatchHandler
 from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment
 from .exposure import INSECURE_WARNING
@@ -34,9 +34,10 @@ from .options import (
     DEFAULT_SEND_TIMEOUT,
     ServerOptions,
 )
-from .pickled_factories import PickledBatchSession
+from .pickled_factories import PickledBatchHandler
+from .plain_session import PlainHandler
 from .served_env import ServedEnv
-from .session import CLOSE_TIMEOUT, Session, factory_error
+from .session import CLOSE_TIMEOUT, Session, SessionHandler, factory_error
 from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing
 from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response
 from .web_page import is_web_path, web_response
@@ -362,16 +363,18 @@ class EnvServer:
         """The session a handshake asked for; raises ProtocolError for a bad batch query."""
         assert connection.request is not None
         path, _, query = connection.request.path.partition("?")
+        handler: SessionHandler
         if path != BATCH_PATH:
             render_mode = urllib.parse.parse_qs(query).get("render_mode", [None])[0]
-            session = Session(connection, self._render_factory(render_mode), send_tracebacks=self.send_tracebacks)
+            handler = PlainHandler(self._render_factory(render_mode))
         else:
-            session, render_mode = self._batch_session(connection, query)
+            handler, render_mode = self._batch_handler(query)
+        session = Session(connection, handler, send_tracebacks=self.send_tracebacks)
         session.render_mode = render_mode
         return session
 
-    def _batch_session(self, connection: ServerConnection, query: str) -> tuple[Session, str | None]:
-        """The batch or vector session of a ``/ws/batch`` query, and its render mode."""
+    def _batch_handler(self, query: str) -> tuple[SessionHandler, str | None]:
+        """The batch or vector handler of a ``/ws/batch`` query, and its render mode."""
         size, mode, backend, render_mode = parse_batch_query(query, self.max_sessions)
         if wants_pickled_factories(query):
             check_pickles_allowed(self.accept_pickled_factories, self._token is not None)
@@ -380,10 +383,10 @@ class EnvServer:
                     ErrorCode.VALIDATION_ERROR.value,
                     f"render_mode={render_mode}: pickled factories make their envs in their own render mode",
                 )
-            return PickledBatchSession(connection, size, mode, send_tracebacks=self.send_tracebacks), None
+            return PickledBatchHandler(size, mode), None
         if backend is None:
             factory = self._render_factory(render_mode)
-            return BatchSession(connection, factory, size, mode, send_tracebacks=self.send_tracebacks), render_mode
+            return BatchHandler(factory, size, mode), render_mode
         backends = self.served.vector_backends
         if backends is None:
             raise ProtocolError(
@@ -396,13 +399,13 @@ class EnvServer:
         if render_mode is not None:
             described = ((self._description or {}).get("schema", {}).get("vector_backends") or {}).get(backend, {})
             self._check_render_mode(render_mode, described.get("render_modes"), f"the {backend} vector env's")
-        from .vector_session import VectorSession  # numpy and gymnasium: only servers of Gymnasium envs
+        from .vector_session import VectorHandler  # numpy and gymnasium: only servers of Gymnasium envs
 
         def build(num_envs: int, autoreset_mode: Any) -> Any:
             return backends.make(backend, num_envs, autoreset_mode, render_mode)
 
         build.__name__ = f"{backend} vector env"
-        return VectorSession(connection, build, size, mode, send_tracebacks=self.send_tracebacks), render_mode
+        return VectorHandler(build, size, mode), render_mode
 
     def _render_factory(self, render_mode: str | None) -> Callable[[], Environment[Any, Any, Any]]:
         """The server's factory, or one making its env in ``render_mode`` (a Gymnasium env
@@ -507,7 +510,7 @@ class EnvServer:
         try:
             session_id, fps, sub_env = parse_watch_query(connection.request.path.partition("?")[2])
             session = next((s for s in self.sessions if s.id == session_id), None)
-            if session is None or session.env is None:
+            if session is None or not session.live:
                 raise ValueError(f"no session {session_id} is live here (see /web/sessions)")
             if sub_env >= session.size:
                 raise ValueError(f"env={sub_env}: session {session_id} has {session.size} sub-env(s)")
