@@ -1,4 +1,4 @@
-"""`PickledBatchSession`: a batch session whose sub-envs come from factories the client sends pickled.
+"""`PickledBatchHandler`: a batch session whose sub-envs come from factories the client sends pickled.
 
 The wire is :mod:`openenv_gym.protocol.pickled`. Only a server started with
 ``--accept-pickled-factories`` and a token opens such a session (``EnvServer`` checks
