@@ -125,6 +125,10 @@ class BlockClient(SyncConnection[ReplyT]):
         """Send a render request; :meth:`complete` reads every sub-env's frame."""
         self.begin("render", self.kind.render)
 
+    def render(self) -> Any:
+        """Every sub-env's frame (or the vector env's), as :meth:`begin_render` and :meth:`complete` read it."""
+        return self._round_trip(self.begin_render, RenderFrame).frame
+
     def _round_trip(self, begin: Callable[..., None], reply: type[FrameT], *args: Any, **kwargs: Any) -> FrameT:
         """``begin(*args, **kwargs)`` and :meth:`complete` in one call, its reply of type ``reply``."""
         with self._lock:
