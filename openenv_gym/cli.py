@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from .errors import OpenEnvGymError
-from .protocol.pickled import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET
-from .protocol.urls import is_loopback_host
 from .server.env_server import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -24,6 +22,8 @@ from .server.env_server import (
     DEFAULT_SEND_TIMEOUT,
 )
 from .server.exposure import exposure_problem
+from .startup import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET
+from .urls import is_loopback_host
 
 __all__ = ["main"]
 

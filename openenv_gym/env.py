@@ -13,10 +13,10 @@ import gymnasium as gym
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, EnvClient, http_get_json
 from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, ServerConnectError, SpaceCodecError
 from .make_options import MakeOptions
-from .protocol.redaction import hide_token_kwarg
 from .providers import Provider, URLProvider
 from .providers.fleet import Fleet
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
+from .redaction import hide_token_kwarg
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
 from .tool_face import ToolFace, wants_tool_face
 

@@ -33,11 +33,11 @@ from openenv_gym.make_options import MakeOptions
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
-from openenv_gym.protocol.redaction import hide_token_kwarg
 from openenv_gym.protocol.vector import VectorResultFrame, choose_vector_backend
 from openenv_gym.providers import Provider
 from openenv_gym.providers.fleet import Fleet, Layout, split
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
+from openenv_gym.redaction import hide_token_kwarg
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, ToolCallSpace, mismatch, space_from_json
 from openenv_gym.tool_face import ToolFace, wants_tool_face
 
@@ -68,7 +68,7 @@ class _Block:
 
     def __init__(
         self,
-        make_client: Callable[[str], BatchClient | PlainSessionBatch | VectorClient],
+        make_client: Callable[[str], BatchClient | PlainSessionBatch],  # or a VectorClient (isinstance below)
         url: str,
         provider: Provider,
         start: int,
@@ -386,7 +386,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             self._backend = backend
             if backend is not None or batched:
 
-                def session_client(start: int, stop: int) -> Callable[..., BatchClient]:
+                def session_client(start: int, stop: int) -> Callable[..., Any]:  # a BatchClient or VectorClient
                     if backend is not None:  # one vector env per block (a vector session)
                         return functools.partial(VectorClient, backend=backend)
                     return self._batch_client(start, stop)

@@ -20,9 +20,9 @@ from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
 from ..protocol.pickled import check_pickles_allowed, wants_pickled_factories
-from ..protocol.redaction import RedactingLogger
-from ..protocol.urls import is_loopback_host, unix_url
 from ..protocol.vector import VECTOR_BACKENDS
+from ..redaction import RedactingLogger
+from ..urls import is_loopback_host, unix_url
 from .batch_session import BatchSession
 from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment

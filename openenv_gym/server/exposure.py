@@ -10,7 +10,7 @@ directory.
 
 from __future__ import annotations
 
-from ..protocol.urls import is_loopback_host
+from ..urls import is_loopback_host
 
 __all__ = ["INSECURE_WARNING", "check_exposure", "exposure_problem"]
 

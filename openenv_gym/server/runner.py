@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol.startup import FAILED_LINE, FAILED_PREFIX, READY_PREFIX
+from ..startup import FAILED_LINE, FAILED_PREFIX, READY_PREFIX
 from .env_server import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
