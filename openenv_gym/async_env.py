@@ -22,13 +22,13 @@ from typing import Any
 
 import gymnasium as gym
 
-from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, AsyncEnvClient
-from .env import ClosedEnvError, ServerSpaces, build_provider, server_face
+from .client import AsyncEnvClient
+from .env import ClosedEnvError, ServerSpaces, server_face
 from .errors import ConnectionLostError, InvalidActionError, RequestTimeoutError, ServerConnectError
+from .make_options import MakeOptions
 from .protocol import ObservationFrame
 from .protocol.tools import LIST_TOOLS
 from .providers import Provider
-from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .tool_face import StepResult, ToolFace
 
 __all__ = ["AsyncRemoteEnv", "make_async", "spec_options"]
@@ -211,35 +211,34 @@ async def make_async(env_id: str, **kwargs: Any) -> AsyncRemoteEnv:
     event loop keeps running; it is stopped by :meth:`AsyncRemoteEnv.aclose`.
     """
     options, max_episode_steps = spec_options(env_id, kwargs)
-    server = options.pop("server", None)
-    base_url = options.pop("base_url", None)
-    provider_name = options.pop("provider", "process")
-    provider_kwargs = options.pop("provider_kwargs", None)
-    env_kwargs = options.pop("env_kwargs", None)
-    open_timeout = options.pop("open_timeout", DEFAULT_OPEN_TIMEOUT)
-    call_timeout = options.pop("call_timeout", DEFAULT_CALL_TIMEOUT)
-    startup_timeout = options.pop("startup_timeout", DEFAULT_STARTUP_TIMEOUT)
-    json_schema_fallback = options.pop("json_schema_fallback", False)
-    tool_calls = options.pop("tool_calls", None)
-    token = options.pop("token", None)
-    options.pop("sessions_per_server", None)  # for pools and vector envs
-    provider = build_provider(
-        server, base_url, provider_name, provider_kwargs, env_kwargs, options, token, open_timeout, startup_timeout
+    make = MakeOptions.parse(**options)  # a spec's sessions_per_server is for pools and vector envs
+    fleet = make.fleet()
+    (url,) = await asyncio.to_thread(fleet.start)
+    token = make.token or fleet.token
+    timeouts = make.timeouts
+    client = AsyncEnvClient(
+        url, open_timeout=timeouts.open, call_timeout=timeouts.call, env_id=make.server, token=token
     )
-    url = await asyncio.to_thread(provider.start)
-    token = token or provider.token
-    client = AsyncEnvClient(url, open_timeout=open_timeout, call_timeout=call_timeout, env_id=server, token=token)
     try:
-        face = await open_face(client, url, server, provider, open_timeout, token, json_schema_fallback, tool_calls)
+        face = await open_face(
+            client,
+            url,
+            make.server,
+            fleet.providers[0],
+            timeouts.open,
+            token,
+            make.json_schema_fallback,
+            make.tool_calls,
+        )
     except BaseException:
         await client.close()
-        await asyncio.to_thread(provider.stop)
+        await asyncio.to_thread(fleet.close)
         raise
 
     async def release(env: AsyncRemoteEnv) -> None:
         try:
             await env.client.close()
         finally:
-            await asyncio.to_thread(provider.stop)
+            await asyncio.to_thread(fleet.close)
 
     return AsyncRemoteEnv(client, face, env_id=env_id, max_episode_steps=max_episode_steps, release=release)

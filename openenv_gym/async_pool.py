@@ -23,11 +23,11 @@ import logging
 from typing import Any
 
 from .async_env import AsyncRemoteEnv, Face, open_face, spec_options
-from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, AsyncEnvClient, http_get_json
+from .client import AsyncEnvClient
 from .errors import OpenEnvGymError
-from .providers import Provider, URLProvider, make_providers, start_options
-from .providers.fleet import server_layout, split, start_all, stop_all
-from .providers.process import DEFAULT_STARTUP_TIMEOUT
+from .make_options import MakeOptions
+from .providers import Provider
+from .providers.fleet import Fleet, split
 
 __all__ = ["AsyncEnvPool"]
 
@@ -38,12 +38,20 @@ OPEN_CONCURRENCY = 32
 
 
 class _Server:
-    """One server of the pool, and the lock under which it is restarted."""
+    """One server of the pool's fleet, and the lock under which it is restarted."""
 
-    def __init__(self, provider: Provider, url: str) -> None:
-        self.provider = provider
-        self.url = url
+    def __init__(self, fleet: Fleet, index: int) -> None:
+        self.fleet = fleet
+        self.index = index
         self.restarting = asyncio.Lock()
+
+    @property
+    def provider(self) -> Provider:
+        return self.fleet.providers[self.index]
+
+    @property
+    def url(self) -> str:
+        return self.fleet.urls[self.index]
 
 
 class _Slot:
@@ -60,7 +68,8 @@ class AsyncEnvPool:
     Args:
         env_id: a registered openenv id (``"openenv/CodingTools-v0"``).
         size: the sessions to keep open: the episodes that may run at once.
-        servers: the servers to start (default: one per CPU, at most one per session).
+        servers: the servers to start (default: as many as the provider spreads over, as Ray's
+            ``placement="spread"``: one per node; else one per CPU, at most one per session).
         sessions_per_server: sessions one server takes (default: ``size`` spread over ``servers``).
         acquire_timeout: seconds :meth:`acquire` waits for a free session before it raises
             ``TimeoutError``.
@@ -84,41 +93,19 @@ class AsyncEnvPool:
         self.size = size
         self.acquire_timeout = acquire_timeout
         options, self.max_episode_steps = spec_options(env_id, make_kwargs)
-        self._server_target: str | None = options.pop("server", None)
-        base_url = options.pop("base_url", None)
-        base_urls: list[str] | None = options.pop("base_urls", None) or ([base_url] if base_url else None)
-        provider_name = options.pop("provider", "process")
-        provider_kwargs = options.pop("provider_kwargs", None)
-        env_kwargs = options.pop("env_kwargs", None)
-        self.open_timeout: float = options.pop("open_timeout", DEFAULT_OPEN_TIMEOUT)
-        self.call_timeout: float = options.pop("call_timeout", DEFAULT_CALL_TIMEOUT)
-        startup_timeout = options.pop("startup_timeout", DEFAULT_STARTUP_TIMEOUT)
-        self._json_schema_fallback: bool = options.pop("json_schema_fallback", False)
-        self._tool_calls: bool | None = options.pop("tool_calls", None)
-        token = options.pop("token", None)
-        options.pop("sessions_per_server", None)  # a spec's, for make_vec; this pool's is its argument
-        provider_options, env_kwargs = start_options(
-            provider_name, provider_kwargs, options, token, env_kwargs, starts=not base_urls
+        self._options = MakeOptions.parse(**options)  # a spec's sessions_per_server is make_vec's, not this pool's
+        if self._options.base_urls and servers is not None:
+            raise ValueError("servers= is the number of servers to start; with base_urls= none is started")
+        self.open_timeout = self._options.timeouts.open
+        self.call_timeout = self._options.timeouts.call
+        layout = None
+        if not self._options.base_urls:
+            layout = self._options.layout(size, servers=servers, sessions_per_server=sessions_per_server)
+        self._fleet = self._options.fleet(
+            layout,
+            max_episode_steps=None,  # each episode's time limit is the client's
+            needs=f"{env_id!r} runs on a server you give: pass base_url= or base_urls=",
         )
-        if base_urls:
-            if servers is not None:
-                raise ValueError("servers= is the number of servers to start; with base_urls= none is started")
-            self._providers: list[Provider] = [URLProvider(url, token=token) for url in base_urls]
-        else:
-            if self._server_target is None:
-                raise ValueError(f"{env_id!r} runs on a server you give: pass base_url= or base_urls=")
-            count, per_server = server_layout(size, sessions_per_server, servers)
-            self._providers = make_providers(
-                provider_name,
-                count,
-                target=self._server_target,
-                env_kwargs=env_kwargs,
-                max_episode_steps=None,  # each episode's time limit is the client's
-                max_sessions=per_server,
-                startup_timeout=startup_timeout,
-                **provider_options,
-            )
-        self._token = token
         self._servers: list[_Server] = []
         self._idle: asyncio.Queue[_Slot] = asyncio.Queue()
         self._lent: dict[AsyncRemoteEnv, _Slot] = {}
@@ -127,7 +114,7 @@ class AsyncEnvPool:
         self._closed = False
 
     def __repr__(self) -> str:
-        return f"AsyncEnvPool({self.env_id}, size={self.size}, servers={len(self._providers)})"
+        return f"AsyncEnvPool({self.env_id}, size={self.size}, servers={len(self._fleet)})"
 
     @property
     def idle(self) -> int:
@@ -140,7 +127,7 @@ class AsyncEnvPool:
         return len(self._lent)
 
     def _token_of(self, provider: Provider) -> str | None:
-        return self._token or provider.token
+        return self._options.token or provider.token
 
     def _client(self, server: _Server) -> AsyncEnvClient:
         return AsyncEnvClient(
@@ -164,19 +151,19 @@ class AsyncEnvPool:
             return self
         self._started = True
         try:
-            urls = await asyncio.to_thread(start_all, self._providers, f"starting {self.env_id} servers")
-            self._servers = [_Server(provider, url) for provider, url in zip(self._providers, urls)]
+            await asyncio.to_thread(self._fleet.start)
+            self._servers = [_Server(self._fleet, index) for index in range(len(self._fleet))]
             first = self._servers[0]
             probe = self._client(first)
             self._face = await open_face(
                 probe,
                 first.url,
-                self._server_target,
+                self._options.server,
                 first.provider,
                 self.open_timeout,
                 self._token_of(first.provider),
-                self._json_schema_fallback,
-                self._tool_calls,
+                self._options.json_schema_fallback,
+                self._options.tool_calls,
             )
             ranges = split(self.size, len(self._servers))
             targets = [server for server, (start, stop) in zip(self._servers, ranges) for _ in range(stop - start)]
@@ -215,7 +202,7 @@ class AsyncEnvPool:
         if not slot.client.is_open:  # its server closed it or died while it waited: open another
             await slot.client.close()
             try:
-                slot = _Slot(slot.server, await self._reopen(slot.server, "a lost idle session"))
+                slot = await self._reopen(slot.server, "a lost idle session")
             except BaseException:
                 self._idle.put_nowait(slot)  # the next acquire tries again
                 raise
@@ -236,22 +223,21 @@ class AsyncEnvPool:
         # That session is gone; give the pool a new one, on its server restarted if it died.
         await slot.client.close()
         try:
-            client = await self._reopen(slot.server, env.failed)
+            new_slot = await self._reopen(slot.server, env.failed)
         except OpenEnvGymError:
             logger.exception("%r: a session lost to %r could not be opened again", self, env.failed)
             return  # the pool is one session smaller
-        self._idle.put_nowait(_Slot(slot.server, client))
+        self._idle.put_nowait(new_slot)
 
-    async def _reopen(self, server: _Server, why: object) -> AsyncEnvClient:
-        """A new session on ``server``, restarted first if it no longer answers."""
+    async def _reopen(self, server: _Server, why: object) -> _Slot:
+        """A new session on ``server``, restarted first if it no longer answers (or on another
+        server of the pool if it cannot come back)."""
         async with server.restarting:  # the episodes that lost one server restart it once
-            try:
-                await asyncio.to_thread(http_get_json, server.url, "/health", timeout=self.open_timeout)
-            except OpenEnvGymError:
+            if not await asyncio.to_thread(self._fleet.is_healthy, server.index):
                 logger.warning("%r: restarting the server at %s after %s", self, server.url, why)
-                await asyncio.to_thread(server.provider.kill)
-                server.url = await asyncio.to_thread(server.provider.start)
-        return await self._client(server).connect()
+                _, index = await asyncio.to_thread(self._fleet.recover, server.index, hung=True)
+                server = self._servers[index]
+        return _Slot(server, await self._client(server).connect())
 
     async def aclose(self) -> None:
         """Close every session (episodes still running fail on their next call) and stop the servers."""
@@ -263,9 +249,9 @@ class AsyncEnvPool:
             clients.append(self._idle.get_nowait().client)
         await asyncio.gather(*(client.close() for client in clients), return_exceptions=True)
         try:
-            await asyncio.to_thread(stop_all, self._providers)
+            await asyncio.to_thread(self._fleet.close)
         except RuntimeError:  # at interpreter exit the executor takes no more work: stop them on this thread
-            stop_all(self._providers)
+            self._fleet.close()
 
     async def __aenter__(self) -> AsyncEnvPool:
         return await self.start()

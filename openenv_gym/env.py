@@ -12,7 +12,9 @@ import gymnasium as gym
 
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, EnvClient, http_get_json
 from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, ServerConnectError, SpaceCodecError
-from .providers import Provider, URLProvider, make_provider, start_options
+from .make_options import MakeOptions
+from .providers import Provider, URLProvider
+from .providers.fleet import Fleet
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .redaction import hide_token_kwarg
 from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
@@ -183,32 +185,21 @@ def build_provider(
 ) -> Provider:
     """The provider of one env's server, from ``gym.make``'s arguments (nothing is started yet).
 
-    Loose keyword arguments are sorted by :func:`~openenv_gym.providers.start_options`: the
-    provider's constructor options go to it, the rest to the environment.
+    Loose keyword arguments are sorted by :meth:`~openenv_gym.make_options.MakeOptions.parse`:
+    the provider's constructor options go to it, the rest to the environment.
     """
-    options, env_kwargs = start_options(
-        provider, provider_kwargs, kwargs, token, env_kwargs, starts=base_url is None and isinstance(provider, str)
-    )
-    if base_url is not None:
-        return URLProvider(base_url, timeout=open_timeout, token=token)
-    if not isinstance(provider, str):
-        return provider
-    if provider == "url":
-        raise ValueError("provider='url' needs base_url='ws://host:port'")
-    if server is None:
-        raise ValueError(
-            "RemoteEnv needs base_url='http://host:port' (a running server, as openenv/Remote-v0 "
-            f"always does) or server= (the environment for provider={provider!r} to start)"
-        )
-    return make_provider(
-        provider,
-        target=server,
+    options = MakeOptions.parse(
+        server=server,
+        base_url=base_url,
+        provider=provider,
+        provider_kwargs=provider_kwargs,
         env_kwargs=env_kwargs,
-        # The client's TimeLimit (from the registered spec) is the only time limit.
-        max_episode_steps=None,
+        token=token,
+        open_timeout=open_timeout,
         startup_timeout=startup_timeout,
-        **options,
+        **kwargs,
     )
+    return options.providers()[0]
 
 
 def server_face(
@@ -293,11 +284,11 @@ def render_metadata(schema: dict[str, Any], render_mode: str | None, base_url: s
     return {"render_modes": [mode for mode in modes if mode != "human"], "render_fps": render.get("fps")}  # type: ignore[union-attr]
 
 
-def _shutdown(client: EnvClient, provider: Provider) -> None:
+def _shutdown(client: EnvClient, fleet: Fleet) -> None:
     try:
         client.close()
     finally:
-        provider.stop()
+        fleet.close()
 
 
 class RemoteEnv(gym.Env[Any, Any]):
@@ -406,19 +397,35 @@ class RemoteEnv(gym.Env[Any, Any]):
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
         self.render_mode = render_mode
         self._renders = False
-        provider = build_provider(
-            server, base_url, provider, provider_kwargs, env_kwargs, kwargs, token, open_timeout, startup_timeout
+        fleet = Fleet(
+            [
+                build_provider(
+                    server,
+                    base_url,
+                    provider,
+                    provider_kwargs,
+                    env_kwargs,
+                    kwargs,
+                    token,
+                    open_timeout,
+                    startup_timeout,
+                )
+            ],
+            name=server,
+            health_timeout=open_timeout,
         )
         self.server = server
-        self.provider = provider
-        self.base_url = provider.start()
-        token = token or provider.token
+        self.provider = fleet.providers[0]
+        (self.base_url,) = fleet.start()
+        token = token or fleet.token
         self._client = EnvClient(
             self.base_url, open_timeout=open_timeout, call_timeout=call_timeout, env_id=server, token=token
         )
-        self._closer = weakref.finalize(self, _shutdown, self._client, provider)
+        self._closer = weakref.finalize(self, _shutdown, self._client, fleet)
         try:
-            face = server_face(self.base_url, server, provider, open_timeout, token, json_schema_fallback, tool_calls)
+            face = server_face(
+                self.base_url, server, self.provider, open_timeout, token, json_schema_fallback, tool_calls
+            )
             if render_mode is not None:
                 self._ask_render_mode(render_mode, open_timeout, token)
             self._client.connect()

@@ -26,16 +26,16 @@ from openenv_gym.env import ClosedEnvError, ServerSpaces, check_served, own_fram
 from openenv_gym.errors import (
     ConnectionLostError,
     InvalidActionError,
-    OpenEnvGymError,
     RequestTimeoutError,
     ServerConnectError,
 )
+from openenv_gym.make_options import MakeOptions
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
 from openenv_gym.protocol.vector import VectorResultFrame, choose_vector_backend
-from openenv_gym.providers import Provider, URLProvider, make_providers, provider_class, start_options
-from openenv_gym.providers.fleet import server_layout, split, start_all, stop_all
+from openenv_gym.providers import Provider
+from openenv_gym.providers.fleet import Fleet, Layout, split
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.redaction import hide_token_kwarg
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, ToolCallSpace, mismatch, space_from_json
@@ -96,11 +96,11 @@ def _tool_spaces(tools: list[dict[str, Any]]) -> ServerSpaces:
     return ServerSpaces(face.action_space, face.observation_space, False, lambda action: action, lambda text: text)
 
 
-def _release(blocks: list[_Block], providers: list[Provider]) -> None:
+def _release(blocks: list[_Block], fleet: Fleet) -> None:
     """Close every block's session, then stop the servers (a finalizer: it must not hold the env)."""
     for block in blocks:
         block.client.close()
-    stop_all(providers)
+    fleet.close()
 
 
 class _InfoCollector:
@@ -292,7 +292,18 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             if base_urls:
                 raise ValueError("pass base_url= (one server) or base_urls= (several), not both")
             base_urls = [base_url]
-        options, env_kwargs = start_options(provider, provider_kwargs, kwargs, token, env_kwargs, starts=not base_urls)
+        options = MakeOptions.parse(
+            server=server,
+            base_urls=base_urls[:num_envs] if base_urls else None,
+            provider=provider,
+            provider_kwargs=provider_kwargs,
+            env_kwargs=env_kwargs,
+            token=token,
+            open_timeout=open_timeout,
+            call_timeout=call_timeout,
+            startup_timeout=startup_timeout,
+            **kwargs,
+        )
         if servers is not None and base_urls:
             raise ValueError("servers= is the number of servers to start; with base_urls= none is started")
         self.server = server
@@ -311,23 +322,18 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         # Per block: the failure its step request met while being sent, and what step_wait read.
         self._send_failures: list[Exception | None] = []
         self._outcomes: list[Any] = []
-        self._providers = self._make_providers(
-            server,
-            base_urls,
-            provider,
+        self._fleet = self._make_fleet(
             options,
-            env_kwargs,
             max_episode_steps,
-            self._layout(server, base_urls, vector_backend, sessions_per_server, servers, provider, options),
-            startup_timeout,
-            token,
+            self._layout(server, base_urls, vector_backend, sessions_per_server, servers, options),
         )
+        self._providers = self._fleet.providers
         self._blocks: list[_Block] = []
         # Sessions and servers are released when the env is garbage collected or at exit, too.
-        self._closer = weakref.finalize(self, _release, self._blocks, self._providers)
+        self._closer = weakref.finalize(self, _release, self._blocks, self._fleet)
         self.closed = False
         try:
-            urls = start_all(self._providers, desc=f"starting {server or 'env'} servers")
+            urls = self._fleet.start()
             if base_urls:  # started by someone else: are they servers of this env?
                 for url, url_provider in dict(zip(urls, self._providers)).items():
                     check_served(url, server, open_timeout, url_provider.token)
@@ -351,7 +357,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                     urls[0],
                     open_timeout,
                     json_schema_fallback=json_schema_fallback,
-                    token=self._providers[0].token,
+                    token=self._fleet.token,
                     schema=schema,
                 )
             wire_mode = WireAutoresetMode(self.autoreset_mode.value)
@@ -462,18 +468,16 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         vector_backend: str,
         sessions_per_server: int | None,
         servers: int | None,
-        provider: str,
-        options: dict[str, Any],
-    ) -> tuple[int, int]:
-        """How many servers to start, unless told: as many as the provider spreads over (Ray's
-        ``placement="spread"``: one per node), else one for a server-side vector env."""
-        told = base_urls or sessions_per_server is not None or servers is not None
-        preferred = None if told else provider_class(provider).preferred_count(**options)
-        if preferred is not None:
-            return server_layout(self.num_envs, None, preferred)
-        if not told and likely_one_vector_env(server, vector_backend, self.autoreset_mode.value):
-            return 1, self.num_envs
-        return server_layout(self.num_envs, sessions_per_server, servers)
+        options: MakeOptions,
+    ) -> Layout | None:
+        """How many servers to start (``None`` with ``base_urls``: none), one for a server-side
+        vector env unless told (see :func:`~openenv_gym.providers.fleet.plan_layout`)."""
+        if base_urls:
+            return None
+        one_server = likely_one_vector_env(server, vector_backend, self.autoreset_mode.value)
+        return options.layout(
+            self.num_envs, servers=servers, sessions_per_server=sessions_per_server, one_server=one_server
+        )
 
     def _choose_backend(
         self,
@@ -501,7 +505,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             return None
         entry = schema["vector_backends"][name]
         if "observation_space" not in entry:  # EnvPool: described only when asked for
-            token = self._providers[0].token
+            token = self._fleet.token
             full = http_get_json(url, f"/schema?vector_backend={name}", timeout=open_timeout, token=token)
             if name not in full.get("vector_backends", {}):
                 why = full.get("vector_backends_unavailable", {}).get(name, "the server does not offer it")
@@ -555,40 +559,20 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
     def _server_schema(self, url: str, open_timeout: float) -> Any:
         """The first server's ``/schema``, which the spaces come from (from_env_fns: the local env's)."""
-        return http_get_json(url, "/schema", timeout=open_timeout, token=self._providers[0].token)
+        return http_get_json(url, "/schema", timeout=open_timeout, token=self._fleet.token)
 
     def _batch_client(self, start: int, stop: int) -> Callable[..., BatchClient]:
         """What opens the batch session of sub-envs ``start`` to ``stop`` (from_env_fns sends their factories)."""
         return BatchClient
 
-    def _make_providers(
-        self,
-        server: str | None,
-        base_urls: list[str] | None,
-        provider: str,
-        options: dict[str, Any],
-        env_kwargs: dict[str, Any] | None,
-        max_episode_steps: int | None,
-        layout: tuple[int, int],
-        startup_timeout: float,
-        token: str | None,
-    ) -> list[Provider]:
-        if base_urls:
-            # Servers given by URL keep their own time limits (gym.make_vec passes the spec's
-            # max_episode_steps for every id, so saying so here would be noise).
-            return [URLProvider(url, token=token) for url in base_urls[: self.num_envs]]
-        if server is None:
-            raise ValueError("RemoteVectorEnv needs server= (what to run) or base_urls= (where it runs)")
-        count, sessions_per_server = layout
-        return make_providers(
-            provider,
-            count,
-            target=server,
-            env_kwargs=env_kwargs,
+    def _make_fleet(self, options: MakeOptions, max_episode_steps: int | None, layout: Layout | None) -> Fleet:
+        """The servers: those of ``base_urls`` (which keep their own time limits: gym.make_vec passes
+        the spec's ``max_episode_steps`` for every id, so saying so would be noise), or ``layout``'s."""
+        return options.fleet(
+            layout,
             max_episode_steps=max_episode_steps,
-            max_sessions=sessions_per_server,
-            startup_timeout=startup_timeout,
-            **options,
+            health_timeout=self.call_timeout,
+            needs="RemoteVectorEnv needs server= (what to run) or base_urls= (where it runs)",
         )
 
     def __repr__(self) -> str:
@@ -1075,29 +1059,9 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
     def _healthy_url(self, block: _Block, timed_out: bool) -> str:
         """A server for ``block`` again: its own (restarted if dead, or hung and exclusive), else another."""
-        if timed_out and self._batched:
-            block.provider.kill()  # a hung server that only this block uses: replace it
-        own_failure: OpenEnvGymError | None = None
-        for _ in range(2):
-            try:
-                url = block.provider.start()  # a dead process provider starts a new server
-                # A server killed an instant ago can still look alive to its provider: ask it.
-                http_get_json(url, "/health", timeout=self.call_timeout)
-                block.serving = block.provider
-                return url
-            except OpenEnvGymError as exc:
-                own_failure = exc
-                block.provider.kill()  # make sure it is gone, then start afresh
-        for other in self._providers:
-            if other is not block.provider and other.is_alive():
-                try:
-                    url = other.start()
-                    block.serving = other
-                    return url
-                except OpenEnvGymError:
-                    continue
-        assert own_failure is not None
-        raise own_failure
+        url, serving = self._fleet.recover(self._providers.index(block.provider), hung=timed_out and self._batched)
+        block.serving = self._providers[serving]
+        return url
 
     # Vector backends ----------------------------------------------------------------------------
 

@@ -1,17 +1,66 @@
-"""The servers of one run (a vector env's, a pool's): how many, started and stopped together."""
+"""`Fleet`: the servers of one env, vector env or pool, laid out, started, restarted and released together.
+
+Every entry point that needs servers (``gym.make``, ``gym.make_vec``, ``AsyncEnvPool``,
+``make_async``, the TRL integration and the MCP bridge) builds one ``Fleet`` and asks it for
+URLs; nothing else starts or stops a provider::
+
+    fleet = Fleet.of("CartPole-v1", layout=plan_layout(8, provider="process"))
+    urls = fleet.start()                    # in parallel; all stopped again if one fails
+    url, server = fleet.recover(0)  # after server 0 was lost: it again, or another
+    fleet.close()                           # idempotent; also when the fleet is collected
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any, NamedTuple
 
+from ..client import DEFAULT_OPEN_TIMEOUT, http_get_json
+from ..errors import OpenEnvGymError
 from .base import Provider
+from .url import URLProvider
 
-__all__ = ["server_layout", "split", "start_all", "stop_all"]
+__all__ = [
+    "Fleet",
+    "Layout",
+    "Served",
+    "build_providers",
+    "plan_layout",
+    "server_layout",
+    "split",
+    "start_all",
+    "stop_all",
+]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How many servers to start, and how many sessions each takes.
+
+    Attributes:
+        servers: the number of servers.
+        sessions_per_server: each server's ``max_sessions``; ``None`` leaves the provider's
+            default (one env's server).
+    """
+
+    servers: int = 1
+    sessions_per_server: int | None = None
+
+
+class Served(NamedTuple):
+    """Which server serves again after :meth:`Fleet.recover`: its URL and its index in the fleet."""
+
+    url: str
+    server: int
 
 
 def server_layout(num_envs: int, sessions_per_server: int | None, servers: int | None) -> tuple[int, int]:
@@ -41,8 +90,83 @@ def server_layout(num_envs: int, sessions_per_server: int | None, servers: int |
     return math.ceil(num_envs / sessions_per_server), sessions_per_server
 
 
+def plan_layout(
+    sessions: int,
+    *,
+    provider: str | Provider = "process",
+    provider_options: Mapping[str, Any] | None = None,
+    servers: int | None = None,
+    sessions_per_server: int | None = None,
+    one_server: bool = False,
+) -> Layout:
+    """The servers for ``sessions`` sessions: as told (``servers``, ``sessions_per_server``; see
+    :func:`server_layout`), else as many as the provider spreads over (Ray's
+    ``placement="spread"``: one per node), else one when ``one_server`` (a server-side vector env
+    steps them all: a second server would only add a round trip), else one per CPU.
+    """
+    if servers is None and sessions_per_server is None:
+        if isinstance(provider, str):
+            from . import provider_class
+
+            preferred = provider_class(provider).preferred_count(**(provider_options or {}))
+            if preferred is not None:
+                return Layout(*server_layout(sessions, None, preferred))
+        if one_server:
+            return Layout(1, sessions)
+    return Layout(*server_layout(sessions, sessions_per_server, servers))
+
+
+def build_providers(
+    target: str | None,
+    *,
+    urls: Sequence[str] = (),
+    provider: str | Provider = "process",
+    provider_options: Mapping[str, Any] | None = None,
+    layout: Layout | None = None,
+    token: str | None = None,
+    open_timeout: float = DEFAULT_OPEN_TIMEOUT,
+    **server_options: Any,
+) -> list[Provider]:
+    """The providers of a fleet, none started: one per running server in ``urls``; the provider
+    given; or ``layout``'s servers of ``target`` from the provider named ``provider``.
+
+    Args:
+        target: what the started servers run (a Gymnasium id or ``"module:attr"``).
+        urls: running servers to attach to instead (their health is checked when started).
+        provider_options: the provider's own options (the token merged in already).
+        token: the running servers' token (with ``urls``).
+        open_timeout: seconds a running server has to answer its health check.
+        server_options: what the entry point sets on every server it starts: ``env_kwargs``,
+            ``max_episode_steps``, ``startup_timeout``...
+
+    Raises:
+        ValueError: nothing to attach to and nothing to start.
+    """
+    if urls:
+        return [URLProvider(url, timeout=open_timeout, token=token) for url in urls]
+    if not isinstance(provider, str):
+        return [provider]
+    if provider == "url":
+        raise ValueError("provider='url' needs base_url='ws://host:port'")
+    if target is None:
+        raise ValueError("give what the servers run (server=) or where they run (base_url=)")
+    from . import make_provider, make_providers
+
+    layout = layout or Layout()
+    options = {**(provider_options or {}), **server_options}
+    if layout.servers == 1 and layout.sessions_per_server is None:  # one env's server, as the provider makes it
+        return [make_provider(provider, target=target, **options)]
+    return make_providers(provider, layout.servers, target=target, max_sessions=layout.sessions_per_server, **options)
+
+
 def start_all(providers: list[Provider], desc: str) -> list[str]:
     """Start every provider in parallel, with a progress bar on a terminal; stop all on failure."""
+    if len(providers) == 1:  # on this thread: no pool, no bar
+        try:
+            return [providers[0].start()]
+        except BaseException:
+            stop_all(providers)
+            raise
     from tqdm.auto import tqdm
 
     urls: list[str | None] = [None] * len(providers)
@@ -86,3 +210,132 @@ def split(num_envs: int, parts: int) -> list[tuple[int, int]]:
     """Contiguous [start, stop) ranges of near-equal size covering ``range(num_envs)``."""
     bounds = [round(i * num_envs / parts) for i in range(parts + 1)]
     return [(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i + 1] > bounds[i]]
+
+
+class Fleet:
+    """The servers of one run: started together, each restarted on its own, all released together.
+
+    Args:
+        providers: one per server, none started yet (see :meth:`of`).
+        name: what the servers run, for the progress bar and logs.
+        health_timeout: seconds a server has to answer ``GET /health`` in :meth:`recover`.
+
+    Attributes:
+        providers: one per server, in the order of :attr:`urls`.
+        urls: each server's base URL, once :meth:`start` returned (a restarted server's new one).
+    """
+
+    def __init__(
+        self, providers: Sequence[Provider], *, name: str | None = None, health_timeout: float = DEFAULT_OPEN_TIMEOUT
+    ) -> None:
+        if not providers:
+            raise ValueError("a fleet needs at least one server")
+        self.providers = list(providers)
+        self.name = name or "env"
+        self.health_timeout = health_timeout
+        self.urls: list[str] = []
+        self._locks = [threading.Lock() for _ in self.providers]  # one start or kill at a time per server
+        # The servers are stopped when the fleet is collected or at exit, too.
+        self._release = weakref.finalize(self, stop_all, self.providers)
+
+    @classmethod
+    def of(
+        cls,
+        target: str | None,
+        *,
+        name: str | None = None,
+        health_timeout: float = DEFAULT_OPEN_TIMEOUT,
+        **options: Any,
+    ) -> Fleet:
+        """The fleet of ``target``'s servers: see :func:`build_providers` for ``options``."""
+        return cls(build_providers(target, **options), name=name or target, health_timeout=health_timeout)
+
+    def __repr__(self) -> str:
+        return f"Fleet({self.name}, servers={len(self.providers)})"
+
+    def __len__(self) -> int:
+        return len(self.providers)
+
+    @property
+    def token(self) -> str | None:
+        """The token the servers require (one per run: the first server's), or ``None``."""
+        return self.providers[0].token
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` ran (the servers are stopped)."""
+        return not self._release.alive
+
+    def start(self) -> list[str]:
+        """Start every server (in parallel, with a progress bar on a terminal) and return their URLs.
+
+        Idempotent: a started fleet returns its URLs.
+
+        Raises:
+            OpenEnvGymError: a server did not start; every server is stopped again.
+            RuntimeError: the fleet is closed.
+        """
+        if self.closed:
+            raise RuntimeError(f"{self!r} is closed")
+        if not self.urls:
+            self.urls = start_all(self.providers, desc=f"starting {self.name} servers")
+        return list(self.urls)
+
+    def is_healthy(self, index: int) -> bool:
+        """Whether server ``index`` answers ``GET /health`` within ``health_timeout``."""
+        try:
+            http_get_json(self.urls[index], "/health", timeout=self.health_timeout)
+        except OpenEnvGymError:
+            return False
+        return True
+
+    def recover(self, index: int, *, hung: bool = False) -> Served:
+        """A healthy server for the sessions server ``index`` served, after they were lost.
+
+        Server ``index`` itself when it can serve: restarted if it died (killed first when
+        ``hung``: it stopped answering and only those sessions use it), and checked with
+        ``/health``, since a server killed an instant ago can still look alive to its provider.
+        Else another live server of the fleet.
+
+        Returns:
+            The URL and the index of the server that serves now.
+
+        Raises:
+            OpenEnvGymError: server ``index`` failed twice to come back and no other is alive.
+        """
+        provider = self.providers[index]
+        own_failure: OpenEnvGymError | None = None
+        with self._locks[index]:
+            if hung:
+                provider.kill()
+            for _ in range(2):
+                try:
+                    url = provider.start()  # a dead process provider starts a new server
+                    http_get_json(url, "/health", timeout=self.health_timeout)
+                    self.urls[index] = url
+                    return Served(url, index)
+                except OpenEnvGymError as exc:
+                    own_failure = exc
+                    provider.kill()  # make sure it is gone, then start afresh
+        for other_index, other in enumerate(self.providers):
+            if other_index != index and other.is_alive():
+                try:
+                    with self._locks[other_index]:
+                        url = other.start()
+                except OpenEnvGymError:
+                    continue
+                self.urls[other_index] = url
+                return Served(url, other_index)
+        assert own_failure is not None
+        raise own_failure
+
+    def close(self) -> None:
+        """Stop every server (in parallel); idempotent, and run when the fleet is collected."""
+        self._release()
+
+    def __enter__(self) -> Fleet:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

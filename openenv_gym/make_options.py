@@ -1,0 +1,192 @@
+"""`MakeOptions`: ``gym.make``'s keyword arguments for a remote env, sorted once; `Timeouts`: the client's.
+
+``RemoteEnv``, ``RemoteVectorEnv``, ``make_async`` and ``AsyncEnvPool`` take the same keyword
+arguments (``server=``, ``base_url=``, ``provider=``, ``token=``, the timeouts, the env's own...).
+:meth:`MakeOptions.parse` sorts them: ours become fields, the provider's options go to the
+provider and the rest to the environment (:func:`~openenv_gym.providers.start_options`), and
+:meth:`MakeOptions.fleet` gives the :class:`~openenv_gym.providers.fleet.Fleet` of their servers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
+from .providers import Provider, start_options
+from .providers.fleet import Fleet, Layout, build_providers, plan_layout
+from .providers.process import DEFAULT_STARTUP_TIMEOUT
+
+__all__ = ["MakeOptions", "Timeouts"]
+
+#: What a single env says when it has neither a server to run nor one to attach to.
+ONE_ENV_NEEDS = (
+    "RemoteEnv needs base_url='http://host:port' (a running server, as openenv/Remote-v0 "
+    "always does) or server= (the environment for provider={provider!r} to start)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Timeouts:
+    """The client's timeouts, in seconds (``open_timeout=``, ``call_timeout=``, ``startup_timeout=``).
+
+    Attributes:
+        open: to connect to a server (and for its HTTP answers: ``/health``, ``/schema``).
+        call: for each reset, step or other call of a session.
+        startup: for a started server to become healthy.
+    """
+
+    open: float = DEFAULT_OPEN_TIMEOUT
+    call: float = DEFAULT_CALL_TIMEOUT
+    startup: float = DEFAULT_STARTUP_TIMEOUT
+
+
+@dataclasses.dataclass(frozen=True)
+class MakeOptions:
+    """``gym.make``'s keyword arguments for a remote env, sorted (see :meth:`parse`).
+
+    Attributes:
+        server: what a started server runs (a Gymnasium id or ``"module:attr"``).
+        base_urls: running servers to attach to instead (none started).
+        provider: a provider's name or a provider built by the caller.
+        provider_options: that provider's options (``provider_kwargs``, the loose ones it takes,
+            and the token its servers are to require).
+        env_kwargs: the environment's keyword arguments.
+        token: the token given (``token=``), if any.
+        timeouts: the client's timeouts.
+        json_schema_fallback, tool_calls: as for :class:`~openenv_gym.env.RemoteEnv`.
+        sessions_per_server: a spec's, for ``gym.make_vec`` and pools.
+    """
+
+    server: str | None = None
+    base_urls: tuple[str, ...] = ()
+    provider: str | Provider = "process"
+    provider_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    token: str | None = None
+    timeouts: Timeouts = Timeouts()
+    json_schema_fallback: bool = False
+    tool_calls: bool | None = None
+    sessions_per_server: int | None = None
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        server: str | None = None,
+        base_url: str | None = None,
+        base_urls: list[str] | tuple[str, ...] | None = None,
+        provider: str | Provider = "process",
+        provider_kwargs: dict[str, Any] | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+        token: str | None = None,
+        open_timeout: float = DEFAULT_OPEN_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        json_schema_fallback: bool = False,
+        tool_calls: bool | None = None,
+        sessions_per_server: int | None = None,
+        **kwargs: Any,
+    ) -> MakeOptions:
+        """Sort ``gym.make``-style keyword arguments; ``kwargs`` are the loose ones.
+
+        As with a local ``gym.make(id, **kwargs)``, a loose argument goes to the environment,
+        except the options of the provider that starts its servers (``memory=`` for Docker,
+        ``ray_address=`` for Ray), which go to the provider. ``base_urls`` wins over ``base_url``
+        (a spec may set one, the caller the other).
+
+        Raises:
+            TypeError: loose arguments that cannot reach an env, since no server is started.
+            ValueError: an argument given twice (loose and in ``env_kwargs``; the token twice).
+        """
+        urls = tuple(base_urls or ([base_url] if base_url is not None else []))
+        starts = not urls and isinstance(provider, str)
+        provider_options, env_kwargs = start_options(
+            provider, provider_kwargs, kwargs, token, env_kwargs, starts=starts
+        )
+        return cls(
+            server=server,
+            base_urls=urls,
+            provider=provider,
+            provider_options=provider_options,
+            env_kwargs=env_kwargs,
+            token=token,
+            timeouts=Timeouts(open_timeout, call_timeout, startup_timeout),
+            json_schema_fallback=json_schema_fallback,
+            tool_calls=tool_calls,
+            sessions_per_server=sessions_per_server,
+        )
+
+    @property
+    def starts(self) -> bool:
+        """Whether servers are started (no ``base_urls``, no provider built by the caller)."""
+        return not self.base_urls and isinstance(self.provider, str)
+
+    def layout(
+        self,
+        sessions: int,
+        *,
+        servers: int | None = None,
+        sessions_per_server: int | None = None,
+        one_server: bool = False,
+    ) -> Layout:
+        """The servers to start for ``sessions`` sessions (see :func:`~openenv_gym.providers.fleet.plan_layout`)."""
+        return plan_layout(
+            sessions,
+            provider=self.provider,
+            provider_options=self.provider_options,
+            servers=servers,
+            sessions_per_server=sessions_per_server,
+            one_server=one_server,
+        )
+
+    def providers(
+        self,
+        layout: Layout | None = None,
+        *,
+        max_episode_steps: int | None = None,
+        needs: str = ONE_ENV_NEEDS,
+        **server_options: Any,
+    ) -> list[Provider]:
+        """The providers of these servers, none started (see :meth:`fleet`)."""
+        if self.starts and self.server is None and self.provider != "url":
+            raise ValueError(needs.format(provider=self.provider))
+        return build_providers(
+            self.server,
+            urls=self.base_urls,
+            provider=self.provider,
+            provider_options=self.provider_options,
+            layout=layout,
+            token=self.token,
+            open_timeout=self.timeouts.open,
+            env_kwargs=self.env_kwargs,
+            max_episode_steps=max_episode_steps,
+            startup_timeout=self.timeouts.startup,
+            **server_options,
+        )
+
+    def fleet(
+        self,
+        layout: Layout | None = None,
+        *,
+        max_episode_steps: int | None = None,
+        health_timeout: float | None = None,
+        needs: str = ONE_ENV_NEEDS,
+        **server_options: Any,
+    ) -> Fleet:
+        """The fleet of these servers, none started yet.
+
+        Args:
+            layout: how many servers to start (default: one env's server).
+            max_episode_steps: the time limit of the servers started (``None``: none, the client's
+                ``TimeLimit`` being the only one).
+            health_timeout: for the fleet's health checks (default: the open timeout).
+            needs: the error when there is neither a server to start nor one to attach to
+                (``{provider}`` is the provider's name).
+            server_options: further options of every server started (``accept_pickled_factories``).
+
+        Raises:
+            ValueError: no server to start nor to attach to.
+        """
+        providers = self.providers(layout, max_episode_steps=max_episode_steps, needs=needs, **server_options)
+        return Fleet(providers, name=self.server, health_timeout=health_timeout or self.timeouts.open)

@@ -1,0 +1,290 @@
+"""The `Fleet`: servers laid out, started together, one recovered, all released."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from openenv_gym.errors import ServerConnectError
+from openenv_gym.providers import ProcessProvider, Provider, URLProvider
+from openenv_gym.providers import fleet as fleet_module
+from openenv_gym.providers.fleet import Fleet, Layout, Served, build_providers, plan_layout
+
+
+class FakeProvider(Provider):
+    """A provider that records what is asked of it; ``fails`` starts fail, ``healthy`` says whether it answers."""
+
+    def __init__(self, name: str, fails: int = 0) -> None:
+        self.name = name
+        self.fails = fails
+        self.calls: list[str] = []
+        self.running = False
+        self.generation = 0
+        self.healthy = True
+
+    def start(self) -> str:
+        self.calls.append("start")
+        if self.fails:
+            self.fails -= 1
+            raise ServerConnectError(self.name, "cannot start")
+        if not self.running:
+            self.running, self.generation = True, self.generation + 1
+        return f"http://{self.name}:{self.generation}"
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+        self.running = False
+
+    def kill(self) -> None:
+        self.calls.append("kill")
+        self.running = False
+
+    def is_alive(self) -> bool:
+        return self.running
+
+
+@pytest.fixture
+def health(monkeypatch):
+    """``GET /health`` answered by the fake providers: by name, from ``health.providers``."""
+
+    class Health:
+        providers: dict[str, FakeProvider] = {}  # noqa: RUF012
+
+    def http_get_json(url, path, timeout, token=None):
+        assert path == "/health"
+        provider = Health.providers[url.split("//")[1].split(":")[0]]
+        if not (provider.running and provider.healthy):
+            raise ServerConnectError(url, "does not answer")
+        return {"status": "healthy"}
+
+    monkeypatch.setattr(fleet_module, "http_get_json", http_get_json)
+    return Health
+
+
+def fakes(health, *names: str, fails: int = 0) -> list[FakeProvider]:
+    providers = [FakeProvider(name, fails=fails) for name in names]
+    health.providers.update({provider.name: provider for provider in providers})
+    return providers
+
+
+@pytest.mark.parametrize(
+    ("arguments", "layout"),
+    [
+        ({"sessions": 8, "servers": 2}, Layout(2, 4)),
+        ({"sessions": 8, "sessions_per_server": 3}, Layout(3, 3)),
+        ({"sessions": 8, "one_server": True}, Layout(1, 8)),
+        ({"sessions": 8, "one_server": True, "servers": 4}, Layout(4, 2)),
+    ],
+)
+def test_plan_layout(arguments, layout):
+    assert plan_layout(**arguments) == layout
+
+
+def test_plan_layout_asks_the_provider_when_not_told(monkeypatch):
+    monkeypatch.setattr(ProcessProvider, "preferred_count", classmethod(lambda cls, **options: 3))
+    assert plan_layout(9, provider="process", one_server=True) == Layout(3, 3)
+    assert plan_layout(9, provider="process", servers=1) == Layout(1, 9)  # told: not asked
+
+
+def test_build_providers():
+    attached = build_providers(None, urls=["http://127.0.0.1:1", "http://127.0.0.1:2"], token="t")
+    assert [type(p) for p in attached] == [URLProvider, URLProvider] and {p.token for p in attached} == {"t"}
+    given = FakeProvider("given")
+    assert build_providers(None, provider=given) == [given]
+    one = build_providers("CartPole-v1", env_kwargs={"sutton_barto_reward": True})
+    assert isinstance(one[0], ProcessProvider) and one[0].max_sessions is None
+    assert one[0].env_kwargs == {"sutton_barto_reward": True}
+    three = build_providers("CartPole-v1", layout=Layout(3, 2))
+    assert [p.max_sessions for p in three] == [2, 2, 2]
+    with pytest.raises(ValueError, match="provider='url' needs base_url="):
+        build_providers("CartPole-v1", provider="url")
+    with pytest.raises(ValueError, match="server="):
+        build_providers(None)
+
+
+def test_start_returns_urls_in_order_and_is_idempotent(health):
+    providers = fakes(health, "a", "b", "c")
+    fleet = Fleet(providers, name="test")
+    assert fleet.start() == ["http://a:1", "http://b:1", "http://c:1"]
+    assert fleet.start() == fleet.urls == ["http://a:1", "http://b:1", "http://c:1"]
+    assert [p.calls for p in providers] == [["start"]] * 3
+    fleet.close()
+
+
+def test_a_failed_start_stops_every_server(health):
+    good, bad = fakes(health, "good", "bad")
+    bad.fails = 1
+    fleet = Fleet([good, bad])
+    with pytest.raises(ServerConnectError, match="bad: cannot start"):
+        fleet.start()
+    assert not good.running and "stop" in good.calls
+
+
+def test_recover_restarts_a_dead_server_in_place(health):
+    a, b = fakes(health, "a", "b")
+    fleet = Fleet([a, b])
+    fleet.start()
+    a.running = False  # died
+    assert fleet.recover(0) == Served("http://a:2", 0)
+    assert fleet.urls[0] == "http://a:2"
+    assert b.calls == ["start"]  # the other server was left alone
+    fleet.close()
+
+
+def test_recover_kills_a_hung_server_first(health):
+    (a,) = fakes(health, "a")
+    fleet = Fleet([a])
+    fleet.start()
+    assert fleet.recover(0, hung=True) == Served("http://a:2", 0)
+    assert a.calls == ["start", "kill", "start"]
+    fleet.close()
+
+
+def test_recover_moves_to_another_server_when_its_own_cannot_come_back(health):
+    a, b = fakes(health, "a", "b")
+    fleet = Fleet([a, b])
+    fleet.start()
+    a.healthy = False  # starts, never answers
+    url, index = fleet.recover(0)
+    assert (url, index) == ("http://b:1", 1)
+    assert a.calls.count("kill") == 2 and not a.running
+
+
+def test_recover_raises_its_own_failure_when_no_server_is_left(health):
+    a, b = fakes(health, "a", "b")
+    fleet = Fleet([a, b])
+    fleet.start()
+    a.healthy, b.running = False, False
+    with pytest.raises(ServerConnectError, match="does not answer"):
+        fleet.recover(0)
+
+
+def test_is_healthy(health):
+    (a,) = fakes(health, "a")
+    fleet = Fleet([a])
+    fleet.start()
+    assert fleet.is_healthy(0)
+    a.healthy = False
+    assert not fleet.is_healthy(0)
+
+
+def test_close_is_idempotent_and_runs_when_collected(health):
+    a, b = fakes(health, "a", "b")
+    fleet = Fleet([a, b])
+    fleet.start()
+    fleet.close()
+    fleet.close()
+    assert fleet.closed and a.calls.count("stop") == 1 and not b.running
+    with pytest.raises(RuntimeError, match="closed"):
+        fleet.start()
+    (c,) = fakes(health, "c")
+    Fleet([c]).start()
+    gc.collect()
+    assert c.calls == ["start", "stop"]
+
+
+def test_a_fleet_needs_a_server():
+    with pytest.raises(ValueError, match="at least one server"):
+        Fleet([])
+
+
+# --- every entry point starts its servers through Fleet.start -------------------------------------
+
+
+class FleetStarted(Exception):
+    """Raised by the spy instead of starting anything: the entry point reached ``Fleet.start``."""
+
+
+@pytest.fixture
+def fleet_starts(monkeypatch):
+    """The fleets started (``(name, servers)``); no server really starts, and a provider started
+    outside a fleet fails the test."""
+    starts: list[tuple[str, int]] = []
+
+    def start(self):
+        starts.append((self.name, len(self.providers)))
+        raise FleetStarted(self.name)
+
+    def bypass(self):
+        raise AssertionError(f"{self!r} was started outside a Fleet")
+
+    monkeypatch.setattr(Fleet, "start", start)
+    monkeypatch.setattr(ProcessProvider, "start", bypass)
+    return starts
+
+
+def _make(kind: str) -> None:
+    import asyncio
+
+    import gymnasium as gym
+
+    import openenv_gym
+
+    if kind == "gym.make":
+        gym.make("openenv/CartPole-v1")
+    elif kind == "gym.make_vec":
+        gym.make_vec("openenv/CartPole-v1", num_envs=4, servers=2)
+    elif kind == "from_env_fns":
+        from openenv_gym.vector import RemoteVectorEnv
+
+        RemoteVectorEnv.from_env_fns([lambda: gym.make("CartPole-v1")] * 2, servers=2)
+    elif kind == "make_async":
+        asyncio.run(openenv_gym.make_async("openenv/CartPole-v1"))
+    elif kind == "AsyncEnvPool":
+        asyncio.run(openenv_gym.AsyncEnvPool("openenv/CartPole-v1", size=4, servers=2).start())
+    elif kind == "trl.environment_factory":
+        pytest.importorskip("trl")
+        from openenv_gym.integrations.trl import environment_factory
+
+        environment_factory("openenv/Echo-v0")  # reads the tool list from a server of its own
+    elif kind == "trl.rollout_func":
+        pytest.importorskip("trl")
+        from openenv_gym.integrations.trl import rollout_func
+
+        rollout = rollout_func("openenv/Coding-v0", pool_size=2, servers=2, reset_kwargs=lambda prompt: {})
+        try:
+            rollout.run(["a prompt"], ["print(1)"])  # its pool starts with the first batch
+        finally:
+            rollout.close()
+    elif kind == "mcp":
+        pytest.importorskip("mcp")
+        from openenv_gym.integrations.mcp import serve
+
+        serve("openenv/CartPole-v1")
+
+
+@pytest.mark.parametrize(
+    ("kind", "fleet"),
+    [
+        ("gym.make", ("CartPole-v1", 1)),
+        ("gym.make_vec", ("CartPole-v1", 2)),
+        ("from_env_fns", (None, 2)),
+        ("make_async", ("CartPole-v1", 1)),
+        ("AsyncEnvPool", ("CartPole-v1", 2)),
+        ("trl.environment_factory", ("echo", 1)),
+        ("trl.rollout_func", ("coding", 2)),
+        ("mcp", ("CartPole-v1", 1)),
+    ],
+)
+def test_every_entry_point_starts_its_servers_through_a_fleet(fleet_starts, kind, fleet):
+    """gym.make, make_vec (and from_env_fns), make_async, AsyncEnvPool, TRL and the MCP bridge:
+    one code path starts servers, Fleet.start."""
+    with pytest.raises(FleetStarted):
+        _make(kind)
+    name, servers = fleet_starts[0]
+    assert servers == fleet[1]
+    if fleet[0] is not None:
+        assert fleet[0] in name
+
+
+def test_the_fleet_imports_no_gymnasium_face():
+    """The fleet is the providers layer: importing it loads neither Gymnasium nor the env modules."""
+    import json
+    import subprocess
+    import sys
+
+    code = "import json, sys, openenv_gym.providers.fleet; print(json.dumps(sorted(sys.modules)))"
+    modules = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, check=True).stdout)
+    face = ("gymnasium", "openenv_gym.env", "openenv_gym.async_env", "openenv_gym.vector", "openenv_gym.tool_face")
+    assert [m for m in modules if m.startswith(face)] == []
