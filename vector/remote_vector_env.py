@@ -29,6 +29,7 @@ from openenv_gym.errors import (
     RequestTimeoutError,
     ServerConnectError,
 )
+from openenv_gym.face import WireFace, wants_tool_face
 from openenv_gym.make_options import MakeOptions
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
@@ -39,7 +40,7 @@ from openenv_gym.providers import Provider
 from openenv_gym.providers.fleet import Fleet, Layout, split
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, ToolCallSpace, mismatch, space_from_json
-from openenv_gym.tool_face import ToolFace, wants_tool_face
+from openenv_gym.tool_face import ToolFace
 
 from .plain_session import PlainSessionBatch
 from .vector_blocks import block_seed, join_batches, join_infos, likely_one_vector_env, lost_result, slice_batch
@@ -93,7 +94,7 @@ class _Block:
 def _tool_spaces(tools: list[dict[str, Any]]) -> ServerSpaces:
     """The spaces of the tool face: text calls and text results, passed through as they are."""
     face = ToolFace(tools)
-    return ServerSpaces(face.action_space, face.observation_space, False, lambda action: action, lambda text: text)
+    return WireFace(face.action_space, face.observation_space, published=False)
 
 
 def _release(blocks: list[_Block], fleet: Fleet) -> None:
@@ -519,7 +520,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         )
         observation_space = space_from_json(entry["observation_space"])
         action_space = space_from_json(entry["action_space"])
-        self._spaces = ServerSpaces(action_space, observation_space, True, lambda action: action, lambda obs: obs)
+        self._spaces = WireFace(action_space, observation_space, published=True)  # the arrays are the spaces' own
         return name
 
     @classmethod
