@@ -110,3 +110,51 @@ def read_step(block: Block[Any], failure: Exception | None, deadline: float | No
 def recover(block: Block[Any], exc: Exception, fleet: Fleet, env: str, autoreset_mode: Any) -> Any:
     """Restart ``block`` on a healthy server and return what it reports: its sub-envs truncated, saying why."""
     return block.lost(restart(block, exc, fleet, env), autoreset_mode, FAILURE_INFO_KEY)
+
+
+def ask_all(blocks: list[Block[Any]], send: Callable[[Block[Any]], None]) -> list[Any]:
+    """Send ``send``'s request to every block, then read every reply.
+
+    Raises:
+        ConnectionLostError: (or another lost-server failure) once every reply was read; the next
+            step restarts that block.
+    """
+    failures = send_all(blocks, send)
+    sent = [block for block, failure in zip(blocks, failures) if failure is None]
+    results = complete_all([block.complete for block in sent])
+    lost = next((failure for failure in failures if failure is not None), None)
+    if lost is not None:
+        raise lost
+    return results
+
+
+def read_steps(
+    blocks: list[Block[Any]], failures: list[Exception | None], outcomes: list[Any], timeout: float | None
+) -> Exception | None:
+    """Read into ``outcomes`` every block's step result not read yet (a lost one's failure, for a
+    restart); return the first error a server answered with (a ``RemoteError``), once all are read.
+
+    Raises:
+        TimeoutError: not every result came within ``timeout``; those read are kept in ``outcomes``.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    error: Exception | None = None  # a RemoteError of one block, raised after the rest
+    for index, (block, failure) in enumerate(zip(blocks, failures)):
+        if outcomes[index] is not None:
+            continue  # read by an earlier step_wait that ran out of time
+        try:
+            outcomes[index] = read_step(block, failure, deadline)
+        except RequestTimeoutError:
+            raise  # not raised by read_step: its call timeout means a restart
+        except TimeoutError:
+            raise TimeoutError(
+                f"step_wait got no results from every server within {timeout:g} s; the step is still "
+                "pending: call step_wait again"
+            ) from None
+        except Exception as exc:  # the env's own error: keep reading the others, then raise it
+            error = error or exc
+            outcomes[index] = exc
+        except BaseException:  # interrupted (Ctrl-C): that session is gone; a later step_wait restarts it
+            outcomes[index] = ConnectionLostError(block.url, "batch_step", None, "interrupted")
+            raise
+    return error

@@ -11,7 +11,6 @@ from __future__ import annotations
 import enum
 import functools
 import math
-import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -24,27 +23,22 @@ from gymnasium.vector.utils import batch_space
 
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from openenv_gym.client.batch_client import BatchClient
-from openenv_gym.client.vector_client import VectorClient
 from openenv_gym.env import ClosedEnvError, check_served, own_frame, render_metadata, resolve_spaces
-from openenv_gym.errors import ConnectionLostError, RequestTimeoutError
-from openenv_gym.face import WireFace, wants_tool_face
+from openenv_gym.face import wants_tool_face
 from openenv_gym.make_options import MakeOptions
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame
 from openenv_gym.protocol.redaction import hide_token_kwarg
-from openenv_gym.protocol.vector import choose_vector_backend
 from openenv_gym.providers.fleet import Fleet, Layout, split
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
-from openenv_gym.spaces import ToolCallSpace, space_from_json
 
-from .batch_block import BatchBlock, BatchCodec
+from .batch_block import BatchCodec
 from .block import Block, BlockCodec, StepTuple
-from .faults import FAILURE_INFO_KEY, complete_all, read_reply, read_step, recover, restart, send_all
-from .plain_block import PlainBlock
-from .plain_session import PlainSessionBatch
+from .faults import FAILURE_INFO_KEY, ask_all, complete_all, read_reply, read_steps, recover, restart, send_all
+from .make_blocks import batch_blocks, list_tools, plain_blocks, tool_faces, vector_blocks
 from .send_recv import SendRecv
-from .vector_block import VectorBlock, VectorCodec
+from .vector_block import VectorCodec, choose_backend
 from .vector_blocks import likely_one_vector_env, reset_mask, seed_list
 
 if TYPE_CHECKING:
@@ -273,7 +267,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 if batched:
                     raise ValueError("tool calls go one session per sub-env: batched=True cannot be given with them")
                 batched = False
-                self._spaces = self._tool_faces(list(schema.get("tools") or []))[0]
+                self._spaces = tool_faces(list(schema.get("tools") or []))[0]
             else:
                 self._spaces = resolve_spaces(
                     urls[0],
@@ -282,40 +276,49 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                     token=self._fleet.token,
                     schema=schema,
                 )
-                backend = self._choose_backend(
+                choice = choose_backend(
                     vector_backend,
                     WireAutoresetMode(self.autoreset_mode.value),
                     batched,
                     schema,
                     urls[0],
                     open_timeout,
+                    self._fleet.token,
                     served_render_mode,
                 )
+                self.metadata.update(choice.metadata)
+                backend = choice.name
+                self._spaces = choice.face or self._spaces
             self.single_action_space = self._spaces.action_space
             self.single_observation_space = self._spaces.observation_space
             if batched is None:  # openenv-gym servers publish spaces and serve /ws/batch; OpenEnv's do neither
                 batched = self._spaces.published
             self.action_space = batch_space(self.single_action_space, num_envs)
             self.observation_space = batch_space(self.single_observation_space, num_envs)
-            session_options: dict[str, Any] = {
+            sessions: dict[str, Any] = {
                 "open_timeout": open_timeout,
                 "call_timeout": call_timeout,
                 "env_id": server,
                 "autoreset_mode": WireAutoresetMode(self.autoreset_mode.value),
             }
             if served_render_mode is not None:  # the sessions' envs are made in it
-                session_options["render_mode"] = served_render_mode
+                sessions["render_mode"] = served_render_mode
+            placed = list(zip(urls, self._providers, split(num_envs, len(urls))))
             if backend is not None:
                 self._codec: BlockCodec = VectorCodec(
                     self.single_action_space, self.single_observation_space, num_envs, self._name
                 )
-                self._make_vector_blocks(urls, backend, codec=codec, **session_options)
+                self._blocks += vector_blocks(placed, backend, self.single_observation_space, codec=codec, **sessions)
             else:
                 self._codec = BatchCodec(self._spaces, num_envs, self._name, copy=self._copy)
                 if batched:
-                    self._make_batch_blocks(urls, codec=codec, **session_options)
+                    self._blocks += batch_blocks(placed, self._batch_client, codec=codec, **sessions)
                 else:
-                    self._make_plain_blocks(urls, schema if tool_face else None, **session_options)
+                    self._blocks += plain_blocks(placed, schema if tool_face else None, **sessions)
+            for block in self._blocks:
+                block.connect()
+            if tool_face:  # an OpenEnv server lists its tools in no /schema: ask the first session
+                list_tools(self._blocks, (self.single_action_space, *getattr(self.action_space, "spaces", ())))
             self._pool = SendRecv(
                 self._blocks,
                 self._codec,
@@ -330,94 +333,6 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         except BaseException:
             self.close()
             raise
-
-    def _add_blocks(self, blocks: list[Block[Any]]) -> None:
-        self._blocks += blocks
-        for block in blocks:
-            block.connect()
-
-    def _make_batch_blocks(self, urls: list[str], **options: Any) -> None:
-        """One batch session per server for its sub-envs (from_env_fns' sessions send their factories)."""
-        self._add_blocks(
-            [
-                BatchBlock(
-                    functools.partial(
-                        self._batch_client(start, stop), envs=stop - start, token=provider.token, **options
-                    ),
-                    url,
-                    provider,
-                    start,
-                    stop,
-                )
-                for url, provider, (start, stop) in zip(urls, self._providers, split(self.num_envs, len(urls)))
-            ]
-        )
-
-    def _make_vector_blocks(self, urls: list[str], backend: str, **options: Any) -> None:
-        """One vector session per server: its sub-envs are one vector env of ``backend``."""
-        self._add_blocks(
-            [
-                VectorBlock(
-                    functools.partial(
-                        VectorClient, backend=backend, envs=stop - start, token=provider.token, **options
-                    ),
-                    url,
-                    provider,
-                    start,
-                    stop,
-                    backend=backend,
-                    observation_space=self.single_observation_space,
-                )
-                for url, provider, (start, stop) in zip(urls, self._providers, split(self.num_envs, len(urls)))
-            ]
-        )
-
-    def _make_plain_blocks(self, urls: list[str], tool_schema: dict[str, Any] | None, **options: Any) -> None:
-        """One plain session per sub-env; a tool env's sessions have the tool face (``tool_schema``: its /schema)."""
-        ranges = split(self.num_envs, len(urls))
-        placed = [
-            (url, provider, index)
-            for url, provider, (start, stop) in zip(urls, self._providers, ranges)
-            for index in range(start, stop)
-        ]
-        tools = list(tool_schema.get("tools") or []) if tool_schema is not None else []
-        faces = self._tool_faces(tools, count=len(placed)) if tool_schema is not None else [None] * len(placed)
-        self._add_blocks(
-            [
-                PlainBlock(
-                    functools.partial(PlainSessionBatch, face=face, token=provider.token, **options),
-                    url,
-                    provider,
-                    index,
-                    index + 1,
-                )
-                for (url, provider, index), face in zip(placed, faces)
-            ]
-        )
-        first = faces[0]
-        request = first.tool_list_request() if first is not None else None
-        if first is not None and request is not None:
-            # An OpenEnv server lists its tools in no /schema: ask the first session, and give
-            # the list to every sub-env's face and action space.
-            answer = self._blocks[0].connection.step(request)
-            for face in faces:
-                if face is not None:
-                    face.take_tool_list(answer)
-            names = tuple(tool["name"] for tool in first.tools)
-            for space in (self.single_action_space, *getattr(self.action_space, "spaces", ())):
-                if isinstance(space, ToolCallSpace):
-                    space.tool_names = names
-
-    @staticmethod
-    def _tool_faces(tools: list[dict[str, Any]], count: int = 0) -> Any:
-        """The vector env's own face of a tool env (text calls and results, passed through), then
-        ``count`` sub-env faces, read-only results (vector infos merge dicts key by key)."""
-        from openenv_gym.tool_face import ToolFace  # loaded only for a tool env
-
-        if not count:
-            face = ToolFace(tools)
-            return [WireFace(face.action_space, face.observation_space, published=False)]
-        return [ToolFace(tools, read_only_results=True) for _ in range(count)]
 
     def _check_batch_size(self) -> None:
         if self.batch_size == self.num_envs:
@@ -448,49 +363,6 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         return options.layout(
             self.num_envs, servers=servers, sessions_per_server=sessions_per_server, one_server=one_server
         )
-
-    def _choose_backend(
-        self,
-        requested: str,
-        mode: WireAutoresetMode,
-        batched: bool | None,
-        schema: dict[str, Any],
-        url: str,
-        open_timeout: float,
-        render_mode: str | None,
-    ) -> str | None:
-        """Pick the server-side vector env (``None``: one env per sub-env), say why in ``metadata``,
-        and take the spaces (ALE's differ from its single env's) and render modes from it when
-        there is one."""
-        if batched is False:
-            if requested not in ("auto", "per_env"):
-                raise ValueError(f"vector_backend={requested!r} runs on batch sessions; batched=False was given")
-            name, reason = None, "batched=False: one plain session per sub-env"
-        else:
-            offered = schema.get("vector_backends") or {}
-            unavailable = schema.get("vector_backends_unavailable")
-            name, reason = choose_vector_backend(requested, mode, offered, unavailable, render_mode)
-        self.metadata.update(vector_backend=name or "per_env", vector_backend_reason=reason)
-        if name is None:
-            return None
-        entry = schema["vector_backends"][name]
-        if "observation_space" not in entry:  # EnvPool: described only when asked for
-            token = self._fleet.token
-            full = http_get_json(url, f"/schema?vector_backend={name}", timeout=open_timeout, token=token)
-            if name not in full.get("vector_backends", {}):
-                why = full.get("vector_backends_unavailable", {}).get(name, "the server does not offer it")
-                raise ValueError(f"vector_backend={name!r} cannot serve this env: {why}")
-            entry = full["vector_backends"][name]
-        if render_mode is not None and render_mode not in entry.get("render_modes", ()):  # described only now
-            raise ValueError(f"vector_backend={name!r} renders {entry.get('render_modes', [])}, not {render_mode!r}")
-        # As Gymnasium's vector envs, the metadata is the vector env's own.
-        self.metadata.update(
-            render_modes=[m for m in entry.get("render_modes", []) if m != "human"], render_fps=entry.get("render_fps")
-        )
-        observation_space = space_from_json(entry["observation_space"])
-        action_space = space_from_json(entry["action_space"])
-        self._spaces = WireFace(action_space, observation_space, published=True)  # the arrays are the spaces' own
-        return name
 
     @classmethod
     def from_env_fns(
@@ -633,26 +505,8 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         self._check_open("step_wait")
         if self._pending is not _Pending.STEP:
             raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        error: Exception | None = None  # a RemoteError of one block, raised after the rest
-        for index, (block, failure) in enumerate(zip(self._blocks, self._send_failures)):
-            if self._outcomes[index] is not None:
-                continue  # read by an earlier step_wait that ran out of time
-            try:
-                self._outcomes[index] = read_step(block, failure, deadline)
-            except RequestTimeoutError:
-                raise  # not raised by read_step: its call timeout means a restart
-            except TimeoutError:
-                raise TimeoutError(
-                    f"step_wait got no results from every server within {timeout:g} s; the step is still "
-                    "pending: call step_wait again"
-                ) from None
-            except Exception as exc:  # the env's own error: keep reading the others, then raise it
-                error = error or exc
-                self._outcomes[index] = exc
-            except BaseException:  # interrupted (Ctrl-C): that session is gone; a later step_wait restarts it
-                self._outcomes[index] = ConnectionLostError(block.url, "batch_step", None, "interrupted")
-                raise
+        # A timeout or an interruption leaves the step pending: a later step_wait reads the rest.
+        error = read_steps(self._blocks, self._send_failures, self._outcomes, timeout)
         self._pending = _Pending.NONE
         if error is not None:
             raise error
@@ -740,12 +594,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
     def _call_blocks(self, frame: BatchCallFrame) -> tuple[Any, ...]:
         self._check_not_pending(frame.op)
-        failures = send_all(self._blocks, lambda block: block.begin_call(frame))
-        sent = [block for block, failure in zip(self._blocks, failures) if failure is None]
-        results = complete_all([block.complete for block in sent])
-        lost = next((failure for failure in failures if failure is not None), None)
-        if lost is not None:
-            raise lost
+        results = ask_all(self._blocks, lambda block: block.begin_call(frame))
         return tuple(value for result in results for value in result.values)
 
     def render(self) -> Any:
@@ -768,12 +617,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             return None
         if not self._renders:
             raise NotImplementedError(f"{self!r}: the servers render nothing (they publish no render modes)")
-        failures = send_all(self._blocks, lambda block: block.begin_render())
-        sent = [block for block, failure in zip(self._blocks, failures) if failure is None]
-        results = complete_all([block.complete for block in sent])
-        lost = next((failure for failure in failures if failure is not None), None)
-        if lost is not None:
-            raise lost
+        results = ask_all(self._blocks, lambda block: block.begin_render())
         frames = []
         for result in results:
             assert isinstance(result, RenderFrame)  # the sessions took no other reply to a render request

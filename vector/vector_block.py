@@ -8,18 +8,21 @@ Gymnasium's vector infos, joined as they are (each array keeps the dtype its bac
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, create_empty_array, iterate
 
+from openenv_gym.client import http_get_json
 from openenv_gym.client.vector_client import VectorClient
 from openenv_gym.errors import InvalidActionError
+from openenv_gym.face import WireFace
+from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame
-from openenv_gym.protocol.vector import VectorResultFrame
-from openenv_gym.spaces import mismatch
+from openenv_gym.protocol.vector import VectorResultFrame, choose_vector_backend
+from openenv_gym.spaces import mismatch, space_from_json
 
 from .block import Block, StepTuple
 from .vector_blocks import block_seed, join_batches, join_infos, join_taken, lost_result, slice_batch
@@ -28,7 +31,62 @@ if TYPE_CHECKING:
     import gymnasium as gym
 
 
-__all__ = ["VectorBlock", "VectorCodec"]
+__all__ = ["BackendChoice", "VectorBlock", "VectorCodec", "choose_backend"]
+
+
+class BackendChoice(NamedTuple):
+    """The server-side vector env chosen (``name``; ``None``: one env per sub-env), the vector
+    env's ``metadata`` it gives (which and why; render modes, the vector env's own) and, with
+    one, the face of its spaces (ALE's differ from its single env's)."""
+
+    name: str | None
+    metadata: dict[str, Any]
+    face: WireFace | None = None
+
+
+def choose_backend(
+    requested: str,
+    mode: WireAutoresetMode,
+    batched: bool | None,
+    schema: dict[str, Any],
+    url: str,
+    timeout: float,
+    token: str | None,
+    render_mode: str | None,
+) -> BackendChoice:
+    """Pick the server-side vector env for ``vector_backend=requested`` from the first server's ``/schema``.
+
+    Raises:
+        ValueError: the backend asked for cannot serve the env, the mode or ``render_mode``.
+    """
+    if batched is False:
+        if requested not in ("auto", "per_env"):
+            raise ValueError(f"vector_backend={requested!r} runs on batch sessions; batched=False was given")
+        name, reason = None, "batched=False: one plain session per sub-env"
+    else:
+        offered = schema.get("vector_backends") or {}
+        unavailable = schema.get("vector_backends_unavailable")
+        name, reason = choose_vector_backend(requested, mode, offered, unavailable, render_mode)
+    metadata: dict[str, Any] = {"vector_backend": name or "per_env", "vector_backend_reason": reason}
+    if name is None:
+        return BackendChoice(None, metadata)
+    entry = schema["vector_backends"][name]
+    if "observation_space" not in entry:  # EnvPool: described only when asked for
+        full = http_get_json(url, f"/schema?vector_backend={name}", timeout=timeout, token=token)
+        if name not in full.get("vector_backends", {}):
+            why = full.get("vector_backends_unavailable", {}).get(name, "the server does not offer it")
+            raise ValueError(f"vector_backend={name!r} cannot serve this env: {why}")
+        entry = full["vector_backends"][name]
+    if render_mode is not None and render_mode not in entry.get("render_modes", ()):  # described only now
+        raise ValueError(f"vector_backend={name!r} renders {entry.get('render_modes', [])}, not {render_mode!r}")
+    # As Gymnasium's vector envs, the metadata is the vector env's own.
+    metadata.update(
+        render_modes=[m for m in entry.get("render_modes", []) if m != "human"], render_fps=entry.get("render_fps")
+    )
+    spaces_face = WireFace(  # the arrays are the spaces' own
+        space_from_json(entry["action_space"]), space_from_json(entry["observation_space"]), published=True
+    )
+    return BackendChoice(name, metadata, spaces_face)
 
 
 class VectorBlock(Block[VectorClient]):
