@@ -10,10 +10,10 @@ from openenv_gym.client.vector_client import VectorClient
 from openenv_gym.face import WireFace
 from openenv_gym.spaces import ToolCallSpace
 
-from .batch_block import BatchBlock
+from .batch_block import BatchBlock, BatchCodec
 from .plain_block import PlainBlock
 from .plain_session import PlainSessionBatch
-from .vector_block import VectorBlock
+from .vector_block import VectorBlock, VectorCodec
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -21,12 +21,41 @@ if TYPE_CHECKING:
     from openenv_gym.providers import Provider
     from openenv_gym.tool_face import ToolFace
 
-    from .block import Block
+    from .block import Block, BlockCodec
+    from .serving import Serving
 
-__all__ = ["batch_blocks", "list_tools", "plain_blocks", "tool_faces", "vector_blocks"]
+__all__ = ["batch_blocks", "list_tools", "make_blocks", "plain_blocks", "tool_faces", "vector_blocks"]
 
 #: Where each server runs and which sub-envs it serves: ``(url, provider, (start, stop))``.
 Placed = Sequence[tuple[str, "Provider", tuple[int, int]]]
+
+
+def make_blocks(
+    serving: Serving,
+    placed: Placed,
+    batch_client: Callable[[int, int], Callable[..., Any]],
+    name: Callable[[], str | None],
+    *,
+    copy: bool,
+    wire_codec: str,
+    **options: Any,
+) -> tuple[BlockCodec, list[Block[Any]]]:
+    """The blocks of the kind ``serving`` calls for (not connected yet), and their codec.
+
+    Args:
+        batch_client: opens a batch session of sub-envs ``start:stop`` (``RemoteVectorEnv._batch_client``).
+        name: the env's name, for errors; ``copy``: as :class:`~.batch_block.BatchCodec`'s.
+        wire_codec: ``"binary"`` or ``"json"``, for batch and vector sessions.
+        options: the sessions' own (timeouts, env id, autoreset mode, render mode).
+    """
+    face, num_envs = serving.face, sum(stop - start for _, _, (start, stop) in placed)
+    if serving.backend is not None:
+        codec: BlockCodec = VectorCodec(face.action_space, face.observation_space, num_envs, name)
+        return codec, vector_blocks(placed, serving.backend, face.observation_space, codec=wire_codec, **options)
+    codec = BatchCodec(face, num_envs, name, copy=copy)
+    if serving.batched:
+        return codec, batch_blocks(placed, batch_client, codec=wire_codec, **options)
+    return codec, plain_blocks(placed, serving.tool_schema, **options)
 
 
 def batch_blocks(placed: Placed, client: Callable[[int, int], Callable[..., Any]], **options: Any) -> list[Block[Any]]:

@@ -23,8 +23,7 @@ from gymnasium.vector.utils import batch_space
 
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from openenv_gym.client.batch_client import BatchClient
-from openenv_gym.env import ClosedEnvError, check_served, own_frame, render_metadata, resolve_spaces
-from openenv_gym.face import wants_tool_face
+from openenv_gym.env import ClosedEnvError, check_served, own_frame, render_metadata
 from openenv_gym.make_options import MakeOptions
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
@@ -33,12 +32,11 @@ from openenv_gym.protocol.redaction import hide_token_kwarg
 from openenv_gym.providers.fleet import Fleet, Layout, split
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
 
-from .batch_block import BatchCodec
-from .block import Block, BlockCodec, StepTuple
+from .block import Block, StepTuple
 from .faults import FAILURE_INFO_KEY, ask_all, complete_all, read_reply, read_steps, recover, restart, send_all
-from .make_blocks import batch_blocks, list_tools, plain_blocks, tool_faces, vector_blocks
+from .make_blocks import list_tools, make_blocks
 from .send_recv import SendRecv
-from .vector_block import VectorCodec, choose_backend
+from .serving import Serving
 from .vector_blocks import likely_one_vector_env, reset_mask, seed_list
 
 if TYPE_CHECKING:
@@ -261,38 +259,21 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             self._renders = render is not None and render_mode is not None
             self.metadata.update(render or {"render_modes": []})
             served_render_mode = render_mode if self._renders else None
-            tool_face = wants_tool_face(tool_calls, schema, urls[0])
-            backend = None
-            if tool_face:
-                if batched:
-                    raise ValueError("tool calls go one session per sub-env: batched=True cannot be given with them")
-                batched = False
-                self._spaces = tool_faces(list(schema.get("tools") or []))[0]
-            else:
-                self._spaces = resolve_spaces(
-                    urls[0],
-                    open_timeout,
-                    json_schema_fallback=json_schema_fallback,
-                    token=self._fleet.token,
-                    schema=schema,
-                )
-                choice = choose_backend(
-                    vector_backend,
-                    WireAutoresetMode(self.autoreset_mode.value),
-                    batched,
-                    schema,
-                    urls[0],
-                    open_timeout,
-                    self._fleet.token,
-                    served_render_mode,
-                )
-                self.metadata.update(choice.metadata)
-                backend = choice.name
-                self._spaces = choice.face or self._spaces
-            self.single_action_space = self._spaces.action_space
-            self.single_observation_space = self._spaces.observation_space
-            if batched is None:  # openenv-gym servers publish spaces and serve /ws/batch; OpenEnv's do neither
-                batched = self._spaces.published
+            serving = Serving.read(
+                schema,
+                urls[0],
+                tool_calls=tool_calls,
+                batched=batched,
+                vector_backend=vector_backend,
+                autoreset_mode=WireAutoresetMode(self.autoreset_mode.value),
+                json_schema_fallback=json_schema_fallback,
+                timeout=open_timeout,
+                token=self._fleet.token,
+                render_mode=served_render_mode,
+            )
+            self.metadata.update(serving.metadata)
+            self.single_action_space = serving.face.action_space
+            self.single_observation_space = serving.face.observation_space
             self.action_space = batch_space(self.single_action_space, num_envs)
             self.observation_space = batch_space(self.single_observation_space, num_envs)
             sessions: dict[str, Any] = {
@@ -304,20 +285,15 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             if served_render_mode is not None:  # the sessions' envs are made in it
                 sessions["render_mode"] = served_render_mode
             placed = list(zip(urls, self._providers, split(num_envs, len(urls))))
-            if backend is not None:
-                self._codec: BlockCodec = VectorCodec(
-                    self.single_action_space, self.single_observation_space, num_envs, self._name
-                )
-                self._blocks += vector_blocks(placed, backend, self.single_observation_space, codec=codec, **sessions)
-            else:
-                self._codec = BatchCodec(self._spaces, num_envs, self._name, copy=self._copy)
-                if batched:
-                    self._blocks += batch_blocks(placed, self._batch_client, codec=codec, **sessions)
-                else:
-                    self._blocks += plain_blocks(placed, schema if tool_face else None, **sessions)
+            self._codec, blocks = make_blocks(
+                serving, placed, self._batch_client, self._name, copy=self._copy, wire_codec=codec, **sessions
+            )
+            self._blocks += blocks
             for block in self._blocks:
                 block.connect()
-            if tool_face:  # an OpenEnv server lists its tools in no /schema: ask the first session
+            if (
+                serving.tool_schema is not None
+            ):  # an OpenEnv server lists its tools in no /schema: ask the first session
                 list_tools(self._blocks, (self.single_action_space, *getattr(self.action_space, "spaces", ())))
             self._pool = SendRecv(
                 self._blocks,
