@@ -59,7 +59,7 @@ from ..errors import (
 from ..protocol import ObservationFrame
 from ..protocol._json import dumps
 from ..protocol.tools import LIST_TOOLS, call_tool_action, result_text
-from ..providers import ProcessProvider, Provider, URLProvider
+from ..providers.fleet import Fleet
 from ..providers.process import DEFAULT_STARTUP_TIMEOUT
 
 #: What to run when the SDK is missing or too old (pyproject's ``mcp`` extra).
@@ -444,30 +444,31 @@ def serve(
     server_target, env_kwargs = (
         resolve_target(target, env_kwargs) if target is not None else (None, dict(env_kwargs or {}))
     )
-    provider: Provider
-    if url is not None:
-        if env_kwargs:
-            raise ValueError("--env-kwargs cannot reach a running server (--url): it makes its env itself")
-        provider = URLProvider(url, timeout=open_timeout, token=token)
-    elif server_target is None:
+    if url is not None and env_kwargs:
+        raise ValueError("--env-kwargs cannot reach a running server (--url): it makes its env itself")
+    if url is None and server_target is None:
         raise ValueError(f"{target!r} attaches to a running server: pass --url" if target else "give a TARGET or --url")
-    else:
-        provider = ProcessProvider(server_target, env_kwargs=env_kwargs, startup_timeout=startup_timeout)
-    base_url = provider.start()
+    fleet = Fleet.of(
+        server_target,
+        urls=[url] if url is not None else [],
+        token=token,
+        open_timeout=open_timeout,
+        env_kwargs=env_kwargs,
+        startup_timeout=startup_timeout,
+    )
+    (base_url,) = fleet.start()
     try:
         if url is not None:
             from ..env import check_served
 
             check_served(base_url, server_target, open_timeout, token)
-        asyncio.run(
-            _serve_stdio(provider, base_url, target or base_url, token or provider.token, open_timeout, call_timeout)
-        )
+        asyncio.run(_serve_stdio(fleet, base_url, target or base_url, token or fleet.token, open_timeout, call_timeout))
     finally:
-        provider.stop()  # idempotent; _serve_stdio has stopped it already unless it failed early
+        fleet.close()  # idempotent; _serve_stdio has stopped it already unless it failed early
 
 
 async def _serve_stdio(
-    provider: Provider, base_url: str, name: str, token: str | None, open_timeout: float, call_timeout: float
+    fleet: Fleet, base_url: str, name: str, token: str | None, open_timeout: float, call_timeout: float
 ) -> None:
     bridge = await EnvBridge.open(
         base_url, name=name, token=token, open_timeout=open_timeout, call_timeout=call_timeout
@@ -495,7 +496,7 @@ async def _serve_stdio(
                 # Here, not after stdio_server: its exit waits for the line its reader thread is
                 # blocked on, which after a signal may never come.
                 with anyio.CancelScope(shield=True):
-                    await _shut_down(bridge, provider)
+                    await _shut_down(bridge, fleet)
                 why = "stdin closed" if stopped_by is None else f"stopped by {stopped_by.name}"
                 logger.info("%s: the session is closed and its server stopped", why)
                 if stopped_by is not None:
@@ -504,11 +505,11 @@ async def _serve_stdio(
                     os.kill(os.getpid(), stopped_by)
     finally:
         with anyio.CancelScope(shield=True):
-            await _shut_down(bridge, provider)
+            await _shut_down(bridge, fleet)
 
 
-async def _shut_down(bridge: EnvBridge, provider: Provider) -> None:
+async def _shut_down(bridge: EnvBridge, fleet: Fleet) -> None:
     """Close the session, then stop the server (both idempotent and bounded)."""
     with anyio.move_on_after(10):
         await bridge.close()
-    await anyio.to_thread.run_sync(provider.stop)
+    await anyio.to_thread.run_sync(fleet.close)

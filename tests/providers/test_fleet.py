@@ -187,3 +187,92 @@ def test_close_is_idempotent_and_runs_when_collected(health):
 def test_a_fleet_needs_a_server():
     with pytest.raises(ValueError, match="at least one server"):
         Fleet([])
+
+
+# --- every entry point starts its servers through Fleet.start -------------------------------------
+
+
+class FleetStarted(Exception):
+    """Raised by the spy instead of starting anything: the entry point reached ``Fleet.start``."""
+
+
+@pytest.fixture
+def fleet_starts(monkeypatch):
+    """The fleets started (``(name, servers)``); no server really starts, and a provider started
+    outside a fleet fails the test."""
+    starts: list[tuple[str, int]] = []
+
+    def start(self):
+        starts.append((self.name, len(self.providers)))
+        raise FleetStarted(self.name)
+
+    def bypass(self):
+        raise AssertionError(f"{self!r} was started outside a Fleet")
+
+    monkeypatch.setattr(Fleet, "start", start)
+    monkeypatch.setattr(ProcessProvider, "start", bypass)
+    return starts
+
+
+def _make(kind: str) -> None:
+    import asyncio
+
+    import gymnasium as gym
+
+    import openenv_gym
+
+    if kind == "gym.make":
+        gym.make("openenv/CartPole-v1")
+    elif kind == "gym.make_vec":
+        gym.make_vec("openenv/CartPole-v1", num_envs=4, servers=2)
+    elif kind == "from_env_fns":
+        from openenv_gym.vector import RemoteVectorEnv
+
+        RemoteVectorEnv.from_env_fns([lambda: gym.make("CartPole-v1")] * 2, servers=2)
+    elif kind == "make_async":
+        asyncio.run(openenv_gym.make_async("openenv/CartPole-v1"))
+    elif kind == "AsyncEnvPool":
+        asyncio.run(openenv_gym.AsyncEnvPool("openenv/CartPole-v1", size=4, servers=2).start())
+    elif kind == "trl.environment_factory":
+        pytest.importorskip("trl")
+        from openenv_gym.integrations.trl import environment_factory
+
+        environment_factory("openenv/Echo-v0")  # reads the tool list from a server of its own
+    elif kind == "trl.rollout_func":
+        pytest.importorskip("trl")
+        from openenv_gym.integrations.trl import rollout_func
+
+        rollout = rollout_func("openenv/Coding-v0", pool_size=2, servers=2, reset_kwargs=lambda prompt: {})
+        try:
+            rollout.run(["a prompt"], ["print(1)"])  # its pool starts with the first batch
+        finally:
+            rollout.close()
+    elif kind == "mcp":
+        pytest.importorskip("mcp")
+        from openenv_gym.integrations.mcp import serve
+
+        serve("openenv/CartPole-v1")
+
+
+@pytest.mark.parametrize(
+    ("kind", "fleet"),
+    [
+        ("gym.make", ("CartPole-v1", 1)),
+        ("gym.make_vec", ("CartPole-v1", 2)),
+        ("from_env_fns", (None, 2)),
+        ("make_async", ("CartPole-v1", 1)),
+        ("AsyncEnvPool", ("CartPole-v1", 2)),
+        ("trl.environment_factory", ("echo", 1)),
+        ("trl.rollout_func", ("coding", 2)),
+        ("mcp", ("CartPole-v1", 1)),
+    ],
+)
+def test_every_entry_point_starts_its_servers_through_a_fleet(fleet_starts, kind, fleet):
+    """gym.make, make_vec (and from_env_fns), make_async, AsyncEnvPool, TRL and the MCP bridge:
+    one code path starts servers, Fleet.start."""
+    with pytest.raises(FleetStarted):
+        _make(kind)
+    name, servers = fleet_starts[0]
+    assert servers == fleet[1]
+    if fleet[0] is not None:
+        assert fleet[0] in name
