@@ -24,8 +24,8 @@ import gymnasium as gym
 
 from .client import AsyncEnvClient
 from .env import ClosedEnvError, server_face
-from .errors import ConnectionLostError, InvalidActionError, RequestTimeoutError, ServerConnectError
-from .face import Face, StepResult
+from .errors import ConnectionLostError, RequestTimeoutError, ServerConnectError
+from .face import Face, StepResult, wire_action
 from .make_options import MakeOptions
 from .protocol import ObservationFrame
 from .providers import Provider
@@ -121,11 +121,7 @@ class AsyncRemoteEnv:
             ClosedEnvError: the env was closed.
         """
         self._check_open("step")
-        try:
-            wire = self._face.to_wire(action)
-        except InvalidActionError as exc:
-            exc.env_id = self.env_id
-            raise
+        wire = wire_action(self._face, action, self.env_id)
         if isinstance(wire, tuple):  # a malformed tool call, answered without a round trip
             result = wire
         else:

@@ -9,8 +9,8 @@ from typing import Any, NoReturn, SupportsFloat
 import gymnasium as gym
 
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, EnvClient, http_get_json
-from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, ServerConnectError
-from .face import Face, PublishedSpaces, SchemaSpaces, SpacesFace, wants_tool_face
+from .errors import EnvMismatchError, OpenEnvGymError, ServerConnectError
+from .face import Face, PublishedSpaces, SchemaSpaces, SpacesFace, wants_tool_face, wire_action
 from .make_options import MakeOptions
 from .protocol.redaction import hide_token_kwarg
 from .providers import Provider, URLProvider
@@ -402,11 +402,7 @@ class RemoteEnv(gym.Env[Any, Any]):
             ClosedEnvError: the env was closed.
         """
         self._check_open("step")
-        try:
-            wire = self._face.to_wire(action)
-        except InvalidActionError as exc:
-            exc.env_id = self.spec.id if self.spec is not None else self.server
-            raise
+        wire = wire_action(self._face, action, self.spec.id if self.spec is not None else self.server)
         if isinstance(wire, tuple):  # a malformed tool call, answered without a round trip
             return wire
         return self._face.step_result(self._client.step(wire))

@@ -39,6 +39,7 @@ __all__ = [
     "offers_tools",
     "step_result",
     "wants_tool_face",
+    "wire_action",
 ]
 
 #: What ``gymnasium.Env.step`` returns.
@@ -51,6 +52,15 @@ def step_result(frame: ObservationFrame, observation: Any, info: dict[str, Any] 
     flags (Python ``bool``) are read."""
     reward = 0.0 if frame.reward is None else float(frame.reward)
     return observation, reward, bool(frame.done), bool(frame.truncated), frame.info if info is None else info
+
+
+def wire_action(face: Face, action: Any, env_id: str | None) -> dict[str, Any] | StepResult:
+    """``face.to_wire(action)``, an invalid action's error naming the env ``env_id``."""
+    try:
+        return face.to_wire(action)
+    except InvalidActionError as exc:
+        exc.env_id = env_id
+        raise
 
 
 class Face(Protocol):
