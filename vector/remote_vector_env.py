@@ -291,9 +291,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             self._blocks += blocks
             for block in self._blocks:
                 block.connect()
-            if (
-                serving.tool_schema is not None
-            ):  # an OpenEnv server lists its tools in no /schema: ask the first session
+            if serving.tool_schema is not None:  # an OpenEnv server lists no tools in /schema: ask a session
                 list_tools(self._blocks, (self.single_action_space, *getattr(self.action_space, "spaces", ())))
             self._pool = SendRecv(
                 self._blocks,
@@ -305,22 +303,9 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 self.single_action_space,
                 self._name,
             )
-            self._check_batch_size()
         except BaseException:
             self.close()
             raise
-
-    def _check_batch_size(self) -> None:
-        if self.batch_size == self.num_envs:
-            return
-        if not self._blocks[0].pools:
-            raise ValueError("batch_size < num_envs needs batch sessions (or a vector backend), not batched=False")
-        sizes = {block.size for block in self._blocks}
-        if len(sizes) != 1 or self.batch_size % sizes.pop():
-            raise ValueError(
-                f"batch_size={self.batch_size} must be a whole number of equal server blocks; the blocks hold "
-                f"{[block.size for block in self._blocks]} sub-envs (choose num_envs, servers and batch_size to fit)"
-            )
 
     def _layout(
         self,

@@ -44,6 +44,9 @@ def _take(batch: Any, rows: np.ndarray) -> Any:
 class SendRecv:
     """The blocks in flight and the results read beyond a ``recv``'s batch, for one vector env.
 
+    Raises:
+        ValueError: ``batch_size`` is not a whole number of equal blocks, or the blocks cannot pool.
+
     Args:
         blocks: the vector env's blocks; ``codec``: their kind's codec.
         fleet: the servers, to restart a lost block on; ``env``: the env's repr, for the log.
@@ -72,6 +75,18 @@ class SendRecv:
         self.name = name
         self.ready: list[tuple[Block[Any], Any]] = []  # results read by recv() beyond its batch
         self.in_flight: dict[Block[Any], Exception | None] = {}  # sent, unread
+        if batch_size != sum(block.size for block in blocks):
+            self._check_blocks()
+
+    def _check_blocks(self) -> None:
+        if not self.blocks[0].pools:
+            raise ValueError("batch_size < num_envs needs batch sessions (or a vector backend), not batched=False")
+        sizes = {block.size for block in self.blocks}
+        if len(sizes) != 1 or self.batch_size % sizes.pop():
+            raise ValueError(
+                f"batch_size={self.batch_size} must be a whole number of equal server blocks; the blocks hold "
+                f"{[block.size for block in self.blocks]} sub-envs (choose num_envs, servers and batch_size to fit)"
+            )
 
     @property
     def idle(self) -> bool:
