@@ -17,7 +17,6 @@ calls, :class:`~openenv_gym.tool_face.ToolFace` (loaded only when a tool env is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import gymnasium as gym
@@ -246,10 +245,16 @@ class WireFace(SpacesFace):
         super().__init__(action_space or gym.spaces.Dict(), observation_space or gym.spaces.Dict(), published)
 
     def action_to_wire(self, action: Any) -> Any:
-        return dict(action) if isinstance(action, Mapping) else action
+        return dict(action) if isinstance(action, dict) else action
 
     def observation_from_wire(self, data: Any) -> Any:
         return data
+
+    # The plain sessions' per-step path: the same results as SpacesFace's, with no call that converts nothing.
+    to_wire = action_to_wire
+
+    def step_result(self, frame: ObservationFrame) -> StepResult:
+        return step_result(frame, frame.observation)
 
 
 def offers_tools(schema: Any) -> bool:

@@ -84,7 +84,7 @@ def read_reply(block: Block[Any], failure: Exception | None, deadline: float | N
         return failure
     try:
         timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-        return block.complete(timeout)
+        return block.client.complete(timeout)  # the session's own: one call less per block and step
     except RECOVERABLE as exc:
         return exc
 
@@ -104,7 +104,9 @@ def restart(block: Block[Any], exc: Exception, fleet: Fleet, env: str) -> str:
 def read_step(block: Block[Any], failure: Exception | None, deadline: float | None) -> Any:
     """One block's step result (no reward, no flags after a NextStep restart's reset), or its failure."""
     result = read_reply(block, failure, deadline)
-    return result if isinstance(result, Exception) else block.read_step(result)
+    if isinstance(result, Exception) or not block.reset_next:
+        return result
+    return block.read_step(result)
 
 
 def recover(block: Block[Any], exc: Exception, fleet: Fleet, env: str, autoreset_mode: Any) -> Any:
