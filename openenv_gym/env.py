@@ -12,10 +12,10 @@ from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, EnvClient, http_
 from .errors import EnvMismatchError, OpenEnvGymError, ServerConnectError
 from .face import Face, PublishedSpaces, SchemaSpaces, SpacesFace, wants_tool_face, wire_action
 from .make_options import MakeOptions
-from .protocol.redaction import hide_token_kwarg
 from .providers import Provider, URLProvider
 from .providers.fleet import Fleet
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
+from .redaction import hide_token_kwarg
 from .spaces import space_from_json
 
 __all__ = [

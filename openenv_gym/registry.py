@@ -19,8 +19,6 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-import gymnasium as gym
-
 __all__ = ["ENTRY_POINT_GROUP", "CatalogEntry", "builtin_entries", "catalog", "register", "register_plugins"]
 
 ENTRY_POINT_GROUP = "openenv_gym.envs"
@@ -39,7 +37,9 @@ class CatalogEntry:
         id: the Gymnasium id, ``"openenv/Name-vN"``.
         server: what the server runs: a Gymnasium id or ``"module:attr"``; ``None`` for an entry
             that attaches to a running server given by ``base_url=`` (``openenv/Remote-v0``).
-        spaces: where the client gets its spaces; ``"schema"`` reads the server's ``/schema``.
+        spaces: deprecated and ignored (after 0.1.0, December 2026): the client always reads its
+            spaces from the server's ``/schema``; still accepted, with a ``DeprecationWarning``, so that
+            older catalogs load.
         max_episode_steps: the client-side time limit, ``None`` for none.
         reward_threshold: the return at which the task counts as solved, if any.
         nondeterministic: whether equal seeds may still give different trajectories.
@@ -49,16 +49,26 @@ class CatalogEntry:
 
     id: str
     server: str | None
-    spaces: str = "schema"
+    spaces: dataclasses.InitVar[str | None] = None
     max_episode_steps: int | None = None
     reward_threshold: float | None = None
     nondeterministic: bool = False
     kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     description: str = ""
 
+    def __post_init__(self, spaces: str | None) -> None:
+        if spaces is not None:
+            warnings.warn(
+                "CatalogEntry(spaces=...) is deprecated and ignored: the client reads its spaces from the server",
+                DeprecationWarning,
+                stacklevel=3,  # the caller of the dataclass's __init__
+            )
+
     @classmethod
     def from_gymnasium(cls, gym_id: str, **overrides: Any) -> CatalogEntry:
         """The remote twin of a registered Gymnasium env, with its time limit and threshold."""
+        import gymnasium as gym  # see _gym_register
+
         spec = gym.spec(gym_id)
         fields: dict[str, Any] = {
             "id": f"openenv/{gym_id}",
@@ -155,6 +165,10 @@ def register(entry: CatalogEntry) -> None:
 
 def _gym_register(**spec: Any) -> None:
     """``gym.register(**spec)``, replacing an id registered before without a warning."""
+    # Imported here, not at the top: gymnasium's first import registers the catalog, which imports
+    # this module, so a top-level import would run that hook in a half-initialised registry.
+    import gymnasium as gym
+
     with warnings.catch_warnings():
         # Re-registering the same id (a module reload, a plugin loaded twice) is expected.
         warnings.filterwarnings("ignore", message=".*Overriding environment.*")

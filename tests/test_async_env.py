@@ -202,7 +202,7 @@ def test_a_dead_server_fails_only_its_episodes_and_is_replaced():
 
 def client_url(base_url: str) -> str:
     """The ws:// URL a client of ``base_url`` connects to."""
-    from openenv_gym.protocol.urls import ws_url
+    from openenv_gym.urls import ws_url
 
     return ws_url(base_url)
 

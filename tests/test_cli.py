@@ -294,10 +294,11 @@ def test_ps_lists_processes_then_containers(monkeypatch, capsys):
     import types
 
     from openenv_gym import cli
+    from openenv_gym.cli import containers
     from openenv_gym.providers import process
 
     monkeypatch.setattr(process, "server_processes", lambda: [])
-    monkeypatch.setattr(cli, "_docker_client", lambda: types.SimpleNamespace(containers=StubContainers()))
+    monkeypatch.setattr(containers, "docker_client", lambda: types.SimpleNamespace(containers=StubContainers()))
     with pytest.raises(SystemExit) as exited:
         cli.main(["ps"])
     assert exited.value.code == 0

@@ -20,10 +20,10 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 import openenv_gym
 from openenv_gym.client import EnvClient, http_get_json
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
-from openenv_gym.protocol.pickled import PICKLED_FACTORIES_TARGET
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.server import EnvServer, GymEnvironment
 from openenv_gym.spaces import space_to_json
+from openenv_gym.startup import PICKLED_FACTORIES_TARGET
 from openenv_gym.vector import RemoteVectorEnv
 from openenv_gym.vector.from_env_fns import FactoryBatchClient
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY

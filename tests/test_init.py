@@ -15,8 +15,8 @@ import pytest
 from openenv_gym.client import http_get_json
 from openenv_gym.hub import push_plan
 from openenv_gym.manifest import load_manifest
-from openenv_gym.protocol.startup import READY_PREFIX
 from openenv_gym.scaffold import EnvNames, init_env
+from openenv_gym.startup import READY_PREFIX
 from tests.utils import REPO_ROOT, UNIT, stop_process
 
 CONSOLE_SCRIPT = str(Path(sys.executable).with_name("openenv-gym"))

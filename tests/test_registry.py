@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import subprocess
 import sys
 import textwrap
@@ -66,17 +68,24 @@ def test_import_registers_the_catalog():
 
 
 def test_catalog_is_data_driven():
-    """Each built-in env is one CatalogEntry naming its id, server, spaces source and time limit."""
+    """Each built-in env is one CatalogEntry naming its id, server and time limit."""
     entries = {entry.id: entry for entry in builtin_entries()}
     assert entries["openenv/Pendulum-v1"] == CatalogEntry(
         id="openenv/Pendulum-v1",
         server="Pendulum-v1",
-        spaces="schema",
         max_episode_steps=200,
         reward_threshold=None,
         description="Gymnasium's Pendulum-v1, served in a separate process",
     )
     assert entries["openenv/Echo-v0"].server == "openenv_gym.envs.echo:EchoEnvironment"
+
+
+def test_a_catalog_entrys_spaces_is_deprecated_and_ignored():
+    """``CatalogEntry(spaces=...)`` still builds the entry, with a DeprecationWarning, and changes nothing in it."""
+    with pytest.warns(DeprecationWarning, match=re.escape("CatalogEntry(spaces=...) is deprecated and ignored")):
+        entry = CatalogEntry("openenv/Old-v0", "CartPole-v1", "schema", 9)
+    assert entry == CatalogEntry(id="openenv/Old-v0", server="CartPole-v1", max_episode_steps=9)
+    assert "spaces" not in {field.name for field in dataclasses.fields(entry)}
 
 
 def test_register_a_new_entry():

@@ -17,6 +17,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from openenv_gym.client.batch_client import BatchClient
+from openenv_gym.client.sync_connection import SyncConnection
 from openenv_gym.errors import InvalidActionError
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
 from openenv_gym.protocol.vector import VectorResultFrame
@@ -41,7 +42,7 @@ class BatchBlock(Block[BatchClient]):
         self.last_observations: list[Any] = []  # as received (wire objects or arrays), for reporting a loss
 
     @property
-    def connection(self) -> Any:
+    def connection(self) -> SyncConnection[Any]:
         return self.client
 
     def begin_reset(self, seeds: list[int | None], options: dict[str, Any] | None, mask: list[bool] | None) -> None:

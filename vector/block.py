@@ -21,7 +21,7 @@ import numpy as np
 if TYPE_CHECKING:
     import gymnasium as gym
 
-    from openenv_gym.client.sync_client import EnvClient
+    from openenv_gym.client.sync_connection import SyncConnection
     from openenv_gym.protocol.batch import BatchCallFrame
     from openenv_gym.providers import Provider
 
@@ -82,7 +82,7 @@ class Block(abc.ABC, Generic[Client]):
 
     @property
     @abc.abstractmethod
-    def connection(self) -> EnvClient:
+    def connection(self) -> SyncConnection[Any]:
         """The block's connection, for waiting on replies (``replies_waiting``)."""
 
     def connect(self) -> None:

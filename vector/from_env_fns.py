@@ -18,19 +18,17 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
-from openenv_gym.client.batch_client import BatchClient
+from openenv_gym.client.batch_client import BatchClient, BatchKind, BatchReply, codec_subprotocols
+from openenv_gym.client.sync_connection import SyncConnection
 from openenv_gym.errors import SpaceMismatchError
-from openenv_gym.protocol import ClientSession, MessageType, RenderFrame
+from openenv_gym.protocol import ClientSession, ErrorFrame, MessageType, RenderFrame
+from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchResultFrame, BatchValuesFrame, parse_batch_server_frame
-from openenv_gym.protocol.pickled import (
-    PICKLED_FACTORIES_TARGET,
-    BatchMakeFrame,
-    pickled_batch_query,
-    python_version,
-)
+from openenv_gym.protocol.pickled import BatchMakeFrame, pickled_batch_query, python_version
 from openenv_gym.providers import provider_options
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT, new_token
 from openenv_gym.spaces import space_from_json, space_to_json
+from openenv_gym.startup import PICKLED_FACTORIES_TARGET
 
 from .remote_vector_env import RemoteVectorEnv
 
@@ -45,75 +43,95 @@ _REPLIES: dict[MessageType, type] = {
 }
 
 
-class FactoryBatchClient(BatchClient):
-    """A batch session whose sub-envs the server makes from the pickled factories sent first.
+class FactoryBatchKind(BatchKind):
+    """A batch session whose opening request is the ``batch_make`` frame of the pickled factories.
 
-    :meth:`connect` opens ``/ws/batch?...&factories=pickled``, sends the ``batch_make`` frame and
-    checks that every sub-env's spaces are the expected ones; so does every reconnection.
-
-    Args:
-        factories: each sub-env's factory, pickled.
-        spaces: the JSON forms of the spaces every sub-env must have (``{"action": ..., "observation": ...}``).
-        first: the index of this session's first sub-env in the vector env, for error messages.
-        name: what the sub-envs are, for error messages (default: the ``env_id`` argument).
-        *args, **kwargs: as for :class:`~openenv_gym.client.batch_client.BatchClient`.
+    The session opens ``/ws/batch?...&factories=pickled``; the server's answer (every sub-env's
+    spaces) must hold the expected ones. Args as for :class:`FactoryBatchClient`.
     """
 
     def __init__(
         self,
-        *args: Any,
+        envs: int,
+        autoreset_mode: WireAutoresetMode,
+        codec: str,
         factories: list[bytes],
         spaces: dict[str, Any],
-        first: int = 0,
-        name: str | None = None,
-        **kwargs: Any,
+        first: int,
     ) -> None:
-        super().__init__(*args, **kwargs)
-        if name is not None:
-            self.env_id = name
-        if len(factories) != self.envs:
-            raise ValueError(f"{len(factories)} factories for {self.envs} sub-envs")
+        if len(factories) != envs:
+            raise ValueError(f"{len(factories)} factories for {envs} sub-envs")
+        super().__init__(envs, autoreset_mode, pickled_batch_query(envs, autoreset_mode), codec_subprotocols(codec))
         self.factories = factories
         self.spaces = spaces
         self.first = first
-        base, _, _ = self.url.partition("?")
-        self.url = f"{base}?{pickled_batch_query(self.envs, self.autoreset_mode)}"
 
-    def _new_protocol(self) -> ClientSession[BatchResultFrame | BatchValuesFrame | Any]:
+    def new_session(self) -> ClientSession[BatchReply | ErrorFrame]:
         return ClientSession(parse_batch_server_frame, _REPLIES)
 
-    def connect(self) -> FactoryBatchClient:
-        """Open the session and have the server make the sub-envs; idempotent.
+    def opening(self) -> tuple[str, Callable[[], str]]:
+        frame = BatchMakeFrame(self.factories, python_version(), self.first)
+        return "batch_make", lambda: self.session.send(MessageType.BATCH_MAKE, frame)
 
-        Raises:
-            ServerConnectError: as for any client.
-            EnvCreationError: a factory could not be unpickled, raised, or returned no ``gymnasium.Env``.
-            RemoteError: the server refused pickled factories (code ``PICKLES_REFUSED``).
-            SpaceMismatchError: a sub-env's spaces are not the expected ones.
-        """
-        with self._lock:
-            if self._ws is not None:
-                return self
-            super().connect()
-            frame = BatchMakeFrame(self.factories, python_version(), self.first)
-            try:
-                self.begin("batch_make", lambda: self._session.send(MessageType.BATCH_MAKE, frame))
-                made = self.complete()
-                assert isinstance(made, BatchValuesFrame)  # the session takes no other reply to batch_make
-                self._check_spaces(made.values)
-            except BaseException:
-                self.close()  # the server closes what it made
-                raise
-        return self
-
-    def _check_spaces(self, made: list[Any]) -> None:
-        for offset, spaces in enumerate(made):
+    def opened(self, reply: BatchReply) -> None:
+        assert isinstance(reply, BatchValuesFrame)  # the session takes no other reply to batch_make
+        for offset, spaces in enumerate(reply.values):
             for role in ("observation", "action"):
                 got = spaces.get(role) if isinstance(spaces, dict) else None
                 if got != self.spaces[role]:
                     raise SpaceMismatchError(
                         self.first + offset, role, space_from_json(self.spaces[role]), _readable(got)
                     )
+
+
+class FactoryBatchClient(BatchClient):
+    """A batch session whose sub-envs the server makes from the pickled factories sent first.
+
+    :meth:`connect` opens ``/ws/batch?...&factories=pickled``, sends the ``batch_make`` frame and
+    checks that every sub-env's spaces are the expected ones; so does every reconnection. It is
+    the batch client's connection handed a :class:`FactoryBatchKind`.
+
+    Raises (from :meth:`connect`, besides a batch client's errors):
+        EnvCreationError: a factory could not be unpickled, raised, or returned no ``gymnasium.Env``.
+        RemoteError: the server refused pickled factories (code ``PICKLES_REFUSED``).
+        SpaceMismatchError: a sub-env's spaces are not the expected ones.
+
+    Args:
+        base_url, envs, autoreset_mode, codec: as for :class:`~openenv_gym.client.batch_client.BatchClient`.
+        factories: each sub-env's factory, pickled.
+        spaces: the JSON forms of the spaces every sub-env must have (``{"action": ..., "observation": ...}``).
+        first: the index of this session's first sub-env in the vector env, for error messages.
+        name: what the sub-envs are, for error messages (default: the ``env_id`` argument).
+        render_mode: not sent: the factories make their envs in the render mode they choose.
+        **settings: as for :class:`~openenv_gym.client.SessionClient`.
+    """
+
+    kind: FactoryBatchKind
+
+    def __init__(
+        self,
+        base_url: str,
+        envs: int,
+        autoreset_mode: WireAutoresetMode,
+        codec: str = "json",
+        *,
+        factories: list[bytes],
+        spaces: dict[str, Any],
+        first: int = 0,
+        name: str | None = None,
+        render_mode: str | None = None,
+        **settings: Any,
+    ) -> None:
+        if name is not None:
+            settings["env_id"] = name
+        kind = FactoryBatchKind(envs, autoreset_mode, codec, factories, spaces, first)
+        # The batch client's calls over a kind of its own (BatchClient.__init__ would build a BatchKind).
+        SyncConnection.__init__(self, kind, base_url, **settings)
+
+    @property
+    def factories(self) -> list[bytes]:
+        """Each sub-env's factory, pickled."""
+        return self.kind.factories
 
 
 def _readable(description: Any) -> Any:

@@ -124,7 +124,7 @@ def list_tools(blocks: list[Block[Any]], spaces: Iterable[gym.Space[Any]]) -> No
     request = faces[0].tool_list_request()
     if request is None:
         return
-    answer = blocks[0].connection.step(request)
+    answer = blocks[0].client.client.step(request)  # the first plain session's EnvClient
     for face in faces:
         face.take_tool_list(answer)
     names = tuple(tool["name"] for tool in faces[0].tools)

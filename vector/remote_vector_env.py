@@ -28,9 +28,9 @@ from openenv_gym.make_options import MakeOptions
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame
-from openenv_gym.protocol.redaction import hide_token_kwarg
 from openenv_gym.providers.fleet import Fleet, Layout, split
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
+from openenv_gym.redaction import hide_token_kwarg
 
 from .block import Block, StepTuple
 from .faults import FAILURE_INFO_KEY, ask_all, complete_all, read_reply, read_steps, recover, restart, send_all

@@ -16,6 +16,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space, create_empty_array, iterate
 
 from openenv_gym.client import http_get_json
+from openenv_gym.client.sync_connection import SyncConnection
 from openenv_gym.client.vector_client import VectorClient
 from openenv_gym.errors import InvalidActionError
 from openenv_gym.face import WireFace
@@ -112,7 +113,7 @@ class VectorBlock(Block[VectorClient]):
         self.last_result: VectorResultFrame | None = None  # what the vector env last returned
 
     @property
-    def connection(self) -> Any:
+    def connection(self) -> SyncConnection[Any]:
         return self.client
 
     def begin_reset(self, seeds: list[int | None], options: dict[str, Any] | None, mask: list[bool] | None) -> None:

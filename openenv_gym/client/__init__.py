@@ -4,16 +4,33 @@ session over ``/ws/batch`` (:class:`BatchClient`), or one server-side vector env
 (:class:`VectorClient`); and ``GET`` of the server's JSON endpoints
 (:func:`http_get_json`). Every wait is bounded by ``open_timeout`` or ``call_timeout``. They speak
 OpenEnv's protocol, so they work with our servers and with OpenEnv's; they know nothing of
-gymnasium."""
+gymnasium.
+
+Each client is a connection (:class:`~openenv_gym.client.sync_connection.SyncConnection`, or
+:class:`~openenv_gym.client.async_connection.AsyncConnection`) handed the logic of its kind of
+session (:class:`~openenv_gym.client.session_kind.SessionKind`), as a websockets ``Connection`` is
+handed its protocol. The names load on first use (PEP 562), so a plain env's
+``EnvClient`` does not import the batch, vector or asyncio clients.
+"""
 
 from __future__ import annotations
 
-from ._http import auth_headers, http_get_json
-from ._session import DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_FRAME_BYTES, DEFAULT_OPEN_TIMEOUT, SessionClient, remote_error
-from .async_client import AsyncEnvClient
-from .batch_client import BatchClient
-from .sync_client import EnvClient
-from .vector_client import VectorClient
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._http import auth_headers, http_get_json
+    from ._session import (
+        DEFAULT_CALL_TIMEOUT,
+        DEFAULT_MAX_FRAME_BYTES,
+        DEFAULT_OPEN_TIMEOUT,
+        SessionClient,
+        remote_error,
+    )
+    from .async_client import AsyncEnvClient
+    from .batch_client import BatchClient
+    from .sync_client import EnvClient
+    from .vector_client import VectorClient
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -28,3 +45,32 @@ __all__ = [
     "http_get_json",
     "remote_error",
 ]
+
+# Each public name and the module that defines it.
+_MODULES = {
+    "DEFAULT_CALL_TIMEOUT": "._session",
+    "DEFAULT_MAX_FRAME_BYTES": "._session",
+    "DEFAULT_OPEN_TIMEOUT": "._session",
+    "SessionClient": "._session",
+    "remote_error": "._session",
+    "auth_headers": "._http",
+    "http_get_json": "._http",
+    "AsyncEnvClient": ".async_client",
+    "BatchClient": ".batch_client",
+    "EnvClient": ".sync_client",
+    "VectorClient": ".vector_client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _MODULES[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

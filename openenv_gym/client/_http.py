@@ -13,8 +13,8 @@ from typing import Any
 
 from ..errors import EnvCreationError, ServerConnectError
 from ..protocol import ErrorCode, ErrorFrame
-from ..protocol.redaction import RedactingLogger
-from ..protocol.urls import http_url, unix_socket_path
+from ..redaction import RedactingLogger
+from ..urls import http_url, unix_socket_path
 
 __all__ = ["MAX_ERROR_BODY_BYTES", "MAX_HTTP_BODY_BYTES", "auth_headers", "http_get_json", "websockets_logger"]
 

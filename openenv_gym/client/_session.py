@@ -1,18 +1,22 @@
-"""What the session clients share: settings, call rules and turning replies into results or errors."""
+"""What the session connections share: settings, the session kind they are handed, and turning
+replies into results or errors."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Generic, TypeVar
 
 from ..errors import CapacityReachedError, ConnectionLostError, EnvCreationError, RemoteError
-from ..protocol import ClientSession, ErrorCode, ErrorFrame
-from ..protocol.urls import ws_url
+from ..protocol import ErrorCode, ErrorFrame
+from ..urls import ws_url
 from ._http import DEFAULT_OPEN_TIMEOUT
+from .session_kind import SessionKind
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_MAX_FRAME_BYTES", "DEFAULT_OPEN_TIMEOUT", "SessionClient", "remote_error"]
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_MAX_FRAME_BYTES = 100 * 2**20  # OpenEnv's servers send frames up to 100 MB
+
+ReplyT = TypeVar("ReplyT")
 
 
 def remote_error(frame: ErrorFrame, env_id: str | None) -> RemoteError:
@@ -28,13 +32,15 @@ _REMOTE_ERRORS: dict[str, type[RemoteError]] = {
 }
 
 
-class SessionClient:
-    """What the async and the sync session clients share: settings, and turning replies into results.
+class SessionClient(Generic[ReplyT]):
+    """What the async and the sync connections share: settings, their session kind, and replies.
 
-    Subclasses move the bytes; the call rules live in :class:`~openenv_gym.protocol.ClientSession`,
-    and a fresh one starts with every connection.
+    A connection moves bytes; what travels is the business of the
+    :class:`~openenv_gym.client.session_kind.SessionKind` it is handed (its URL, its frames, the
+    checks on its replies), as a websockets ``Connection`` is handed its protocol.
 
     Args:
+        kind: the session's logic (plain ``/ws``, batch, vector...); one kind per connection.
         base_url: the server, as ``http://host:port`` or ``ws://host:port``.
         open_timeout: seconds to connect and finish the WebSocket handshake.
         call_timeout: seconds to wait for each reply.
@@ -45,6 +51,7 @@ class SessionClient:
 
     def __init__(
         self,
+        kind: SessionKind[ReplyT],
         base_url: str,
         *,
         open_timeout: float = DEFAULT_OPEN_TIMEOUT,
@@ -53,38 +60,40 @@ class SessionClient:
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         token: str | None = None,
     ) -> None:
-        self.url = ws_url(base_url)
+        self.kind = kind
+        self.address = ws_url(base_url)
         self.token = token
         self.open_timeout = open_timeout
         self.call_timeout = call_timeout
         self.env_id = env_id
         self.max_frame_bytes = max_frame_bytes
-        self._session = self._new_protocol()
         # Why there is no connection, for the error a later call raises.
         self._unusable = "not connected yet: call connect() first"
+
+    @property
+    def url(self) -> str:
+        """The session's ``ws://`` URL: the server's address with the kind's path and query."""
+        return self.kind.url(self.address)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    def _new_protocol(self) -> ClientSession[Any]:
-        """The call rules of one connection (the batch client uses batch frames)."""
-        return ClientSession()
-
-    def _connected(self) -> None:
-        """Start the call rules afresh for a new connection."""
-        self._session = self._new_protocol()
+    def _connected(self, subprotocol: str | None) -> None:
+        """Start the session's rules afresh for a new connection that agreed on ``subprotocol``."""
+        self.kind.restart(subprotocol)
 
     def _disconnected(self, why: str) -> None:
         """Record why later calls cannot be made (until a reset reconnects)."""
-        self._session = self._new_protocol()
+        self.kind.restart(None)
         self._unusable = why
 
     def _not_connected(self, call: str) -> ConnectionLostError:
         return ConnectionLostError(self.url, call, None, self._unusable)
 
-    def _finish(self, reply: str | bytes) -> Any:
+    def _finish(self, reply: str | bytes) -> ReplyT:
         """Match ``reply`` to the call in flight: its result, or the :class:`RemoteError` it stands for."""
-        frame = self._session.receive(reply)
+        kind = self.kind
+        frame = kind.session.receive(reply)
         if isinstance(frame, ErrorFrame):
             raise remote_error(frame, self.env_id)
-        return frame
+        return kind.check(frame)

@@ -1,4 +1,4 @@
-"""`AsyncEnvClient`: one session with an environment server over a WebSocket, for asyncio code.
+"""`AsyncEnvClient`: the asyncio ``/ws`` session client, an :class:`AsyncConnection` handed a :class:`PlainKind`.
 
 It speaks OpenEnv's ``/ws`` protocol, so it works with our servers and with OpenEnv's; the
 synchronous twin is :class:`~openenv_gym.client.EnvClient`. Every wait is bounded: connecting by
@@ -9,26 +9,17 @@ raise :class:`~openenv_gym.errors.ConnectionLostError`.
 
 from __future__ import annotations
 
-import asyncio
-import urllib.parse
-from collections.abc import Callable
 from typing import Any
 
-from websockets.asyncio.client import ClientConnection, connect, unix_connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
-from websockets.protocol import State
-
-from ..errors import CapacityReachedError, ConnectionLostError, RequestTimeoutError, ServerConnectError
 from ..protocol import ObservationFrame, StateFrame
-from ..protocol.urls import is_loopback_host, tcp_form, unix_socket_path
-from ._http import auth_headers, websockets_logger
-from ._session import SessionClient
+from .async_connection import AsyncConnection
+from .session_kind import PlainKind
 
 __all__ = ["AsyncEnvClient"]
 
 
-class AsyncEnvClient(SessionClient):
-    """An async session with one environment server; arguments as :class:`SessionClient`.
+class AsyncEnvClient(AsyncConnection[Any]):
+    """An async session with one environment server; arguments as :class:`SessionClient`, without ``kind``.
 
     Example::
 
@@ -37,84 +28,10 @@ class AsyncEnvClient(SessionClient):
             result = await client.step({"action": 1})
     """
 
-    def __init__(self, base_url: str, **kwargs: Any) -> None:
-        super().__init__(base_url, **kwargs)
-        self._ws: ClientConnection | None = None
-        self.subprotocols: list[str] | None = None  # offered in the handshake (the batch client's codec)
+    kind: PlainKind
 
-    @property
-    def is_open(self) -> bool:
-        """Whether the connection is there and open (false once the server closed it or died)."""
-        return self._ws is not None and self._ws.state is State.OPEN
-
-    async def connect(self) -> AsyncEnvClient:
-        """Open the session; idempotent.
-
-        Raises:
-            ServerConnectError: refused, unreachable, or no handshake within ``open_timeout``.
-        """
-        if self._ws is not None:
-            return self
-        loopback = is_loopback_host(urllib.parse.urlsplit(self.url).hostname)
-        options: dict[str, Any] = {
-            "open_timeout": self.open_timeout,
-            "max_size": self.max_frame_bytes,
-            "compression": None,
-            "close_timeout": 2,
-            "subprotocols": self.subprotocols,
-            "additional_headers": auth_headers(self.token),
-            "logger": websockets_logger(self.token),
-        }
-        socket_path = unix_socket_path(self.url)
-        try:
-            if socket_path is not None:
-                self._ws = await unix_connect(socket_path, tcp_form(self.url), **options)
-            else:
-                self._ws = await connect(self.url, proxy=None if loopback else True, **options)
-        except TimeoutError as exc:
-            raise ServerConnectError(self.url, f"no handshake within {self.open_timeout:g} s") from exc
-        except (OSError, InvalidHandshake, InvalidURI) as exc:
-            raise ServerConnectError(self.url, str(exc) or type(exc).__name__) from exc
-        self._connected()
-        return self
-
-    async def _request(self, call: str, build: Callable[[], str]) -> Any:
-        """Send the frame ``build`` makes (once the connection is known to be there); await its reply."""
-        ws = self._ws
-        if ws is None:
-            raise self._not_connected(call)
-        text = build()
-        try:
-            async with asyncio.timeout(self.call_timeout):
-                try:
-                    await ws.send(text)
-                except ConnectionClosed:
-                    pass  # a server may say why before it closes (CAPACITY_REACHED): read that
-                reply = await ws.recv()
-        except TimeoutError:
-            self._abandon(f"the session was abandoned after {call} timed out; make a new client")
-            raise RequestTimeoutError(self.url, call, self.call_timeout) from None
-        except ConnectionClosed as exc:
-            self._abandon("the connection was closed earlier")
-            received = exc.rcvd
-            raise ConnectionLostError(
-                self.url, call, received.code if received else None, received.reason if received else ""
-            ) from exc
-        except BaseException:  # cancelled: its late reply would be taken for the next call's
-            self._abandon(f"the session was abandoned when {call} was cancelled; make a new client")
-            raise
-        try:
-            return self._finish(reply)
-        except CapacityReachedError:
-            self._abandon("the server refused the session: it is at capacity")
-            raise
-
-    def _abandon(self, why: str) -> None:
-        """Drop the connection at once, without a close handshake the server may never answer."""
-        ws, self._ws = self._ws, None
-        self._disconnected(why)
-        if ws is not None:
-            ws.transport.abort()
+    def __init__(self, base_url: str, **settings: Any) -> None:
+        super().__init__(PlainKind(), base_url, **settings)
 
     async def reset(self, **kwargs: Any) -> ObservationFrame:
         """Start an episode; ``kwargs`` (``seed``, ``options``, ...) go to the environment's reset.
@@ -126,36 +43,18 @@ class AsyncEnvClient(SessionClient):
             RequestTimeoutError, ConnectionLostError: see the module docstring.
         """
         await self.connect()
-        frame = await self._request("reset", lambda: self._session.send_reset(kwargs))
+        frame = await self._request("reset", self.kind.reset, kwargs)
         assert isinstance(frame, ObservationFrame)
         return frame
 
     async def step(self, action: dict[str, Any]) -> ObservationFrame:
         """Apply one action, given as its wire form (a JSON object of its fields)."""
-        frame = await self._request("step", lambda: self._session.send_step(action))
+        frame = await self._request("step", self.kind.step, action)
         assert isinstance(frame, ObservationFrame)
         return frame
 
     async def state(self) -> dict[str, Any]:
         """The session's state (``episode_id``, ``step_count`` and env-specific fields)."""
-        frame = await self._request("state", self._session.send_state)
+        frame = await self._request("state", self.kind.state)
         assert isinstance(frame, StateFrame)
         return frame.state
-
-    async def close(self) -> None:
-        """Send a close frame and close the connection; idempotent, never raises for a dead server."""
-        ws, self._ws = self._ws, None
-        if ws is None:
-            return
-        try:
-            await ws.send(self._session.send_close())
-        except ConnectionClosed:
-            pass
-        self._disconnected("the client was closed")
-        await ws.close()
-
-    async def __aenter__(self) -> AsyncEnvClient:
-        return await self.connect()
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()

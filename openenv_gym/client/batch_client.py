@@ -1,9 +1,12 @@
-"""`BatchClient`: one batch session (``/ws/batch``), K sub-environments per frame."""
+"""`BatchClient`: one batch session (``/ws/batch``), K sub-environments per frame; its kind, `BatchKind`."""
 
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from websockets.typing import Subprotocol
 
 from ..protocol import ClientSession, ErrorFrame, MessageType, RenderFrame
 from ..protocol.batch import (
@@ -18,9 +21,16 @@ from ..protocol.batch import (
     batch_query,
     parse_batch_server_frame,
 )
-from .sync_client import EnvClient
+from .session_kind import SessionKind
+from .sync_connection import SyncConnection
 
-__all__ = ["BatchClient"]
+__all__ = ["BatchClient", "BatchKind", "BatchReply", "BlockClient", "BlockKind", "batch_url", "codec_subprotocols"]
+
+ReplyT = TypeVar("ReplyT")
+FrameT = TypeVar("FrameT")
+
+#: What a batch session answers, besides an error frame.
+BatchReply = BatchResultFrame | BatchValuesFrame | RenderFrame
 
 _REPLIES: dict[MessageType, type] = {
     MessageType.BATCH_RESET: BatchResultFrame,
@@ -30,12 +40,111 @@ _REPLIES: dict[MessageType, type] = {
 }
 
 
-class BatchClient(EnvClient):
+def batch_url(address: str, query: str) -> str:
+    """The ``/ws/batch?query`` URL of the server whose ``/ws`` URL is ``address``."""
+    parts = urllib.parse.urlsplit(address)
+    return urllib.parse.urlunsplit(parts._replace(path=parts.path[: -len("/ws")] + BATCH_PATH, query=query))
+
+
+def codec_subprotocols(codec: str) -> list[Subprotocol] | None:
+    """The subprotocols a batch or vector session offers for ``codec`` (``"json"`` or ``"binary"``).
+
+    Raises:
+        ValueError: another codec.
+    """
+    if codec not in ("json", "binary"):
+        raise ValueError(f"codec must be 'json' or 'binary', got {codec!r}")
+    return [Subprotocol(BINARY_SUBPROTOCOL)] if codec == "binary" else None
+
+
+class BlockKind(SessionKind[ReplyT]):
+    """What batch and vector sessions share: ``envs`` sub-envs, opened at ``/ws/batch?query``.
+
+    Args:
+        envs: how many sub-envs the session holds.
+        autoreset_mode: the autoreset mode the server applies.
+        query: the query string that opens the session (see :func:`~openenv_gym.protocol.batch.batch_query`).
+        subprotocols: the codec offered (see :func:`codec_subprotocols`).
+    """
+
+    def __init__(
+        self, envs: int, autoreset_mode: AutoresetMode, query: str, subprotocols: list[Subprotocol] | None
+    ) -> None:
+        self.subprotocols = subprotocols
+        super().__init__()
+        self.envs = envs
+        self.autoreset_mode = autoreset_mode
+        self.query = query
+
+    def url(self, address: str) -> str:
+        return batch_url(address, self.query)
+
+    def render(self) -> str:
+        return self.session.send_render()
+
+
+class BatchKind(BlockKind[BatchReply]):
+    """The logic of a batch session: its frames, and one entry per sub-env in each reply."""
+
+    def new_session(self) -> ClientSession[BatchReply | ErrorFrame]:
+        return ClientSession(parse_batch_server_frame, _REPLIES)
+
+    def check(self, reply: BatchReply) -> BatchReply:
+        if isinstance(reply, (BatchResultFrame, RenderFrame)):
+            reply.check(self.envs)
+        elif len(reply.values) != self.envs:
+            raise ValueError(f"batch_values has {len(reply.values)} values for {self.envs} sub-envs")
+        return reply
+
+    def reset(self, frame: BatchResetFrame) -> str:
+        return self.session.send(MessageType.BATCH_RESET, frame)
+
+    def step(self, frame: BatchStepFrame) -> str:
+        return self.session.send(MessageType.BATCH_STEP, frame)
+
+    def call(self, frame: BatchCallFrame) -> str:
+        return self.session.send(MessageType.BATCH_CALL, frame)
+
+
+class BlockClient(SyncConnection[ReplyT]):
+    """What the batch and vector clients share: a connection handed a :class:`BlockKind`."""
+
+    kind: BlockKind[ReplyT]
+
+    @property
+    def envs(self) -> int:
+        """How many sub-environments the session holds."""
+        return self.kind.envs
+
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        """The autoreset mode the server applies."""
+        return self.kind.autoreset_mode
+
+    def begin_render(self) -> None:
+        """Send a render request; :meth:`complete` reads every sub-env's frame."""
+        self.begin("render", self.kind.render)
+
+    def render(self) -> Any:
+        """Every sub-env's frame (or the vector env's), as :meth:`begin_render` and :meth:`complete` read it."""
+        return self._round_trip(self.begin_render, RenderFrame).frame
+
+    def _round_trip(self, begin: Callable[..., None], reply: type[FrameT], *args: Any, **kwargs: Any) -> FrameT:
+        """``begin(*args, **kwargs)`` and :meth:`complete` in one call, its reply of type ``reply``."""
+        with self._lock:
+            begin(*args, **kwargs)
+            result = self.complete()
+        assert isinstance(result, reply)  # the session takes no other reply to that request
+        return result
+
+
+class BatchClient(BlockClient[BatchReply]):
     """Reset, step or query ``envs`` sub-environments on one server with one frame each.
 
     Each call is split in two, :meth:`begin_batch_step` (and its siblings) then :meth:`complete`, so a
     vector env can send to all its servers before it reads any reply; ``reset_batch``,
-    ``step_batch`` and ``call_batch`` do both at once.
+    ``step_batch`` and ``call_batch`` do both at once. :meth:`complete` checks that a reply
+    holds one entry per sub-env.
 
     Args:
         base_url: the server, as ``http://host:port`` or ``ws://host:port``.
@@ -47,8 +156,10 @@ class BatchClient(EnvClient):
             :class:`~openenv_gym.client.vector_client.VectorClient`, which speaks to it).
         render_mode: have the sub-envs made in this render mode; :meth:`begin_render` then asks
             for their frames (raw bytes with ``codec="binary"``, inline JSON otherwise).
-        **kwargs: as for :class:`~openenv_gym.client.sync_client.EnvClient`.
+        **settings: as for :class:`~openenv_gym.client.SessionClient`.
     """
+
+    kind: BatchKind
 
     def __init__(
         self,
@@ -59,21 +170,10 @@ class BatchClient(EnvClient):
         *,
         backend: str | None = None,
         render_mode: str | None = None,
-        **kwargs: Any,
+        **settings: Any,
     ) -> None:
-        if codec not in ("json", "binary"):
-            raise ValueError(f"codec must be 'json' or 'binary', got {codec!r}")
-        super().__init__(base_url, **kwargs)
-        self.subprotocols = [BINARY_SUBPROTOCOL] if codec == "binary" else None
-        self.envs = envs
-        self.autoreset_mode = autoreset_mode
-        parts = urllib.parse.urlsplit(self.url)
-        path = parts.path[: -len("/ws")] + BATCH_PATH
         query = batch_query(envs, autoreset_mode, backend, render_mode)
-        self.url = urllib.parse.urlunsplit(parts._replace(path=path, query=query))
-
-    def _new_protocol(self) -> ClientSession[BatchResultFrame | BatchValuesFrame | RenderFrame | ErrorFrame]:
-        return ClientSession(parse_batch_server_frame, _REPLIES)
+        super().__init__(BatchKind(envs, autoreset_mode, query, codec_subprotocols(codec)), base_url, **settings)
 
     def begin_batch_reset(
         self,
@@ -83,47 +183,24 @@ class BatchClient(EnvClient):
     ) -> None:
         """Send a ``batch_reset`` for the sub-envs ``mask`` selects (all if ``None``); connects if needed."""
         self.connect()
-        frame = BatchResetFrame(seeds, options, mask)
-        self.begin("batch_reset", lambda: self._session.send(MessageType.BATCH_RESET, frame))
+        self.begin("batch_reset", self.kind.reset, BatchResetFrame(seeds, options, mask))
 
     def begin_batch_step(self, actions: list[dict[str, Any]]) -> None:
         """Send a ``batch_step`` with every sub-env's action wire object."""
-        frame = BatchStepFrame(actions)
-        self.begin("batch_step", lambda: self._session.send(MessageType.BATCH_STEP, frame))
+        self.begin("batch_step", self.kind.step, BatchStepFrame(actions))
 
     def begin_batch_call(self, frame: BatchCallFrame) -> None:
         """Send a ``batch_call`` (get, set or call an attribute of every sub-env)."""
-        self.begin("batch_call", lambda: self._session.send(MessageType.BATCH_CALL, frame))
-
-    def complete(self, timeout: float | None = None) -> BatchResultFrame | BatchValuesFrame | RenderFrame:
-        """The reply to the request in flight, checked to hold one entry per sub-env."""
-        result: BatchResultFrame | BatchValuesFrame | RenderFrame = super().complete(timeout)
-        if isinstance(result, (BatchResultFrame, RenderFrame)):
-            result.check(self.envs)
-        elif len(result.values) != self.envs:
-            raise ValueError(f"batch_values has {len(result.values)} values for {self.envs} sub-envs")
-        return result
+        self.begin("batch_call", self.kind.call, frame)
 
     def reset_batch(self, *args: Any, **kwargs: Any) -> BatchResultFrame:
         """:meth:`begin_batch_reset` and :meth:`complete` in one call."""
-        with self._lock:
-            self.begin_batch_reset(*args, **kwargs)
-            result = self.complete()
-        assert isinstance(result, BatchResultFrame)  # the session took no other reply to a batch_reset
-        return result
+        return self._round_trip(self.begin_batch_reset, BatchResultFrame, *args, **kwargs)
 
     def step_batch(self, actions: list[dict[str, Any]]) -> BatchResultFrame:
         """:meth:`begin_batch_step` and :meth:`complete` in one call."""
-        with self._lock:
-            self.begin_batch_step(actions)
-            result = self.complete()
-        assert isinstance(result, BatchResultFrame)  # the session took no other reply to a batch_step
-        return result
+        return self._round_trip(self.begin_batch_step, BatchResultFrame, actions)
 
     def call_batch(self, frame: BatchCallFrame) -> list[Any]:
         """:meth:`begin_batch_call` and :meth:`complete` in one call; one value per sub-env."""
-        with self._lock:
-            self.begin_batch_call(frame)
-            result = self.complete()
-        assert isinstance(result, BatchValuesFrame)  # the session took no other reply to a batch_call
-        return result.values
+        return self._round_trip(self.begin_batch_call, BatchValuesFrame, frame).values

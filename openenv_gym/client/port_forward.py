@@ -16,7 +16,7 @@ import contextlib
 import urllib.parse
 from collections.abc import Callable
 
-from ..protocol.urls import is_loopback_host
+from ..urls import is_loopback_host
 
 __all__ = ["PortForward", "needs_forward", "page_url", "serve_forward"]
 

@@ -1,94 +1,23 @@
-"""`EnvClient`: the synchronous session client, on websockets' Sans-I/O protocol and a blocking socket.
-
-Each call sends its frame and reads the reply in the caller's thread: no event loop and no
-thread hand-off on the hot path, which is why ``RemoteEnv.step`` uses it. One shared daemon
-thread services idle connections every few seconds, answering the server's pings (OpenEnv's
-uvicorn servers close connections that leave pings unanswered for 40 s, and an agent may think
-longer than that between steps).
-"""
+"""`EnvClient`: the synchronous ``/ws`` session client, a :class:`SyncConnection` handed a :class:`PlainKind`."""
 
 from __future__ import annotations
 
-import collections
-import logging
-import select
-import socket
-import ssl
-import threading
-import time
-import urllib.parse
-import weakref
-from collections.abc import Callable
 from typing import Any
 
-from websockets.client import ClientProtocol
-from websockets.exceptions import InvalidState, InvalidStatus
-from websockets.frames import Frame, Opcode
-from websockets.protocol import State
-from websockets.uri import parse_uri
-
-from ..errors import (
-    CapacityReachedError,
-    ConnectionLostError,
-    OpenEnvGymError,
-    ProtocolError,
-    RequestTimeoutError,
-    ServerConnectError,
-)
-from ..protocol import ErrorCode, ObservationFrame, RenderFrame, StateFrame
-from ..protocol.batch import BINARY_SUBPROTOCOL
-from ..protocol.urls import tcp_form, unix_socket_path
-from ._http import auth_headers, websockets_logger
-from ._session import SessionClient
+from ..protocol import ObservationFrame, RenderFrame, StateFrame
+from .session_kind import PlainKind
+from .sync_connection import SyncConnection, replies_waiting
 
 __all__ = ["EnvClient", "replies_waiting"]
 
-CLOSE_TIMEOUT = 2.0
-KEEPALIVE_INTERVAL = 5.0
-_RECV_BYTES = 2**16
 
-
-class _StillWaiting(OpenEnvGymError):
-    """A caller's shorter wait ran out; the call itself is still in flight."""
-
-
-class _Keepalive:
-    """One daemon thread that lets every open EnvClient answer pings while it is idle."""
-
-    def __init__(self) -> None:
-        self.clients: weakref.WeakSet[EnvClient] = weakref.WeakSet()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def add(self, client: EnvClient) -> None:
-        with self._lock:
-            self.clients.add(client)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="openenv-gym-keepalive", daemon=True)
-                self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            time.sleep(KEEPALIVE_INTERVAL)
-            with self._lock:
-                clients = list(self.clients)
-            for client in clients:
-                try:
-                    client._service_idle()
-                except Exception:  # one odd client must not stop the keepalive for all
-                    logging.getLogger(__name__).exception("keepalive failed for %r", client)
-
-
-_keepalive = _Keepalive()
-
-
-class EnvClient(SessionClient):
+class EnvClient(SyncConnection[Any]):
     """A synchronous session with one environment server (ours or OpenEnv's).
 
-    Arguments as :class:`~openenv_gym.client.SessionClient`. Calls are serialized by a lock, so
-    a client may be shared between threads. Every wait is bounded: connecting by
-    ``open_timeout``, each call by ``call_timeout``. After a timeout the session is abandoned (a
-    late reply could be taken for the next call's) and later calls raise
+    Arguments as :class:`~openenv_gym.client.SessionClient`, without ``kind``. Calls are
+    serialized by a lock, so a client may be shared between threads. Every wait is bounded:
+    connecting by ``open_timeout``, each call by ``call_timeout``. After a timeout the session is
+    abandoned (a late reply could be taken for the next call's) and later calls raise
     :class:`~openenv_gym.errors.ConnectionLostError`; ``reset`` connects again.
 
     Example::
@@ -98,271 +27,23 @@ class EnvClient(SessionClient):
             result = client.step({"action": 0})
     """
 
-    def __init__(self, base_url: str, **kwargs: Any) -> None:
-        super().__init__(base_url, **kwargs)
-        self._sock: socket.socket | None = None
-        self._ws: ClientProtocol | None = None
-        self._lock = threading.RLock()  # reentrant: a locked call may connect first
-        self._inbox: collections.deque[str | bytes] = collections.deque()
-        self._fragments: list[bytes] = []
-        self._binary = False  # the kind of the message being assembled
-        self._call, self._deadline = "call", 0.0  # the request in flight, for complete()
-        self._in_flight = False
-        self.subprotocols: list[str] | None = None  # offered in the handshake (the batch codec)
+    kind: PlainKind
 
-    # Connection ---------------------------------------------------------------------------------
-
-    def connect(self) -> EnvClient:
-        """Open the session; idempotent.
-
-        Raises:
-            ServerConnectError: refused, unreachable, or no handshake within ``open_timeout``.
-        """
-        with self._lock:
-            if self._ws is not None:
-                return self
-            uri = parse_uri(tcp_form(self.url))
-            socket_path = unix_socket_path(self.url)
-            deadline = time.monotonic() + self.open_timeout
-            try:
-                if socket_path is not None:
-                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    sock.settimeout(self.open_timeout)
-                    try:
-                        sock.connect(socket_path)
-                    except OSError:
-                        sock.close()
-                        raise
-                else:
-                    sock = socket.create_connection((uri.host, uri.port), timeout=self.open_timeout)
-                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError as exc:
-                raise ServerConnectError(self.url, str(exc)) from exc
-            try:
-                if uri.secure:
-                    sock = ssl.create_default_context().wrap_socket(sock, server_hostname=uri.host)
-                protocol = ClientProtocol(
-                    uri,
-                    max_size=self.max_frame_bytes,
-                    subprotocols=self.subprotocols,  # type: ignore[arg-type]
-                    logger=websockets_logger(self.token),
-                )
-                request = protocol.connect()
-                request.headers.update(auth_headers(self.token))
-                protocol.send_request(request)
-                self._sock, self._ws = sock, protocol
-                self._flush(deadline)
-                while protocol.state is State.CONNECTING and protocol.handshake_exc is None:
-                    self._read(deadline)
-            except TimeoutError as exc:
-                self._drop("the handshake timed out")
-                raise ServerConnectError(self.url, f"no handshake within {self.open_timeout:g} s") from exc
-            except (OSError, ConnectionLostError) as exc:
-                if self._sock is None:
-                    sock.close()  # the TLS wrap failed before the socket was ours to drop
-                self._drop("the handshake failed")
-                raise ServerConnectError(self.url, str(exc)) from exc
-            if protocol.handshake_exc is not None:
-                self._drop("the handshake was refused")
-                why = _refusal(protocol.handshake_exc)
-                raise ServerConnectError(self.url, why) from protocol.handshake_exc
-            self._connected()
-            _keepalive.add(self)
-        return self
-
-    def _flush(self, deadline: float) -> None:
-        """Send whatever the protocol has queued (frames, pongs, the close handshake)."""
-        assert self._sock is not None and self._ws is not None
-        for data in self._ws.data_to_send():
-            if data:
-                self._sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                self._sock.sendall(data)
-            else:  # the protocol asks to half-close the TCP connection
-                try:
-                    self._sock.shutdown(socket.SHUT_WR)
-                except OSError:
-                    pass
-
-    def _read(self, deadline: float) -> None:
-        """Read once from the socket, feed the protocol, and queue complete text messages.
-
-        Raises:
-            TimeoutError: nothing arrived before ``deadline``.
-            ConnectionLostError: the connection ended and nothing is left to read.
-        """
-        assert self._sock is not None and self._ws is not None
-        # Past the deadline, still take what already arrived (a reply read late is not a late reply).
-        self._sock.settimeout(max(deadline - time.monotonic(), 0.0))
-        try:
-            data = self._sock.recv(_RECV_BYTES)
-        except (TimeoutError, BlockingIOError):
-            raise TimeoutError from None
-        except ConnectionResetError:
-            data = b""
-        if data:
-            self._ws.receive_data(data)
-        else:
-            self._ws.receive_eof()
-        self._flush(deadline)
-        for event in self._ws.events_received():
-            if isinstance(event, Frame):  # the handshake's Response is checked by the protocol itself
-                self._assemble(event)
-        if not data and not self._inbox:
-            raise self._lost(None)
-
-    def _assemble(self, frame: Frame) -> None:
-        if frame.opcode in (Opcode.TEXT, Opcode.BINARY):
-            self._binary = frame.opcode is Opcode.BINARY
-        if frame.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
-            self._fragments.append(bytes(frame.data))
-            if frame.fin:
-                message, self._fragments = b"".join(self._fragments), []
-                self._inbox.append(message if self._binary else message.decode("utf-8", errors="replace"))
-
-    def _lost(self, call: str | None) -> ConnectionLostError:
-        close = self._ws.close_rcvd if self._ws is not None else None
-        return ConnectionLostError(self.url, call, close.code if close else None, close.reason if close else "")
-
-    def _drop(self, why: str) -> None:
-        """Forget the connection at once, without a close handshake."""
-        sock, self._sock, self._ws = self._sock, None, None
-        self._disconnected(why)
-        self._inbox.clear()
-        self._fragments = []
-        if sock is not None:
-            sock.close()
-
-    def _service_idle(self) -> None:
-        """Answer pings and notice a close while no call is running (from the keepalive thread)."""
-        if not self._lock.acquire(blocking=False):
-            return  # a call is running and reads the socket itself
-        try:
-            if self._in_flight or self._sock is None or self._ws is None or self._ws.state is not State.OPEN:
-                return  # a reply is on its way: complete() reads it
-            readable, _, _ = select.select([self._sock], [], [], 0)
-            if readable:
-                self._read(time.monotonic() + 1.0)
-        except (OSError, TimeoutError, ConnectionLostError):
-            pass  # the next call reports the broken connection
-        finally:
-            self._lock.release()
-
-    # Calls --------------------------------------------------------------------------------------
-
-    def _request(self, call: str, build: Callable[[], str]) -> Any:
-        """Send the frame ``build`` makes (once the connection is known to be there); read its reply."""
-        with self._lock:
-            self.begin(call, build)
-            return self.complete()
-
-    def begin(self, call: str, build: Callable[[], str | bytes]) -> None:
-        """Send a request without waiting for its reply; :meth:`complete` reads it.
-
-        The split lets one thread send to many servers before reading any reply (the vector
-        env does). Drive a split call from one thread: another thread's call in between would
-        be refused as a second call in flight.
-
-        Raises:
-            ConnectionLostError: not connected, or the connection failed while sending.
-        """
-        with self._lock:
-            if self._ws is None:
-                raise self._not_connected(call)
-            text = build()
-            self._call, self._deadline = call, time.monotonic() + self.call_timeout
-            self._in_flight = True  # the keepalive thread must not read this reply
-            try:
-                self._guarded(self._send_text, text)
-            except BaseException:
-                self._in_flight = False
-                raise
+    def __init__(self, base_url: str, **settings: Any) -> None:
+        super().__init__(PlainKind(), base_url, **settings)
 
     def begin_reset(self, **kwargs: Any) -> None:
         """Send a reset (connecting first if needed); :meth:`complete` reads its observation."""
         self.connect()
-        self.begin("reset", lambda: self._session.send_reset(kwargs))
+        self.begin("reset", self.kind.reset, kwargs)
 
     def begin_step(self, action: dict[str, Any]) -> None:
         """Send a step; :meth:`complete` reads its observation."""
-        self.begin("step", lambda: self._session.send_step(action))
+        self.begin("step", self.kind.step, action)
 
-    def complete(self, timeout: float | None = None) -> Any:
-        """Read the reply to the request :meth:`begin` sent, within its ``call_timeout``.
-
-        Args:
-            timeout: wait at most this long, if that is shorter than what is left of
-                ``call_timeout``; running out of it raises ``TimeoutError`` and leaves the call
-                in flight (call ``complete()`` again), where the call timeout drops the session.
-
-        Raises:
-            RemoteError: the server answered with an error frame; the session stays usable.
-            RequestTimeoutError, ConnectionLostError: the session is dropped (see the class).
-        """
-        with self._lock:
-            if not self._in_flight:
-                raise ProtocolError(ErrorCode.SESSION_ERROR.value, "complete() with no request in flight")
-            call_deadline = self._deadline
-            patient = timeout is not None and time.monotonic() + timeout < call_deadline
-            if patient:  # the caller's own, shorter wait: running out of it is not the call's fault
-                self._deadline = time.monotonic() + timeout  # type: ignore[operator]
-            try:
-                reply = self._guarded(self._next_message, keep_on_timeout=patient)
-            except _StillWaiting:  # the call stays in flight, with its own deadline
-                self._deadline = call_deadline
-                raise TimeoutError(
-                    f"no reply to {self._call} within {timeout:g} s yet; it is still in flight: call complete() again"
-                ) from None
-            except BaseException:
-                self._in_flight = False  # the session was dropped
-                raise
-            self._in_flight = False
-            try:
-                return self._finish(reply)
-            except CapacityReachedError:
-                self._drop("the server refused the session: it is at capacity")
-                raise
-
-    def _guarded(self, step: Callable[..., Any], *args: Any, keep_on_timeout: bool = False) -> Any:
-        """Run one I/O step of the call in flight, turning failures into our errors and dropping the session."""
-        call = self._call
-        try:
-            return step(*args)
-        except TimeoutError:
-            if keep_on_timeout:
-                raise _StillWaiting from None
-            self._drop(f"the session was abandoned after {call} timed out; make a new client")
-            raise RequestTimeoutError(self.url, call, self.call_timeout) from None
-        except ConnectionLostError as exc:
-            exc.call = call
-            self._drop("the connection was closed earlier")
-            raise
-        except OSError as exc:
-            self._drop("the connection failed earlier")
-            raise ConnectionLostError(self.url, call, None, str(exc)) from exc
-        except BaseException:  # interrupted mid-call: its late reply would be taken for the next
-            self._drop(f"the session was abandoned when {call} was interrupted; make a new client")
-            raise
-
-    def _send_text(self, text: str | bytes) -> None:
-        assert self._ws is not None
-        if self._ws.state is State.OPEN:
-            try:
-                if isinstance(text, bytes):  # a packed binary request (vector sessions)
-                    self._ws.send_binary(text)
-                else:
-                    self._ws.send_text(text.encode())
-                self._flush(self._deadline)
-            except (OSError, InvalidState):
-                pass  # the server may have said why before it closed: read that
-
-    def _next_message(self) -> str | bytes:
-        if self._ws is None:
-            raise self._not_connected(self._call)
-        while not self._inbox:
-            if self._ws.state is State.CLOSED:
-                raise self._lost(self._call)
-            self._read(self._deadline)
-        return self._inbox.popleft()
+    def begin_render(self) -> None:
+        """Send a render request; :meth:`complete` reads its :class:`~openenv_gym.protocol.RenderFrame`."""
+        self.begin("render", self.kind.render)
 
     def reset(self, **kwargs: Any) -> ObservationFrame:
         """Start an episode; ``kwargs`` (``seed``, ``options``, ...) go to the environment's reset.
@@ -374,88 +55,29 @@ class EnvClient(SessionClient):
             RequestTimeoutError, ConnectionLostError: see the class docstring.
         """
         self.connect()
-        frame = self._request("reset", lambda: self._session.send_reset(kwargs))
+        frame = self._request("reset", self.kind.reset, kwargs)
         assert isinstance(frame, ObservationFrame)
         return frame
 
     def step(self, action: dict[str, Any]) -> ObservationFrame:
         """Apply one action, given as its wire form (a JSON object of its fields)."""
-        frame = self._request("step", lambda: self._session.send_step(action))
+        frame = self._request("step", self.kind.step, action)
         assert isinstance(frame, ObservationFrame)
         return frame
 
     def state(self) -> dict[str, Any]:
         """The session's state (``episode_id``, ``step_count`` and env-specific fields)."""
-        frame = self._request("state", self._session.send_state)
+        frame = self._request("state", self.kind.state)
         assert isinstance(frame, StateFrame)
         return frame.state
 
     def render(self) -> Any:
         """The env's frame in the session's render mode (see :meth:`ask_render_mode`)."""
-        frame = self._request("render", self._session.send_render)
+        frame = self._request("render", self.kind.render)
         assert isinstance(frame, RenderFrame)
         return frame.frame
-
-    def begin_render(self) -> None:
-        """Send a render request; :meth:`complete` reads its :class:`~openenv_gym.protocol.RenderFrame`."""
-        self.begin("render", self._session.send_render)
 
     def ask_render_mode(self, render_mode: str) -> None:
         """Have the session's env made in ``render_mode`` (``/ws?render_mode=...``) and its RGB
         frames sent as raw bytes; call before :meth:`connect`."""
-        parts = urllib.parse.urlsplit(self.url)
-        query = urllib.parse.urlencode({"render_mode": render_mode})
-        self.url = urllib.parse.urlunsplit(parts._replace(query=f"{parts.query}&{query}" if parts.query else query))
-        self.subprotocols = [BINARY_SUBPROTOCOL]
-
-    def close(self) -> None:
-        """Send a close frame, close the WebSocket and the socket; idempotent, never raises."""
-        with self._lock:
-            protocol = self._ws
-            if protocol is None:
-                return
-            deadline = time.monotonic() + CLOSE_TIMEOUT
-            try:
-                if protocol.state is State.OPEN:
-                    protocol.send_text(self._session.send_close().encode())
-                    protocol.send_close(1000)
-                    self._flush(deadline)
-                while protocol.state is not State.CLOSED:
-                    self._read(deadline)
-            except (OSError, TimeoutError, ConnectionLostError, InvalidState):
-                pass  # closing anyway
-            self._drop("the client was closed")
-
-    def __enter__(self) -> EnvClient:
-        return self.connect()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-def _refusal(exc: Exception) -> str:
-    """Why a server refused the handshake: its status and the start of its body, if it sent one."""
-    if not isinstance(exc, InvalidStatus):  # answered 101, but the handshake failed its checks
-        return str(exc)
-    response = exc.response
-    reason = f"HTTP {response.status_code}"
-    body = bytes(response.body or b"")[:500].decode(errors="replace")
-    return f"{reason}: {body}" if body else reason
-
-
-def replies_waiting(clients: list[EnvClient], timeout: float | None) -> list[int]:
-    """The indices of the clients with a call in flight whose reply has begun to arrive.
-
-    Waits up to ``timeout`` seconds (``None``: until one has) for the first; then
-    :meth:`EnvClient.complete` on those reads their replies with little or no wait. A client
-    whose connection is gone counts as ready (``complete()`` then raises its error).
-    """
-    waiting = {}
-    for index, client in enumerate(clients):
-        if client._inbox or client._sock is None:
-            return [i for i, c in enumerate(clients) if c._inbox or c._sock is None]
-        waiting[client._sock] = index
-    if not waiting:
-        return []
-    readable, _, _ = select.select(list(waiting), [], [], timeout)
-    return sorted(waiting[sock] for sock in readable)
+        self.kind.ask_render_mode(render_mode)

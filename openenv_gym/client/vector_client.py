@@ -1,18 +1,60 @@
-"""`VectorClient`: one vector session (``/ws/batch?backend=...``), a server-side vector env."""
+"""`VectorClient`: one vector session (``/ws/batch?backend=...``), a server-side vector env; its kind, `VectorKind`."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from websockets.typing import Subprotocol
+
 from ..protocol import ClientSession, ErrorFrame, MessageType, RenderFrame
-from ..protocol.batch import AutoresetMode
+from ..protocol.batch import AutoresetMode, batch_query
 from ..protocol.vector import VectorResetFrame, VectorResultFrame, VectorStepFrame, parse_vector_server_frame
-from .batch_client import BatchClient
+from .batch_client import BlockClient, BlockKind, codec_subprotocols
 
-__all__ = ["VectorClient"]
+__all__ = ["VectorClient", "VectorKind", "VectorReply"]
+
+#: What a vector session answers, besides an error frame.
+VectorReply = VectorResultFrame | RenderFrame
+
+_REPLIES: dict[MessageType, type] = {
+    MessageType.VECTOR_RESET: VectorResultFrame,
+    MessageType.VECTOR_STEP: VectorResultFrame,
+    MessageType.RENDER: RenderFrame,
+}
 
 
-class VectorClient(BatchClient):
+class VectorKind(BlockKind[VectorReply]):
+    """The logic of a vector session: its frames (actions packed once the binary codec is agreed),
+    and one entry per sub-env in each reply."""
+
+    def __init__(
+        self,
+        envs: int,
+        autoreset_mode: AutoresetMode,
+        backend: str,
+        query: str,
+        subprotocols: list[Subprotocol] | None,
+    ) -> None:
+        super().__init__(envs, autoreset_mode, query, subprotocols)
+        self.backend = backend
+
+    def new_session(self) -> ClientSession[VectorReply | ErrorFrame]:
+        return ClientSession(parse_vector_server_frame, _REPLIES)
+
+    def check(self, reply: VectorReply) -> VectorReply:
+        reply.check(self.envs)
+        return reply
+
+    def reset(self, frame: VectorResetFrame) -> str:
+        return self.session.send(MessageType.VECTOR_RESET, frame)
+
+    def step(self, frame: VectorStepFrame) -> str | bytes:
+        if self.subprotocol is not None:  # the binary codec was offered and agreed: actions travel packed
+            return self.session.send_binary(MessageType.VECTOR_STEP, frame)
+        return self.session.send(MessageType.VECTOR_STEP, frame)
+
+
+class VectorClient(BlockClient[VectorReply]):
     """Reset or step one server-side vector env of ``envs`` sub-envs, one frame per call.
 
     Results stay arrays: observations, rewards and flags as the vector env returned them, infos
@@ -26,8 +68,10 @@ class VectorClient(BatchClient):
         codec: ``"binary"`` or ``"json"``.
         render_mode: have the vector env made in this render mode (see
             :class:`~openenv_gym.client.batch_client.BatchClient`).
-        **kwargs: as for :class:`~openenv_gym.client.sync_client.EnvClient`.
+        **settings: as for :class:`~openenv_gym.client.SessionClient`.
     """
+
+    kind: VectorKind
 
     def __init__(
         self,
@@ -38,56 +82,33 @@ class VectorClient(BatchClient):
         codec: str = "json",
         *,
         render_mode: str | None = None,
-        **kwargs: Any,
+        **settings: Any,
     ) -> None:
-        super().__init__(base_url, envs, autoreset_mode, codec, backend=backend, render_mode=render_mode, **kwargs)
-        self.backend = backend
-        self._binary = codec == "binary"
-
-    def _new_protocol(self) -> ClientSession[VectorResultFrame | RenderFrame | ErrorFrame]:  # type: ignore[override]
-        return ClientSession(
-            parse_vector_server_frame,
-            {
-                MessageType.VECTOR_RESET: VectorResultFrame,
-                MessageType.VECTOR_STEP: VectorResultFrame,
-                MessageType.RENDER: RenderFrame,
-            },
+        query = batch_query(envs, autoreset_mode, backend, render_mode)
+        super().__init__(
+            VectorKind(envs, autoreset_mode, backend, query, codec_subprotocols(codec)), base_url, **settings
         )
+
+    @property
+    def backend(self) -> str:
+        """The server-side vector env."""
+        return self.kind.backend
 
     def begin_vector_reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None, mask: list[bool] | None = None
     ) -> None:
         """Send a ``vector_reset`` (connecting first if needed)."""
         self.connect()
-        frame = VectorResetFrame(seed, options, mask)
-        self.begin("vector_reset", lambda: self._session.send(MessageType.VECTOR_RESET, frame))
+        self.begin("vector_reset", self.kind.reset, VectorResetFrame(seed, options, mask))
 
     def begin_vector_step(self, actions: Any) -> None:
         """Send a ``vector_step`` with the batch of actions."""
-        frame = VectorStepFrame(actions)
-        if self._binary and self._ws is not None and self._ws.subprotocol is not None:
-            self.begin("vector_step", lambda: self._session.send_binary(MessageType.VECTOR_STEP, frame))
-        else:
-            self.begin("vector_step", lambda: self._session.send(MessageType.VECTOR_STEP, frame))
-
-    def complete(self, timeout: float | None = None) -> VectorResultFrame | RenderFrame:  # type: ignore[override]
-        """The reply to the request in flight, checked to hold one entry per sub-env."""
-        result: VectorResultFrame | RenderFrame = super(BatchClient, self).complete(timeout)
-        result.check(self.envs)
-        return result
+        self.begin("vector_step", self.kind.step, VectorStepFrame(actions))
 
     def reset_vector(self, *args: Any, **kwargs: Any) -> VectorResultFrame:
         """:meth:`begin_vector_reset` and :meth:`complete` in one call."""
-        with self._lock:
-            self.begin_vector_reset(*args, **kwargs)
-            result = self.complete()
-        assert isinstance(result, VectorResultFrame)  # the session took no other reply to a vector_reset
-        return result
+        return self._round_trip(self.begin_vector_reset, VectorResultFrame, *args, **kwargs)
 
     def step_vector(self, actions: Any) -> VectorResultFrame:
         """:meth:`begin_vector_step` and :meth:`complete` in one call."""
-        with self._lock:
-            self.begin_vector_step(actions)
-            result = self.complete()
-        assert isinstance(result, VectorResultFrame)  # the session took no other reply to a vector_step
-        return result
+        return self._round_trip(self.begin_vector_step, VectorResultFrame, actions)

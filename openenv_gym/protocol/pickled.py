@@ -16,7 +16,7 @@ unpickled, raises, or returns no ``gymnasium.Env`` is answered with a ``FACTORY_
 and the connection is closed.
 
 Unpickling runs whatever code the pickle names, so a server takes pickles only when it was
-started to (:data:`ACCEPT_FLAG`) **and** requires a token (:func:`check_pickles_allowed`);
+started to (:data:`openenv_gym.startup.ACCEPT_FLAG`) **and** requires a token (:func:`check_pickles_allowed`);
 otherwise the session is refused with the error code ``PICKLES_REFUSED``. A token-holding client is trusted
 with the server's process, as it would be with a shell on that machine.
 """
@@ -29,16 +29,16 @@ import sys
 import urllib.parse
 from dataclasses import dataclass
 
+from .. import startup
+from .._lazy import moved_names
 from ..errors import ProtocolError
 from ._json import data_object, dumps, invalid, load_object
 from .batch import AutoresetMode, batch_query
 from .codes import ErrorCode, MessageType
 
 __all__ = [
-    "ACCEPT_FLAG",
     "FACTORIES_PARAM",
     "PICKLED",
-    "PICKLED_FACTORIES_TARGET",
     "BatchMakeFrame",
     "check_pickles_allowed",
     "parse_batch_make",
@@ -49,11 +49,9 @@ __all__ = [
 #: The query parameter, and its one value, that asks for a session of pickled factories.
 FACTORIES_PARAM = "factories"
 PICKLED = "pickled"
-#: The ``openenv-gym serve`` flag that lets a server take pickled factories (it needs ``--token-env``).
-ACCEPT_FLAG = "--accept-pickled-factories"
-#: What a server started only to run pickled factories serves: no environment of its own. No
-#: Gymnasium id or module can have this name.
-PICKLED_FACTORIES_TARGET = "@pickled-factories"
+# How a server is started to take pickles is not the wire: the serve flag and target are in
+# openenv_gym.startup (deprecated here after 0.1.0, December 2026).
+__getattr__ = moved_names(__name__, "openenv_gym.startup", ["ACCEPT_FLAG", "PICKLED_FACTORIES_TARGET"])
 
 
 def python_version() -> str:
@@ -89,7 +87,7 @@ def check_pickles_allowed(accepted: bool, token_required: bool) -> None:
     if not accepted:
         raise ProtocolError(
             ErrorCode.PICKLES_REFUSED.value,
-            f"this server does not accept pickled factories: it was started without {ACCEPT_FLAG} "
+            f"this server does not accept pickled factories: it was started without {startup.ACCEPT_FLAG} "
             "(unpickling runs arbitrary code, so a server takes pickles only when told to, with a token)",
         )
     if not token_required:

@@ -205,10 +205,6 @@ class ClientSession(Generic[ReplyT]):
         """Return the text of a render request and mark it as in flight."""
         return self.send(MessageType.RENDER, RenderRequest())
 
-    def send_mcp(self, request: dict[str, Any]) -> str:
-        """Return the text of an ``mcp`` frame holding a JSON-RPC request, and mark it as in flight."""
-        return self.send(MessageType.MCP, McpFrame(request))
-
     def send_close(self) -> str:
         """Return the text of a close frame; no reply is expected and the session is closed."""
         self.state = SessionState.CLOSED

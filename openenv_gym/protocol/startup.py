@@ -1,18 +1,10 @@
-"""What a server process tells whoever started it, and how: the lines of its start-up report.
-
-A provider (a child process, a container, a Ray actor) starts ``openenv-gym serve`` and waits
-for one line: :data:`READY_PREFIX` and the server's URL once it listens, or
-:data:`FAILED_PREFIX` and the ``FACTORY_ERROR`` frame's data as JSON when its environment
-cannot be made (written to ``--ready-fd``); on stderr, a container's log, the last line is then
-:data:`FAILED_LINE` and the reason. The server reads its token from :data:`TOKEN_ENV_VAR`, never
-from its command line (which ``ps`` shows).
-"""
+"""Deprecated (after 0.1.0, December 2026): ``openenv_gym.protocol.startup``. A server's start-up report is not the wire: it is :mod:`openenv_gym.startup`."""
 
 from __future__ import annotations
 
-__all__ = ["FAILED_LINE", "FAILED_PREFIX", "READY_PREFIX", "TOKEN_ENV_VAR"]
+from .._lazy import moved_names
+from ..startup import __all__ as _MOVED
 
-READY_PREFIX = "openenv-gym server listening on "
-FAILED_PREFIX = "openenv-gym server cannot create its environment: "
-FAILED_LINE = "openenv-gym serve: cannot create the environment: "
-TOKEN_ENV_VAR = "OPENENV_GYM_SERVER_TOKEN"
+__all__: list[str] = []
+
+__getattr__ = moved_names(__name__, "openenv_gym.startup", _MOVED)

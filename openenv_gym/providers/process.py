@@ -26,9 +26,8 @@ from typing import IO, Any
 from ..client import http_get_json
 from ..errors import EnvCreationError, ServerConnectError, ServerStartError
 from ..protocol import ErrorFrame
-from ..protocol.pickled import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET
-from ..protocol.startup import FAILED_PREFIX, READY_PREFIX, TOKEN_ENV_VAR
-from ..protocol.urls import is_loopback_host
+from ..startup import ACCEPT_FLAG, FAILED_PREFIX, PICKLED_FACTORIES_TARGET, READY_PREFIX, TOKEN_ENV_VAR
+from ..urls import is_loopback_host
 from .base import Provider, checked_token
 
 __all__ = ["SERVE_FLAGS", "ProcessProvider", "ServerProcess", "serve_arguments", "serve_target", "server_processes"]

@@ -30,7 +30,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on what is inst
 
 from ..client import http_get_json
 from ..errors import OpenEnvGymError, ProviderError
-from ..protocol.urls import with_host
+from ..urls import with_host
 from .base import Provider, checked_token
 from .process import DEFAULT_STARTUP_TIMEOUT, ProcessProvider, new_token
 

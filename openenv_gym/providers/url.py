@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..client import http_get_json
-from ..protocol.urls import check_base_url
+from ..urls import check_base_url
 from .base import Provider
 
 __all__ = ["URLProvider"]

@@ -1,17 +1,16 @@
-"""`BatchSession`: one connection hosting K environments, stepped together with Gymnasium's autoreset."""
+"""`BatchHandler`: a session hosting K environments, stepped together with Gymnasium's autoreset."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection
 
 from ..errors import OpenEnvGymError, ProtocolError
 from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ObservationFrame, RenderRequest, ServerSession
 from ..protocol.batch import (
-    BINARY_SUBPROTOCOL,
     AutoresetMode,
     AutoresetRule,
     BatchCallFrame,
@@ -22,10 +21,13 @@ from ..protocol.batch import (
     parse_batch_client_frame,
 )
 from .environment import Environment
-from .session import Session, _accepted_kwargs, _execution_error
+from .session import Session, _accepted_kwargs, _execution_error, make_environments
 from .watch import SubEnvTransition, show_sub_env
 
-__all__ = ["BatchSession"]
+if TYPE_CHECKING:
+    from .worker import Worker
+
+__all__ = ["BatchHandler", "BatchSession"]
 
 
 class _BatchRefused(OpenEnvGymError):
@@ -36,7 +38,7 @@ class _BatchRefused(OpenEnvGymError):
         self.frame = frame
 
 
-class BatchSession(Session):
+class BatchHandler:
     """Serve ``/ws/batch``: K environments per connection, reset and stepped by one frame each.
 
     Autoreset follows ``gymnasium.vector.SyncVectorEnv`` exactly, sub-env by sub-env, so a client
@@ -58,17 +60,11 @@ class BatchSession(Session):
     kind = "batch"
 
     def __init__(
-        self,
-        connection: ServerConnection,
-        factory: Callable[[], Environment[Any, Any, Any]],
-        size: int,
-        autoreset_mode: AutoresetMode,
-        *,
-        send_tracebacks: bool = True,
+        self, factory: Callable[[], Environment[Any, Any, Any]], size: int, autoreset_mode: AutoresetMode
     ) -> None:
-        super().__init__(connection, factory, send_tracebacks=send_tracebacks)
+        self.factory = factory
         self.size = size
-        self.autoreset_mode = autoreset_mode
+        self.autoreset_mode: AutoresetMode | None = autoreset_mode
         self.protocol = ServerSession(parse_batch_client_frame, step_types=(BatchStepFrame,))
         self.envs: list[Environment[Any, Any, Any]] = []
         self._rules = [AutoresetRule(autoreset_mode) for _ in range(size)]
@@ -79,62 +75,74 @@ class BatchSession(Session):
         self._raw = False
         self._last_observations: list[dict[str, Any]] = [{}] * size
 
-    async def _create(self) -> None:
+    @property
+    def blocking(self) -> bool:
+        return bool(getattr(self.envs[0] if self.envs else self.factory, "blocking", True))
+
+    @property
+    def live(self) -> bool:
+        return bool(self.envs)
+
+    async def open(self, session: Session) -> ErrorFrame | None:
+        return await make_environments(session, lambda: self._create(session), self.factory)
+
+    async def _create(self, session: Session) -> None:
         def make_all() -> None:
             # One at a time, so the ones made before a failing call are still closed.
             while len(self.envs) < self.size:
                 self.envs.append(self.factory())
 
-        await self._call(make_all)
-        self.env = self.envs[0]  # tells _call whether these environments block
-        space = getattr(self.env, "observation_space", None)
-        if self.connection.subprotocol == BINARY_SUBPROTOCOL and type(space).__name__ == "Box":
+        await session.call(make_all)
+        space = getattr(self.envs[0], "observation_space", None)
+        if session.binary and type(space).__name__ == "Box":
             self._binary_dtype = space.dtype  # type: ignore[union-attr]
             # Gymnasium environments then hand over raw arrays: no JSON form is ever built.
             self._raw = all(hasattr(env, "wire_observations") for env in self.envs)
             for env in self.envs if self._raw else ():
                 env.wire_observations = False  # type: ignore[attr-defined]
 
-    async def handle(self, message: str | bytes) -> str | bytes | None:
+    async def handle(self, session: Session, message: str | bytes) -> str | bytes | None:
         request = self.protocol.receive(message)
         if isinstance(request, ErrorFrame):
             return request.serialize()
         if isinstance(request, CloseFrame):
             return None
         if isinstance(request, RenderRequest):
-            return await self._render_reply(self._render_all)
+            return await session.render_reply(self._render_all)
         try:
             if isinstance(request, BatchCallFrame):
                 if request.values is not None and len(request.values) != self.size:
                     raise self._refuse(
                         ErrorCode.VALIDATION_ERROR, f"{len(request.values)} values for {self.size} sub-envs"
                     )
-                return (await self._call(self._call_all, request)).serialize()
+                return (await session.call(self._call_all, request)).serialize()
             if isinstance(request, BatchStepFrame):
                 actions = self._parse_actions(request)
-                result = await self._call(self._step_all, actions)
-                self.steps += 1
+                result = await session.call(self._step_all, actions)
+                session.steps += 1
             else:
                 assert isinstance(request, BatchResetFrame)
                 mask = self._check_reset(request)
-                result = await self._call(self._reset_masked, request, mask)
+                result = await session.call(self._reset_masked, request, mask)
                 self.protocol.reset_succeeded()
-                self.episodes += 1
-            if self.watchers:
-                self._show_watchers(request, result)
+                session.episodes += 1
+            if session.watchers:
+                self._show_watchers(session, request, result)
         except _BatchRefused as refused:
             return refused.frame.serialize()
         except Exception as exc:
             call = type(request).__name__.replace("Frame", "").replace("Batch", "batch_").lower()
-            return _execution_error(call, exc, self.send_tracebacks).serialize()
+            return _execution_error(call, exc, session.send_tracebacks).serialize()
         try:
             if self._binary_dtype is not None:
                 return result.serialize_binary(self._binary_dtype)
             return result.serialize()
         except Exception as exc:  # a reply that cannot be encoded must not end the session
-            return _execution_error("encoding the result", exc, self.send_tracebacks).serialize()
+            return _execution_error("encoding the result", exc, session.send_tracebacks).serialize()
 
-    def _show_watchers(self, request: BatchStepFrame | BatchResetFrame, result: BatchResultFrame) -> None:
+    def _show_watchers(
+        self, session: Session, request: BatchStepFrame | BatchResetFrame, result: BatchResultFrame
+    ) -> None:
         def transition_of(index: int) -> SubEnvTransition:
             env = self.envs[index]
             return SubEnvTransition(
@@ -147,9 +155,9 @@ class BatchSession(Session):
             )
 
         if isinstance(request, BatchStepFrame):
-            show_sub_env(self, True, request.actions, None, transition_of)
+            show_sub_env(session, True, request.actions, None, transition_of)
         else:
-            show_sub_env(self, False, None, request.mask, transition_of)
+            show_sub_env(session, False, None, request.mask, transition_of)
 
     # Requests -----------------------------------------------------------------------------------
 
@@ -243,7 +251,7 @@ class BatchSession(Session):
             truncated.append(cut)
         return BatchResultFrame(observations, infos, rewards, terminated, truncated, final)
 
-    def _frame_of(self, sub_env: int) -> Any:
+    def frame_of(self, sub_env: int) -> Any:
         return self.envs[sub_env].render()
 
     def _render_all(self) -> list[Any]:
@@ -271,13 +279,23 @@ class BatchSession(Session):
 
     # Teardown -----------------------------------------------------------------------------------
 
-    async def close(self) -> bool:
-        """Close every sub-environment (each with its timeout), then the worker thread."""
+    async def close(self, worker: Worker) -> bool:
+        """Close every sub-environment, each with its timeout."""
         self.protocol.close()
-        self.env = None
         in_time = True
-        for env in self.envs:
-            in_time = await self._close_env(env) and in_time
-        self.envs = []
-        self._executor.shutdown(wait=False)
+        envs, self.envs = self.envs, []
+        for env in envs:
+            in_time = await worker.close_env(env) and in_time
         return in_time
+
+
+def BatchSession(  # the class this was, kept for code that made one
+    connection: ServerConnection,
+    factory: Callable[[], Environment[Any, Any, Any]],
+    size: int,
+    autoreset_mode: AutoresetMode,
+    *,
+    send_tracebacks: bool = True,
+) -> Session:
+    """A :class:`Session` served by a :class:`BatchHandler`."""
+    return Session(connection, BatchHandler(factory, size, autoreset_mode), send_tracebacks=send_tracebacks)

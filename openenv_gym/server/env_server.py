@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import functools
+import dataclasses
 import http
 import json
 import logging
@@ -20,27 +20,40 @@ from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
 from ..protocol.pickled import check_pickles_allowed, wants_pickled_factories
-from ..protocol.redaction import RedactingLogger
-from ..protocol.urls import is_loopback_host, unix_url
 from ..protocol.vector import VECTOR_BACKENDS
-from .batch_session import BatchSession
+from ..redaction import RedactingLogger
+from ..urls import is_loopback_host, unix_url
+from .batch_session import BatchHandler
 from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment
-from .exposure import INSECURE_WARNING, check_exposure
-from .pickled_factories import PickledBatchSession
-from .session import CLOSE_TIMEOUT, Session, factory_error
+from .exposure import INSECURE_WARNING
+from .options import (
+    DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_SEND_TIMEOUT,
+    ServerOptions,
+)
+from .pickled_factories import PickledBatchHandler
+from .plain_session import PlainHandler
+from .served_env import ServedEnv
+from .session import CLOSE_TIMEOUT, Session, SessionHandler, factory_error
 from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing
 from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response
 from .web_page import is_web_path, web_response
 
-__all__ = ["EnvServer", "bearer_token_matches"]
+__all__ = [
+    "DEFAULT_HANDSHAKE_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_SEND_TIMEOUT",
+    "EnvServer",
+    "ServerOptions",
+    "bearer_token_matches",
+]
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_FRAME_BYTES = 16 * 2**20
-DEFAULT_IDLE_TIMEOUT = 300.0
-DEFAULT_HANDSHAKE_TIMEOUT = 10.0
-DEFAULT_SEND_TIMEOUT = 30.0
 # Frames received and not yet read, per connection: strict request/response needs few.
 MAX_QUEUE = 2
 # Bytes of replies buffered per connection before a send waits (websockets' default, 32 KiB).
@@ -71,13 +84,16 @@ class EnvServer:
     same port answers ``GET /health``, ``GET /schema`` and ``GET /metadata``.
 
     Args:
-        factory: makes one environment per session (an ``Environment`` subclass or any callable).
+        factory: makes one environment per session (an ``Environment`` subclass or any callable),
+            or a :class:`~openenv_gym.server.served_env.ServedEnv` saying what it allows.
+        options: every option below at once, as a :class:`~openenv_gym.server.options.ServerOptions`;
+            keyword arguments replace its fields.
         host: the address to bind; loopback unless told otherwise.
         unix_socket: listen on this Unix socket path instead of ``host``/``port`` (made
             connectable for every user who can reach its directory).
         token: when set, every request but ``GET /health`` must carry ``Authorization: Bearer
             <token>`` (HTTP 401 otherwise). A server bound beyond loopback (a ``host`` that
-            :func:`~openenv_gym.protocol.urls.is_loopback_host` does not name; a Unix socket is
+            :func:`~openenv_gym.urls.is_loopback_host` does not name; a Unix socket is
             local) needs one, unless ``insecure`` says otherwise.
         insecure: serve beyond loopback without a token: anyone who reaches the port may run the
             env. :meth:`start` then logs a warning. For a network that admits only trusted peers
@@ -131,62 +147,34 @@ class EnvServer:
 
     def __init__(
         self,
-        factory: Callable[[], Environment[Any, Any, Any]],
+        factory: ServedEnv | Callable[[], Environment[Any, Any, Any]],
         *,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        unix_socket: str | None = None,
-        token: str | None = None,
-        max_sessions: int | None = None,
-        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-        max_connections: int | None = None,
-        handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-        send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
-        send_tracebacks: bool | None = None,
-        target: str | None = None,
-        accept_pickled_factories: bool = False,
-        web: bool | None = None,
-        insecure: bool = False,
+        options: ServerOptions | None = None,
+        **option_values: Any,
     ) -> None:
-        if accept_pickled_factories and token is None:
-            raise ValueError("accept_pickled_factories needs a token: unpickling runs whatever code a client sends")
-        local = is_loopback_host(host) or unix_socket is not None
-        if web and not local and token is None:
-            raise ValueError(
-                "web=True beyond loopback needs a token: any page a browser visits could reach the server otherwise"
-            )
-        check_exposure(host if unix_socket is None else None, token, insecure)
-        self.insecure = insecure and not local
-        self.accept_pickled_factories = accept_pickled_factories
-        if max_sessions is None:
-            concurrent = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)
-            max_sessions = 64 if concurrent else 1
-        if max_sessions < 1:
-            raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
-        if idle_timeout is not None and idle_timeout <= 0:
-            raise ValueError(f"idle_timeout must be positive or None, got {idle_timeout}")
-        if send_timeout is not None and send_timeout <= 0:
-            raise ValueError(f"send_timeout must be positive or None, got {send_timeout}")
-        if handshake_timeout <= 0:
-            raise ValueError(f"handshake_timeout must be positive, got {handshake_timeout}")
-        if max_frame_bytes < 1:
-            raise ValueError(f"max_frame_bytes must be at least 1, got {max_frame_bytes}")
-        self.factory = factory
-        self.target = target
-        self.host = host
-        self.port = port
-        self.unix_socket = unix_socket
-        if token is not None and not token:
-            raise ValueError("token must not be empty")
-        self._token = token
-        self.max_sessions = max_sessions
-        self.idle_timeout = idle_timeout
-        self.max_frame_bytes = max_frame_bytes
-        self.handshake_timeout = handshake_timeout
-        self.send_timeout = send_timeout
+        options = dataclasses.replace(options or ServerOptions(), **option_values)
+        options.check()
+        #: The options it was made with (the keyword arguments above, as a :class:`ServerOptions`).
+        self.options = options
+        local = options.local
+        self.insecure = options.insecure and not local
+        self.accept_pickled_factories = options.accept_pickled_factories
+        #: What is served: the factory and what it allows.
+        self.served = ServedEnv.of(factory)
+        self.max_sessions = options.max_sessions or (64 if self.served.concurrent_sessions else 1)
+        self.factory = self.served.factory
+        self.target = options.target
+        self.host = options.host
+        self.port = options.port
+        self.unix_socket = options.unix_socket
+        self._token = options.token
+        #: The idle, handshake and send timeouts.
+        self.timeouts = options.timeouts
+        self.max_frame_bytes = options.max_frame_bytes
+        max_connections = options.max_connections
         #: The open connections and the limit on them.
         self.connections = ConnectionLimit(default_max_connections() if max_connections is None else max_connections)
+        send_tracebacks, web = options.send_tracebacks, options.web
         self.send_tracebacks = local if send_tracebacks is None else send_tracebacks
         self.web = local if web is None else web
         self.watchers: set[Watcher] = set()
@@ -202,7 +190,22 @@ class EnvServer:
         self._describe_lock = asyncio.Lock()
 
     def __repr__(self) -> str:
-        return f"EnvServer({getattr(self.factory, '__name__', self.factory)!r}, {self.url})"
+        return f"EnvServer({self.served.name!r}, {self.url})"
+
+    @property
+    def idle_timeout(self) -> float | None:
+        """Seconds a session may wait between frames (``timeouts.idle``)."""
+        return self.timeouts.idle
+
+    @property
+    def handshake_timeout(self) -> float:
+        """Seconds a connection has for its handshake (``timeouts.handshake``)."""
+        return self.timeouts.handshake
+
+    @property
+    def send_timeout(self) -> float | None:
+        """Seconds a reply may wait for the client (``timeouts.send``)."""
+        return self.timeouts.send
 
     @property
     def requires_token(self) -> bool:
@@ -288,7 +291,7 @@ class EnvServer:
                     schema = env.schema()
                 finally:
                     await asyncio.to_thread(env.close)
-                backends = getattr(self.factory, "vector_backends", None)
+                backends = self.served.vector_backends
                 if backends is not None:  # our extension: the vector envs a vector session may use
                     offered, unavailable = await asyncio.to_thread(backends.describe)
                     schema.update(vector_backends=offered, vector_backends_unavailable=unavailable)
@@ -336,7 +339,7 @@ class EnvServer:
         """``/schema?vector_backend=NAME``: the schema with that backend described in full (EnvPool's
         spaces are found only when asked for, since importing EnvPool takes over a second)."""
         name = urllib.parse.parse_qs(path.partition("?")[2]).get("vector_backend", [""])[0]
-        backends = getattr(self.factory, "vector_backends", None)
+        backends = self.served.vector_backends
         offered, unavailable = (
             dict(schema.get("vector_backends", {})),
             dict(schema.get("vector_backends_unavailable", {})),
@@ -360,16 +363,18 @@ class EnvServer:
         """The session a handshake asked for; raises ProtocolError for a bad batch query."""
         assert connection.request is not None
         path, _, query = connection.request.path.partition("?")
+        handler: SessionHandler
         if path != BATCH_PATH:
             render_mode = urllib.parse.parse_qs(query).get("render_mode", [None])[0]
-            session = Session(connection, self._render_factory(render_mode), send_tracebacks=self.send_tracebacks)
+            handler = PlainHandler(self._render_factory(render_mode))
         else:
-            session, render_mode = self._batch_session(connection, query)
+            handler, render_mode = self._batch_handler(query)
+        session = Session(connection, handler, send_tracebacks=self.send_tracebacks)
         session.render_mode = render_mode
         return session
 
-    def _batch_session(self, connection: ServerConnection, query: str) -> tuple[Session, str | None]:
-        """The batch or vector session of a ``/ws/batch`` query, and its render mode."""
+    def _batch_handler(self, query: str) -> tuple[SessionHandler, str | None]:
+        """The batch or vector handler of a ``/ws/batch`` query, and its render mode."""
         size, mode, backend, render_mode = parse_batch_query(query, self.max_sessions)
         if wants_pickled_factories(query):
             check_pickles_allowed(self.accept_pickled_factories, self._token is not None)
@@ -378,11 +383,11 @@ class EnvServer:
                     ErrorCode.VALIDATION_ERROR.value,
                     f"render_mode={render_mode}: pickled factories make their envs in their own render mode",
                 )
-            return PickledBatchSession(connection, size, mode, send_tracebacks=self.send_tracebacks), None
+            return PickledBatchHandler(size, mode), None
         if backend is None:
             factory = self._render_factory(render_mode)
-            return BatchSession(connection, factory, size, mode, send_tracebacks=self.send_tracebacks), render_mode
-        backends = getattr(self.factory, "vector_backends", None)
+            return BatchHandler(factory, size, mode), render_mode
+        backends = self.served.vector_backends
         if backends is None:
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR.value, f"backend={backend}: this server has no vector backends"
@@ -394,13 +399,13 @@ class EnvServer:
         if render_mode is not None:
             described = ((self._description or {}).get("schema", {}).get("vector_backends") or {}).get(backend, {})
             self._check_render_mode(render_mode, described.get("render_modes"), f"the {backend} vector env's")
-        from .vector_session import VectorSession  # numpy and gymnasium: only servers of Gymnasium envs
+        from .vector_session import VectorHandler  # numpy and gymnasium: only servers of Gymnasium envs
 
         def build(num_envs: int, autoreset_mode: Any) -> Any:
             return backends.make(backend, num_envs, autoreset_mode, render_mode)
 
         build.__name__ = f"{backend} vector env"
-        return VectorSession(connection, build, size, mode, send_tracebacks=self.send_tracebacks), render_mode
+        return VectorHandler(build, size, mode), render_mode
 
     def _render_factory(self, render_mode: str | None) -> Callable[[], Environment[Any, Any, Any]]:
         """The server's factory, or one making its env in ``render_mode`` (a Gymnasium env
@@ -411,14 +416,13 @@ class EnvServer:
         """
         if render_mode is None:
             return self.factory
-        if not getattr(self.factory, "takes_render_mode", False):
+        if not self.served.takes_render_mode:
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR.value, f"render_mode={render_mode}: this server's env renders nothing"
             )
         modes = ((self._description or {}).get("schema", {}).get("render") or {}).get("modes")
         self._check_render_mode(render_mode, modes, "this env's")
-        make: Any = self.factory  # load_factory's Gymnasium factories take render_mode
-        return functools.update_wrapper(functools.partial(make, render_mode=render_mode), make)
+        return self.served.maker(render_mode)
 
     @staticmethod
     def _check_render_mode(render_mode: str, modes: list[str] | None, whose: str) -> None:
@@ -506,7 +510,7 @@ class EnvServer:
         try:
             session_id, fps, sub_env = parse_watch_query(connection.request.path.partition("?")[2])
             session = next((s for s in self.sessions if s.id == session_id), None)
-            if session is None or session.env is None:
+            if session is None or not session.live:
                 raise ValueError(f"no session {session_id} is live here (see /web/sessions)")
             if sub_env >= session.size:
                 raise ValueError(f"env={sub_env}: session {session_id} has {session.size} sub-env(s)")

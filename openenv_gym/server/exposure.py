@@ -1,7 +1,7 @@
 """Where a server may listen without a token: on loopback or a Unix socket, or where the user said so.
 
 A server bound beyond loopback (``0.0.0.0``, ``::``, a LAN address: any host that
-:func:`~openenv_gym.protocol.urls.is_loopback_host` does not name) runs the env, and whatever the
+:func:`~openenv_gym.urls.is_loopback_host` does not name) runs the env, and whatever the
 env runs, for anyone who reaches its port. It therefore refuses to start without a token unless
 the user opts out explicitly (``EnvServer(insecure=True)``, ``openenv-gym serve --insecure``),
 and then it warns. A Unix socket is local: who may connect is decided by who can reach its
@@ -10,7 +10,7 @@ directory.
 
 from __future__ import annotations
 
-from ..protocol.urls import is_loopback_host
+from ..urls import is_loopback_host
 
 __all__ = ["INSECURE_WARNING", "check_exposure", "exposure_problem"]
 

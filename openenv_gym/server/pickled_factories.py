@@ -1,4 +1,4 @@
-"""`PickledBatchSession`: a batch session whose sub-envs come from factories the client sends pickled.
+"""`PickledBatchHandler`: a batch session whose sub-envs come from factories the client sends pickled.
 
 The wire is :mod:`openenv_gym.protocol.pickled`. Only a server started with
 ``--accept-pickled-factories`` and a token opens such a session (``EnvServer`` checks
@@ -20,10 +20,11 @@ from ..errors import OpenEnvGymError, ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.batch import AutoresetMode, BatchValuesFrame
 from ..protocol.pickled import BatchMakeFrame, parse_batch_make, python_version
-from .batch_session import BatchSession
+from .batch_session import BatchHandler
 from .environment import Environment, EnvironmentMetadata, Observation, State
+from .session import Session
 
-__all__ = ["MAKE_TIMEOUT", "NoTargetEnvironment", "PickledBatchSession"]
+__all__ = ["MAKE_TIMEOUT", "NoTargetEnvironment", "PickledBatchHandler", "PickledBatchSession"]
 
 logger = logging.getLogger(__name__)
 
@@ -128,8 +129,8 @@ class _Factories:
         return GymEnvironment(env)
 
 
-class PickledBatchSession(BatchSession):
-    """A :class:`BatchSession` whose K sub-envs are made from the factories of its ``batch_make`` frame.
+class PickledBatchHandler(BatchHandler):
+    """A :class:`~openenv_gym.server.batch_session.BatchHandler` whose K sub-envs are made from the factories of its ``batch_make`` frame.
 
     :meth:`open` reads that frame (within :data:`MAKE_TIMEOUT`), makes the envs in the session's
     thread, and answers with their spaces; then the session runs as any batch session. Every
@@ -137,55 +138,42 @@ class PickledBatchSession(BatchSession):
     the connection and closes the envs already made.
     """
 
-    def __init__(
-        self,
-        connection: ServerConnection,
-        size: int,
-        autoreset_mode: AutoresetMode,
-        *,
-        send_tracebacks: bool = True,
-        make_timeout: float = MAKE_TIMEOUT,
-    ) -> None:
-        super().__init__(connection, NoTargetEnvironment, size, autoreset_mode, send_tracebacks=send_tracebacks)
+    def __init__(self, size: int, autoreset_mode: AutoresetMode, *, make_timeout: float = MAKE_TIMEOUT) -> None:
+        super().__init__(NoTargetEnvironment, size, autoreset_mode)
         self.make_timeout = make_timeout
 
-    async def open(self) -> ErrorFrame | None:
-        """Read ``batch_make``, make the sub-envs, and send their spaces; the frame to send if that failed."""
-        loop = asyncio.get_running_loop()
-        self.busy = True  # waiting for the factories, or running them, is not idleness
-        try:
-            try:
-                message = await asyncio.wait_for(self.connection.recv(), self.make_timeout)
-                request = parse_batch_make(message, self.size)
-            except TimeoutError:
-                return ErrorFrame(
-                    ErrorCode.SESSION_ERROR, f"no batch_make frame within {self.make_timeout:g} s of opening"
-                )
-            except ProtocolError as exc:
-                return ErrorFrame.from_exception(exc)
-            except ConnectionClosed:
-                return None  # the client left; run() sees the closed connection and ends
-            self.factory = _Factories(request, self.send_tracebacks)
-            try:
-                await self._create()
-                spaces = self._spaces()
-            except _FactoryFailed as failed:
-                logger.warning("pickled factories failed: %s", failed.frame.message)
-                return failed.frame
-            except Exception as exc:
-                logger.exception("making the sub-envs of pickled factories failed")
-                details = {"traceback": "".join(traceback.format_exception(exc))} if self.send_tracebacks else {}
-                return ErrorFrame(ErrorCode.FACTORY_ERROR, f"{type(exc).__name__}: {exc}", details)
-            try:
-                await self.connection.send(spaces.serialize())
-            except ConnectionClosed:
-                pass  # the client left; run() ends at once
-            return None
-        finally:
-            self.busy = False
-            self.last_active = loop.time()
+    async def open(self, session: Session) -> ErrorFrame | None:
+        """Read ``batch_make``, make the sub-envs, and send their spaces; the frame to send if that failed.
 
-    def _spaces(self) -> BatchValuesFrame:
+        The session is ``busy`` meanwhile: waiting for the factories, or running them, is not idleness.
+        """
+        try:
+            message = await asyncio.wait_for(session.connection.recv(), self.make_timeout)
+            request = parse_batch_make(message, self.size)
+        except TimeoutError:
+            return ErrorFrame(ErrorCode.SESSION_ERROR, f"no batch_make frame within {self.make_timeout:g} s of opening")
+        except ProtocolError as exc:
+            return ErrorFrame.from_exception(exc)
+        except ConnectionClosed:
+            return None  # the client left; run() sees the closed connection and ends
+        self.factory = _Factories(request, session.send_tracebacks)
+        try:
+            await self._create(session)
+            spaces = self._spaces(session.send_tracebacks)
+        except _FactoryFailed as failed:
+            logger.warning("pickled factories failed: %s", failed.frame.message)
+            return failed.frame
+        except Exception as exc:
+            logger.exception("making the sub-envs of pickled factories failed")
+            details = {"traceback": "".join(traceback.format_exception(exc))} if session.send_tracebacks else {}
+            return ErrorFrame(ErrorCode.FACTORY_ERROR, f"{type(exc).__name__}: {exc}", details)
+        try:
+            await session.connection.send(spaces.serialize())
+        except ConnectionClosed:
+            pass  # the client left; run() ends at once
+        return None
+
+    def _spaces(self, send_tracebacks: bool) -> BatchValuesFrame:
         """Each sub-env's spaces in their JSON form, for the client to check against its own."""
         from ..spaces import space_to_json
 
@@ -194,10 +182,23 @@ class PickledBatchSession(BatchSession):
         for index, env in enumerate(self.envs):
             action, observation = env.action_space, env.observation_space
             if action is None or observation is None:  # never for a GymEnvironment; said anyway
-                raise _factory_failed(first + index, "made an env without spaces", None, self.send_tracebacks)
+                raise _factory_failed(first + index, "made an env without spaces", None, send_tracebacks)
             try:
                 values.append({"action": space_to_json(action), "observation": space_to_json(observation)})
             except Exception as exc:
                 failed = "made an env whose spaces have no JSON form"
-                raise _factory_failed(first + index, failed, exc, self.send_tracebacks) from exc
+                raise _factory_failed(first + index, failed, exc, send_tracebacks) from exc
         return BatchValuesFrame(values)
+
+
+def PickledBatchSession(  # the class this was, kept for code that made one
+    connection: ServerConnection,
+    size: int,
+    autoreset_mode: AutoresetMode,
+    *,
+    send_tracebacks: bool = True,
+    make_timeout: float = MAKE_TIMEOUT,
+) -> Session:
+    """A :class:`Session` served by a :class:`PickledBatchHandler`."""
+    handler = PickledBatchHandler(size, autoreset_mode, make_timeout=make_timeout)
+    return Session(connection, handler, send_tracebacks=send_tracebacks)

@@ -11,15 +11,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol.startup import FAILED_LINE, FAILED_PREFIX, READY_PREFIX
-from .env_server import (
-    DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_FRAME_BYTES,
-    DEFAULT_SEND_TIMEOUT,
-    EnvServer,
-)
+from ..startup import FAILED_LINE, FAILED_PREFIX, READY_PREFIX
+from .env_server import EnvServer
 from .environment import Environment
+from .options import ServerOptions
+from .served_env import ServedEnv
 from .session import factory_error
 
 __all__ = ["load_factory", "run"]
@@ -39,6 +35,10 @@ def load_factory(
     inline: bool = False,
 ) -> Callable[[], Environment[Any, Any, Any]]:
     """Resolve ``target`` into a factory that makes one environment per session.
+
+    An ``Environment`` subclass named without ``env_kwargs`` comes back as itself; anything else
+    as a :class:`~openenv_gym.server.served_env.ServedEnv` (callable like a factory) that says
+    what a server may do with it: render modes, concurrent sessions, vector backends.
 
     ``target`` is ``"module:attr"`` naming an ``Environment`` subclass or a callable returning
     an ``Environment`` or a ``gymnasium.Env``, or a registered Gymnasium id (``"CartPole-v1"``,
@@ -92,15 +92,15 @@ def load_factory(
         return GymEnvironment(make_gym_env(env_id, max_episode_steps, **kwargs), blocking=False if inline else None)
 
     factory.__name__ = env_id
-    factory.takes_render_mode = True  # type: ignore[attr-defined]  # a session may ask /ws?render_mode=
-    factory.SUPPORTS_CONCURRENT_SESSIONS = True  # type: ignore[attr-defined]
-    factory.vector_backends = VectorBackends(env_id, max_episode_steps, env_kwargs)  # type: ignore[attr-defined]
-    return factory
+    return ServedEnv(
+        factory,
+        takes_render_mode=True,  # a session may ask /ws?render_mode=
+        concurrent_sessions=True,
+        vector_backends=VectorBackends(env_id, max_episode_steps, env_kwargs),
+    )
 
 
-def _adapting_factory(
-    factory: Callable[..., Any], env_kwargs: dict[str, Any], inline: bool
-) -> Callable[[], Environment[Any, Any, Any]]:
+def _adapting_factory(factory: Callable[..., Any], env_kwargs: dict[str, Any], inline: bool) -> ServedEnv:
     """Wrap a user factory: bind its kwargs, and serve a ``gymnasium.Env`` it returns through GymEnvironment."""
 
     def make() -> Environment[Any, Any, Any]:
@@ -114,8 +114,7 @@ def _adapting_factory(
     make.__name__ = getattr(factory, "__name__", "factory")
     # Environment classes say whether sessions may share a process; a plain factory makes a
     # fresh object per session, so it may.
-    make.SUPPORTS_CONCURRENT_SESSIONS = getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)  # type: ignore[attr-defined]
-    return make
+    return ServedEnv(make, concurrent_sessions=ServedEnv.of(factory).concurrent_sessions)
 
 
 async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | None) -> int:
@@ -184,55 +183,27 @@ def _exit_now(why: str) -> None:
 
 
 def run(
-    factory: Callable[[], Environment[Any, Any, Any]],
+    factory: ServedEnv | Callable[[], Environment[Any, Any, Any]],
     *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    unix_socket: str | None = None,
-    token: str | None = None,
-    max_sessions: int | None = None,
-    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    max_connections: int | None = None,
-    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-    send_timeout: float | None = DEFAULT_SEND_TIMEOUT,
+    options: ServerOptions | None = None,
     exit_on_stdin_eof: bool = False,
     ready_fd: int | None = None,
-    target: str | None = None,
-    accept_pickled_factories: bool = False,
-    web: bool | None = None,
-    insecure: bool = False,
+    **option_values: Any,
 ) -> int:
     """Serve ``factory`` until SIGINT or SIGTERM (or EOF on stdin when asked), then close every session.
 
     One environment is made (and closed) first. Once listening, the server prints a line
-    starting with :data:`~openenv_gym.protocol.startup.READY_PREFIX` and its URL to stdout, and to ``ready_fd`` (then closed)
+    starting with :data:`~openenv_gym.startup.READY_PREFIX` and its URL to stdout, and to ``ready_fd`` (then closed)
     when one is given. If that environment cannot be made, it says why on stderr (and on
-    ``ready_fd``, after :data:`~openenv_gym.protocol.startup.FAILED_PREFIX`, as JSON) and returns 1 without listening.
-    ``accept_pickled_factories`` (which needs ``token``), ``web``, ``insecure`` (beyond loopback
-    without a token) and the limits are :class:`EnvServer`'s; the web page's address is printed on
-    the line after the ready line.
+    ``ready_fd``, after :data:`~openenv_gym.startup.FAILED_PREFIX`, as JSON) and returns 1 without listening.
+    ``options`` and the keyword arguments (host, port, token, limits, timeouts, ...: the fields of
+    :class:`~openenv_gym.server.options.ServerOptions`) are :class:`EnvServer`'s; the web page's
+    address is printed on the line after the ready line.
 
     Returns:
         The exit status: 0 after a normal stop, 1 when the environment could not be made.
     """
     # stdout carries the start-up report; pygame (classic-control's rendering) would greet there on import.
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
-    server = EnvServer(
-        factory,
-        host=host,
-        port=port,
-        unix_socket=unix_socket,
-        token=token,
-        max_sessions=max_sessions,
-        idle_timeout=idle_timeout,
-        max_frame_bytes=max_frame_bytes,
-        max_connections=max_connections,
-        handshake_timeout=handshake_timeout,
-        send_timeout=send_timeout,
-        target=target,
-        accept_pickled_factories=accept_pickled_factories,
-        web=web,
-        insecure=insecure,
-    )
+    server = EnvServer(factory, options=options, **option_values)
     return asyncio.run(_serve(server, exit_on_stdin_eof, ready_fd))

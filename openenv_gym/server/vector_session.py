@@ -1,32 +1,35 @@
-"""`VectorSession`: a batch session whose K sub-envs are one server-side vector env."""
+"""`VectorHandler`: a batch session whose K sub-envs are one server-side vector env."""
 
 from __future__ import annotations
 
 import copy
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from websockets.asyncio.server import ServerConnection
 
 from ..errors import ProtocolError
 from ..protocol import CloseFrame, ErrorCode, ErrorFrame, RenderRequest, ServerSession
-from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
+from ..protocol.batch import AutoresetMode
 from ..protocol.vector import (
     VectorResetFrame,
     VectorResultFrame,
     VectorStepFrame,
     parse_vector_client_frame,
 )
-from .session import Session, _execution_error
+from .session import Session, _execution_error, make_environments
 from .vector_backends import VectorHost
 from .watch import SubEnvTransition, show_sub_env, sub_env_info
 
-__all__ = ["VectorSession"]
+if TYPE_CHECKING:
+    from .worker import Worker
+
+__all__ = ["VectorHandler", "VectorSession"]
 
 
-class VectorSession(Session):
+class VectorHandler:
     """Serve ``/ws/batch?backend=...``: one vector env of K sub-envs, one call per request.
 
     The vector env applies its own autoreset (the client asked for a mode the backend serves)
@@ -39,35 +42,37 @@ class VectorSession(Session):
     kind = "vector"
 
     def __init__(
-        self,
-        connection: ServerConnection,
-        build: Callable[[int, AutoresetMode], VectorHost],
-        size: int,
-        autoreset_mode: AutoresetMode,
-        *,
-        send_tracebacks: bool = True,
+        self, build: Callable[[int, AutoresetMode], VectorHost], size: int, autoreset_mode: AutoresetMode
     ) -> None:
-        super().__init__(connection, build, send_tracebacks=send_tracebacks)  # type: ignore[arg-type]
+        self.build = build
         self.size = size
-        self.autoreset_mode = autoreset_mode
+        self.autoreset_mode: AutoresetMode | None = autoreset_mode
+        self._mode = autoreset_mode
         self.protocol = ServerSession(parse_vector_client_frame, step_types=(VectorStepFrame,))
-        self._binary = connection.subprotocol == BINARY_SUBPROTOCOL
+        #: The vector env, once made.
+        self.host: VectorHost | None = None
         self._action_space: Any = None
         self._observation_space: Any = None  # batched, made when a watcher first needs it
 
     @property
-    def host(self) -> VectorHost | None:
-        """The vector env, held as the session's env (which Session runs in its thread and closes)."""
-        return self.env  # type: ignore[return-value]
+    def blocking(self) -> bool:
+        return self.host is None or self.host.blocking
 
-    async def _create(self) -> None:
-        from gymnasium.vector.utils import batch_space
+    @property
+    def live(self) -> bool:
+        return self.host is not None
 
-        host: VectorHost = await self._call(self.factory, self.size, self.autoreset_mode)
-        self.env = host  # type: ignore[assignment]
-        self._action_space = batch_space(host.single_action_space, self.size)
+    async def open(self, session: Session) -> ErrorFrame | None:
+        async def create() -> None:
+            from gymnasium.vector.utils import batch_space
 
-    async def handle(self, message: str | bytes) -> str | bytes | None:
+            host: VectorHost = await session.call(self.build, self.size, self._mode)
+            self.host = host
+            self._action_space = batch_space(host.single_action_space, self.size)
+
+        return await make_environments(session, create, self.build)
+
+    async def handle(self, session: Session, message: str | bytes) -> str | bytes | None:
         request = self.protocol.receive(message)
         if isinstance(request, ErrorFrame):
             return request.serialize()
@@ -75,35 +80,37 @@ class VectorSession(Session):
             return None
         assert self.host is not None
         if isinstance(request, RenderRequest):
-            return await self._render_reply(self.host.render)
+            return await session.render_reply(self.host.render)
         try:
             if isinstance(request, VectorStepFrame):
                 actions = self._check_actions(request.actions)
-                observations, rewards, terminated, truncated, infos = await self._call(self.host.step, actions)
+                observations, rewards, terminated, truncated, infos = await session.call(self.host.step, actions)
                 result = VectorResultFrame(
                     observations, infos, np.asarray(rewards), np.asarray(terminated), np.asarray(truncated)
                 )
-                self.steps += 1
+                session.steps += 1
             else:
                 assert isinstance(request, VectorResetFrame)
                 self._check_mask(request.mask)
-                observations, infos = await self._call(self.host.reset, request.seed, request.options, request.mask)
+                observations, infos = await session.call(self.host.reset, request.seed, request.options, request.mask)
                 result = VectorResultFrame(observations, infos)
                 self.protocol.reset_succeeded()
-                self.episodes += 1
-            if self.watchers:
-                self._show_watchers(request, result)
+                session.episodes += 1
+            if session.watchers:
+                self._show_watchers(session, request, result)
         except ProtocolError as exc:
             return ErrorFrame.from_exception(exc).serialize()
         except Exception as exc:
             call = "vector_step" if isinstance(request, VectorStepFrame) else "vector_reset"
-            return _execution_error(call, exc, self.send_tracebacks).serialize()
+            return _execution_error(call, exc, session.send_tracebacks).serialize()
         try:
-            return result.serialize_binary() if self._binary else result.serialize()
+            return result.serialize_binary() if session.binary else result.serialize()
         except Exception as exc:  # a reply that cannot be encoded must not end the session
-            return _execution_error("encoding the result", exc, self.send_tracebacks).serialize()
+            return _execution_error("encoding the result", exc, session.send_tracebacks).serialize()
 
-    def _show_watchers(self, request: VectorStepFrame | VectorResetFrame, result: VectorResultFrame) -> None:
+    def _show_watchers(
+        self, session: Session, request: VectorStepFrame | VectorResetFrame, result: VectorResultFrame
+    ) -> None:
         from gymnasium.vector.utils import batch_space, iterate
 
         assert self.host is not None
@@ -129,11 +136,11 @@ class VectorSession(Session):
             )
 
         if isinstance(request, VectorStepFrame):
-            show_sub_env(self, True, request.actions, None, transition_of)
+            show_sub_env(session, True, request.actions, None, transition_of)
         else:
-            show_sub_env(self, False, None, request.mask, transition_of)
+            show_sub_env(session, False, None, request.mask, transition_of)
 
-    def _frame_of(self, sub_env: int) -> Any:
+    def frame_of(self, sub_env: int) -> Any:
         assert self.host is not None
         frames = self.host.render()  # every sub-env's: a vector env renders them together
         return None if frames is None else frames[sub_env]
@@ -158,3 +165,21 @@ class VectorSession(Session):
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR.value, f"mask must hold {self.size} booleans, at least one true"
             )
+
+    async def close(self, worker: Worker) -> bool:
+        """Close the vector env, with its timeout."""
+        self.protocol.close()
+        host, self.host = self.host, None
+        return await worker.close_env(host) if host is not None else True
+
+
+def VectorSession(  # the class this was, kept for code that made one
+    connection: ServerConnection,
+    build: Callable[[int, AutoresetMode], VectorHost],
+    size: int,
+    autoreset_mode: AutoresetMode,
+    *,
+    send_tracebacks: bool = True,
+) -> Session:
+    """A :class:`Session` served by a :class:`VectorHandler`."""
+    return Session(connection, VectorHandler(build, size, autoreset_mode), send_tracebacks=send_tracebacks)

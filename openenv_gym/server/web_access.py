@@ -26,7 +26,7 @@ import urllib.parse
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from ..protocol.urls import is_loopback_host
+from ..urls import is_loopback_host
 
 __all__ = ["bearer_token_matches", "browser_refusal", "cookie_name", "has_token", "login_response"]
 

@@ -18,7 +18,7 @@ from ..client._http import websockets_logger
 from ..errors import CapacityReachedError, OpenEnvGymError
 from ..protocol import ErrorCode
 from ..protocol.tools import LIST_TOOLS
-from ..protocol.urls import tcp_form, unix_socket_path, ws_url
+from ..urls import tcp_form, unix_socket_path, ws_url
 from .target import Subject
 
 __all__ = [

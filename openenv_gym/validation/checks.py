@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import ClientError
 from ..manifest import ManifestError, load_manifest
-from ..protocol.urls import ws_url
+from ..urls import ws_url
 from .access import get_json, one_line, raw_session, short
 from .episode_checks import DETERMINISM_SEED, check_determinism, check_gymnasium, check_reset_step_contract
 from .result import CheckResult

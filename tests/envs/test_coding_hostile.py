@@ -26,7 +26,7 @@ from websockets.sync.client import connect
 
 import openenv_gym  # noqa: F401 - registers openenv/Coding-v0
 from openenv_gym.client import http_get_json
-from openenv_gym.protocol.urls import ws_url
+from openenv_gym.urls import ws_url
 from tests.envs.hostile_cases import (
     HOSTILE,
     PROCESSES_PER_SESSION,

@@ -24,9 +24,10 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from envs.coding.environment import CodeAction, CodeObservation, TaskObservation
-from envs.echo.environment import EchoAction, EchoEnvironment, EchoObservation
-from openenv_gym.protocol import arrays, jsonrpc, pickled, tools, urls
+from openenv_gym import urls
+from openenv_gym.envs.coding.environment import CodeAction, CodeObservation, TaskObservation
+from openenv_gym.envs.echo.environment import EchoAction, EchoEnvironment, EchoObservation
+from openenv_gym.protocol import arrays, jsonrpc, pickled, tools
 from openenv_gym.protocol.batch import (
     AutoresetMode,
     BatchCallFrame,
@@ -49,9 +50,9 @@ from openenv_gym.protocol.frames import (
     StateRequest,
     StepFrame,
 )
-from openenv_gym.protocol.startup import FAILED_PREFIX, READY_PREFIX
 from openenv_gym.protocol.vector import VectorResetFrame, VectorResultFrame, VectorStepFrame
 from openenv_gym.spaces import encode, space_to_json, to_wire
+from openenv_gym.startup import FAILED_PREFIX, READY_PREFIX
 
 from .wire_properties import TARGETS
 

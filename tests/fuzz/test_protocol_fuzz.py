@@ -13,8 +13,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from openenv_gym import urls
 from openenv_gym.errors import ProtocolError
-from openenv_gym.protocol import arrays, jsonrpc, pickled, tools, urls
+from openenv_gym.protocol import arrays, jsonrpc, pickled, tools
 from openenv_gym.protocol.batch import (
     AutoresetMode,
     BatchCallFrame,

@@ -14,8 +14,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from openenv_gym import urls
 from openenv_gym.errors import ProtocolError, SpaceCodecError, ToolCallError, UnsupportedSpaceError
-from openenv_gym.protocol import arrays, jsonrpc, pickled, tools, urls
+from openenv_gym.protocol import arrays, jsonrpc, pickled, tools
 from openenv_gym.protocol._json import utf8
 from openenv_gym.protocol.batch import (
     BatchResultFrame,
@@ -27,11 +28,11 @@ from openenv_gym.protocol.batch import (
 )
 from openenv_gym.protocol.frames import ErrorFrame, RenderFrame, parse_client_frame, parse_server_frame
 from openenv_gym.protocol.session import ServerSession
-from openenv_gym.protocol.startup import FAILED_PREFIX, READY_PREFIX
 from openenv_gym.protocol.vector import parse_vector_client_frame, parse_vector_server_frame
 from openenv_gym.providers.process import _creation_error
 from openenv_gym.spaces import decode, encode, from_wire, space_from_json, space_to_json
 from openenv_gym.spaces.schema import map_schema, openenv_spaces
+from openenv_gym.startup import FAILED_PREFIX, READY_PREFIX
 
 __all__ = ["TARGETS", "Message", "one_input"]
 

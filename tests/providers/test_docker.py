@@ -20,6 +20,7 @@ import pytest
 from gymnasium.vector import SyncVectorEnv
 
 import openenv_gym
+import openenv_gym.urls
 from openenv_gym.client import http_get_json
 from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.env import RemoteEnv
@@ -135,7 +136,7 @@ def test_no_network_mode_serves_through_a_unix_socket(docker):
             assert client.step({"action": 1}).reward == 1.0
         finally:
             client.close()
-        socket_root = os.path.dirname(os.path.dirname(openenv_gym.protocol.urls.unix_socket_path(url)))
+        socket_root = os.path.dirname(os.path.dirname(openenv_gym.urls.unix_socket_path(url)))
         assert os.stat(socket_root).st_mode & 0o777 == 0o700  # no other host user reaches the socket
     finally:
         provider.stop()

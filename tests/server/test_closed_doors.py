@@ -22,10 +22,10 @@ from websockets.sync.client import connect
 
 from openenv_gym.client import AsyncEnvClient, EnvClient, http_get_json
 from openenv_gym.errors import OpenEnvGymError, ServerConnectError
-from openenv_gym.protocol.redaction import REDACTED, RedactingLogger, redact
-from openenv_gym.protocol.startup import READY_PREFIX
+from openenv_gym.redaction import REDACTED, RedactingLogger, redact
 from openenv_gym.server import EnvServer
 from openenv_gym.server.exposure import exposure_problem
+from openenv_gym.startup import READY_PREFIX
 from tests.testing_env import CounterEnvironment
 from tests.utils import UNIT, run_async, running_server, stop_process
 

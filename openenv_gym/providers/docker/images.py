@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -140,9 +141,15 @@ def build_directory_image(client: Any, directory: Path, *, base: str | None = No
 
 def envs_directory() -> Path:
     """Where the shipped envs live (``envs/`` of the source tree, installed as ``openenv_gym.envs``)."""
-    from ... import envs
+    return package_directory("openenv_gym.envs")
 
-    return Path(envs.__file__).resolve().parent
+
+def package_directory(name: str) -> Path:
+    """The folder a package of openenv-gym installs from, found without importing it (a provider
+    imports no env, and no Gymnasium face)."""
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.origin is not None  # regular packages of this distribution
+    return Path(spec.origin).resolve().parent
 
 
 def image_exists(client: Any, image: str) -> bool:
@@ -170,14 +177,9 @@ def source_digest() -> str:
     """A digest of openenv-gym's installed code: images built from other code are rebuilt."""
     from importlib.metadata import requires
 
-    import openenv_gym
-
-    from ... import envs, vector, wrappers
-
     digest = hashlib.sha256(json.dumps(requires("openenv-gym") or []).encode())
-    for package in (openenv_gym, envs, vector, wrappers):
-        assert package.__file__ is not None  # regular packages, not namespace ones
-        root = Path(package.__file__).resolve().parent
+    for package in ("openenv_gym", "openenv_gym.envs", "openenv_gym.vector", "openenv_gym.wrappers"):
+        root = package_directory(package)
         for path in sorted(root.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
                 digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")

@@ -17,9 +17,8 @@ from typing import Any
 from ...client import http_get_json
 from ...errors import DockerUnavailableError, EnvCreationError, OpenEnvGymError, ProviderError, ServerConnectError
 from ...protocol import ErrorCode
-from ...protocol.pickled import ACCEPT_FLAG
-from ...protocol.startup import FAILED_LINE, TOKEN_ENV_VAR
-from ...protocol.urls import unix_url
+from ...startup import ACCEPT_FLAG, FAILED_LINE, TOKEN_ENV_VAR
+from ...urls import unix_url
 from ..base import Provider, checked_token
 from ..process import new_token
 from . import pool as warm_pool

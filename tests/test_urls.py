@@ -1,4 +1,4 @@
-"""Tests for openenv_gym.protocol.urls: server URLs to WebSocket and HTTP forms, loopback, host swaps (pure)."""
+"""Tests for openenv_gym.urls: server URLs to WebSocket and HTTP forms, loopback, host swaps (pure)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from openenv_gym.protocol.urls import http_url, is_loopback_host, with_host, ws_url
+from openenv_gym.urls import http_url, is_loopback_host, with_host, ws_url
 
 
 def test_urls():

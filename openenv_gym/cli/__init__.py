@@ -1,0 +1,86 @@
+"""The ``openenv-gym`` command line: ``serve`` an env; ``init`` a new one, ``validate`` one; ``build``, ``ps``,
+``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``; ``mcp``: one env session's tools as a stdio MCP
+server; ``web``: a server's web debug page.
+
+One module per command (or per small group of them), each with the parser of its arguments and the
+function that runs it; this module builds the parser and runs the command asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from . import containers, hub, init, mcp, serve, tasks, validate, web
+from ._arguments import DEBUG_ENV_VAR, UsageError, debug
+
+__all__ = ["build_parser", "main"]
+
+# Each command's function, in the order `openenv-gym --help` lists them.
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "serve": serve.run,
+    "build": containers.build,
+    "pull": hub.pull,
+    "push": hub.push,
+    "ps": containers.ps,
+    "clean": containers.clean,
+    "init": init.run,
+    "validate": validate.run,
+    "tasks": tasks.run,
+    "mcp": mcp.run,
+    "web": web.run,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command's arguments."""
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="openenv-gym",
+        description="Serve Gymnasium and OpenEnv environments over OpenEnv's wire protocol.",
+        epilog=f"A failed command prints one line on stderr and exits 1; {DEBUG_ENV_VAR}=1 shows the traceback.",
+    )
+    parser.add_argument("--version", action="version", version=f"openenv-gym {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve.add_parser(commands)
+    containers.add_build_parser(commands)
+    hub.add_parsers(commands)
+    containers.add_parsers(commands)
+    for command in (init, validate, tasks, mcp, web):
+        command.add_parser(commands)
+    return parser
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """The failures a command reports in one line: ours, and the Hub client's (if it was loaded)."""
+    from ..errors import OpenEnvGymError
+
+    found: list[type[BaseException]] = [OpenEnvGymError]
+    if "huggingface_hub" in sys.modules:  # nothing of it can fail before it is imported
+        from huggingface_hub import errors
+
+        found += [errors.HTTPError, errors.HfHubHTTPError, errors.OfflineModeIsEnabled]
+    return tuple(found)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``openenv-gym`` console script.
+
+    A command that fails with an error of openenv-gym (or of the Hub client) prints
+    ``openenv-gym COMMAND: error: MESSAGE`` on stderr and exits 1; with ``OPENENV_GYM_DEBUG=1``
+    (or ``serve --log-level DEBUG``) the traceback is shown instead.
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        code = _COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"openenv-gym {args.command}: {exc}", file=sys.stderr)
+        code = 2
+    except _user_errors() as exc:
+        if debug(args):
+            raise
+        print(f"openenv-gym {args.command}: error: {exc}", file=sys.stderr)
+        code = 1
+    sys.exit(code)

@@ -1,0 +1,113 @@
+"""`SessionKind`: the logic of one kind of session, handed to a connection; `PlainKind`, the ``/ws`` one.
+
+A connection (:class:`~openenv_gym.client.sync_connection.SyncConnection`, or its asyncio twin)
+moves frames; its kind says what they are: the URL and subprotocols to open, the request frames
+of its calls, the :class:`~openenv_gym.protocol.ClientSession` that matches replies to them, and
+the checks a reply must pass. No I/O here, as in websockets' ``ClientProtocol``.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from websockets.typing import Subprotocol
+
+from ..protocol import ClientSession, ErrorFrame
+from ..protocol.batch import BINARY_SUBPROTOCOL
+
+__all__ = ["PlainKind", "SessionKind", "with_query"]
+
+ReplyT = TypeVar("ReplyT")
+
+#: A request a kind sends before any call (its name and the frame's builder), or None.
+Opening = tuple[str, Callable[[], str | bytes]] | None
+
+
+def with_query(url: str, **params: str) -> str:
+    """``url`` with ``params`` added to its query string."""
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.urlencode(params)
+    return urllib.parse.urlunsplit(parts._replace(query=f"{parts.query}&{query}" if parts.query else query))
+
+
+class SessionKind(Generic[ReplyT]):
+    """What one kind of session sends and expects; a connection holds one.
+
+    Subclasses give :meth:`new_session` (the call rules and reply types of their frames) and their
+    request builders, each returning the frame to send and marking its call as in flight.
+    """
+
+    #: Offered in the WebSocket handshake (a codec), or None.
+    subprotocols: list[Subprotocol] | None = None
+
+    def __init__(self) -> None:
+        self.session = self.new_session()
+        self.subprotocol: str | None = None  # the one the server agreed to, while connected
+
+    def new_session(self) -> ClientSession[ReplyT | ErrorFrame]:
+        """Fresh call rules, as every connection starts with."""
+        raise NotImplementedError
+
+    def url(self, address: str) -> str:
+        """The URL that opens this kind of session on the server at ``address`` (a ``ws://.../ws`` URL)."""
+        return address
+
+    def restart(self, subprotocol: str | None) -> None:
+        """Start afresh: a connection opened (and agreed on ``subprotocol``) or was dropped (None)."""
+        self.session = self.new_session()
+        self.subprotocol = subprotocol
+
+    def opening(self) -> Opening:
+        """A request to send as soon as the connection is open, before any call (None: there is none).
+
+        Its reply goes to :meth:`opened`; if either raises, the connection is closed again.
+        """
+        return None
+
+    def opened(self, reply: ReplyT) -> None:
+        """Check the reply to :meth:`opening`'s request."""
+
+    def check(self, reply: ReplyT) -> ReplyT:
+        """``reply``, once it passes this kind's checks (the connection has parsed it and raised for errors).
+
+        Raises:
+            ProtocolError, ValueError: the reply does not fit the session (a wrong count of sub-envs...).
+        """
+        return reply
+
+    def close(self) -> str:
+        """The close frame; no reply is expected."""
+        return self.session.send_close()
+
+
+class PlainKind(SessionKind[Any]):
+    """One environment over ``/ws``: OpenEnv's own session (reset, step, state) and our render."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.render_mode: str | None = None
+
+    def new_session(self) -> ClientSession[Any]:
+        return ClientSession()
+
+    def url(self, address: str) -> str:
+        return address if self.render_mode is None else with_query(address, render_mode=self.render_mode)
+
+    def ask_render_mode(self, render_mode: str) -> None:
+        """Open the session as ``/ws?render_mode=...``, offering the binary codec for RGB frames."""
+        self.render_mode = render_mode
+        self.subprotocols = [Subprotocol(BINARY_SUBPROTOCOL)]
+
+    def reset(self, kwargs: dict[str, Any]) -> str:
+        return self.session.send_reset(kwargs)
+
+    def step(self, action: dict[str, Any]) -> str:
+        return self.session.send_step(action)
+
+    def state(self) -> str:
+        return self.session.send_state()
+
+    def render(self) -> str:
+        return self.session.send_render()

@@ -1,0 +1,157 @@
+"""`PlainHandler`: a ``/ws`` session's frames on one environment: reset, step, state, render, tools, MCP."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pydantic
+
+from ..errors import ProtocolError
+from ..protocol import (
+    CloseFrame,
+    ErrorCode,
+    ErrorFrame,
+    McpFrame,
+    ObservationFrame,
+    RenderRequest,
+    ResetFrame,
+    ServerSession,
+    SessionState,
+    StateFrame,
+    StateRequest,
+    StepFrame,
+    jsonrpc,
+)
+from ..protocol.batch import AutoresetMode
+from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
+from .environment import Environment
+from .session import _accepted_kwargs, _execution_error, make_environments
+from .tools import ToolOutcome, run_tool
+
+if TYPE_CHECKING:
+    from .session import Session
+    from .worker import Worker
+
+__all__ = ["PlainHandler"]
+
+
+class PlainHandler:
+    """One environment per connection, made by ``factory``; OpenEnv's frames, our tools and MCP."""
+
+    kind = "plain"
+    size = 1
+    autoreset_mode: AutoresetMode | None = None
+
+    def __init__(self, factory: Callable[[], Environment[Any, Any, Any]]) -> None:
+        self.factory = factory
+        self.env: Environment[Any, Any, Any] | None = None
+        self.protocol = ServerSession()
+
+    @property
+    def blocking(self) -> bool:
+        return bool(getattr(self.env if self.env is not None else self.factory, "blocking", True))
+
+    @property
+    def live(self) -> bool:
+        return self.env is not None
+
+    async def open(self, session: Session) -> ErrorFrame | None:
+        async def create() -> None:
+            self.env = await session.call(self.factory)
+
+        return await make_environments(session, create, self.factory)
+
+    async def handle(self, session: Session, message: str | bytes) -> str | bytes | None:
+        env = self.env
+        assert env is not None, "handle() before open()"
+        request = self.protocol.receive(message)
+        if isinstance(request, ErrorFrame):
+            return request.serialize()
+        if isinstance(request, McpFrame):
+            return (await self._mcp(session, env, request.data)).serialize()
+        if isinstance(request, StepFrame):
+            return await self._step(session, env, request)
+        if isinstance(request, ResetFrame):
+            try:
+                kwargs = _accepted_kwargs(env.reset, request.kwargs)
+                observation = await session.call(env.reset, **kwargs)
+                reply = env.observation_frame(observation).serialize()
+            except Exception as exc:
+                return _execution_error("reset", exc, session.send_tracebacks).serialize()
+            self.protocol.reset_succeeded()
+            session.observed("reset", None, reply)
+            return reply
+        if isinstance(request, StateRequest):
+            try:
+                return StateFrame(env.state_data()).serialize()
+            except Exception as exc:
+                return _execution_error("state", exc, session.send_tracebacks).serialize()
+        if isinstance(request, RenderRequest):
+            return await session.render_reply(env.render)
+        assert isinstance(request, CloseFrame)
+        return None
+
+    async def _step(self, session: Session, env: Environment[Any, Any, Any], request: StepFrame) -> str:
+        try:
+            tool_request = parse_tool_action(request.action)
+        except ProtocolError as exc:
+            return ErrorFrame.from_exception(exc).serialize()
+        if tool_request is not None:
+            reply = (await self._tool_frame(session, env, tool_request)).serialize()
+            session.observed("step", request.action, reply)
+            return reply
+        try:
+            action = env.parse_action(request.action)
+        except pydantic.ValidationError as exc:
+            return ErrorFrame(
+                ErrorCode.VALIDATION_ERROR,
+                f"invalid action: {exc.error_count()} validation error(s)",
+                {"errors": exc.errors(include_url=False, include_context=False, include_input=False)},
+            ).serialize()
+        except Exception as exc:  # whatever decoding raises, bad input must not end the session
+            return ErrorFrame(ErrorCode.VALIDATION_ERROR, f"invalid action: {exc}").serialize()
+        try:
+            observation = await session.call(env.step, action)
+            reply = env.observation_frame(observation).serialize()
+        except Exception as exc:
+            return _execution_error("step", exc, session.send_tracebacks).serialize()
+        session.observed("step", request.action, reply)
+        return reply
+
+    @staticmethod
+    async def _call_tool(session: Session, env: Environment[Any, Any, Any], request: CallToolRequest) -> ToolOutcome:
+        return await run_tool(env, request, session.worker.run_bounded, env.max_tool_result_bytes)
+
+    async def _tool_frame(
+        self, session: Session, env: Environment[Any, Any, Any], request: ListToolsRequest | CallToolRequest
+    ) -> ObservationFrame:
+        if isinstance(request, ListToolsRequest):
+            return env.tools_frame()
+        return env.tool_frame(await self._call_tool(session, env, request))
+
+    async def _mcp(self, session: Session, env: Environment[Any, Any, Any], message: dict[str, Any]) -> McpFrame:
+        """Answer one MCP JSON-RPC request (``tools/list``, ``tools/call``)."""
+        request_id, request = jsonrpc.parse_request(message)
+        if isinstance(request, jsonrpc.JsonRpcError):
+            return McpFrame(request.response(request_id))
+        if isinstance(request, ListToolsRequest):
+            tools = [tool.describe() for tool in env.tools.values()]
+            return McpFrame(jsonrpc.result_response(request_id, jsonrpc.list_tools_result(tools)))
+        if self.protocol.state is SessionState.OPEN:
+            return McpFrame(
+                jsonrpc.error_response(
+                    request_id, jsonrpc.JsonRpcCode.INVALID_REQUEST, "tools/call before reset: send a reset frame first"
+                )
+            )
+        outcome = await self._call_tool(session, env, request)
+        return McpFrame(jsonrpc.call_response(request_id, outcome.result, outcome.error))
+
+    def frame_of(self, sub_env: int) -> Any:
+        assert self.env is not None
+        return self.env.render()  # a plain session's env is its only one
+
+    async def close(self, worker: Worker) -> bool:
+        self.protocol.close()
+        env, self.env = self.env, None
+        return await worker.close_env(env) if env is not None else True

@@ -1,0 +1,37 @@
+"""How a server process is started, and what it tells whoever started it: the start-up handshake.
+
+A provider (a child process, a container, a Ray actor) starts ``openenv-gym serve`` and waits
+for one line: :data:`READY_PREFIX` and the server's URL once it listens, or
+:data:`FAILED_PREFIX` and the ``FACTORY_ERROR`` frame's data as JSON when its environment
+cannot be made (written to ``--ready-fd``); on stderr, a container's log, the last line is then
+:data:`FAILED_LINE` and the reason. The server reads its token from :data:`TOKEN_ENV_VAR`, never
+from its command line (which ``ps`` shows). A server that may take pickled sub-env factories is
+started with :data:`ACCEPT_FLAG`, and one that serves nothing else with the target
+:data:`PICKLED_FACTORIES_TARGET`.
+
+This is not the wire (:mod:`openenv_gym.protocol`, what travels on a session's connection), and
+belongs to no layer: the server writes it, the providers read it, and both import it. Like
+:mod:`openenv_gym.errors`, :mod:`openenv_gym.urls` and :mod:`openenv_gym.redaction`, it imports
+nothing of the package.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ACCEPT_FLAG",
+    "FAILED_LINE",
+    "FAILED_PREFIX",
+    "PICKLED_FACTORIES_TARGET",
+    "READY_PREFIX",
+    "TOKEN_ENV_VAR",
+]
+
+READY_PREFIX = "openenv-gym server listening on "
+FAILED_PREFIX = "openenv-gym server cannot create its environment: "
+FAILED_LINE = "openenv-gym serve: cannot create the environment: "
+TOKEN_ENV_VAR = "OPENENV_GYM_SERVER_TOKEN"
+#: The ``openenv-gym serve`` flag that lets a server take pickled factories (it needs ``--token-env``).
+ACCEPT_FLAG = "--accept-pickled-factories"
+#: What a server started only to run pickled factories serves: no environment of its own. No
+#: Gymnasium id or module can have this name.
+PICKLED_FACTORIES_TARGET = "@pickled-factories"
