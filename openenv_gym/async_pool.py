@@ -68,7 +68,8 @@ class AsyncEnvPool:
     Args:
         env_id: a registered openenv id (``"openenv/CodingTools-v0"``).
         size: the sessions to keep open: the episodes that may run at once.
-        servers: the servers to start (default: one per CPU, at most one per session).
+        servers: the servers to start (default: as many as the provider spreads over, as Ray's
+            ``placement="spread"``: one per node; else one per CPU, at most one per session).
         sessions_per_server: sessions one server takes (default: ``size`` spread over ``servers``).
         acquire_timeout: seconds :meth:`acquire` waits for a free session before it raises
             ``TimeoutError``.

@@ -331,19 +331,23 @@ class RemoteEnv(gym.Env[Any, Any]):
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
         self.render_mode = render_mode
         self._renders = False
-        options = MakeOptions.parse(
-            server=server,
-            base_url=base_url,
-            provider=provider,
-            provider_kwargs=provider_kwargs,
-            env_kwargs=env_kwargs,
-            token=token,
-            open_timeout=open_timeout,
-            call_timeout=call_timeout,
-            startup_timeout=startup_timeout,
-            **kwargs,
+        fleet = Fleet(
+            [
+                build_provider(
+                    server,
+                    base_url,
+                    provider,
+                    provider_kwargs,
+                    env_kwargs,
+                    kwargs,
+                    token,
+                    open_timeout,
+                    startup_timeout,
+                )
+            ],
+            name=server,
+            health_timeout=open_timeout,
         )
-        fleet = options.fleet()
         self.server = server
         self.provider = fleet.providers[0]
         (self.base_url,) = fleet.start()

@@ -276,3 +276,15 @@ def test_every_entry_point_starts_its_servers_through_a_fleet(fleet_starts, kind
     assert servers == fleet[1]
     if fleet[0] is not None:
         assert fleet[0] in name
+
+
+def test_the_fleet_imports_no_gymnasium_face():
+    """The fleet is the providers layer: importing it loads neither Gymnasium nor the env modules."""
+    import json
+    import subprocess
+    import sys
+
+    code = "import json, sys, openenv_gym.providers.fleet; print(json.dumps(sorted(sys.modules)))"
+    modules = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, check=True).stdout)
+    face = ("gymnasium", "openenv_gym.env", "openenv_gym.async_env", "openenv_gym.vector", "openenv_gym.tool_face")
+    assert [m for m in modules if m.startswith(face)] == []
