@@ -23,17 +23,14 @@ from typing import Any
 import gymnasium as gym
 
 from .client import AsyncEnvClient
-from .env import ClosedEnvError, ServerSpaces, server_face
-from .errors import ConnectionLostError, InvalidActionError, RequestTimeoutError, ServerConnectError
+from .env import ClosedEnvError, server_face
+from .errors import ConnectionLostError, RequestTimeoutError, ServerConnectError
+from .face import Face, StepResult, wire_action
 from .make_options import MakeOptions
 from .protocol import ObservationFrame
-from .protocol.tools import LIST_TOOLS
 from .providers import Provider
-from .tool_face import StepResult, ToolFace
 
 __all__ = ["AsyncRemoteEnv", "make_async", "spec_options"]
-
-Face = ServerSpaces | ToolFace
 
 
 class AsyncRemoteEnv:
@@ -89,7 +86,7 @@ class AsyncRemoteEnv:
         A reset's ``info["tools"]`` gives them in OpenAI format; this is the list before that
         conversion, for code that builds its own tool objects (the TRL integration's methods).
         """
-        return list(self._face.tools) if isinstance(self._face, ToolFace) else []
+        return list(self._face.tools)
 
     def _check_open(self, call: str) -> None:
         if self._closed:
@@ -114,9 +111,7 @@ class AsyncRemoteEnv:
             kwargs["options"] = options
         frame = await self._call(self._client.reset(**kwargs))
         self._elapsed = 0
-        if isinstance(self._face, ToolFace):
-            return self._face.reset_result(frame)
-        return self._face.observation_from_wire(frame.observation), frame.info
+        return self._face.reset_result(frame)
 
     async def step(self, action: Any) -> StepResult:
         """Apply ``action``; as ``gymnasium.Env.step`` (with the tool face: one tool call).
@@ -126,22 +121,11 @@ class AsyncRemoteEnv:
             ClosedEnvError: the env was closed.
         """
         self._check_open("step")
-        if isinstance(self._face, ToolFace):
-            wire = self._face.to_wire(action)
-            if isinstance(wire, tuple):  # a malformed call, answered without a round trip
-                result = wire
-            else:
-                result = self._face.step_result(await self._call(self._client.step(wire)))
+        wire = wire_action(self._face, action, self.env_id)
+        if isinstance(wire, tuple):  # a malformed tool call, answered without a round trip
+            result = wire
         else:
-            try:
-                wire = self._face.action_to_wire(action)
-            except InvalidActionError as exc:
-                exc.env_id = self.env_id
-                raise
-            frame = await self._call(self._client.step(wire))
-            reward = 0.0 if frame.reward is None else float(frame.reward)
-            observation = self._face.observation_from_wire(frame.observation)
-            result = (observation, reward, bool(frame.done), bool(frame.truncated), frame.info)
+            result = self._face.step_result(await self._call(self._client.step(wire)))
         self._elapsed += 1
         if self.max_episode_steps is not None and self._elapsed >= self.max_episode_steps:
             observation, reward, terminated, _, info = result
@@ -198,8 +182,9 @@ async def open_face(
         server_face, base_url, server, provider, open_timeout, token, json_schema_fallback, tool_calls
     )
     await client.connect()
-    if isinstance(face, ToolFace) and not face.tools:  # an OpenEnv server lists its tools in no /schema
-        face.set_tools(ToolFace.tools_of(await client.step(LIST_TOOLS)))
+    request = face.tool_list_request()
+    if request is not None:  # an OpenEnv server lists its tools in no /schema: ask the session
+        face.take_tool_list(await client.step(request))
     return face
 
 

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 import weakref
-from collections.abc import Callable
 from typing import Any, NoReturn, SupportsFloat
 
 import gymnasium as gym
 
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, EnvClient, http_get_json
-from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, ServerConnectError, SpaceCodecError
+from .errors import EnvMismatchError, OpenEnvGymError, ServerConnectError
+from .face import Face, PublishedSpaces, SchemaSpaces, SpacesFace, wants_tool_face, wire_action
 from .make_options import MakeOptions
 from .providers import Provider, URLProvider
 from .providers.fleet import Fleet
 from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .redaction import hide_token_kwarg
-from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
-from .tool_face import ToolFace, wants_tool_face
+from .spaces import space_from_json
 
 __all__ = [
     "ClosedEnvError",
@@ -51,66 +49,8 @@ class ClosedEnvError(OpenEnvGymError, gym.error.ClosedEnvironmentError):
         return f"{self.call}() on {self.env} after close(): make a new env"
 
 
-@dataclasses.dataclass(frozen=True)
-class ServerSpaces:
-    """A server's action and observation spaces, and how their values travel on the wire.
-
-    Attributes:
-        action_space, observation_space: the Gymnasium spaces.
-        published: ``True`` when the server published them (``/schema["spaces"]``, openenv-gym's
-            extension: exact); ``False`` when they were mapped from its JSON schemas
-            (:mod:`openenv_gym.spaces.schema`), as for servers built with OpenEnv itself.
-        unmapped: for mapped spaces, the fields left out (``"observation.x"`` / ``"action.y"``
-            paths) with the reason.
-        action_to_wire: an action as the wire object to send; raises ``InvalidActionError`` for
-            one outside the action space, before anything is sent.
-    """
-
-    action_space: gym.Space[Any]
-    observation_space: gym.Space[Any]
-    published: bool
-    action_to_wire: Callable[[Any], dict[str, Any]]
-    observation_from_wire: Callable[[dict[str, Any]], Any]
-    unmapped: dict[str, str] = dataclasses.field(default_factory=dict)
-
-
-def _model_fields(model_schema: Any) -> tuple[frozenset[str], frozenset[str]]:
-    """The field names of a pydantic model's JSON schema, and the required ones among them."""
-    if not isinstance(model_schema, dict) or not isinstance(model_schema.get("properties"), dict):
-        return frozenset(), frozenset()
-    required = model_schema.get("required")
-    return frozenset(model_schema["properties"]), frozenset(required if isinstance(required, list) else ())
-
-
-def _published(
-    action_space: gym.Space[Any], observation_space: gym.Space[Any], action_schema: Any = None
-) -> ServerSpaces:
-    fields, required = _model_fields(action_schema)
-    # Only a model of its own, such as OpenEnv's CodeAction: the Gymnasium action's wire model
-    # ({"action": ...}, nothing required) is checked against the space like any action.
-    own_model = bool(required) and ACTION_FIELD not in fields
-
-    def action_to_wire(action: Any) -> dict[str, Any]:
-        value = action
-        if isinstance(action, dict) and not isinstance(action_space, gym.spaces.Dict):
-            if action.keys() == {ACTION_FIELD}:
-                value = action[ACTION_FIELD]  # given in its wire form, {"action": value}
-            elif own_model and required <= action.keys() <= fields:
-                # The fields of the server's own action model (OpenEnv's {"code": ...} for the
-                # Coding env): sent as they are, and the server validates them.
-                return dict(action)
-        problem = mismatch(action_space, value)
-        if problem is not None:
-            raise InvalidActionError(action, action_space, problem)
-        return to_wire(action_space, value, ACTION_FIELD)
-
-    return ServerSpaces(
-        action_space,
-        observation_space,
-        True,
-        action_to_wire,
-        lambda data: from_wire(observation_space, data, OBSERVATION_FIELD),
-    )
+#: The spaces of a server and how their values travel (the spaces face of :mod:`openenv_gym.face`).
+ServerSpaces = SpacesFace
 
 
 def resolve_spaces(
@@ -136,7 +76,7 @@ def resolve_spaces(
         schema = http_get_json(base_url, "/schema", timeout=timeout, token=token)
     spaces = schema.get("spaces") if isinstance(schema, dict) else None
     if spaces:
-        return _published(
+        return PublishedSpaces(
             space_from_json(spaces["action"]), space_from_json(spaces["observation"]), schema.get("action")
         )
     if not json_schema_fallback or not isinstance(schema, dict):
@@ -161,15 +101,7 @@ def resolve_spaces(
             stacklevel=3,
         )
 
-    def action_to_wire(value: Any) -> dict[str, Any]:
-        try:
-            return action.to_wire(value)
-        except InvalidActionError:
-            raise
-        except SpaceCodecError as exc:  # the mapped fields check each value as they convert it
-            raise InvalidActionError(value, action.space, str(exc)) from None
-
-    return ServerSpaces(action.space, observation.space, False, action_to_wire, observation.from_wire, unmapped)
+    return SchemaSpaces(action, observation, unmapped)
 
 
 def build_provider(
@@ -210,7 +142,7 @@ def server_face(
     token: str | None,
     json_schema_fallback: bool,
     tool_calls: bool | None,
-) -> ServerSpaces | ToolFace:
+) -> Face:
     """How one env's actions and observations travel: its spaces, or the tool face.
 
     Reads ``/metadata`` (a server started by someone else must serve ``server``) and ``/schema``.
@@ -220,6 +152,8 @@ def server_face(
         check_served(base_url, server, timeout, token)
     schema = http_get_json(base_url, "/schema", timeout=timeout, token=token)
     if wants_tool_face(tool_calls, schema, base_url):
+        from .tool_face import ToolFace  # loaded only for a tool env
+
         return ToolFace(list(schema.get("tools") or []))
     return resolve_spaces(base_url, timeout, json_schema_fallback=json_schema_fallback, token=token, schema=schema)
 
@@ -429,13 +363,10 @@ class RemoteEnv(gym.Env[Any, Any]):
             if render_mode is not None:
                 self._ask_render_mode(render_mode, open_timeout, token)
             self._client.connect()
-            self._tools: ToolFace | None = None
-            if isinstance(face, ToolFace):
-                if not face.tools:  # an OpenEnv server lists its tools in no /schema: ask the session
-                    face.set_tools(ToolFace.list_tools(self._client))
-                self._tools = face
-            else:
-                self._spaces = face
+            request = face.tool_list_request()
+            if request is not None:  # an OpenEnv server lists its tools in no /schema: ask the session
+                face.take_tool_list(self._client.step(request))
+            self._face: Face = face
             self.action_space, self.observation_space = face.action_space, face.observation_space
         except BaseException:
             self.close()
@@ -463,10 +394,7 @@ class RemoteEnv(gym.Env[Any, Any]):
             kwargs["seed"] = seed
         if options is not None:
             kwargs["options"] = options
-        if self._tools is not None:
-            return self._tools.reset(self._client, kwargs)
-        frame = self._client.reset(**kwargs)
-        return self._spaces.observation_from_wire(frame.observation), frame.info
+        return self._face.reset_result(self._client.reset(**kwargs))
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """Send ``action``: a value of ``action_space`` (a ``Dict`` action as a plain ``dict``), or
@@ -478,17 +406,10 @@ class RemoteEnv(gym.Env[Any, Any]):
             ClosedEnvError: the env was closed.
         """
         self._check_open("step")
-        if self._tools is not None:
-            return self._tools.step(self._client, action)
-        try:
-            wire = self._spaces.action_to_wire(action)
-        except InvalidActionError as exc:
-            exc.env_id = self.spec.id if self.spec is not None else self.server
-            raise
-        frame = self._client.step(wire)
-        observation = self._spaces.observation_from_wire(frame.observation)
-        reward = 0.0 if frame.reward is None else float(frame.reward)
-        return observation, reward, bool(frame.done), bool(frame.truncated), frame.info
+        wire = wire_action(self._face, action, self.spec.id if self.spec is not None else self.server)
+        if isinstance(wire, tuple):  # a malformed tool call, answered without a round trip
+            return wire
+        return self._face.step_result(self._client.step(wire))
 
     def _ask_render_mode(self, render_mode: str, open_timeout: float, token: str | None) -> None:
         schema = http_get_json(self.base_url, "/schema", timeout=open_timeout, token=token)

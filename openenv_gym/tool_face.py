@@ -10,8 +10,8 @@ tool list shown to the model in OpenAI's function format), on top of OpenEnv's t
 * a malformed call, an unknown tool or bad arguments give an error observation (reward 0, not
   terminated): the model must see its mistake, and the session lives on.
 
-:class:`ToolFace` holds the conversions; :class:`~openenv_gym.env.RemoteEnv` uses it for envs
-that offer tools.
+:class:`ToolFace` is the :class:`~openenv_gym.face.Face` of envs that offer tools; every env of
+this package uses it for them.
 """
 
 from __future__ import annotations
@@ -21,14 +21,12 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from .errors import ToolCallError
+from .face import StepResult, offers_tools, step_result, wants_tool_face
 from .protocol import ObservationFrame
 from .protocol.tools import LIST_TOOLS, ToolErrorType, call_tool_action, openai_tool, parse_tool_call, result_text
 from .spaces.text import DEFAULT_MAX_TEXT, ToolCallSpace, UnicodeText
 
 __all__ = ["INVALID_TOOL_CALL", "StepResult", "ToolFace", "offers_tools", "wants_tool_face"]
-
-#: What ``gymnasium.Env.step`` returns.
-StepResult = tuple[Any, float, bool, bool, dict[str, Any]]
 
 #: ``info["error"]["error_type"]`` of text that is not a tool call (ours: it never reaches a server).
 INVALID_TOOL_CALL = "invalid_tool_call"
@@ -38,35 +36,6 @@ class _Client(Protocol):
     def reset(self, **kwargs: Any) -> ObservationFrame: ...
 
     def step(self, action: dict[str, Any]) -> ObservationFrame: ...
-
-
-def offers_tools(schema: Any) -> bool:
-    """Whether a server's ``/schema`` says it takes tool calls.
-
-    Ours list their tools there (``"tools"``); an OpenEnv MCP server's action schema is its
-    ``CallToolAction`` (fields ``tool_name`` and ``arguments``).
-    """
-    if not isinstance(schema, dict):
-        return False
-    if schema.get("tools"):
-        return True
-    action = schema.get("action")
-    properties = action.get("properties") if isinstance(action, dict) else None
-    return isinstance(properties, dict) and {"tool_name", "arguments"} <= properties.keys()
-
-
-def wants_tool_face(tool_calls: bool | None, schema: Any, base_url: str) -> bool:
-    """Whether to give an env the tool face: asked for, or tools and no spaces of its own.
-
-    Raises:
-        ValueError: ``tool_calls=True`` for a server that offers no tools.
-    """
-    offered = offers_tools(schema)
-    if tool_calls and not offered:
-        raise ValueError(f"tool_calls=True, but the server at {base_url} offers no tools in its /schema")
-    if tool_calls is None:
-        return offered and not (isinstance(schema, dict) and schema.get("spaces"))
-    return tool_calls
 
 
 def _error_info(kind: str, message: str) -> dict[str, Any]:
@@ -109,6 +78,14 @@ class ToolFace:
     def list_tools(cls, client: _Client) -> list[dict[str, Any]]:
         """The tools the server lists (a ``list_tools`` step: no reset needed)."""
         return cls.tools_of(client.step(LIST_TOOLS))
+
+    def tool_list_request(self) -> dict[str, Any] | None:
+        """The ``list_tools`` action while the face has no tools (an OpenEnv server lists none in ``/schema``)."""
+        return None if self.tools else dict(LIST_TOOLS)
+
+    def take_tool_list(self, frame: ObservationFrame) -> None:
+        """Take the tools the answer to :meth:`tool_list_request` lists."""
+        self.set_tools(self.tools_of(frame))
 
     def set_tools(self, tools: list[dict[str, Any]]) -> None:
         """Take the tool list a server gave (for a face made before a session could ask)."""
@@ -170,8 +147,7 @@ class ToolFace:
             text = result_text(result if isinstance(result, dict) else None)
             if isinstance(result, dict) and (result.get("is_error") or result.get("isError")):
                 info.update(_error_info(ToolErrorType.EXECUTION_ERROR.value, text))
-        reward = 0.0 if frame.reward is None else float(frame.reward)
-        return self._fit(text), reward, bool(frame.done), bool(frame.truncated), info
+        return step_result(frame, self._fit(text), info)
 
     # One call at a time, for RemoteEnv.
 

@@ -149,7 +149,7 @@ def test_make_vec_over_openenv_core(urls):
     envs = gym.make_vec("openenv/Remote-v0", num_envs=8, base_urls=[url])
     local = gym.make_vec("CartPole-v1", num_envs=8, vectorization_mode="sync")
     try:
-        assert not envs._batched  # no /ws/batch on an OpenEnv server: one /ws session per sub-env
+        assert len(envs.placement) == 8  # no /ws/batch on an OpenEnv server: one /ws session per sub-env
         assert envs.single_action_space == spaces.Discrete(2)
         assert envs.observation_space == spaces.Box(-INF, INF, shape=(8, 4), dtype=np.float64)
         obs, _ = envs.reset(seed=0)
@@ -221,7 +221,8 @@ def test_our_servers_keep_their_published_spaces():
     with ProcessProvider("CartPole-v1") as cartpole_url:
         envs = gym.make_vec("openenv/Remote-v0", num_envs=4, base_url=cartpole_url)
         try:
-            assert envs._batched and envs.single_observation_space == gym.make("CartPole-v1").observation_space
+            assert len(envs.placement) == 1  # one batch (or vector) session for the server's sub-envs
+            assert envs.single_observation_space == gym.make("CartPole-v1").observation_space
             obs, _ = envs.reset(seed=0)
             assert obs.dtype == np.float32 and obs.shape == (4, 4)
             envs.step(np.array([0, 1, 0, 1]))

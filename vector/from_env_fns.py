@@ -216,9 +216,6 @@ class EnvFnsVectorEnv(RemoteVectorEnv):
             name=self._label,
         )
 
-    def _copy_observations(self) -> Any:
-        return super()._copy_observations() if self._copy else self._observations
-
     def _name(self) -> str | None:
         return self._label
 

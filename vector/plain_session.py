@@ -2,48 +2,23 @@
 
 It lets the vector env run over servers that speak only OpenEnv's protocol (no ``/ws/batch``),
 with Gymnasium's autoreset applied on the client by the same rule the batch server applies. A
-*face* converts actions and frames: :class:`WireFace` passes wire objects through (the vector env
-decodes them with the spaces), :class:`~openenv_gym.tool_face.ToolFace` makes tool calls of text.
+:class:`~openenv_gym.face.Face` converts actions and frames: :class:`~openenv_gym.face.WireFace`
+passes wire objects through (the vector env decodes them with the spaces, a batch at a time),
+:class:`~openenv_gym.tool_face.ToolFace` makes tool calls of text. (``Face`` and ``WireFace`` are
+re-exported here, where they were defined before.)
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from openenv_gym.client.sync_client import EnvClient
+from openenv_gym.face import Face, StepResult, WireFace
 from openenv_gym.protocol import ObservationFrame, RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode, AutoresetRule, BatchResultFrame
-from openenv_gym.tool_face import StepResult
 
 __all__ = ["Face", "PlainSessionBatch", "WireFace"]
-
-
-class Face(Protocol):
-    """How one session's actions become step frames, and its frames become results."""
-
-    def to_wire(self, action: Any) -> dict[str, Any] | StepResult:
-        """The step action to send, or a result to return without sending anything."""
-        ...
-
-    def reset_result(self, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]: ...
-
-    def step_result(self, frame: ObservationFrame) -> StepResult: ...
-
-
-class WireFace:
-    """Actions and observations as their wire objects, for the vector env to encode and decode."""
-
-    def to_wire(self, action: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(action)
-
-    def reset_result(self, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]:
-        return frame.observation, frame.info
-
-    def step_result(self, frame: ObservationFrame) -> StepResult:
-        reward = 0.0 if frame.reward is None else float(frame.reward)
-        return frame.observation, reward, bool(frame.done), bool(frame.truncated), frame.info
 
 
 class _Pending(enum.Enum):

@@ -22,8 +22,11 @@ __all__ = [
     "block_seed",
     "join_batches",
     "join_infos",
+    "join_taken",
     "likely_one_vector_env",
     "lost_result",
+    "reset_mask",
+    "seed_list",
     "slice_batch",
 ]
 
@@ -166,3 +169,60 @@ def likely_one_vector_env(server: str | None, requested: str, mode: str) -> bool
         return True
     served = getattr(entry_point, "metadata", {}).get("autoreset_mode")
     return served is not None and getattr(served, "value", served) == mode
+
+
+def join_taken(
+    taken: list[tuple[Any, VectorResultFrame]], batch_size: int
+) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+    """``recv``'s batch of ``batch_size`` from the blocks' results in the order they came:
+    ``infos["env_id"]`` their sub-envs, a reset's results zero rewards and false flags."""
+    offsets = np.cumsum([0] + [block.size for block, _ in taken])
+    infos = join_infos(
+        [(int(offset), block.size, result.infos) for offset, (block, result) in zip(offsets, taken)], batch_size
+    )
+    infos["env_id"] = np.concatenate([np.arange(block.start, block.stop, dtype=np.int32) for block, _ in taken])
+    stepped = [result.rewards for _, result in taken if result.rewards is not None]
+    reward_dtype = stepped[0].dtype if stepped else np.float64
+    rewards, terminated, truncated = [], [], []
+    for block, result in taken:
+        no_flags = np.zeros(block.size, dtype=np.bool_)
+        rewards.append(result.rewards if result.rewards is not None else np.zeros(block.size, reward_dtype))
+        terminated.append(result.terminated if result.terminated is not None else no_flags)
+        truncated.append(result.truncated if result.truncated is not None else no_flags)
+    return (
+        join_batches([result.observations for _, result in taken]),
+        join_batches(rewards),
+        join_batches(terminated),
+        join_batches(truncated),
+        infos,
+    )
+
+
+def seed_list(seed: int | list[int | None] | None, num_envs: int) -> list[int | None]:
+    """One seed per sub-env, as SyncVectorEnv reads ``reset(seed=...)``: ``s`` is ``[s, s + 1, ...]``."""
+    if seed is None:
+        return [None] * num_envs
+    seeds: list[int | None] = [seed + i for i in range(num_envs)] if isinstance(seed, int) else list(seed)
+    if len(seeds) != num_envs:
+        raise ValueError(
+            f"If seeds are passed as a list the length must match num_envs={num_envs} but got length={len(seeds)}."
+        )
+    return seeds
+
+
+def reset_mask(options: dict[str, Any] | None, num_envs: int) -> list[bool] | None:
+    """``options["reset_mask"]`` (taken out of ``options``), checked as SyncVectorEnv checks it."""
+    if options is None or "reset_mask" not in options:
+        return None
+    mask = options.pop("reset_mask")
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"`options['reset_mask']` must have shape `({num_envs},)`, got {mask.shape}")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
+    if not np.any(mask):
+        raise ValueError(
+            f"`options['reset_mask']` must contain a boolean array with at least one True value, got reset_mask={mask}"
+        )
+    return mask.tolist()

@@ -1,0 +1,162 @@
+"""Faults of a vector env's blocks: requests sent to every block, replies read from every one, a lost block restarted.
+
+A block whose server died, stopped answering or cannot be reached is restarted on a healthy
+server (its own, restarted by the :class:`~openenv_gym.providers.fleet.Fleet`, else another), and
+its sub-envs come back truncated with ``info["remote_failure"]`` saying why. Any other error is
+raised, but only after every reply already asked for is read: an unread reply would be taken for
+the answer to that session's next request.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from openenv_gym.errors import ConnectionLostError, RequestTimeoutError, ServerConnectError
+
+if TYPE_CHECKING:
+    from openenv_gym.providers.fleet import Fleet
+
+    from .block import Block
+
+__all__ = [
+    "FAILURE_INFO_KEY",
+    "RECOVERABLE",
+    "complete_all",
+    "read_reply",
+    "read_step",
+    "recover",
+    "restart",
+    "send_all",
+]
+
+#: The info key that marks a sub-env restarted after its server died or stopped answering.
+FAILURE_INFO_KEY = "remote_failure"
+#: The failures that cost a block a restart (its server is lost), not the caller an exception.
+RECOVERABLE = (ConnectionLostError, RequestTimeoutError, ServerConnectError)
+
+logger = logging.getLogger(__name__)
+
+
+def send_all(blocks: list[Block[Any]], send: Callable[[Block[Any]], None]) -> list[Exception | None]:
+    """Send one request per block; return per block the failure that needs a restart, if any.
+
+    If a send raises anything else, the requests already sent are read before it propagates:
+    an unread reply would make those sessions refuse every later call.
+    """
+    failures: list[Exception | None] = []
+    for block in blocks:
+        try:
+            send(block)
+            failures.append(None)
+        except RECOVERABLE as exc:
+            failures.append(exc)
+        except BaseException:
+            for sent, failure in zip(blocks, failures):
+                if failure is None:
+                    try:
+                        sent.complete()
+                    except Exception:
+                        pass  # that session is dropped, and the next step restarts it
+            raise
+    return failures
+
+
+def complete_all(completions: list[Callable[[], Any]]) -> list[Any]:
+    """Run every completion (each reads one server's reply) even if one raises, then raise the first error."""
+    results, error = [], None
+    for complete in completions:
+        try:
+            results.append(complete())
+        except Exception as exc:
+            error = error or exc
+            results.append(None)
+    if error is not None:
+        raise error
+    return results
+
+
+def read_reply(block: Block[Any], failure: Exception | None, deadline: float | None = None) -> Any:
+    """One block's reply, or the failure that costs it a restart (a lost or silent server)."""
+    if failure is not None:
+        return failure
+    try:
+        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        return block.client.complete(timeout)  # the session's own: one call less per block and step
+    except RECOVERABLE as exc:
+        return exc
+
+
+def restart(block: Block[Any], exc: Exception, fleet: Fleet, env: str) -> str:
+    """Give ``block`` a new session on a healthy server of ``fleet`` after ``exc`` lost the old one;
+    return the reason, as the block's sub-envs report it."""
+    reason = f"{type(exc).__name__}: {exc}"
+    logger.warning("sub-envs %d-%d of %s restarted after: %s", block.start, block.stop - 1, env, reason)
+    block.close()
+    hung = isinstance(exc, RequestTimeoutError) and block.exclusive  # a hung server only this block uses
+    url, serving = fleet.recover(fleet.providers.index(block.provider), hung=hung)
+    block.reconnect(url, fleet.providers[serving])
+    return reason
+
+
+def read_step(block: Block[Any], failure: Exception | None, deadline: float | None) -> Any:
+    """One block's step result (no reward, no flags after a NextStep restart's reset), or its failure."""
+    result = read_reply(block, failure, deadline)
+    if isinstance(result, Exception) or not block.reset_next:
+        return result
+    return block.read_step(result)
+
+
+def recover(block: Block[Any], exc: Exception, fleet: Fleet, env: str, autoreset_mode: Any) -> Any:
+    """Restart ``block`` on a healthy server and return what it reports: its sub-envs truncated, saying why."""
+    return block.lost(restart(block, exc, fleet, env), autoreset_mode, FAILURE_INFO_KEY)
+
+
+def ask_all(blocks: list[Block[Any]], send: Callable[[Block[Any]], None]) -> list[Any]:
+    """Send ``send``'s request to every block, then read every reply.
+
+    Raises:
+        ConnectionLostError: (or another lost-server failure) once every reply was read; the next
+            step restarts that block.
+    """
+    failures = send_all(blocks, send)
+    sent = [block for block, failure in zip(blocks, failures) if failure is None]
+    results = complete_all([block.complete for block in sent])
+    lost = next((failure for failure in failures if failure is not None), None)
+    if lost is not None:
+        raise lost
+    return results
+
+
+def read_steps(
+    blocks: list[Block[Any]], failures: list[Exception | None], outcomes: list[Any], timeout: float | None
+) -> Exception | None:
+    """Read into ``outcomes`` every block's step result not read yet (a lost one's failure, for a
+    restart); return the first error a server answered with (a ``RemoteError``), once all are read.
+
+    Raises:
+        TimeoutError: not every result came within ``timeout``; those read are kept in ``outcomes``.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    error: Exception | None = None  # a RemoteError of one block, raised after the rest
+    for index, (block, failure) in enumerate(zip(blocks, failures)):
+        if outcomes[index] is not None:
+            continue  # read by an earlier step_wait that ran out of time
+        try:
+            outcomes[index] = read_step(block, failure, deadline)
+        except RequestTimeoutError:
+            raise  # not raised by read_step: its call timeout means a restart
+        except TimeoutError:
+            raise TimeoutError(
+                f"step_wait got no results from every server within {timeout:g} s; the step is still "
+                "pending: call step_wait again"
+            ) from None
+        except Exception as exc:  # the env's own error: keep reading the others, then raise it
+            error = error or exc
+            outcomes[index] = exc
+        except BaseException:  # interrupted (Ctrl-C): that session is gone; a later step_wait restarts it
+            outcomes[index] = ConnectionLostError(block.url, "batch_step", None, "interrupted")
+            raise
+    return error

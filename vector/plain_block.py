@@ -1,0 +1,28 @@
+"""`PlainBlock`: one sub-env in one plain OpenEnv ``/ws`` session, with autoreset on the client.
+
+Its session, :class:`~openenv_gym.vector.plain_session.PlainSessionBatch`, presents a batch
+session's requests and results for one sub-env, so the block and its codec are the batch kind's;
+what differs is that the server is shared by many such blocks, and has no sub-env calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from .batch_block import BatchBlock
+from .block import Block
+
+__all__ = ["PlainBlock"]
+
+
+class PlainBlock(BatchBlock):
+    """Sub-env ``start`` in a plain session (an OpenEnv server's, or a tool env's)."""
+
+    client: Any  # a PlainSessionBatch: a batch session's requests and results, for one sub-env
+    exclusive: ClassVar[bool] = False  # one server serves many plain sessions: a hung one is not killed
+    pools: ClassVar[bool] = False
+    begin_call = Block.begin_call  # plain sessions have no sub-env calls
+
+    @property
+    def connection(self) -> Any:
+        return self.client.client
