@@ -148,16 +148,17 @@ def make_hub_env(
 ) -> Any:
     """``gym.make("openenv/Hub-v0", repo_id=...)``: the env of a Hub manifest, with its time limit."""
     import gymnasium as gym
+    from gymnasium.envs.registration import load_env_creator
     from gymnasium.wrappers import TimeLimit
-
-    from .env import RemoteEnv
 
     env_id = register(
         repo_id, revision, repo_type=repo_type, run=run, trust_remote_code=trust_remote_code,
         provider_kwargs=provider_kwargs,
     )  # fmt: skip
     spec = gym.spec(env_id)
-    env = RemoteEnv(**{**spec.kwargs, **kwargs})
+    # The registered entry point makes the env (gym.make("openenv/Hub-v0") adds the other wrappers).
+    creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
+    env = creator(**{**spec.kwargs, **kwargs})
     return TimeLimit(env, spec.max_episode_steps) if spec.max_episode_steps else env
 
 

@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 from websockets.typing import Subprotocol
 
 from ..protocol import ClientSession, ErrorFrame
-from ..protocol.batch import BINARY_SUBPROTOCOL
+from ..protocol.arrays import BINARY_SUBPROTOCOL
 
 __all__ = ["PlainKind", "SessionKind", "with_query"]
 

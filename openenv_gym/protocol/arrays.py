@@ -41,8 +41,11 @@ from .codes import ErrorCode
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BINARY_MAGIC", "from_json", "is_packed", "pack", "to_json", "unpack"]
+__all__ = ["BINARY_MAGIC", "BINARY_SUBPROTOCOL", "from_json", "is_packed", "pack", "to_json", "unpack"]
 
+#: The WebSocket subprotocol a client offers to receive (and send) these packed messages, on any
+#: session; v2: every array of a message packed (a v1 peer falls back to JSON).
+BINARY_SUBPROTOCOL = "openenv-gym.binary.v2"
 BINARY_MAGIC = b"OGB2"
 _HEADER_LENGTH = struct.Struct("<I")
 _ALIGN = 8

@@ -68,8 +68,7 @@ __all__ = [
 ]
 
 BATCH_PATH = "/ws/batch"
-# v2: every array of a message packed (protocol/arrays.py); a v1 peer falls back to JSON.
-BINARY_SUBPROTOCOL = "openenv-gym.binary.v2"
+BINARY_SUBPROTOCOL = arrays.BINARY_SUBPROTOCOL  # packed messages (protocol/arrays.py) offered
 BINARY_MAGIC = arrays.BINARY_MAGIC
 
 
