@@ -157,8 +157,11 @@ def make_hub_env(
     )  # fmt: skip
     spec = gym.spec(env_id)
     # The registered entry point makes the env (gym.make("openenv/Hub-v0") adds the other wrappers).
-    creator = spec.entry_point if callable(spec.entry_point) else load_env_creator(spec.entry_point)
+    entry_point = spec.entry_point
+    assert entry_point is not None  # register() always names one
+    creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
     env = creator(**{**spec.kwargs, **kwargs})
+    assert isinstance(env, gym.Env)  # the catalog's entry point makes a RemoteEnv
     return TimeLimit(env, spec.max_episode_steps) if spec.max_episode_steps else env
 
 
