@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from . import containers, hub, init, mcp, serve, tasks, validate, web
-from ._arguments import DEBUG_ENV_VAR, UsageError, debug
+from ._arguments import DEBUG_ENV_VAR, _UsageError, debug
 
 __all__ = ["build_parser", "main"]
 
@@ -75,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
         code = _COMMANDS[args.command](args)
-    except UsageError as exc:
+    except _UsageError as exc:
         print(f"openenv-gym {args.command}: {exc}", file=sys.stderr)
         code = 2
     except _user_errors() as exc:

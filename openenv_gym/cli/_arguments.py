@@ -7,15 +7,16 @@ import json
 import os
 from typing import Any
 
+from ..errors import OpenEnvGymError
 from ..server.options import AT_LEAST_ONE, SECONDS
 
-__all__ = ["AT_LEAST_ONE", "DEBUG_ENV_VAR", "SECONDS", "UsageError", "debug", "env_kwargs", "token_from_env"]
+__all__ = ["AT_LEAST_ONE", "DEBUG_ENV_VAR", "SECONDS", "_UsageError", "debug", "env_kwargs", "token_from_env"]
 
 # Set to show the traceback of a failed command instead of its one-line error.
 DEBUG_ENV_VAR = "OPENENV_GYM_DEBUG"
 
 
-class UsageError(Exception):
+class _UsageError(OpenEnvGymError):
     """A command asked for something it cannot do: ``openenv-gym COMMAND: MESSAGE`` on stderr, exit 2."""
 
 
@@ -40,13 +41,13 @@ def token_from_env(variable: str | None, *, error: str = "", pop: bool = False, 
         hint: said after the refusal.
 
     Raises:
-        UsageError: the variable is not set, or empty.
+        _UsageError: the variable is not set, or empty.
     """
     if variable is None:
         return None
     token = os.environ.pop(variable, None) if pop else os.environ.get(variable)
     if not token:
-        raise UsageError(f"{error}--token-env {variable}: that variable is not set{hint}")
+        raise _UsageError(f"{error}--token-env {variable}: that variable is not set{hint}")
     return token
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._arguments import UsageError
+from ._arguments import _UsageError
 
 __all__ = ["add_parser", "run"]
 
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         written = init_env(args.name, args.dir, tools=args.tools)
     except ValueError as exc:
-        raise UsageError(f"error: {exc}") from exc
+        raise _UsageError(f"error: {exc}") from exc
     root = args.dir or args.name
     names = EnvNames.of(args.name)
     print(f"wrote {len(written)} files in {root}: {'a tool env' if args.tools else 'an env'} {names.gym_id}")

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import OpenEnvGymError
-from ._arguments import SECONDS, UsageError, debug, env_kwargs, token_from_env
+from ._arguments import SECONDS, _UsageError, debug, env_kwargs, token_from_env
 
 __all__ = ["add_parser", "run"]
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if args.target is None and args.url is None:
-        raise UsageError("error: give a TARGET (an env id or module:attr) or --url")
+        raise _UsageError("error: give a TARGET (an env id or module:attr) or --url")
     token = token_from_env(args.token_env, error="error: ")
     timeouts = {
         name: value
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         mcp.serve(args.target, url=args.url, env_kwargs=args.env_kwargs, token=token, **timeouts)
     except ValueError as exc:  # a bad TARGET or URL, or options that do not go together
-        raise UsageError(f"error: {mcp.one_line(exc)}") from exc
+        raise _UsageError(f"error: {mcp.one_line(exc)}") from exc
     except OpenEnvGymError as exc:  # one line even for a server's traceback or start-up log
         if debug(args):
             raise

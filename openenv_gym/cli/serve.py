@@ -10,7 +10,7 @@ from typing import Any
 
 from ..server.options import COMMAND_LINE, ServerOptions
 from ..startup import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET
-from ._arguments import UsageError, env_kwargs, token_from_env
+from ._arguments import _UsageError, env_kwargs, token_from_env
 
 __all__ = ["add_parser", "run"]
 
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     )
     problem = options.problem(COMMAND_LINE) or _serve_target_problem(args)
     if problem is not None:
-        raise UsageError(problem)
+        raise _UsageError(problem)
     # As `python -m openenv_gym serve` (and uvicorn) do: a module:attr of the current directory imports.
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                 args.target, max_episode_steps=args.max_episode_steps, env_kwargs=args.env_kwargs, inline=args.inline
             )
     except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+        raise _UsageError(str(exc)) from exc
     try:
         status = run(factory, options=options, exit_on_stdin_eof=args.exit_on_stdin_eof, ready_fd=args.ready_fd)
     except OSError as exc:

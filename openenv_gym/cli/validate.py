@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._arguments import AT_LEAST_ONE, SECONDS, UsageError, token_from_env
+from ._arguments import AT_LEAST_ONE, SECONDS, _UsageError, token_from_env
 
 __all__ = ["add_parser", "run"]
 
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         target = resolve_target(args.target)
     except ValueError as exc:
-        raise UsageError(f"error: {exc}") from exc
+        raise _UsageError(f"error: {exc}") from exc
     what = {"url": "a running server", "directory": f"openenv.yaml's app {target.app}", "env id": target.app}
     print(f"validating {args.target} ({what.get(target.kind, 'served with openenv-gym serve')})", flush=True)
     width = max(len(name) for name in CHECK_NAMES)

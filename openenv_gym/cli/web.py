@@ -6,7 +6,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from ._arguments import UsageError, token_from_env
+from ._arguments import _UsageError, token_from_env
 
 __all__ = ["add_parser", "run"]
 
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         forward = PortForward.to(args.url, port=args.port)
     except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+        raise _UsageError(str(exc)) from exc
     try:
         asyncio.run(serve_forward(forward, lambda url: show(url, forwarded=True)))
     except KeyboardInterrupt:

@@ -79,7 +79,7 @@ from gymnasium import spaces
 
 from ..errors import SpaceCodecError, UnsupportedSpaceError
 from .codec import ACTION_FIELD, OBSERVATION_FIELD
-from .schema_mapper import BASE_FIELDS, DEFAULT_TEXT_MAX_LENGTH, TEXT_CHARSET, SchemaMapper, Unmapped
+from .schema_mapper import BASE_FIELDS, DEFAULT_TEXT_MAX_LENGTH, TEXT_CHARSET, SchemaMapper, _Unmapped
 from .schema_nodes import DictNode, Node
 
 __all__ = [
@@ -169,15 +169,15 @@ def map_schema(schema: dict[str, Any], role: str) -> SchemaSpace:
     try:
         root = mapper.resolve(schema)
         if not root.get("properties"):
-            raise Unmapped("the model declares no fields" if root.get("type") == "object" else "not an object schema")
+            raise _Unmapped("the model declares no fields" if root.get("type") == "object" else "not an object schema")
         model = mapper.model(root)
         node: Node = model
         declared = [name for name in root["properties"] if name not in BASE_FIELDS[role]]
         if declared == [role] and role in model.fields:
             field, node = role, model.fields[role]
-    except (Unmapped, TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
+    except (_Unmapped, TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as exc:
         # A malformed schema (a server's /schema is remote input) maps to no space, never an error.
-        mapper.unmapped["(root)"] = exc.reason if isinstance(exc, Unmapped) else f"malformed schema: {exc!r:.200}"
+        mapper.unmapped["(root)"] = exc.reason if isinstance(exc, _Unmapped) else f"malformed schema: {exc!r:.200}"
         if role == ACTION_FIELD:
             mapper.required_unmapped.append("(root)")
         node = DictNode([], set())

@@ -29,7 +29,7 @@ from .schema_nodes import (
     same_json,
 )
 
-__all__ = ["BASE_FIELDS", "DEFAULT_TEXT_MAX_LENGTH", "TEXT_CHARSET", "SchemaMapper", "Unmapped"]
+__all__ = ["BASE_FIELDS", "DEFAULT_TEXT_MAX_LENGTH", "TEXT_CHARSET", "SchemaMapper"]
 
 #: The longest string a ``Text`` space built from a schema without ``maxLength`` allows.
 DEFAULT_TEXT_MAX_LENGTH = 65536
@@ -41,7 +41,7 @@ BASE_FIELDS = {ACTION_FIELD: frozenset({"metadata"}), OBSERVATION_FIELD: frozens
 _INT64 = np.iinfo(np.int64)
 
 
-class Unmapped(OpenEnvGymError):
+class _Unmapped(OpenEnvGymError):
     """A schema without a space; ``reason`` says why."""
 
     def __init__(self, reason: str) -> None:
@@ -103,7 +103,7 @@ class SchemaMapper:
         ``aliases``: the definitions already followed to get here, so a cycle of aliases ends.
         """
         if not isinstance(schema, dict):
-            raise Unmapped(f"not a schema: {schema!r:.80}")
+            raise _Unmapped(f"not a schema: {schema!r:.80}")
         if "allOf" in schema and len(schema["allOf"]) == 1:
             rest = {key: value for key, value in schema.items() if key != "allOf"}
             return {**self.resolve(schema["allOf"][0]), **rest}
@@ -112,12 +112,12 @@ class SchemaMapper:
             return schema
         name = ref.rsplit("/", 1)[-1]
         if not ref.startswith(("#/$defs/", "#/definitions/")) or name not in self.defs:
-            raise Unmapped(f"unresolvable reference {ref!r}")
+            raise _Unmapped(f"unresolvable reference {ref!r}")
         rest = {key: value for key, value in schema.items() if key != "$ref"}
         target = self.defs[name]
         if isinstance(target, dict) and "$ref" in target:  # an alias of another definition
             if target["$ref"] == ref or ref in aliases:
-                raise Unmapped(f"recursive model ({name})")
+                raise _Unmapped(f"recursive model ({name})")
             target = {key: value for key, value in self.resolve(target, (*aliases, ref)).items() if key != "$ref"}
         return {**target, **rest, "$ref": ref}
 
@@ -126,7 +126,7 @@ class SchemaMapper:
         ref = schema.get("$ref")
         if ref is not None:
             if ref in self.refs:
-                raise Unmapped(f"recursive model ({ref.rsplit('/', 1)[-1]})")
+                raise _Unmapped(f"recursive model ({ref.rsplit('/', 1)[-1]})")
             self.refs.append(ref)
         try:
             node = self._map(schema, path)
@@ -145,7 +145,7 @@ class SchemaMapper:
         if isinstance(kind, list):  # {"type": ["number", "null"]}
             kinds = [k for k in kind if k != "null"]
             if len(kinds) != 1:
-                raise Unmapped(f"union of several types ({' | '.join(kinds)})")
+                raise _Unmapped(f"union of several types ({' | '.join(kinds)})")
             node = self._map({**schema, "type": kinds[0]}, path)
             node.nullable = node.nullable or len(kinds) < len(kind)
             return node
@@ -164,10 +164,10 @@ class SchemaMapper:
         if kind == "object" or "properties" in schema:
             return self._object(schema, path)
         if kind == "null":
-            raise Unmapped("always null")
+            raise _Unmapped("always null")
         if kind is None:
-            raise Unmapped("value of any type")
-        raise Unmapped(f"unsupported type {kind!r}")
+            raise _Unmapped("value of any type")
+        raise _Unmapped(f"unsupported type {kind!r}")
 
     def _union(self, schema: dict[str, Any], key: str, path: str) -> Node:
         options = [self.resolve(option) for option in schema[key]]
@@ -179,16 +179,16 @@ class SchemaMapper:
             node = self._enum([v for o in non_null for v in (o["enum"] if "enum" in o else [o["const"]])])
         else:
             kinds = [str(o.get("type", o.get("title", "?"))) for o in non_null]
-            raise Unmapped(f"union of several types ({' | '.join(kinds)})")
+            raise _Unmapped(f"union of several types ({' | '.join(kinds)})")
         node.nullable = node.nullable or len(non_null) < len(options)
         return node
 
     def _enum(self, values: list[Any]) -> Node:
         values = [v for v in values if v is not None]
         if not values:
-            raise Unmapped("always null")
+            raise _Unmapped("always null")
         if any(isinstance(v, (dict, list)) for v in values):
-            raise Unmapped("enum of objects or arrays")
+            raise _Unmapped("enum of objects or arrays")
         ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
         if len(ints) == len(values) and len(set(ints)) == max(ints) - min(ints) + 1:
             if _INT64.min <= min(ints) and max(ints) <= _INT64.max:
@@ -203,13 +203,13 @@ class SchemaMapper:
         min_length = int(schema.get("minLength", 0))
         max_length = int(schema.get("maxLength", max(DEFAULT_TEXT_MAX_LENGTH, min_length)))
         if max_length < min_length:
-            raise Unmapped(f"empty length range [{min_length}, {max_length}]")
+            raise _Unmapped(f"empty length range [{min_length}, {max_length}]")
         return TextNode(spaces.Text(max_length, min_length=min_length, charset=TEXT_CHARSET))
 
     def _number(self, schema: dict[str, Any], integer: bool) -> Node:
         low, high = _bounds(schema, integer)
         if low > high:
-            raise Unmapped(f"empty range [{low}, {high}]")
+            raise _Unmapped(f"empty range [{low}, {high}]")
         if integer:
             finite = _INT64.min <= low and high <= _INT64.max
             if finite and int(high) - int(low) < _INT64.max:  # both bounds, and n fits int64
@@ -224,7 +224,7 @@ class SchemaMapper:
         if "prefixItems" in schema:
             items = list(schema["prefixItems"])
             if count != len(items) or schema.get("maxItems") != len(items):
-                raise Unmapped("tuple of variable length")
+                raise _Unmapped("tuple of variable length")
             nodes = [self._item(item, f"{path}[{i}]") for i, item in enumerate(items)]
             boxes = [node for node in nodes if isinstance(node, BoxNode) and not node.nullable]
             if (
@@ -237,7 +237,7 @@ class SchemaMapper:
                 return BoxNode(spaces.Box(low=low, high=high, dtype=boxes[0].space.dtype))
             return TupleNode(nodes)
         if "items" not in schema:
-            raise Unmapped("array of untyped items")
+            raise _Unmapped("array of untyped items")
         if not isinstance(count, int) or schema.get("maxItems") != count:
             return SequenceNode(self._item(schema["items"], f"{path}[]"))
         item = self._item(schema["items"], f"{path}[]")
@@ -253,27 +253,27 @@ class SchemaMapper:
         if isinstance(item, DiscreteNode) and item.values == [False, True] and not item.nullable:
             return MultiBinaryNode(spaces.MultiBinary(count))
         if count == 0:
-            raise Unmapped("array that is always empty")
+            raise _Unmapped("array that is always empty")
         return TupleNode([item] + [self._item(schema["items"], f"{path}[]") for _ in range(count - 1)])
 
     def _item(self, schema: Any, path: str) -> Node:
         try:
             return self.map(schema, path)
-        except Unmapped as exc:
-            raise Unmapped(f"items not mapped: {exc.reason}") from None
+        except _Unmapped as exc:
+            raise _Unmapped(f"items not mapped: {exc.reason}") from None
 
     def model(self, schema: dict[str, Any]) -> DictNode:
         """The node of the top-level model (resolved): its fields, less OpenEnv's base fields.
 
         Raises:
-            Unmapped: it declares no fields.
+            _Unmapped: it declares no fields.
         """
         return self._object(schema, "", top=True)
 
     def _object(self, schema: dict[str, Any], path: str, top: bool = False) -> DictNode:
         properties = schema.get("properties")
         if not properties:
-            raise Unmapped("free-form object (no declared fields)")
+            raise _Unmapped("free-form object (no declared fields)")
         required = set(schema.get("required", []))
         skipped = BASE_FIELDS[self.role] if top else frozenset()
         fields: list[tuple[str, Node]] = []
@@ -284,12 +284,12 @@ class SchemaMapper:
             before = set(self.unmapped)
             try:
                 fields.append((name, self.map(sub, field_path)))
-            except Unmapped as exc:
+            except _Unmapped as exc:
                 for key in set(self.unmapped) - before:  # what the failed field's own fields reported
                     del self.unmapped[key]
                 if self.role == ACTION_FIELD and name in required and not top:
                     # The enclosing model cannot be built without it.
-                    raise Unmapped(f"its required field {name!r} is not mapped: {exc.reason}") from None
+                    raise _Unmapped(f"its required field {name!r} is not mapped: {exc.reason}") from None
                 self.unmapped[field_path] = exc.reason
                 if self.role == ACTION_FIELD and name in required:
                     self.required_unmapped.append(field_path)
