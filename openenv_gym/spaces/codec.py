@@ -74,6 +74,8 @@ def _map_nested(value: Any, fn: Any) -> Any:
 def _array_from_json(value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     value = _map_nested(value, lambda v: float(v) if isinstance(v, str) else v)
     array = np.asarray(value, dtype=dtype)
+    if array.size == 0 and math.prod(shape) == 0:  # tolist() of a (0, 3) array is []: no shape left to read
+        return array.reshape(shape)
     return np.broadcast_to(array, shape).copy() if array.shape != shape else array
 
 
