@@ -16,34 +16,9 @@ import importlib
 import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
+from . import errors
 from ._post_import import call_after_import
-from .errors import (
-    CapacityReachedError,
-    ClientError,
-    ConnectionLostError,
-    DockerUnavailableError,
-    EnvCreationError,
-    EnvMismatchError,
-    HubError,
-    ImageBuildError,
-    InvalidActionError,
-    ManifestError,
-    OpenEnvGymError,
-    ProtocolError,
-    ProviderError,
-    RemoteError,
-    RequestTimeoutError,
-    SandboxUnavailableError,
-    ServerConnectError,
-    ServerStartError,
-    SpaceCodecError,
-    SpaceMismatchError,
-    ToolCallError,
-    ToolDefinitionError,
-    ToolFailedError,
-    TrustRemoteCodeError,
-    UnsupportedSpaceError,
-)
+from .errors import *  # noqa: F403  (the whole error tree: errors.__all__)
 
 if TYPE_CHECKING:
     from . import hub
@@ -58,35 +33,10 @@ __all__ = [
     "AsyncEnvClient",
     "AsyncEnvPool",
     "AsyncRemoteEnv",
-    "CapacityReachedError",
     "CatalogEntry",
-    "ClientError",
     "ClosedEnvError",
-    "ConnectionLostError",
-    "DockerUnavailableError",
     "EnvClient",
-    "EnvCreationError",
-    "EnvMismatchError",
-    "HubError",
-    "ImageBuildError",
-    "InvalidActionError",
-    "ManifestError",
-    "OpenEnvGymError",
-    "ProtocolError",
-    "ProviderError",
     "RemoteEnv",
-    "RemoteError",
-    "RequestTimeoutError",
-    "SandboxUnavailableError",
-    "ServerConnectError",
-    "ServerStartError",
-    "SpaceCodecError",
-    "SpaceMismatchError",
-    "ToolCallError",
-    "ToolDefinitionError",
-    "ToolFailedError",
-    "TrustRemoteCodeError",
-    "UnsupportedSpaceError",
     "__version__",
     "catalog",
     "hub",
@@ -94,6 +44,7 @@ __all__ = [
     "make_sb3_vec_env",
     "register",
 ]
+__all__ += errors.__all__
 
 try:  # one source of the version: the package's metadata (pyproject.toml)
     __version__ = importlib.metadata.version("openenv-gym")

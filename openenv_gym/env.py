@@ -13,8 +13,8 @@ from .errors import EnvMismatchError, OpenEnvGymError, ServerConnectError
 from .face import Face, PublishedSpaces, SchemaSpaces, SpacesFace, wants_tool_face, wire_action
 from .make_options import MakeOptions
 from .providers import Provider, URLProvider
+from .providers.base import DEFAULT_STARTUP_TIMEOUT
 from .providers.fleet import Fleet
-from .providers.process import DEFAULT_STARTUP_TIMEOUT
 from .redaction import hide_token_kwarg
 from .spaces import space_from_json
 
@@ -104,34 +104,36 @@ def resolve_spaces(
     return SchemaSpaces(action, observation, unmapped)
 
 
-def build_provider(
-    server: str | None,
-    base_url: str | None,
-    provider: str | Provider,
-    provider_kwargs: dict[str, Any] | None,
-    env_kwargs: dict[str, Any] | None,
-    kwargs: dict[str, Any],
-    token: str | None,
-    open_timeout: float,
-    startup_timeout: float,
-) -> Provider:
+#: ``build_provider``'s parameters, in the order it took them positionally.
+_BUILD_PROVIDER_PARAMETERS = (
+    "server",
+    "base_url",
+    "provider",
+    "provider_kwargs",
+    "env_kwargs",
+    "kwargs",
+    "token",
+    "open_timeout",
+    "startup_timeout",
+)
+
+
+def build_provider(*args: Any, **arguments: Any) -> Provider:
     """The provider of one env's server, from ``gym.make``'s arguments (nothing is started yet).
 
-    Loose keyword arguments are sorted by :meth:`~openenv_gym.make_options.MakeOptions.parse`:
-    the provider's constructor options go to it, the rest to the environment.
+    Deprecated: ``MakeOptions.parse(server=..., **gym_make_kwargs).providers()[0]``
+    (:class:`~openenv_gym.make_options.MakeOptions`) does the same, and is what ``gym.make`` uses.
+    Takes ``server, base_url, provider, provider_kwargs, env_kwargs, kwargs, token, open_timeout,
+    startup_timeout`` as before, ``kwargs`` being the loose keyword arguments.
     """
-    options = MakeOptions.parse(
-        server=server,
-        base_url=base_url,
-        provider=provider,
-        provider_kwargs=provider_kwargs,
-        env_kwargs=env_kwargs,
-        token=token,
-        open_timeout=open_timeout,
-        startup_timeout=startup_timeout,
-        **kwargs,
+    warnings.warn(
+        "build_provider is deprecated: use openenv_gym.make_options.MakeOptions.parse(...).providers()[0]",
+        DeprecationWarning,
+        stacklevel=2,
     )
-    return options.providers()[0]
+    arguments.update(zip(_BUILD_PROVIDER_PARAMETERS, args))
+    loose = arguments.pop("kwargs", None) or {}
+    return MakeOptions.parse(**arguments, **loose).providers()[0]
 
 
 def server_face(
@@ -222,7 +224,7 @@ def _shutdown(client: EnvClient, fleet: Fleet) -> None:
     try:
         client.close()
     finally:
-        fleet.close()
+        fleet.close(parallel=False)  # a finalizer: see Fleet.close
 
 
 class RemoteEnv(gym.Env[Any, Any]):
@@ -331,23 +333,17 @@ class RemoteEnv(gym.Env[Any, Any]):
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
         self.render_mode = render_mode
         self._renders = False
-        fleet = Fleet(
-            [
-                build_provider(
-                    server,
-                    base_url,
-                    provider,
-                    provider_kwargs,
-                    env_kwargs,
-                    kwargs,
-                    token,
-                    open_timeout,
-                    startup_timeout,
-                )
-            ],
-            name=server,
-            health_timeout=open_timeout,
-        )
+        fleet = MakeOptions.parse(
+            server=server,
+            base_url=base_url,
+            provider=provider,
+            provider_kwargs=provider_kwargs,
+            env_kwargs=env_kwargs,
+            token=token,
+            open_timeout=open_timeout,
+            startup_timeout=startup_timeout,
+            **kwargs,
+        ).fleet()
         self.server = server
         self.provider = fleet.providers[0]
         (self.base_url,) = fleet.start()

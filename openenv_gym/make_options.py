@@ -14,8 +14,8 @@ from typing import Any
 
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
 from .providers import Provider, start_options
+from .providers.base import DEFAULT_STARTUP_TIMEOUT
 from .providers.fleet import Fleet, Layout, build_providers, plan_layout
-from .providers.process import DEFAULT_STARTUP_TIMEOUT
 
 __all__ = ["MakeOptions", "Timeouts"]
 
@@ -109,9 +109,9 @@ class MakeOptions:
             base_urls=urls,
             provider=provider,
             provider_options=provider_options,
+            timeouts=Timeouts(open_timeout, call_timeout, startup_timeout),
             env_kwargs=env_kwargs,
             token=token,
-            timeouts=Timeouts(open_timeout, call_timeout, startup_timeout),
             json_schema_fallback=json_schema_fallback,
             tool_calls=tool_calls,
             sessions_per_server=sessions_per_server,

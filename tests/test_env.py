@@ -319,3 +319,19 @@ def test_pickling_an_env_says_how_to_make_it_in_a_worker():
         env.reset(seed=0)  # still usable
     finally:
         env.close()
+
+
+def test_build_provider_is_deprecated_for_make_options_and_still_sorts_the_arguments():
+    """``build_provider`` (positional, as it was called) warns and gives what ``MakeOptions.parse`` gives."""
+    from openenv_gym.env import build_provider
+
+    with pytest.warns(DeprecationWarning, match=re.escape("MakeOptions.parse(...).providers()[0]")):
+        provider = build_provider(
+            "CartPole-v1", None, "process", None, None, {"sutton_barto_reward": True}, None, 5.0, 9.0
+        )
+    assert isinstance(provider, openenv_gym.providers.ProcessProvider)
+    assert (provider.target, provider.env_kwargs, provider.startup_timeout) == (
+        "CartPole-v1",
+        {"sutton_barto_reward": True},
+        9.0,
+    )

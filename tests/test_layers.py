@@ -232,13 +232,11 @@ PLAIN_ENV_MODULES = {
     "openenv_gym.protocol.session": "ClientSession",
     "openenv_gym.spaces": "the spaces package",
     "openenv_gym.spaces.codec": "spaces and their values <-> JSON",
-    # the fleet of one server and the default provider
+    # the fleet of one server and the provider of a running one (the others load when used)
     "openenv_gym.providers": "the providers package",
     "openenv_gym.providers.base": "Provider",
     "openenv_gym.providers.fleet": "the fleet every env starts its servers through",
-    "openenv_gym.providers.process": "the default provider",
     "openenv_gym.providers.url": "base_url= (a running server)",
-    "openenv_gym.startup": "the start-up report the process provider reads",
     # shared by the layers
     "openenv_gym.urls": "URL forms (ws://, http+unix://)",
     "openenv_gym.redaction": "tokens kept out of websockets' logs",
@@ -247,13 +245,14 @@ PLAIN_ENV_MODULES = {
 
 def test_importing_the_env_loads_only_what_a_plain_env_needs():
     """``import openenv_gym.env`` loads only the modules a plain env needs (one session, the codec,
-    the fleet and the default provider): none of the batch, vector or async clients, the pickled
-    factories, the tool calls, the server or the vector env."""
+    the fleet and the provider of a running server): none of the batch, vector or async clients, the
+    pickled factories, the tool calls, the server, the vector env or a provider that starts servers
+    (each loads when first used)."""
     result = subprocess.run(
         [sys.executable, "-c", _ENV_MODULES], capture_output=True, text=True, timeout=60, check=True
     )
     modules = json.loads(result.stdout)
-    unneeded = ("batch_client", "vector_client", "async_client", "pickled", "tools", "tool_face")
+    unneeded = ("batch_client", "vector_client", "async_client", "pickled", "tools", "tool_face", "process")
     assert [name for name in modules if name.rpartition(".")[2] in unneeded] == []
     assert sorted(set(modules) - set(PLAIN_ENV_MODULES)) == []
 

@@ -59,8 +59,8 @@ from ..errors import (
 from ..protocol import ObservationFrame
 from ..protocol._json import dumps
 from ..protocol.tools import LIST_TOOLS, call_tool_action, result_text
+from ..providers.base import DEFAULT_STARTUP_TIMEOUT
 from ..providers.fleet import Fleet
-from ..providers.process import DEFAULT_STARTUP_TIMEOUT
 
 #: What to run when the SDK is missing or too old (pyproject's ``mcp`` extra).
 INSTALL_HINT = "pip install 'openenv-gym[mcp]'"

@@ -6,11 +6,16 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_exports
 from .base import Provider
-from .process import ProcessProvider
 from .url import URLProvider
+
+if TYPE_CHECKING:
+    from .docker import DockerProvider
+    from .process import ProcessProvider
+    from .ray_provider import RayProvider
 
 __all__ = [
     "DockerProvider",
@@ -136,14 +141,8 @@ def start_options(
     return merged, env_kwargs
 
 
-def __getattr__(name: str) -> Any:
-    # These import the docker SDK or Ray: only when asked for.
-    if name == "DockerProvider":
-        from .docker import DockerProvider
-
-        return DockerProvider
-    if name == "RayProvider":
-        from .ray_provider import RayProvider
-
-        return RayProvider
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# A provider's module loads when it is first used: the process provider's (the default) is not
+# needed to attach to a running server, and Docker's and Ray's import the docker SDK or Ray.
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"ProcessProvider": ".process", "DockerProvider": ".docker", "RayProvider": ".ray_provider"}
+)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import abc
 from typing import Any
 
-__all__ = ["Provider", "checked_token"]
+__all__ = ["DEFAULT_STARTUP_TIMEOUT", "Provider", "checked_token"]
+
+#: Seconds a started server has to report that it is ready (every provider's default).
+DEFAULT_STARTUP_TIMEOUT = 30.0
 
 
 def checked_token(token: str | None) -> str | None:

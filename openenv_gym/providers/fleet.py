@@ -186,9 +186,13 @@ def start_all(providers: list[Provider], desc: str) -> list[str]:
     return [url for url in urls if url is not None]
 
 
-def stop_all(providers: list[Provider]) -> None:
-    """Stop every provider, in parallel: each may wait for its server (or a lost node) to answer."""
-    if len(providers) > 1:
+def stop_all(providers: list[Provider], *, parallel: bool = True) -> None:
+    """Stop every provider, in parallel: each may wait for its server (or a lost node) to answer.
+
+    A finalizer passes ``parallel=False``: a collection may run it in any thread at any allocation,
+    even inside ``threading``'s own locks, where starting a thread deadlocks.
+    """
+    if parallel and len(providers) > 1:
         try:
             with ThreadPoolExecutor(max_workers=min(len(providers), 16)) as pool:
                 futures = [pool.submit(provider.stop) for provider in providers]
@@ -235,8 +239,8 @@ class Fleet:
         self.health_timeout = health_timeout
         self.urls: list[str] = []
         self._locks = [threading.Lock() for _ in self.providers]  # one start or kill at a time per server
-        # The servers are stopped when the fleet is collected or at exit, too.
-        self._release = weakref.finalize(self, stop_all, self.providers)
+        # The servers are stopped when the fleet is collected or at exit, too (one after another there).
+        self._release = weakref.finalize(self, stop_all, self.providers, parallel=False)
 
     @classmethod
     def of(
@@ -329,9 +333,17 @@ class Fleet:
         assert own_failure is not None
         raise own_failure
 
-    def close(self) -> None:
-        """Stop every server (in parallel); idempotent, and run when the fleet is collected."""
-        self._release()
+    def close(self, *, parallel: bool = True) -> None:
+        """Stop every server; idempotent, and run when the fleet is collected.
+
+        Args:
+            parallel: stop the servers in threads of their own. A finalizer that closes the fleet
+                passes ``False`` (see :func:`stop_all`), as the fleet's own does.
+        """
+        if parallel and self._release.detach() is not None:
+            stop_all(self.providers)
+        else:
+            self._release()
 
     def __enter__(self) -> Fleet:
         self.start()

@@ -28,11 +28,18 @@ from ..errors import EnvCreationError, ServerConnectError, ServerStartError
 from ..protocol import ErrorFrame
 from ..startup import ACCEPT_FLAG, FAILED_PREFIX, PICKLED_FACTORIES_TARGET, READY_PREFIX, TOKEN_ENV_VAR
 from ..urls import is_loopback_host
-from .base import Provider, checked_token
+from .base import DEFAULT_STARTUP_TIMEOUT, Provider, checked_token
 
-__all__ = ["SERVE_FLAGS", "ProcessProvider", "ServerProcess", "serve_arguments", "serve_target", "server_processes"]
+__all__ = [
+    "DEFAULT_STARTUP_TIMEOUT",
+    "SERVE_FLAGS",
+    "ProcessProvider",
+    "ServerProcess",
+    "serve_arguments",
+    "serve_target",
+    "server_processes",
+]
 
-DEFAULT_STARTUP_TIMEOUT = 30.0
 STOP_GRACE = 5.0
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
+import threading
 
 import pytest
 
@@ -182,6 +185,54 @@ def test_close_is_idempotent_and_runs_when_collected(health):
     Fleet([c]).start()
     gc.collect()
     assert c.calls == ["start", "stop"]
+
+
+_COLLECTED_INSIDE_THREADINGS_LOCK = """
+import threading
+from openenv_gym.providers import Provider
+from openenv_gym.providers.fleet import Fleet
+
+class Stopped(Provider):
+    stopped = 0
+    def start(self):
+        return "http://127.0.0.1:1"
+    def stop(self):
+        Stopped.stopped += 1
+
+fleet = Fleet([Stopped(), Stopped()])
+fleet.urls = fleet.start()
+with threading._shutdown_locks_lock:  # what a thread starting up holds (CPython 3.11-3.12)
+    del fleet  # its finalizer runs here
+print(Stopped.stopped)
+"""
+
+
+def test_a_collected_fleet_stops_its_servers_without_starting_a_thread():
+    """A collection can finalize a fleet inside ``threading``'s own locks (a worker thread starting up
+    held ``_shutdown_locks_lock`` when a suite's collection ran a fleet's finalizer): stopping its
+    servers there in a thread pool deadlocks, so the finalizer stops them one after another."""
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", _COLLECTED_INSIDE_THREADINGS_LOCK],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the fleet's finalizer deadlocked")
+    assert result.stdout.split() == ["2"]
+
+
+def test_an_explicit_close_stops_the_servers_in_parallel(health, monkeypatch):
+    a, b = fakes(health, "a", "b")
+    fleet = Fleet([a, b])
+    fleet.start()
+    threads: set[str] = set()
+    for provider in (a, b):
+        monkeypatch.setattr(provider, "stop", lambda: threads.add(threading.current_thread().name))
+    fleet.close()
+    assert threads and threading.current_thread().name not in threads and fleet.closed
 
 
 def test_a_fleet_needs_a_server():

@@ -243,21 +243,10 @@ class EnvRollout:
         self._sessions.close()
 
 
-def rollout_func(
-    env_id: str,
-    *,
-    pool_size: int | None = None,
-    action: Callable[[str], Any] | None = None,
-    reset_kwargs: Callable[[Any], Mapping[str, Any]] | None = None,
-    invalid_action_reward: float = 0.0,
-    **make_kwargs: Any,
-) -> EnvRollout:
-    """A ``rollout_func`` for ``GRPOTrainer`` on the single-turn text env ``env_id``; see :class:`EnvRollout`."""
-    return EnvRollout(
-        env_id,
-        pool_size=pool_size,
-        action=action,
-        reset_kwargs=reset_kwargs,
-        invalid_action_reward=invalid_action_reward,
-        **make_kwargs,
-    )
+def rollout_func(env_id: str, **options: Any) -> EnvRollout:
+    """A ``rollout_func`` for ``GRPOTrainer`` on the single-turn text env ``env_id``.
+
+    ``options`` are :class:`EnvRollout`'s (``pool_size``, ``action``, ``reset_kwargs``,
+    ``invalid_action_reward``, and ``gym.make``'s keyword arguments).
+    """
+    return EnvRollout(env_id, **options)

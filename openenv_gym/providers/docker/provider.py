@@ -159,9 +159,9 @@ class DockerProvider(Provider):
             this host's loopback can reach; with ``network="none"``, none (the socket's directory
             is this user's alone).
         docker_client: a ``docker.DockerClient`` (default: ``docker.from_env()``).
-        accept_pickled_factories: run the server with ``--accept-pickled-factories`` (for
-            ``RemoteVectorEnv.from_env_fns``, which sets it), and so with a token, a fresh one
-            unless ``token`` is given.
+        accept_pickled_factories: as for :class:`~openenv_gym.providers.ProcessProvider` (set by
+            ``RemoteVectorEnv.from_env_fns``): the server takes pickled env factories, and so
+            requires a token.
     """
 
     def __init__(
