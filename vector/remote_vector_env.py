@@ -32,12 +32,12 @@ from openenv_gym.providers.fleet import Fleet, Layout, split
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.redaction import hide_token_kwarg
 
+from .batching import likely_one_vector_env, reset_mask, seed_list
 from .block import Block, StepTuple
 from .faults import FAILURE_INFO_KEY, ask_all, complete_all, read_reply, read_steps, recover, restart, send_all
 from .make_blocks import list_tools, make_blocks
 from .send_recv import SendRecv
 from .serving import Serving
-from .vector_blocks import likely_one_vector_env, reset_mask, seed_list
 
 if TYPE_CHECKING:
     import gymnasium as gym
