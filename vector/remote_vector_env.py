@@ -191,17 +191,17 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         max_episode_steps: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         sessions_per_server: int | None = None,
+        servers: int | None = None,
+        tool_calls: bool | None = None,
         batched: bool | None = None,
         codec: str = "binary",
+        batch_size: int | None = None,
+        vector_backend: str = "auto",
+        render_mode: str | None = None,
         open_timeout: float = DEFAULT_OPEN_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         token: str | None = None,
-        servers: int | None = None,
-        tool_calls: bool | None = None,
-        vector_backend: str = "auto",
-        batch_size: int | None = None,
-        render_mode: str | None = None,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
@@ -327,38 +327,19 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
     @classmethod
     def from_env_fns(
-        cls,
-        env_fns: Sequence[Callable[[], gym.Env[Any, Any]]],
-        shared_memory: bool = True,
-        copy: bool = True,
-        context: str | None = None,
-        daemon: bool = True,
-        worker: Callable[..., None] | None = None,
-        observation_mode: str = "same",
-        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-        max_concurrency: int | None = None,
-        **kwargs: Any,
+        cls, env_fns: Sequence[Callable[[], gym.Env[Any, Any]]], *args: Any, **kwargs: Any
     ) -> RemoteVectorEnv:
         """A drop-in for ``gymnasium.vector.AsyncVectorEnv(env_fns, ...)``: your own factories, on servers.
 
-        See :func:`openenv_gym.vector.from_env_fns.from_env_fns` for the arguments, which
-        AsyncVectorEnv arguments are honoured, ignored or refused, and the security rule (the
-        factories go pickled only to servers this call starts, never to a URL).
+        The arguments (AsyncVectorEnv's, positional or by keyword, then this package's) are those of
+        :func:`openenv_gym.vector.from_env_fns.from_env_fns`, which says which AsyncVectorEnv
+        arguments are honoured, ignored or refused, and the security rule (the factories go pickled
+        only to servers this call starts, never to a URL). Not ``functools.wraps``: that module
+        imports this one.
         """
         from .from_env_fns import from_env_fns
 
-        return from_env_fns(
-            env_fns,
-            shared_memory=shared_memory,
-            copy=copy,
-            context=context,
-            daemon=daemon,
-            worker=worker,
-            observation_mode=observation_mode,
-            autoreset_mode=autoreset_mode,
-            max_concurrency=max_concurrency,
-            **kwargs,
-        )
+        return from_env_fns(env_fns, *args, **kwargs)
 
     def _server_schema(self, url: str, open_timeout: float) -> Any:
         """The first server's ``/schema``, which the spaces come from (from_env_fns: the local env's)."""
