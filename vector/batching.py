@@ -200,6 +200,18 @@ def join_taken(
     )
 
 
+def attr_values(values: Any, num_envs: int) -> list[Any]:
+    """``set_attr``'s values, one per sub-env (one value is every sub-env's), checked as SyncVectorEnv checks them."""
+    if not isinstance(values, (list, tuple)):
+        values = [values] * num_envs
+    if len(values) != num_envs:
+        raise ValueError(
+            f"Values must be a list or tuple with length equal to the number of environments. "
+            f"Got `{len(values)}` values for {num_envs} environments."
+        )
+    return list(values)
+
+
 def seed_list(seed: int | list[int | None] | None, num_envs: int) -> list[int | None]:
     """One seed per sub-env, as SyncVectorEnv reads ``reset(seed=...)``: ``s`` is ``[s, s + 1, ...]``."""
     if seed is None:
