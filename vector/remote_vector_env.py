@@ -26,8 +26,8 @@ from openenv_gym.make_options import MakeOptions
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame
+from openenv_gym.providers.base import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.providers.fleet import Fleet, split
-from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.redaction import hide_token_kwarg
 
 from .batching import attr_values, reset_mask, seed_list
@@ -49,11 +49,11 @@ class _Pending(enum.Enum):
     ASYNC = "send/recv"  # EnvPool-style stepping: blocks in flight on their own
 
 
-def _release(blocks: list[Block[Any]], fleet: Fleet) -> None:
-    """Close every block's session, then stop the servers (a finalizer: it must not hold the env)."""
+def _release(blocks: list[Block[Any]], fleet: Fleet, *, parallel: bool = False) -> None:
+    """Close the blocks' sessions, then stop the servers (serially unless ``parallel``: a finalizer starts no thread)."""
     for block in blocks:
         block.close()
-    fleet.close()
+    fleet.close(parallel=parallel)
 
 
 class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
@@ -444,4 +444,5 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session and stop every server this env started."""
-        self._closer()
+        if self._closer.detach() is not None:
+            _release(self._blocks, self._fleet, parallel=True)
