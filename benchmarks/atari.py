@@ -106,7 +106,7 @@ def where_time_goes(n: int, calls: int) -> str:
 
     from openenv_gym.client import EnvClient
     from openenv_gym.protocol.vector import VectorResultFrame, parse_vector_server_frame
-    from openenv_gym.vector.vector_blocks import join_batches
+    from openenv_gym.vector.batching import join_batches
 
     actions = np.zeros(n, dtype=np.int64)
     local = make_ale(n)

@@ -183,7 +183,7 @@ def where_time_goes(n: int) -> str:
         parse_vector_server_frame,
     )
     from openenv_gym.spaces import mismatch
-    from openenv_gym.vector.vector_blocks import join_batches, join_infos
+    from openenv_gym.vector.batching import join_batches, join_infos
 
     actions = np.zeros(n, dtype=np.int64)
     space = batch_space(gym.spaces.Discrete(2), n)

@@ -23,8 +23,8 @@ from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
 from openenv_gym.protocol.vector import VectorResultFrame
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, mismatch
 
+from .batching import join_taken
 from .block import Block, StepTuple
-from .vector_blocks import join_taken
 
 if TYPE_CHECKING:
     import gymnasium as gym

@@ -9,6 +9,7 @@ the answer to that session's next request.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -28,6 +29,8 @@ __all__ = [
     "read_reply",
     "read_step",
     "recover",
+    "recover_all",
+    "reset_all",
     "restart",
     "send_all",
 ]
@@ -101,6 +104,22 @@ def restart(block: Block[Any], exc: Exception, fleet: Fleet, env: str) -> str:
     return reason
 
 
+def reset_all(blocks: list[Block[Any]], reset: Callable[[Block[Any]], None], fleet: Fleet, env: str) -> list[Any]:
+    """Send ``reset``'s request to every block, then read every reply; a block whose server is lost
+    is restarted on a healthy one and reset again. Each block remembers its reset's result, which
+    is returned, block by block."""
+    failures = send_all(blocks, reset)
+    outcomes = complete_all([functools.partial(read_reply, block, failure) for block, failure in zip(blocks, failures)])
+    for index, (block, outcome) in enumerate(zip(blocks, outcomes)):
+        if isinstance(outcome, Exception):  # its server is gone: reset it on a healthy one
+            restart(block, outcome, fleet, env)
+            reset(block)
+            outcomes[index] = outcome = block.complete()
+        block.remember(outcome)
+        block.reset_next = False
+    return outcomes
+
+
 def read_step(block: Block[Any], failure: Exception | None, deadline: float | None) -> Any:
     """One block's step result (no reward, no flags after a NextStep restart's reset), or its failure."""
     result = read_reply(block, failure, deadline)
@@ -112,6 +131,16 @@ def read_step(block: Block[Any], failure: Exception | None, deadline: float | No
 def recover(block: Block[Any], exc: Exception, fleet: Fleet, env: str, autoreset_mode: Any) -> Any:
     """Restart ``block`` on a healthy server and return what it reports: its sub-envs truncated, saying why."""
     return block.lost(restart(block, exc, fleet, env), autoreset_mode, FAILURE_INFO_KEY)
+
+
+def recover_all(
+    blocks: list[Block[Any]], outcomes: list[Any], fleet: Fleet, env: str, autoreset_mode: Any
+) -> list[Any]:
+    r"""The blocks' results, each failed block :func:`recover`\ ed (once every healthy reply is read)."""
+    return [
+        recover(block, outcome, fleet, env, autoreset_mode) if isinstance(outcome, Exception) else outcome
+        for block, outcome in zip(blocks, outcomes)
+    ]
 
 
 def ask_all(blocks: list[Block[Any]], send: Callable[[Block[Any]], None]) -> list[Any]:

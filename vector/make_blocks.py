@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .block import Block, BlockCodec
     from .serving import Serving
 
-__all__ = ["batch_blocks", "list_tools", "make_blocks", "plain_blocks", "tool_faces", "vector_blocks"]
+__all__ = ["batch_blocks", "list_tools", "make_blocks", "open_blocks", "plain_blocks", "tool_faces", "vector_blocks"]
 
 #: Where each server runs and which sub-envs it serves: ``(url, provider, (start, stop))``.
 Placed = Sequence[tuple[str, "Provider", tuple[int, int]]]
@@ -46,8 +46,10 @@ def make_blocks(
         batch_client: opens a batch session of sub-envs ``start:stop`` (``RemoteVectorEnv._batch_client``).
         name: the env's name, for errors; ``copy``: as :class:`~.batch_block.BatchCodec`'s.
         wire_codec: ``"binary"`` or ``"json"``, for batch and vector sessions.
-        options: the sessions' own (timeouts, env id, autoreset mode, render mode).
+        options: the sessions' own (timeouts, env id, autoreset mode); their envs are made in
+            ``serving.render_mode``.
     """
+    options["render_mode"] = serving.render_mode
     face, num_envs = serving.face, sum(stop - start for _, _, (start, stop) in placed)
     if serving.backend is not None:
         codec: BlockCodec = VectorCodec(face.action_space, face.observation_space, num_envs, name)
@@ -56,6 +58,33 @@ def make_blocks(
     if serving.batched:
         return codec, batch_blocks(placed, batch_client, codec=wire_codec, **options)
     return codec, plain_blocks(placed, serving.tool_schema, **options)
+
+
+def open_blocks(
+    serving: Serving,
+    placed: Placed,
+    batch_client: Callable[[int, int], Callable[..., Any]],
+    name: Callable[[], str | None],
+    action_space: gym.Space[Any],
+    **options: Any,
+) -> tuple[BlockCodec, list[Block[Any]]]:
+    """The blocks :func:`make_blocks` makes (same arguments), connected: their servers make their envs.
+
+    A tool env's sub-envs get the tools :func:`list_tools` finds, and so do its ``action_space``
+    (the vector env's) and that space's own. If a block cannot connect, every block is closed
+    before the error propagates.
+    """
+    codec, blocks = make_blocks(serving, placed, batch_client, name, **options)
+    try:
+        for block in blocks:
+            block.connect()
+        if serving.tool_schema is not None:  # an OpenEnv server lists no tools in /schema: ask a session
+            list_tools(blocks, (serving.face.action_space, *getattr(action_space, "spaces", ())))
+    except BaseException:
+        for block in blocks:
+            block.close()
+        raise
+    return codec, blocks
 
 
 def batch_blocks(placed: Placed, client: Callable[[int, int], Callable[..., Any]], **options: Any) -> list[Block[Any]]:

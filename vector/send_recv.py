@@ -7,6 +7,7 @@ the unit: ``send`` takes whole blocks, ``recv`` returns whole blocks.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ def _take(batch: Any, rows: np.ndarray) -> Any:
     return np.asarray(batch)[rows]
 
 
+@dataclasses.dataclass(eq=False)
 class SendRecv:
     """The blocks in flight and the results read beyond a ``recv``'s batch, for one vector env.
 
@@ -54,28 +56,20 @@ class SendRecv:
         single_action_space: a sub-env's action space; ``name``: the env's name, for errors.
     """
 
-    def __init__(
-        self,
-        blocks: list[Block[Any]],
-        codec: BlockCodec,
-        fleet: Fleet,
-        env: str,
-        autoreset_mode: Any,
-        batch_size: int,
-        single_action_space: gym.Space[Any],
-        name: Callable[[], str | None],
-    ) -> None:
-        self.blocks = blocks
-        self.codec = codec
-        self.fleet = fleet
-        self.env = env
-        self.autoreset_mode = autoreset_mode
-        self.batch_size = batch_size
-        self.single_action_space = single_action_space
-        self.name = name
-        self.ready: list[tuple[Block[Any], Any]] = []  # results read by recv() beyond its batch
-        self.in_flight: dict[Block[Any], Exception | None] = {}  # sent, unread
-        if batch_size != sum(block.size for block in blocks):
+    blocks: list[Block[Any]]
+    codec: BlockCodec
+    fleet: Fleet
+    env: str
+    autoreset_mode: Any
+    batch_size: int
+    single_action_space: gym.Space[Any]
+    name: Callable[[], str | None]
+    #: Results read by recv() beyond its batch, and the blocks sent but not read.
+    ready: list[tuple[Block[Any], Any]] = dataclasses.field(default_factory=list, init=False)
+    in_flight: dict[Block[Any], Exception | None] = dataclasses.field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        if self.batch_size != sum(block.size for block in self.blocks):
             self._check_blocks()
 
     def _check_blocks(self) -> None:

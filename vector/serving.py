@@ -1,19 +1,76 @@
-"""`Serving`: what a vector env's servers serve, read from the first one's ``/schema``: the face of
-their spaces, the server-side vector env if any, and so the kind of block its sub-envs run in."""
+"""The servers of a vector env: how many it starts (:func:`vector_fleet`), and :class:`Serving`, what they
+serve, read from the first one's ``/schema``: the face of their spaces, the server-side vector env if
+any, and so the kind of block its sub-envs run in, and the render mode their envs are made in."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import math
+from typing import TYPE_CHECKING, Any
 
-from openenv_gym.env import resolve_spaces
+from openenv_gym.env import check_served, render_metadata, resolve_spaces
 from openenv_gym.face import SpacesFace, wants_tool_face
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 
+from .batching import likely_one_vector_env
 from .make_blocks import tool_faces
 from .vector_block import choose_backend
 
-__all__ = ["Serving"]
+if TYPE_CHECKING:
+    from openenv_gym.make_options import MakeOptions
+    from openenv_gym.providers import Provider
+    from openenv_gym.providers.fleet import Fleet
+
+__all__ = ["Serving", "check_attached", "vector_fleet"]
+
+
+def vector_fleet(
+    options: MakeOptions,
+    num_envs: int,
+    *,
+    vector_backend: str,
+    autoreset_mode: str,
+    servers: int | None,
+    sessions_per_server: int | None,
+    batch_size: int,
+    max_episode_steps: int | None,
+) -> Fleet:
+    """The servers of a vector env of ``num_envs`` sub-envs, none started yet.
+
+    Those of ``options.base_urls``, which keep their own time limits (gym.make_vec passes the
+    spec's ``max_episode_steps`` for every id, so saying so would be noise); else as many as
+    :func:`~openenv_gym.providers.fleet.plan_layout` says, one for a server-side vector env unless
+    told. EnvPool's mode (``batch_size < num_envs``) with neither ``servers`` nor
+    ``sessions_per_server`` starts ``ceil(num_envs / batch_size)``, so that blocks fill a batch.
+    Their health checks wait the call timeout.
+
+    Raises:
+        ValueError: neither a server to start nor one to attach to.
+    """
+    layout = None
+    if not options.base_urls:
+        if batch_size < num_envs and servers is None and sessions_per_server is None:
+            servers = math.ceil(num_envs / batch_size)
+        one_server = likely_one_vector_env(options.server, vector_backend, autoreset_mode)
+        layout = options.layout(
+            num_envs, servers=servers, sessions_per_server=sessions_per_server, one_server=one_server
+        )
+    return options.fleet(
+        layout,
+        max_episode_steps=max_episode_steps,
+        health_timeout=options.timeouts.call,
+        needs="RemoteVectorEnv needs server= (what to run) or base_urls= (where it runs)",
+    )
+
+
+def check_attached(urls: list[str], providers: list[Provider], server: str | None, timeout: float) -> None:
+    """Check that the running servers a vector env was given (``base_urls``) serve ``server``.
+
+    Raises:
+        EnvMismatchError: one serves something else (see :func:`~openenv_gym.env.check_served`).
+    """
+    for url, provider in dict(zip(urls, providers)).items():  # a URL given twice is asked once
+        check_served(url, server, timeout, provider.token)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,7 +82,9 @@ class Serving:
         backend: the server-side vector env (``None``: one env per sub-env).
         batched: batch sessions (else one plain session per sub-env).
         tool_schema: a tool env's ``/schema`` (``None``: no tool face).
-        metadata: the vector env's ``metadata`` about the backend (which, why, its render modes).
+        metadata: the vector env's ``metadata`` about the render modes and the backend (which, why).
+        render_mode: what the sessions' envs are made in (``None``: no render mode, or the servers
+            render nothing: they publish no render modes).
     """
 
     face: SpacesFace
@@ -33,6 +92,7 @@ class Serving:
     batched: bool
     tool_schema: dict[str, Any] | None
     metadata: dict[str, Any]
+    render_mode: str | None
 
     @classmethod
     def read(
@@ -52,15 +112,19 @@ class Serving:
         """Decide from the first server's ``/schema``, as the arguments of ``RemoteVectorEnv`` ask.
 
         Raises:
-            ValueError: the arguments ask for what the servers cannot do (the message says which).
+            ValueError: the arguments ask for what the servers cannot do (the message says which),
+                ``render_mode="human"`` among them.
         """
+        render = render_metadata(schema, render_mode, url)  # "human" and unknown modes raise here
+        served = render_mode if render is not None else None
+        metadata = render or {"render_modes": []}
         if wants_tool_face(tool_calls, schema, url):
             if batched:
                 raise ValueError("tool calls go one session per sub-env: batched=True cannot be given with them")
             face = tool_faces(list(schema.get("tools") or []))[0]
-            return cls(face, None, False, schema, {})
+            return cls(face, None, False, schema, metadata, served)
         face = resolve_spaces(url, timeout, json_schema_fallback=json_schema_fallback, token=token, schema=schema)
-        choice = choose_backend(vector_backend, autoreset_mode, batched, schema, url, timeout, token, render_mode)
+        choice = choose_backend(vector_backend, autoreset_mode, batched, schema, url, timeout, token, served)
         if batched is None:  # openenv-gym servers publish spaces and serve /ws/batch; OpenEnv's do neither
             batched = face.published
-        return cls(choice.face or face, choice.name, batched, None, choice.metadata)
+        return cls(choice.face or face, choice.name, batched, None, {**metadata, **choice.metadata}, served)

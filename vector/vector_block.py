@@ -25,8 +25,8 @@ from openenv_gym.protocol.batch import BatchCallFrame
 from openenv_gym.protocol.vector import VectorResultFrame, choose_vector_backend
 from openenv_gym.spaces import mismatch, space_from_json
 
+from .batching import block_seed, join_batches, join_infos, join_taken, lost_result, slice_batch
 from .block import Block, StepTuple
-from .vector_blocks import block_seed, join_batches, join_infos, join_taken, lost_result, slice_batch
 
 if TYPE_CHECKING:
     import gymnasium as gym

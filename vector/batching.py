@@ -1,9 +1,11 @@
-"""Batches of a vector env served by server-side vector envs: slicing, joining, infos, seeds.
+"""Batching of a vector env's sub-envs: batches cut into blocks and joined, vector infos, seeds and reset masks.
 
 With a vector backend each block of sub-envs is one vector env on its server, so its results
 arrive as batch arrays and Gymnasium's vector infos (``{"key": array, "_key": mask}``). These
 functions cut the caller's batch into blocks and join the blocks' results, leaving every array's
-dtype as its backend made it; with one block, its results are the vector env's own.
+dtype as its backend made it; with one block, its results are the vector env's own. They also read
+``reset``'s ``seed`` and ``options["reset_mask"]`` as SyncVectorEnv does, and guess whether one
+server will step every sub-env as one vector env.
 """
 
 from __future__ import annotations
@@ -196,6 +198,18 @@ def join_taken(
         join_batches(truncated),
         infos,
     )
+
+
+def attr_values(values: Any, num_envs: int) -> list[Any]:
+    """``set_attr``'s values, one per sub-env (one value is every sub-env's), checked as SyncVectorEnv checks them."""
+    if not isinstance(values, (list, tuple)):
+        values = [values] * num_envs
+    if len(values) != num_envs:
+        raise ValueError(
+            f"Values must be a list or tuple with length equal to the number of environments. "
+            f"Got `{len(values)}` values for {num_envs} environments."
+        )
+    return list(values)
 
 
 def seed_list(seed: int | list[int | None] | None, num_envs: int) -> list[int | None]:
