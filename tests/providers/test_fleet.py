@@ -207,6 +207,10 @@ print(Stopped.stopped)
 """
 
 
+@pytest.mark.skipif(
+    not hasattr(threading, "_shutdown_locks_lock"),
+    reason="this Python starts threads without threading's _shutdown_locks_lock (CPython 3.13+), the lock the deadlock needs",
+)
 def test_a_collected_fleet_stops_its_servers_without_starting_a_thread():
     """A collection can finalize a fleet inside ``threading``'s own locks (a worker thread starting up
     held ``_shutdown_locks_lock`` when a suite's collection ran a fleet's finalizer): stopping its
