@@ -17,7 +17,7 @@ import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 from . import errors
-from ._post_import import call_after_import
+from ._lazy import call_after_import
 from .errors import *  # noqa: F403  (the whole error tree: errors.__all__)
 
 if TYPE_CHECKING:

@@ -118,9 +118,11 @@ class AsyncRemoteEnv:
 
         Raises:
             InvalidActionError: ``action`` is not in the action space; nothing was sent.
+            EpisodeEndedError: the episode ended (``terminated`` or ``truncated``): reset first.
             ClosedEnvError: the env was closed.
         """
         self._check_open("step")
+        self._client.kind.check_can_step()
         wire = wire_action(self._face, action, self.env_id)
         if isinstance(wire, tuple):  # a malformed tool call, answered without a round trip
             result = wire
@@ -130,6 +132,7 @@ class AsyncRemoteEnv:
         if self.max_episode_steps is not None and self._elapsed >= self.max_episode_steps:
             observation, reward, terminated, _, info = result
             result = (observation, reward, terminated, True, info)
+            self._client.kind.end_episode()
         return result
 
     async def aclose(self) -> None:

@@ -399,9 +399,11 @@ class RemoteEnv(gym.Env[Any, Any]):
 
         Raises:
             InvalidActionError: ``action`` is not in the action space; nothing was sent.
+            EpisodeEndedError: the episode ended (``terminated`` or ``truncated``): reset first.
             ClosedEnvError: the env was closed.
         """
         self._check_open("step")
+        self._client.kind.check_can_step()
         wire = wire_action(self._face, action, self.spec.id if self.spec is not None else self.server)
         if isinstance(wire, tuple):  # a malformed tool call, answered without a round trip
             return wire

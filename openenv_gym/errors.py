@@ -4,6 +4,7 @@
 
     OpenEnvGymError
     ├── ProtocolError (ValueError)            a frame that breaks the wire format or the session rules
+    │   └── EpisodeEndedError                      a step after the episode ended, before a reset
     ├── SpaceCodecError (ValueError)          a value, or a space's JSON form, that does not fit
     │   └── InvalidActionError                     an action outside the env's action space
     ├── UnsupportedSpaceError (TypeError)     a Gymnasium space type with no JSON form
@@ -18,7 +19,8 @@
     │   ├── EnvMismatchError (ValueError)          the server runs another env than the one asked for
     │   └── RemoteError                            the server answered with an error frame
     │       ├── CapacityReachedError               ... because every session slot is taken
-    │       └── EnvCreationError                   ... because it could not create the environment
+    │       ├── EnvCreationError                   ... because it could not create the environment
+    │       └── RemoteEpisodeEndedError (EpisodeEndedError) ... because the episode had ended
     ├── ProviderError (RuntimeError)          a server could not be started or stopped
     │   └── ServerStartError                       ... the server process failed to become healthy
     ├── DockerUnavailableError (ConnectionError) no Docker Engine answers
@@ -47,6 +49,7 @@ __all__ = [
     "DockerUnavailableError",
     "EnvCreationError",
     "EnvMismatchError",
+    "EpisodeEndedError",
     "HubError",
     "ImageBuildError",
     "InvalidActionError",
@@ -54,6 +57,7 @@ __all__ = [
     "OpenEnvGymError",
     "ProtocolError",
     "ProviderError",
+    "RemoteEpisodeEndedError",
     "RemoteError",
     "RequestTimeoutError",
     "SandboxUnavailableError",
@@ -90,6 +94,16 @@ class ProtocolError(OpenEnvGymError, ValueError):
 
     def __str__(self) -> str:
         return f"{self.message} (code: {self.code})"
+
+
+class EpisodeEndedError(ProtocolError):
+    """A step (or tool call) after the episode ended, ``terminated`` or ``truncated``, and before a
+    ``reset``: refused before anything is sent, so it is never scored (code ``EPISODE_ENDED``; a
+    server refuses one that reaches it with an error frame of that code).
+
+    Gymnasium's own envs only warn here; a remote env is often scoring an agent's work, and a
+    step that an ended episode took would be paid again.
+    """
 
 
 class SpaceCodecError(OpenEnvGymError, ValueError):
@@ -298,6 +312,11 @@ class RemoteError(ClientError):
         if remote_traceback:
             text += f"\n\nRemote traceback:\n{remote_traceback}"
         return text
+
+
+class RemoteEpisodeEndedError(RemoteError, EpisodeEndedError):
+    """The server refused a step because the episode had ended (code ``EPISODE_ENDED``): a vector
+    sub-env that ended with autoreset disabled, or a step a client sent past the end it was told of."""
 
 
 class CapacityReachedError(RemoteError):

@@ -134,7 +134,7 @@ def test_importing_the_package_loads_only_its_root():
     """``import openenv_gym`` loads its errors and import hook, nothing of the layers (they load on first use)."""
     assert loaded(new_modules("openenv_gym"), "openenv_gym", "gymnasium", "numpy") == [
         "openenv_gym",
-        "openenv_gym._post_import",
+        "openenv_gym._lazy",
         "openenv_gym.errors",
     ]
 
@@ -208,8 +208,7 @@ PLAIN_ENV_MODULES = {
     # the root (lazy exports, the hook that registers the catalog when gymnasium is imported), its
     # errors, and the registry that hook loads
     "openenv_gym": "the package",
-    "openenv_gym._lazy": "PEP 562 exports of the lazy packages",
-    "openenv_gym._post_import": "registers the catalog when gymnasium is imported",
+    "openenv_gym._lazy": "PEP 562 exports of the lazy packages; registers the catalog when gymnasium is imported",
     "openenv_gym.errors": "the error tree",
     "openenv_gym.registry": "the catalog gymnasium's import registers",
     # the Gymnasium face of one env
@@ -270,5 +269,5 @@ def test_what_the_layers_share_imports_no_layer(module):
     but the errors, and importing it loads no layer."""
     assert imports_of(module) <= {"openenv_gym.errors"}
     assert loaded(new_modules(module), "openenv_gym") == sorted(
-        {"openenv_gym", "openenv_gym._post_import", "openenv_gym.errors", module}
+        {"openenv_gym", "openenv_gym._lazy", "openenv_gym.errors", module}
     )

@@ -157,8 +157,9 @@ def test_calls_that_fail_are_error_results_and_the_session_goes_on():
 
 @pytest.mark.slow
 def test_reset_rewards_done_and_a_lost_session_of_a_module_attr_target():
-    """reset returns the task's prompt; a scoring tool's reward and done arrive in _meta; a tool
-    that raises is an error result; a call past --call-timeout says to reset, and reset recovers."""
+    """reset returns the task's prompt; a scoring tool's reward and done arrive in _meta; a call
+    after done is refused (an error result, never sent) until reset; a tool that raises is an
+    error result; a call past --call-timeout says to reset, and reset recovers."""
 
     async def session() -> dict[str, types.CallToolResult]:
         async with bridge(TOOLBOX, "--call-timeout", str(2 * UNIT)) as client:
@@ -166,6 +167,9 @@ def test_reset_rewards_done_and_a_lost_session_of_a_module_attr_target():
                 "reset": await call(client, "reset", {"seed": 7, "options": {"level": 1}}),
                 "add": await call(client, "add", {"a": 2, "b": 3}),
                 "submit": await call(client, "submit", {"answer": 5}),
+                "resubmit": await call(client, "submit", {"answer": 5}),
+                "ended": await call(client, "add", {"a": 1}),
+                "next": await call(client, "reset"),
                 "fail": await call(client, "fail", {"why": "boom"}),
                 "late": await call(client, "later", {"seconds": 4 * UNIT}),
                 "lost": await call(client, "add", {"a": 1}),
@@ -181,6 +185,10 @@ def test_reset_rewards_done_and_a_lost_session_of_a_module_attr_target():
     submit = results["submit"]
     assert text(submit) == "correct"
     assert submit.meta is not None and submit.meta[REWARD_KEY] == 1.0 and submit.meta[DONE_KEY] is True
+    for name in ("resubmit", "ended"):  # the episode pays once: nothing reaches the env until reset
+        assert results[name].is_error and "episode ended" in text(results[name]), name
+        assert not results[name].meta or results[name].meta.get(REWARD_KEY) is None, name
+    assert not results["next"].is_error
     fail = results["fail"]
     assert fail.is_error and "boom" in text(fail)
     assert fail.meta is not None and fail.meta[ERROR_TYPE_KEY] == "execution_error"

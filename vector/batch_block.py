@@ -19,7 +19,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from openenv_gym.client.batch_client import BatchClient
 from openenv_gym.client.sync_connection import SyncConnection
 from openenv_gym.errors import InvalidActionError
-from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame
+from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame, Mask, Seeds
 from openenv_gym.protocol.vector import VectorResultFrame
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, mismatch
 
@@ -45,7 +45,7 @@ class BatchBlock(Block[BatchClient]):
     def connection(self) -> SyncConnection[Any]:
         return self.client
 
-    def begin_reset(self, seeds: list[int | None], options: dict[str, Any] | None, mask: list[bool] | None) -> None:
+    def begin_reset(self, seeds: Seeds, options: dict[str, Any] | None, mask: Mask | None) -> None:
         sub_mask = mask[self.start : self.stop] if mask is not None else None
         self.client.begin_batch_reset(seeds[self.start : self.stop], options, sub_mask)
 

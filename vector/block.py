@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import gymnasium as gym
 
     from openenv_gym.client.sync_connection import SyncConnection
-    from openenv_gym.protocol.batch import BatchCallFrame
+    from openenv_gym.protocol.batch import BatchCallFrame, Mask, Seeds
     from openenv_gym.providers import Provider
 
 __all__ = ["Block", "BlockCodec", "Session", "StepTuple"]
@@ -104,7 +104,7 @@ class Block(abc.ABC, Generic[Client]):
         return self.client.complete(timeout)
 
     @abc.abstractmethod
-    def begin_reset(self, seeds: list[int | None], options: dict[str, Any] | None, mask: list[bool] | None) -> None:
+    def begin_reset(self, seeds: Seeds, options: dict[str, Any] | None, mask: Mask | None) -> None:
         """Send a reset; ``seeds`` and ``mask`` are the vector env's (one per sub-env), sliced here."""
 
     @abc.abstractmethod

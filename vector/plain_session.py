@@ -16,7 +16,7 @@ from typing import Any
 from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.face import Face, StepResult, WireFace
 from openenv_gym.protocol import ObservationFrame, RenderFrame
-from openenv_gym.protocol.batch import AutoresetMode, AutoresetRule, BatchResultFrame
+from openenv_gym.protocol.batch import AutoresetMode, AutoresetRule, BatchResultFrame, Mask, Seeds
 
 __all__ = ["Face", "PlainSessionBatch", "WireFace"]
 
@@ -67,10 +67,7 @@ class PlainSessionBatch:
         self.client.close()
 
     def begin_batch_reset(
-        self,
-        seeds: list[int | None] | None = None,
-        options: dict[str, Any] | None = None,
-        mask: list[bool] | None = None,
+        self, seeds: Seeds | None = None, options: dict[str, Any] | None = None, mask: Mask | None = None
     ) -> None:
         kwargs: dict[str, Any] = {}
         if seeds and seeds[0] is not None:

@@ -21,7 +21,7 @@ from openenv_gym.client.vector_client import VectorClient
 from openenv_gym.errors import InvalidActionError
 from openenv_gym.face import WireFace
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
-from openenv_gym.protocol.batch import BatchCallFrame
+from openenv_gym.protocol.batch import BatchCallFrame, Mask, Seeds
 from openenv_gym.protocol.vector import VectorResultFrame, choose_vector_backend
 from openenv_gym.spaces import mismatch, space_from_json
 
@@ -116,7 +116,7 @@ class VectorBlock(Block[VectorClient]):
     def connection(self) -> SyncConnection[Any]:
         return self.client
 
-    def begin_reset(self, seeds: list[int | None], options: dict[str, Any] | None, mask: list[bool] | None) -> None:
+    def begin_reset(self, seeds: Seeds, options: dict[str, Any] | None, mask: Mask | None) -> None:
         sub_mask = mask[self.start : self.stop] if mask is not None else None
         self.client.begin_vector_reset(block_seed(seeds, self.start), options, sub_mask)
 

@@ -32,6 +32,7 @@ from ..task_sets import choice_error, pick_task, reset_options
 from .feedback import FEEDBACK_LIMIT
 from .harness import (
     OUTPUT_MARKER_ROOM,
+    Graded,
     RewardMode,
     check_episode_options,
     grade,
@@ -77,10 +78,33 @@ class TaskObservation(CodeObservation):
 
 
 class CodingState(State):
-    """The episode's task and its best score so far."""
+    """The episode's task, its best score so far and its last submission's, and whether it has ended."""
 
     task_id: str | None = None
     best_fraction: float = 0.0
+    last_fraction: float = 0.0
+    ended: bool = False
+
+    def take_turn(self, max_turns: int | None) -> bool:
+        """Count a step (or tool call); whether it is the episode's last, which ends it.
+
+        Raises:
+            RuntimeError: the episode has ended (solved, or out of turns): nothing more is run or paid.
+        """
+        if self.ended:
+            raise RuntimeError("the episode has ended (solved, or out of turns): reset for a new one")
+        self.step_count += 1
+        self.ended = max_turns is not None and self.step_count >= max_turns
+        return self.ended
+
+    def pay(self, mode: RewardMode, graded: Graded) -> float:
+        """The reward of submission ``graded`` in ``mode`` (see :func:`~.harness.reward_for`), recorded;
+        a submission that solves the task ends the episode."""
+        reward = reward_for(mode, graded, self.best_fraction, self.last_fraction)
+        self.best_fraction = max(self.best_fraction, graded.fraction)
+        self.last_fraction = graded.fraction
+        self.ended = self.ended or graded.solved
+        return reward
 
 
 class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
@@ -92,8 +116,10 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             ``hf://datasets/ORG/NAME[@REVISION]/PATH.jsonl`` (see :func:`load_tasks`).
         difficulties: only tasks of these difficulties (``"easy"``, ``"medium"``, ``"hard"``);
             :func:`~.tasks.task_ids` lists the ids ``reset(options={"task_id": ...})`` takes.
-        reward: ``"fraction"`` of hidden tests passed (the default), ``"binary"`` (1 when all
-            pass), or ``"improvement"`` of the fraction over the episode's best so far.
+        reward: the change in the ``"fraction"`` of hidden tests passed since the previous step
+            (the default: an episode returns its last step's fraction), ``"binary"`` (1 when all
+            pass), or the ``"improvement"`` of the fraction over the episode's best so far; none
+            pays an episode more than 1 (see :func:`~.harness.reward_for`).
         max_episode_steps: steps after which an unsolved episode is truncated (``None``: never).
         sandbox: ``"bubblewrap"`` (the default), or ``"none"`` to run agent code without a
             sandbox; only for trusted code, or when the server itself runs in a container.
@@ -159,8 +185,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
     def step(self, action: CodeAction) -> CodeObservation:
         if self.mode == "tasks" and self._task is None:
             raise RuntimeError("reset before the first step")
-        self._state.step_count += 1
-        truncated = self.max_episode_steps is not None and self._state.step_count >= self.max_episode_steps
+        truncated = self._state.take_turn(self.max_episode_steps)
         task = self._task
         if task is None:
             output = run_program(self._sandbox, action.code, self.limits.output_limit)
@@ -173,8 +198,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
                 info={"timed_out": output.timed_out},  # no duration: info stays deterministic
             )
         graded = grade(self._sandbox, task, action.code, self.limits.output_limit)
-        reward = reward_for(self.reward_mode, graded, self._state.best_fraction)
-        self._state.best_fraction = max(self._state.best_fraction, graded.fraction)
+        reward = self._state.pay(self.reward_mode, graded)
         output = graded.output
         return TaskObservation(
             prompt=task.statement,

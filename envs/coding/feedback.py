@@ -2,12 +2,15 @@
 
 A failing *visible* test (one whose call the prompt writes out, :attr:`Task.visible_tests`) is
 reported with its call, its expected outcome, what came instead and, if it raised, the traceback.
-A hidden test is reported by what the function did only: the exception's type and message and
-its traceback, or that the value was wrong; never its arguments or its expected value.
+A hidden test is reported by what the function did only: that it raised, or that the value was
+wrong; never its arguments, its expected value, the value, the exception's type, message or
+traceback (a program can put its arguments in any of them), and the hidden tests run in a
+process of their own whose output the agent never sees (:func:`~.harness.grade`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from openenv_gym.sandbox import RunResult
@@ -20,8 +23,13 @@ FEEDBACK_LIMIT = 8192  # characters of feedback an observation holds
 _REPR_LIMIT = 200
 
 
-def feedback(task: Task, result: RunResult, passed: list[bool]) -> str:
+def feedback(
+    task: Task, result: RunResult, passed: list[bool], results: Sequence[dict[str, Any] | None] | None = None
+) -> str:
     """A few lines on how the submission did on ``task``'s tests, the first failure first.
+
+    ``results`` are per test, in the task's order (``None``: the call did not run); default:
+    ``result.results``, the results of a run that called them all in order.
 
     Example:
         >>> from openenv_gym.sandbox import RunResult
@@ -33,10 +41,11 @@ def feedback(task: Task, result: RunResult, passed: list[bool]) -> str:
         Example inc(1) failed: expected 2, got 1.
     """
     total = len(task.tests)
-    results = result.results
-    if any(item.get("missing_entry_point") for item in results):
+    results = result.results if results is None else results
+    ran = sum(item is not None for item in results)
+    if any(item is not None and item.get("missing_entry_point") for item in results):
         return f"The program defines no function `{task.entry_point}`; the tests call `{task.signature.rstrip(': ')}`."
-    if not results:
+    if not ran:
         if result.timed_out:
             return "No test ran: the run was killed at its time limit (see stderr)."
         if result.exit_code != 0:
@@ -45,9 +54,9 @@ def feedback(task: Task, result: RunResult, passed: list[bool]) -> str:
     if all(passed):
         return f"All {total} tests passed."
     lines = [f"{sum(passed)} of {total} tests passed."]
-    if len(results) < total:
+    if ran < total:
         reason = "the run was killed at its time limit" if result.timed_out else "the program stopped"
-        lines.append(f"Only {len(results)} of them ran: {reason} (see stderr).")
+        lines.append(f"Only {ran} of them ran: {reason} (see stderr).")
     visible = [index for index in task.visible_tests if not passed[index]]
     if visible:
         index = visible[0]
@@ -56,13 +65,14 @@ def feedback(task: Task, result: RunResult, passed: list[bool]) -> str:
     else:
         index = passed.index(False)
         lines.append(f"A hidden test failed: {_outcome(results, index, hidden=True)}.")
-    trace = results[index].get("traceback") if index < len(results) else None
+    item = results[index] if index < len(results) else None
+    trace = item.get("traceback") if item is not None and index in task.visible_tests else None
     if trace:
         lines.append(trace.rstrip("\n"))
     return "\n".join(lines)
 
 
-def example_reports(task: Task, results: list[dict[str, Any]], passed: list[bool]) -> list[dict[str, Any]]:
+def example_reports(task: Task, results: Sequence[dict[str, Any] | None], passed: list[bool]) -> list[dict[str, Any]]:
     """How each test the prompt shows went: ``{"call", "expected", "got", "passed"}``.
 
     Only the visible tests are reported (their calls and outcomes are in the prompt already);
@@ -99,12 +109,14 @@ def _expected(test: TestCase) -> str:
     return f"expected it to raise {test.raises}" if test.raises is not None else f"expected {_short(test.expected)}"
 
 
-def _outcome(results: list[dict[str, Any]], index: int, *, hidden: bool = False) -> str:
-    if index >= len(results):
+def _outcome(results: Sequence[dict[str, Any] | None], index: int, *, hidden: bool = False) -> str:
+    item = results[index] if index < len(results) else None
+    if item is None:
         return "it did not run"
-    item = results[index]
     if "value" in item:
         return "it returned a wrong value" if hidden else f"got {_short(item['value'])}"
+    if hidden:
+        return "it raised an exception"
     return f"it raised {item.get('error', 'an exception')}"
 
 

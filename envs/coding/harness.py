@@ -109,13 +109,15 @@ class Graded:
 
     Attributes:
         output: what it printed and how it exited.
-        results: the sandbox's per-test results, every ill-typed field dropped (:func:`~.scoring.well_formed`).
+        results: per test, what the agent may learn of its call (``None``: it did not run): for a
+            test the prompt shows, the sandbox's result with every ill-typed field dropped
+            (:func:`~.scoring.well_formed`); for a hidden one, :func:`_hidden_result`.
         passed: which of the task's tests passed.
         feedback: a few lines on the first failure, never giving a hidden test away (:mod:`.feedback`).
     """
 
     output: Output
-    results: list[dict[str, Any]]
+    results: list[dict[str, Any] | None]
     passed: list[bool]
     feedback: str
 
@@ -133,29 +135,81 @@ class Graded:
 def grade(sandbox: Sandbox, task: Task, code: str, output_limit: int) -> Graded:
     """Run ``code``, call ``task``'s function on each of its tests' arguments, and score the results.
 
-    Only the arguments enter the sandbox; the expected values stay here. A raising call keeps its
-    traceback when the prompt shows that test (the sandbox also keeps the first raising call's).
+    Only the arguments enter the sandbox; the expected values stay here. The program runs twice,
+    in two processes. The first calls the function on the tests the prompt shows: its output,
+    exit code and tracebacks are what the agent sees. The second calls it on the hidden tests: what
+    each call returned or raised is scored here, and the agent learns only which passed and, of
+    the first that failed, whether it raised; its output and exit code go nowhere, so a program
+    that prints (or exits with, or raises with) its arguments shows nothing of a hidden test's.
     """
-    result = sandbox.run(
-        code, entry_point=task.entry_point, cases=[test.args for test in task.tests], tracebacks=task.visible_tests
-    )
-    result = dataclasses.replace(result, results=well_formed(result.results))
-    passed = passed_tests(task.tests, result.results)
+    shown = task.visible_tests
+    hidden = tuple(index for index in range(len(task.tests)) if index not in shown)
+    run = _cases_run(sandbox, task, code, shown, tracebacks=True)
+    scored: list[dict[str, Any] | None] = [None] * len(task.tests)  # None: the call did not run
+    told = list(scored)
+    _place(scored, shown, run.results)
+    _place(told, shown, run.results)
+    timed_out = run.timed_out
+    if hidden:
+        secret = _cases_run(sandbox, task, code, hidden, tracebacks=False)
+        _place(scored, hidden, secret.results)
+        _place(told, hidden, [_hidden_result(item) for item in secret.results])
+        timed_out = timed_out or secret.timed_out
+    passed = passed_tests(task.tests, [item or {} for item in scored])
     return Graded(
-        output=Output.of(result, output_limit),
-        results=result.results,
+        output=Output.of(run, output_limit),
+        results=told,
         passed=passed,
-        feedback=fit_text(feedback(task, result, passed), FEEDBACK_LIMIT),
+        feedback=fit_text(feedback(task, dataclasses.replace(run, timed_out=timed_out), passed, told), FEEDBACK_LIMIT),
     )
 
 
-def reward_for(mode: RewardMode, graded: Graded, best_fraction: float) -> float:
-    """The reward of ``graded`` in reward ``mode``, given the episode's best fraction before it."""
+def _cases_run(sandbox: Sandbox, task: Task, code: str, indices: tuple[int, ...], *, tracebacks: bool) -> RunResult:
+    """One run of ``code`` calling the function on the tests at ``indices`` (each call's result, well formed)."""
+    result = sandbox.run(
+        code,
+        entry_point=task.entry_point,
+        cases=[task.tests[index].args for index in indices],
+        tracebacks=range(len(indices)) if tracebacks else (),
+    )
+    return dataclasses.replace(result, results=well_formed(result.results))
+
+
+def _place(results: list[dict[str, Any] | None], indices: tuple[int, ...], run: list[dict[str, Any]]) -> None:
+    """Put a run's results (fewer than asked when it stopped early) at the tests' ``indices``."""
+    for index, item in zip(indices, run):
+        results[index] = item
+
+
+def _hidden_result(item: dict[str, Any]) -> dict[str, Any]:
+    """A hidden call's result as the agent may learn of it: whether it returned or raised, and
+    nothing else (it is scored on the whole result, here). Not the value, the exception's type,
+    message or traceback: a program can put its arguments in any of them."""
+    if item.get("missing_entry_point"):
+        return {"missing_entry_point": True}
+    return {"value": None} if "value" in item else {"exception": []}
+
+
+def reward_for(mode: RewardMode, graded: Graded, best_fraction: float, last_fraction: float) -> float:
+    """The reward of submission ``graded`` in reward ``mode``, given the episode's best fraction of
+    hidden tests passed before it and its previous submission's (0 before the first).
+
+    Each mode pays an episode at most 1 in all (the episode ends on the submission that solves the
+    task, and a step after the end is refused):
+
+    - ``"binary"``: 1 for the submission that passes every hidden test, else 0. An episode returns 1
+      or 0.
+    - ``"fraction"``: the change in the fraction of hidden tests passed since the previous
+      submission (negative when fewer pass). An episode returns the fraction its last submission
+      passed, however many it made: resubmitting a partial solution earns nothing more.
+    - ``"improvement"``: how far the fraction rose over the episode's best so far, never negative.
+      An episode returns the best fraction any of its submissions passed.
+    """
     if mode == "binary":
         return float(graded.solved)
     if mode == "improvement":
         return max(0.0, graded.fraction - best_fraction)
-    return graded.fraction
+    return graded.fraction - last_fraction
 
 
 def examples_of(task: Task) -> Task:

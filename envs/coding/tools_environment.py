@@ -47,7 +47,6 @@ from .harness import (
     check_episode_options,
     examples_of,
     grade,
-    reward_for,
     run_program,
     task_sandbox,
 )
@@ -77,9 +76,10 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
         tasks: the task set: ``None`` for the 56 shipped tasks, a JSONL path, or
             ``hf://datasets/ORG/NAME[@REVISION]/PATH.jsonl`` (see :func:`~.tasks.load_tasks`).
         difficulties: only tasks of these difficulties (``"easy"``, ``"medium"``, ``"hard"``).
-        reward: what a ``submit`` earns: the ``"fraction"`` of hidden tests passed (the default),
-            ``"binary"`` (1 when all pass), or the ``"improvement"`` of the fraction over the
-            episode's best submission so far.
+        reward: what a ``submit`` earns: the change in the ``"fraction"`` of hidden tests passed
+            since the previous submission (the default: an episode returns its last submission's
+            fraction), ``"binary"`` (1 when all pass), or the ``"improvement"`` of the fraction
+            over the episode's best submission so far (see :func:`~.harness.reward_for`).
         max_episode_steps: tool calls after which an unsolved episode is truncated (``None``: never).
         tool_timeout_s: seconds a tool call may take before it is answered with a ``timeout``
             error (a call's own ``timeout_s`` overrides it); more than ``limits``' ``wall_time``,
@@ -229,8 +229,7 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
         with self._lock:
             task, last = self._turn()
             graded = grade(self._sandbox, task, code, self.limits.output_limit)
-            reward = reward_for(self.reward_mode, graded, self._state.best_fraction)
-            self._state.best_fraction = max(self._state.best_fraction, graded.fraction)
+            reward = self._state.pay(self.reward_mode, graded)
             report = {
                 "tests_passed": sum(graded.passed),
                 "tests_total": len(graded.passed),
@@ -252,9 +251,7 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
         """Count a tool call; return the episode's task and whether this call is its last turn."""
         if self._task is None:
             raise RuntimeError("reset before the first tool call")
-        self._state.step_count += 1
-        last = self.max_episode_steps is not None and self._state.step_count >= self.max_episode_steps
-        return self._task, last
+        return self._task, self._state.take_turn(self.max_episode_steps)
 
     def _examples_of(self, task: Task) -> Task | None:
         """``task`` with only the tests its prompt shows (``None`` if it shows none), made once per task."""

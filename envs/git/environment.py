@@ -61,6 +61,7 @@ __all__ = [
 
 #: Tool calls an episode may take when its task sets no ``max_turns``, as the manifest says.
 DEFAULT_MAX_TURNS = 30
+_VERIFIER_ROOM = 16 * 2**20  # bytes of scratch space beyond a full workspace's copy
 #: Seconds one tool call may take: the sandbox's default wall-clock limit (10 s) plus room.
 DEFAULT_TOOL_TIMEOUT_S = DEFAULT_TOOL_TIMEOUT
 #: Seconds a task's setup may take to build its repository.
@@ -137,7 +138,12 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
     ) -> None:
         if max_turns is not None and max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {max_turns}")
-        self.limits = Limits(**(limits or {}))
+        limits = dict(limits or {})
+        workspace_size = limits.get("workspace_size", Limits.workspace_size)
+        # The verifier copies the whole workspace into the scratch directory, and fails closed when
+        # the copy is short: so the scratch directory holds a full workspace and then some.
+        limits.setdefault("scratch_size", max(Limits.scratch_size, workspace_size + _VERIFIER_ROOM))
+        self.limits = Limits(**limits)
         if not tool_timeout_s > self.limits.wall_time:
             # A call cut off before its run ends leaves the sandbox busy: the next call would wait.
             raise ValueError(

@@ -37,7 +37,6 @@ __all__ = [
     "safe_config",
     "unsafe_config_key",
     "verify",
-    "with_note",
     "write_file",
 ]
 
@@ -219,9 +218,12 @@ def verify(
         env=hardened,
         check=False,
     )
-    note = ""
-    if copied.returncode != 0:  # a file the agent made unreadable, a full scratch: the checks see what was copied
-        note = f"[verifier] the copy of the repository is incomplete: {copied.stderr.decode(errors='replace')[-500:]}\n"
+    if copied.returncode != 0:
+        # Fail closed: what the copy left out (a file the agent made unreadable, one past a full
+        # scratch directory) could be what a check looks for ("this file must be gone").
+        why = copied.stderr.decode(errors="replace")[-500:]
+        failed = f"[verifier] no check ran: the copy of the repository is incomplete, so none can be trusted: {why}"
+        return [{"passed": False, "output": failed[-CHECK_OUTPUT_LIMIT:]} for _ in checks]
     mode = stat.S_IMODE(os.stat(workspace).st_mode)
     os.chmod(workspace, 0)
     try:
@@ -237,24 +239,10 @@ def verify(
         for index, script in enumerate(checks):
             share = max(0.0, deadline - time.monotonic()) / (len(checks) - index)
             passed, output = _run_check(script, tree, hardened, share)
-            outcomes.append({"passed": passed, "output": with_note(output, note)})
+            outcomes.append({"passed": passed, "output": output[-CHECK_OUTPUT_LIMIT:]})
     finally:
         os.chmod(workspace, mode)  # so an unconfined sandbox's owner can remove it
     return outcomes
-
-
-def with_note(output: str, note: str) -> str:
-    r"""A check's output cut to its end, then the verifier's note (if any) in full: at most CHECK_OUTPUT_LIMIT characters.
-
-    Example:
-        >>> with_note("x" * 5000, "[verifier] the copy is incomplete\n")[-34:]
-        '[verifier] the copy is incomplete\n'
-    """
-    return (
-        output[-max(0, CHECK_OUTPUT_LIMIT - len(note)) :] + note[-CHECK_OUTPUT_LIMIT:]
-        if note
-        else output[-CHECK_OUTPUT_LIMIT:]
-    )
 
 
 def _clear_index_bits(tree: str, env: dict[str, str]) -> None:

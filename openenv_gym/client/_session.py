@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
-from ..errors import CapacityReachedError, ConnectionLostError, EnvCreationError, RemoteError
+from ..errors import CapacityReachedError, ConnectionLostError, EnvCreationError, RemoteEpisodeEndedError, RemoteError
 from ..protocol import ErrorCode, ErrorFrame
 from ..urls import ws_url
 from ._http import DEFAULT_OPEN_TIMEOUT
@@ -29,6 +29,7 @@ def remote_error(frame: ErrorFrame, env_id: str | None) -> RemoteError:
 _REMOTE_ERRORS: dict[str, type[RemoteError]] = {
     ErrorCode.CAPACITY_REACHED.value: CapacityReachedError,
     ErrorCode.FACTORY_ERROR.value: EnvCreationError,
+    ErrorCode.EPISODE_ENDED.value: RemoteEpisodeEndedError,
 }
 
 

@@ -18,6 +18,8 @@ from ..protocol.batch import (
     BatchResultFrame,
     BatchStepFrame,
     BatchValuesFrame,
+    Mask,
+    Seeds,
     batch_query,
     parse_batch_server_frame,
 )
@@ -176,10 +178,7 @@ class BatchClient(BlockClient[BatchReply]):
         super().__init__(BatchKind(envs, autoreset_mode, query, codec_subprotocols(codec)), base_url, **settings)
 
     def begin_batch_reset(
-        self,
-        seeds: list[int | None] | None = None,
-        options: dict[str, Any] | None = None,
-        mask: list[bool] | None = None,
+        self, seeds: Seeds | None = None, options: dict[str, Any] | None = None, mask: Mask | None = None
     ) -> None:
         """Send a ``batch_reset`` for the sub-envs ``mask`` selects (all if ``None``); connects if needed."""
         self.connect()

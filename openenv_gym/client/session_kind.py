@@ -103,6 +103,14 @@ class PlainKind(SessionKind[Any]):
     def reset(self, kwargs: dict[str, Any]) -> str:
         return self.session.send_reset(kwargs)
 
+    def check_can_step(self) -> None:
+        """Raise :class:`~openenv_gym.errors.EpisodeEndedError` if the episode ended and no reset followed."""
+        self.session.check_can_step()
+
+    def end_episode(self) -> None:
+        """End the episode on this side (a client-side time limit): steps are refused until a reset."""
+        self.session.end_episode()
+
     def step(self, action: dict[str, Any]) -> str:
         return self.session.send_step(action)
 

@@ -19,8 +19,8 @@ model reads, what a client may check against a schema), while the reward is for 
 A failed call is a result with ``isError: true`` and the reason as its text, never a JSON-RPC
 error, so the model reads it and can try again: an unknown tool, arguments that do not fit the
 schema, a tool that raised or overran its time limit, an error frame, a lost session (``reset``
-opens a new one). After ``done`` the env's tools are still forwarded; the harness decides when
-to ``reset``.
+opens a new one). After ``done`` or ``truncated`` every tool call but ``reset`` is refused that
+way (``EpisodeEndedError``), never sent to the env nor scored, until the harness calls ``reset``.
 
 stdout carries MCP messages and nothing else: the SDK's ``stdio_server`` points file descriptor
 1 at stderr while it serves, the env server writes to a log of its own, and logs go to stderr.

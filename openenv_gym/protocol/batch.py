@@ -40,7 +40,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import ProtocolError
+from ..errors import EpisodeEndedError, ProtocolError
 from . import arrays
 from ._json import data_object, dumps, elide, invalid, load_object
 from .codes import ErrorCode, MessageType
@@ -61,6 +61,8 @@ __all__ = [
     "BatchResultFrame",
     "BatchStepFrame",
     "BatchValuesFrame",
+    "Mask",
+    "Seeds",
     "batch_query",
     "parse_batch_client_frame",
     "parse_batch_query",
@@ -70,6 +72,11 @@ __all__ = [
 BATCH_PATH = "/ws/batch"
 BINARY_SUBPROTOCOL = arrays.BINARY_SUBPROTOCOL  # packed messages (protocol/arrays.py) offered
 BINARY_MAGIC = arrays.BINARY_MAGIC
+
+#: A batch reset's seeds, one per sub-env (``None``: that sub-env is reset without a seed).
+Seeds = list[int | None]
+#: Which sub-envs a batch reset resets (``True`` at their index); ``None`` in a request: all of them.
+Mask = list[bool]
 
 
 class AutoresetMode(str, enum.Enum):
@@ -93,10 +100,10 @@ class AutoresetRule:
         self.ended = False
 
     def check_can_step(self, index: int) -> None:
-        """Raise SESSION_ERROR if autoreset is disabled and this sub-env ended without a reset."""
+        """Raise :class:`EpisodeEndedError` if autoreset is disabled and this sub-env ended without a reset."""
         if self.ended and self.mode is AutoresetMode.DISABLED:
-            raise ProtocolError(
-                ErrorCode.SESSION_ERROR.value,
+            raise EpisodeEndedError(
+                ErrorCode.EPISODE_ENDED.value,
                 f"sub-env {index} ended: reset it with reset_mask before stepping (autoreset_mode=Disabled)",
             )
 
@@ -170,9 +177,9 @@ def parse_batch_query(query: str, max_envs: int) -> BatchQuery:
 class BatchResetFrame:
     """Reset the sub-envs selected by ``mask`` (all when ``None``), each with its own seed."""
 
-    seeds: list[int | None] | None = None
+    seeds: Seeds | None = None
     options: dict[str, Any] | None = None
-    mask: list[bool] | None = None
+    mask: Mask | None = None
 
     def serialize(self) -> str:
         return dumps({"type": "batch_reset", "data": {"seeds": self.seeds, "options": self.options, "mask": self.mask}})

@@ -44,5 +44,7 @@ class ErrorCode(str, enum.Enum):
     SESSION_ERROR = "SESSION_ERROR"
     # Ours: a server that takes no pickled factories refused them (openenv_gym.protocol.pickled).
     PICKLES_REFUSED = "PICKLES_REFUSED"
+    # Ours: a step or tool call after the episode ended (terminated or truncated), before a reset.
+    EPISODE_ENDED = "EPISODE_ENDED"
     # Ours: a frame sent on a watch connection (/web/watch), which can never act on its session.
     READ_ONLY = "READ_ONLY"

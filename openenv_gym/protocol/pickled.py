@@ -41,6 +41,7 @@ __all__ = [
     "PICKLED",
     "BatchMakeFrame",
     "check_pickles_allowed",
+    "names_factories",
     "parse_batch_make",
     "pickled_batch_query",
     "wants_pickled_factories",
@@ -76,6 +77,12 @@ def wants_pickled_factories(query: str) -> bool:
     if values != [PICKLED]:
         raise invalid(f"unknown {FACTORIES_PARAM}={values[0]!r}; the one kind of factories is {PICKLED!r}")
     return True
+
+
+def names_factories(query: str) -> bool:
+    """Whether a query names ``factories`` at all, whatever its value (never raises): a server
+    takes the token of such a request from its ``Authorization`` header only."""
+    return FACTORIES_PARAM in urllib.parse.parse_qs(query, keep_blank_values=True)
 
 
 def check_pickles_allowed(accepted: bool, token_required: bool) -> None:

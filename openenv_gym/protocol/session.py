@@ -6,6 +6,11 @@ The I/O layers (``server/``, ``client/``) only move text; the decisions live her
   error frame to answer with (bad JSON, unknown type, step before reset, ...).
 * :class:`ClientSession` builds request frames, allows one call in flight, and checks that each
   reply fits the call that is waiting for it.
+
+Both hold the episode-end rule: once a step's observation says ``done`` or ``truncated``, a
+further step (a tool call included; listing tools is not one) is refused until a reset, by the
+client before it is sent (:class:`~openenv_gym.errors.EpisodeEndedError`) and by the server
+(``EPISODE_ENDED``), so an ended episode is never stepped, and never pays again.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import enum
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast, overload
 
-from ..errors import ProtocolError
+from ..errors import EpisodeEndedError, ProtocolError
 from .codes import ErrorCode, MessageType
 from .frames import (
     ClientFrame,
@@ -53,7 +58,11 @@ class SessionState(enum.Enum):
 
     OPEN = "open"  # connected, no episode started yet
     READY = "ready"  # an episode was reset; steps are allowed
+    ENDED = "ended"  # the episode ended (done or truncated): steps are refused until a reset
     CLOSED = "closed"
+
+
+EPISODE_ENDED_MESSAGE = "the episode ended (terminated or truncated): reset before stepping again"
 
 
 def _lists_tools(frame: object) -> bool:
@@ -93,16 +102,24 @@ class ServerSession:
             frame = self._parse(message)
         except ProtocolError as exc:
             return ErrorFrame.from_exception(exc)
-        if isinstance(frame, self._step_types) and self.state is SessionState.OPEN and not _lists_tools(frame):
-            return ErrorFrame(ErrorCode.SESSION_ERROR, "step before reset: send a reset frame first")
+        if isinstance(frame, self._step_types) and not _lists_tools(frame):
+            if self.state is SessionState.OPEN:
+                return ErrorFrame(ErrorCode.SESSION_ERROR, "step before reset: send a reset frame first")
+            if self.state is SessionState.ENDED:
+                return ErrorFrame(ErrorCode.EPISODE_ENDED, EPISODE_ENDED_MESSAGE)
         if isinstance(frame, CloseFrame):
             self.state = SessionState.CLOSED
         return frame
 
     def reset_succeeded(self) -> None:
         """Record that the environment accepted a reset, so steps are now allowed."""
-        if self.state is SessionState.OPEN:
+        if self.state in (SessionState.OPEN, SessionState.ENDED):
             self.state = SessionState.READY
+
+    def stepped(self, done: bool, truncated: bool) -> None:
+        """Record a step's (or tool call's) end flags: after either, steps are refused until a reset."""
+        if (done or truncated) and self.state is SessionState.READY:
+            self.state = SessionState.ENDED
 
     def close(self) -> None:
         """Mark the session closed, however it ended."""
@@ -194,8 +211,26 @@ class ClientSession(Generic[ReplyT]):
         return self.send(MessageType.RESET, ResetFrame(kwargs or {}))
 
     def send_step(self, action: dict[str, Any]) -> str:
-        """Return the text of a step frame and mark a step as in flight."""
-        return self.send(MessageType.STEP, StepFrame(action))
+        """Return the text of a step frame and mark a step as in flight.
+
+        Raises:
+            EpisodeEndedError: the episode ended; only a reset (or listing tools) may follow.
+        """
+        frame = StepFrame(action)
+        if not _lists_tools(frame):
+            self.check_can_step()
+        return self.send(MessageType.STEP, frame)
+
+    def check_can_step(self) -> None:
+        """Raise :class:`EpisodeEndedError` if the episode ended (a step said ``done`` or ``truncated``,
+        or :meth:`end_episode` was called) and no reset has followed."""
+        if self.state is SessionState.ENDED:
+            raise EpisodeEndedError(ErrorCode.EPISODE_ENDED.value, EPISODE_ENDED_MESSAGE)
+
+    def end_episode(self) -> None:
+        """End the episode from this side (a client-side time limit truncated it): steps are refused until a reset."""
+        if self.state is SessionState.READY:
+            self.state = SessionState.ENDED
 
     def send_state(self) -> str:
         """Return the text of a state request and mark it as in flight."""
@@ -232,4 +267,6 @@ class ClientSession(Generic[ReplyT]):
             )
         if call in (MessageType.RESET, MessageType.BATCH_RESET):
             self.state = SessionState.READY
+        elif call is MessageType.STEP and isinstance(frame, ObservationFrame) and (frame.done or frame.truncated):
+            self.end_episode()
         return frame

@@ -72,6 +72,7 @@ def bwrap_command(
     hidden: Sequence[str] = (),
     seccomp_fd: int | None = None,
     workspace_size: int | None = None,
+    mounted: dict[str, str] | None = None,
 ) -> list[str]:
     """The argv that runs ``python *program`` confined.
 
@@ -92,7 +93,17 @@ def bwrap_command(
         workspace_size: bytes of a tmpfs at :data:`WORKSPACE_DIR`, the workspace (``None``: none).
             Like ``/tmp``, it lives in memory and goes with the sandbox's mount namespace, so
             nothing of it is ever left on the host's disk.
+        mounted: per mount point (``/tmp``, ``/dev/shm``, :data:`WORKSPACE_DIR`), a host directory
+            holding a tmpfs made for it already (:class:`~.tmpfs.TmpfsMounts`, whose inodes are
+            capped too), bound there instead of a tmpfs of bubblewrap's (the sizes are then theirs).
     """
+    mounted = mounted or {}
+
+    def tmpfs(size: int, target: str, perms: str | None = None) -> list[str]:
+        if target in mounted:  # its mode is the mount's own
+            return ["--bind", mounted[target], target]
+        return [*(["--perms", perms] if perms else []), "--size", str(int(size)), "--tmpfs", target]
+
     # --as-pid-1: the worker is the namespace's init (no reaper of bubblewrap's), so a run in the
     # same namespace cannot signal it, even with the same uid.
     argv = [bwrap, "--die-with-parent", "--new-session", "--as-pid-1"]
@@ -135,10 +146,10 @@ def bwrap_command(
     # sandbox's to write, and would keep what a run left there. Read-only but for /dev/shm (POSIX
     # shared memory and semaphores, as multiprocessing uses), a small tmpfs the worker empties;
     # mode 1777, as on a host, since each run has a uid of its own when the server is root.
-    argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(DEV_SHM_SIZE), "--tmpfs", "/dev/shm"]
-    argv += ["--remount-ro", "/dev", "--size", str(int(scratch_size)), "--tmpfs", SCRATCH_DIR]
+    argv += ["--proc", "/proc", "--dev", "/dev", *tmpfs(DEV_SHM_SIZE, "/dev/shm", "1777")]
+    argv += ["--remount-ro", "/dev", *tmpfs(scratch_size, SCRATCH_DIR)]
     if workspace_size is not None:
-        argv += ["--size", str(int(workspace_size)), "--tmpfs", WORKSPACE_DIR]
+        argv += tmpfs(workspace_size, WORKSPACE_DIR)
     argv += ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
     argv += ["--setenv", "HOME", SCRATCH_DIR, "--setenv", "PYTHONHASHSEED", "0"]
     # Everything but /tmp (and the workspace) read-only, the root's own tmpfs included (it is

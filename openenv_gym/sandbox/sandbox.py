@@ -20,9 +20,11 @@ from typing import Any, Literal, TypeVar
 
 from ..errors import SandboxUnavailableError
 from . import worker
-from .bubblewrap import SCRATCH_DIR, WORKSPACE_DIR, bwrap_command, find_bwrap
+from .bubblewrap import DEV_SHM_SIZE, SCRATCH_DIR, WORKSPACE_DIR, bwrap_command, find_bwrap
+from .cgroup import RunCgroup
 from .limits import Limits
 from .seccomp import seccomp_filter
+from .tmpfs import TmpfsMounts
 
 __all__ = ["SANDBOX_UID_BASE", "RunResult", "Sandbox", "SandboxUnavailableError"]
 
@@ -32,6 +34,7 @@ MECHANISMS: tuple[str, ...] = ("bubblewrap", "none")
 # unique among live sandboxes, so each one's process limit is its own.
 SANDBOX_UID_BASE = 2_000_000_000
 _REPLY_GRACE = 5.0  # seconds the worker may take beyond a run's wall-clock limit to answer
+_WORKER_PROCESSES = 2  # bubblewrap and the worker, in the cgroup beside a run's processes
 _STOP_TIMEOUT = 5.0
 
 
@@ -50,6 +53,9 @@ class RunResult:
         timed_out: whether the run was killed at its wall-clock or its CPU-time limit (``stderr``
             ends with a note naming which, and its value).
         duration: seconds the run took, as the caller saw it.
+        limit_exceeded: the limit that stopped the run, by its :class:`Limits` field name
+            (``"run_memory"``: the kernel killed a process of the run for it; ``stderr`` says so
+            too), or ``None``.
     """
 
     exit_code: int
@@ -58,6 +64,7 @@ class RunResult:
     results: list[dict[str, Any]]
     timed_out: bool
     duration: float
+    limit_exceeded: str | None = None
 
 
 class Sandbox:
@@ -120,6 +127,8 @@ class Sandbox:
         # Built (and cached) now, so a missing libseccomp is an error here, like a missing bubblewrap.
         self._seccomp = seccomp_filter() if mechanism == "bubblewrap" else None
         self._process: subprocess.Popen[bytes] | None = None
+        self._cgroup: RunCgroup | None = None
+        self._mounts: TmpfsMounts | None = None
         self._scratch_root: str | None = None  # the private scratch directory of an unconfined worker
         self._lock = threading.Lock()
         self._finalizer: weakref.finalize | None = None
@@ -146,6 +155,12 @@ class Sandbox:
         if self._process is None or not self.workspace:
             return None
         return self._paths()[1]
+
+    @property
+    def cgroup(self) -> RunCgroup | None:
+        """The memory cgroup bounding the worker and its runs (``Limits.run_memory``), while one runs;
+        ``None`` without a worker, unconfined, or where none can be made (``RunCgroup.unavailable``)."""
+        return self._cgroup
 
     @property
     def pid(self) -> int | None:
@@ -188,32 +203,38 @@ class Sandbox:
         with self._lock:
             self._ensure_started()
             assert self._process is not None
+            cgroup = self._cgroup
+            kills = cgroup.oom_kills() if cgroup is not None else 0
             try:
                 worker.write_message(self._process.stdin, request)  # type: ignore[arg-type]
                 reply = self._read_reply(timeout + _REPLY_GRACE)
             except (OSError, ValueError):
                 reply = None
+            over = cgroup is not None and cgroup.oom_kills() > kills
             if reply is None:
                 self._stop()
                 try:
                     self._ensure_started()  # a fresh worker now, so the next run does not wait for it
                 except SandboxUnavailableError:
                     pass  # the next run tries again, and raises
+                lost = "[sandbox] the sandbox worker stopped answering and was replaced; the run was lost"
                 return RunResult(
                     exit_code=-signal.SIGKILL,
                     stdout="",
-                    stderr="[sandbox] the sandbox worker stopped answering and was replaced; the run was lost",
+                    stderr=_memory_note(lost, self.limits) if over else lost,
                     results=[],
                     timed_out=False,
                     duration=time.monotonic() - started,
+                    limit_exceeded="run_memory" if over else None,
                 )
         return RunResult(
             exit_code=int(reply["exit_code"]),
             stdout=reply["stdout"],
-            stderr=reply["stderr"],
+            stderr=_memory_note(reply["stderr"], self.limits) if over else reply["stderr"],
             results=list(reply["results"]),
             timed_out=bool(reply["timed_out"]),
             duration=time.monotonic() - started,
+            limit_exceeded="run_memory" if over else None,
         )
 
     def close(self) -> None:
@@ -241,6 +262,8 @@ class Sandbox:
         try:
             if self.mechanism == "bubblewrap":
                 assert self._bwrap is not None
+                if privileged and TmpfsMounts.available():  # tmpfs mounts of our own, inodes capped too
+                    self._mounts = TmpfsMounts(self._tmpfs_sizes(), self.limits.files)
                 argv = bwrap_command(
                     self._bwrap,
                     self.python,
@@ -250,12 +273,22 @@ class Sandbox:
                     hidden=self.hidden_paths,
                     seccomp_fd=seccomp_fd,
                     workspace_size=self.limits.workspace_size if self.workspace else None,
+                    mounted=self._mounts.directories if self._mounts is not None else None,
                 )
+                self._cgroup = RunCgroup.make(self.limits.run_memory, self.limits.processes + _WORKER_PROCESSES)
             else:
                 argv = [self.python, *program]
                 self._scratch_root = _private_tempdir()
             workdir, workspace = self._paths()
             pass_fds = () if seccomp_fd is None else (seccomp_fd,)
+            cgroup, mounts = self._cgroup, self._mounts
+
+            def set_up() -> None:  # in the child that becomes bubblewrap, before it runs
+                if cgroup is not None:
+                    cgroup.join()  # every process of the sandbox is in it
+                if mounts is not None:
+                    mounts.mount()
+
             process = _in_spawner(
                 lambda: subprocess.Popen(
                     argv,
@@ -265,14 +298,18 @@ class Sandbox:
                     start_new_session=True,
                     close_fds=True,
                     pass_fds=pass_fds,
+                    preexec_fn=set_up if cgroup is not None or mounts is not None else None,
                 )
             )
+        except BaseException:
+            self._release()
+            raise
         finally:
             if seccomp_fd is not None:
                 os.close(seccomp_fd)
         self._process = process
         self._starts += 1
-        self._finalizer = weakref.finalize(self, _kill, process)
+        self._finalizer = weakref.finalize(self, _kill, process, self._cgroup, self._mounts)
         isolated = self.mechanism == "bubblewrap"
         uid = SANDBOX_UID_BASE + process.pid if privileged and isolated else None
         config = self.limits.worker_config(
@@ -289,6 +326,22 @@ class Sandbox:
                 f"the {self.mechanism} sandbox did not start within {self.startup_timeout:g} s: "
                 f"{stderr.strip() or 'no message'} (command: {argv[0]})"
             )
+
+    def _tmpfs_sizes(self) -> dict[str, tuple[int, int]]:
+        """The sandbox's tmpfs mounts: per mount point, its size and mode (as bubblewrap would make them)."""
+        sizes = {SCRATCH_DIR: (self.limits.scratch_size, 0o755), "/dev/shm": (DEV_SHM_SIZE, 0o1777)}
+        if self.workspace:
+            sizes[WORKSPACE_DIR] = (self.limits.workspace_size, 0o755)
+        return sizes
+
+    def _release(self) -> None:
+        """Remove the worker's cgroup and mount points (once its processes are gone)."""
+        cgroup, self._cgroup = self._cgroup, None
+        mounts, self._mounts = self._mounts, None
+        if cgroup is not None:
+            cgroup.remove()
+        if mounts is not None:
+            mounts.remove()
 
     def _paths(self) -> tuple[str, str]:
         """The runs' scratch work directory and the workspace, as runs see them."""
@@ -328,6 +381,7 @@ class Sandbox:
                         stream.close()
                     except OSError:
                         pass
+        self._release()  # after the kill: its processes are gone, or going
         if self._scratch_root is not None:  # after the kill: a live worker could still write into it
             shutil.rmtree(self._scratch_root, ignore_errors=True)
             self._scratch_root = None
@@ -337,6 +391,15 @@ class Sandbox:
 _T = TypeVar("_T")
 _spawner: concurrent.futures.ThreadPoolExecutor | None = None
 _spawner_lock = threading.Lock()
+
+
+def _memory_note(stderr: str, limits: Limits) -> str:
+    """``stderr`` with the note that the run was killed at its memory bound."""
+    note = (
+        f"[sandbox] killed: the run exceeded its memory limit of {limits.run_memory / 2**20:g} MiB "
+        "(all its processes, the files it keeps in memory and the kernel memory they use: Limits.run_memory)"
+    )
+    return f"{stderr.rstrip()}\n{note}" if stderr.strip() else note
 
 
 def _in_spawner(start: Callable[[], _T]) -> _T:
@@ -364,8 +427,8 @@ def _forget_spawner() -> None:
 os.register_at_fork(after_in_child=_forget_spawner)
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the worker's process group and reap it."""
+def _kill(process: subprocess.Popen[bytes], cgroup: RunCgroup | None = None, mounts: TmpfsMounts | None = None) -> None:
+    """SIGKILL the worker's process group and reap it (then remove its cgroup and mount points, if given)."""
     # Under bubblewrap that group is bubblewrap itself: --die-with-parent and the end of the
     # pid namespace take every process inside with it.
     try:
@@ -376,6 +439,10 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
         process.wait(_STOP_TIMEOUT)
     except subprocess.TimeoutExpired:
         pass
+    if cgroup is not None:
+        cgroup.remove()
+    if mounts is not None:
+        mounts.remove()
 
 
 def _read_available(stream: Any) -> str:

@@ -24,6 +24,12 @@ default is to allow; refused (:data:`DENIED` lists each call with the reason):
   ``PER_LINUX32`` (8), ``UNAME26`` (0x20000), both (0x20008), and the query (0xffffffff)
   (``EPERM``): the other flags turn off address-space randomisation, make readable memory
   executable or map page zero;
+- ``socket`` of any address family but :data:`SOCKET_FAMILIES` (``AF_UNIX``, and ``AF_INET`` and
+  ``AF_INET6`` for the run's own loopback), and ``socketpair`` of any but ``AF_UNIX``
+  (``EAFNOSUPPORT``, as a kernel built without the family answers): a network namespace has
+  only a loopback for IP, but it does not separate ``AF_VSOCK`` (the host of a virtual machine
+  and its other guests), and the other families (netlink, packet, crypto, Bluetooth, CAN,
+  TIPC, RDS, XDP...) are kernel code no run needs and where many kernel bugs have been found;
 - any system call of another ABI (i386 through ``int 0x80``, x32), whose numbers differ (``EPERM``).
 
 Only x86-64 and AArch64 have a filter (:func:`seccomp_filter` is ``None`` elsewhere). Building it
@@ -40,7 +46,7 @@ from types import ModuleType
 
 from ..errors import SandboxUnavailableError
 
-__all__ = ["CLONE_NEWUSER", "DENIED", "PERSONALITIES", "seccomp_filter", "syscall_number"]
+__all__ = ["CLONE_NEWUSER", "DENIED", "PERSONALITIES", "SOCKET_FAMILIES", "seccomp_filter", "syscall_number"]
 
 # The namespace flags of clone(2) and unshare(2) (linux/sched.h). CLONE_NEWTIME shares its bit
 # with clone's exit signal (CSIGNAL), so only unshare and clone3 take it.
@@ -62,6 +68,11 @@ _CLONE_NAMESPACES = (
     CLONE_NEWNET,
 )
 _UNSHARE_NAMESPACES = (*_CLONE_NAMESPACES, CLONE_NEWTIME)
+
+#: The address families ``socket`` may open (linux/socket.h): AF_UNIX, AF_INET, AF_INET6.
+SOCKET_FAMILIES = (1, 2, 10)
+_AF_UNIX = 1
+_AF_MAX = 64  # above every family Linux has (AF_MAX is 46 in 6.x): one rule covers the rest
 
 # The personality(2) values allowed: PER_LINUX, PER_LINUX32, UNAME26, both, and the query.
 PERSONALITIES = (0x0, 0x8, 0x20000, 0x20008, 0xFFFFFFFF)
@@ -221,10 +232,26 @@ def _build(arch: int) -> bytes:
         rule(deny, "unshare", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     for comparison in _personality_denials(seccomp):
         rule(deny, "personality", comparison)
+    no_family = seccomp.ERRNO(errno.EAFNOSUPPORT)
+    for comparison in _family_denials(seccomp, SOCKET_FAMILIES):
+        rule(no_family, "socket", comparison)
+    for comparison in _family_denials(seccomp, (_AF_UNIX,)):
+        rule(no_family, "socketpair", comparison)
     with os.fdopen(os.memfd_create("openenv-gym-seccomp", os.MFD_CLOEXEC), "w+b") as exported:
         program.export_bpf(exported)
         exported.seek(0)
         return exported.read()
+
+
+def _family_denials(seccomp: ModuleType, allowed: tuple[int, ...]) -> list[object]:
+    """Comparisons of a socket call's first argument, one per rule, that together match every
+    address family but ``allowed``: each other family below ``_AF_MAX``, and anything above it
+    (a negative ``int`` included, which the filter sees as a large 64-bit value)."""
+    comparisons: list[object] = [
+        seccomp.Arg(0, seccomp.EQ, family) for family in range(_AF_MAX) if family not in allowed
+    ]
+    comparisons.append(seccomp.Arg(0, seccomp.GE, _AF_MAX))
+    return comparisons
 
 
 def _personality_denials(seccomp: ModuleType) -> list[object]:

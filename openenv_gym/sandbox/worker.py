@@ -135,6 +135,13 @@ def _run_child(request: dict[str, Any], config: dict[str, Any], out: int, err: i
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
     exit_code = 0
     try:
+        # At the sandbox's memory bound the kernel kills the run's processes (they inherit this),
+        # not the worker, which answers for the run and serves the next.
+        with open("/proc/self/oom_score_adj", "w") as adjust:
+            adjust.write("1000")
+    except OSError:
+        pass
+    try:
         os.chdir(config["workspace"] or config["workdir"])
         _drop_privileges(config)
         exit_code = _run_solution(request)

@@ -19,7 +19,7 @@ from websockets.http11 import Request, Response
 from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
-from ..protocol.pickled import check_pickles_allowed, wants_pickled_factories
+from ..protocol.pickled import check_pickles_allowed, names_factories, wants_pickled_factories
 from ..protocol.vector import VECTOR_BACKENDS
 from ..redaction import RedactingLogger
 from ..urls import is_loopback_host, unix_url
@@ -39,7 +39,7 @@ from .plain_session import PlainHandler
 from .served_env import ServedEnv
 from .session import CLOSE_TIMEOUT, Session, SessionHandler, factory_error
 from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing
-from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response
+from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response, single_header
 from .web_page import is_web_path, web_response
 
 __all__ = [
@@ -299,6 +299,21 @@ class EnvServer:
         return self._description
 
     async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        """Answer an HTTP request, or let a WebSocket handshake go on (``None``).
+
+        A request the routes cannot read (a value they refuse, a header given twice...) is a 400
+        and one line in the log: never websockets' 500 with a traceback, and never before the
+        token check has refused a request without the token.
+        """
+        try:
+            return await self._route(request)
+        except Exception as exc:
+            path = request.path.partition("?")[0]  # the query may hold a token (the page's login)
+            logger.warning("refused a malformed request for %s: %s: %s", path, type(exc).__name__, exc)
+            detail = exc.message if isinstance(exc, ProtocolError) else "the server could not read it"
+            return _json_response(400, {"message": f"malformed request: {detail}"})
+
+    async def _route(self, request: Request) -> Response | None:
         path, _, query = request.path.partition("?")
         if path == "/health":  # open: health probes carry no secrets, and it tells none
             return _json_response(200, {"status": "healthy"})
@@ -307,9 +322,9 @@ class EnvServer:
             return refusal
         if self._token is not None:  # before any route: without the token, nothing but /health is told
             # The page's cookie opens what the page uses; pickled factories (code) need the header.
-            cookie = None if wants_pickled_factories(query) else cookie_name(request.headers.get("Host"))
+            cookie = None if names_factories(query) else cookie_name(single_header(request, "Host"))
             if path == "/web" and "token=" in query and self.web:  # the login: the token leaves the address bar
-                login = login_response(query, self._token, cookie_name(request.headers.get("Host")))
+                login = login_response(query, self._token, cookie_name(single_header(request, "Host")))
                 return login or _json_response(401, {"message": "wrong token"})
             if not has_token(request, self._token, cookie):
                 return _json_response(401, {"message": "this server needs its token: Authorization: Bearer <token>"})
@@ -321,7 +336,7 @@ class EnvServer:
             now = asyncio.get_running_loop().time()
             return _json_response(200, {"sessions": [session_listing(s, now) for s in self.sessions]})
         if is_web_path(path):  # the page's own files, after the routes under /web above
-            return web_response(path, request.headers.get("Host"))
+            return web_response(path, single_header(request, "Host"))
         if path in ("/schema", "/metadata"):
             try:
                 description = await self.describe()

@@ -24,6 +24,7 @@ from ..protocol import (
     jsonrpc,
 )
 from ..protocol.batch import AutoresetMode
+from ..protocol.session import EPISODE_ENDED_MESSAGE
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
 from .environment import Environment
 from .session import _accepted_kwargs, _execution_error, make_environments
@@ -34,6 +35,12 @@ if TYPE_CHECKING:
     from .worker import Worker
 
 __all__ = ["PlainHandler"]
+
+#: Why an MCP ``tools/call`` is refused in a session state (as a step would be).
+_TOOLS_CALL_REFUSALS = {
+    SessionState.OPEN: "tools/call before reset: send a reset frame first",
+    SessionState.ENDED: f"tools/call: {EPISODE_ENDED_MESSAGE}",
+}
 
 
 class PlainHandler:
@@ -98,7 +105,9 @@ class PlainHandler:
         except ProtocolError as exc:
             return ErrorFrame.from_exception(exc).serialize()
         if tool_request is not None:
-            reply = (await self._tool_frame(session, env, tool_request)).serialize()
+            frame = await self._tool_frame(session, env, tool_request)
+            self.protocol.stepped(frame.done, frame.truncated)
+            reply = frame.serialize()
             session.observed("step", request.action, reply)
             return reply
         try:
@@ -113,9 +122,11 @@ class PlainHandler:
             return ErrorFrame(ErrorCode.VALIDATION_ERROR, f"invalid action: {exc}").serialize()
         try:
             observation = await session.call(env.step, action)
-            reply = env.observation_frame(observation).serialize()
+            frame = env.observation_frame(observation)
+            reply = frame.serialize()
         except Exception as exc:
             return _execution_error("step", exc, session.send_tracebacks).serialize()
+        self.protocol.stepped(frame.done, frame.truncated)
         session.observed("step", request.action, reply)
         return reply
 
@@ -138,13 +149,11 @@ class PlainHandler:
         if isinstance(request, ListToolsRequest):
             tools = [tool.describe() for tool in env.tools.values()]
             return McpFrame(jsonrpc.result_response(request_id, jsonrpc.list_tools_result(tools)))
-        if self.protocol.state is SessionState.OPEN:
-            return McpFrame(
-                jsonrpc.error_response(
-                    request_id, jsonrpc.JsonRpcCode.INVALID_REQUEST, "tools/call before reset: send a reset frame first"
-                )
-            )
+        refusal = _TOOLS_CALL_REFUSALS.get(self.protocol.state)
+        if refusal is not None:
+            return McpFrame(jsonrpc.error_response(request_id, jsonrpc.JsonRpcCode.INVALID_REQUEST, refusal))
         outcome = await self._call_tool(session, env, request)
+        self.protocol.stepped(outcome.done, outcome.truncated)
         return McpFrame(jsonrpc.call_response(request_id, outcome.result, outcome.error))
 
     def frame_of(self, sub_env: int) -> Any:

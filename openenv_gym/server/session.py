@@ -143,7 +143,7 @@ class Session:
         #: The render mode the session's envs were made with (``render_mode=`` in the query), if any.
         self.render_mode: str | None = None
         request = connection.request
-        self.from_browser = request is not None and request.headers.get("Origin") is not None
+        self.from_browser = request is not None and bool(request.headers.get_all("Origin"))
         self.watchers: set[Watcher] = set()
 
     @property

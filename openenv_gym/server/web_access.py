@@ -28,23 +28,46 @@ from websockets.http11 import Request, Response
 
 from ..urls import is_loopback_host
 
-__all__ = ["bearer_token_matches", "browser_refusal", "cookie_name", "has_token", "login_response"]
+__all__ = ["bearer_token_matches", "browser_refusal", "cookie_name", "has_token", "login_response", "single_header"]
 
 # What a Host header may hold: a name or an IPv4 address, or a bracketed IPv6 address, and a port.
 _HOST = re.compile(r"[A-Za-z0-9.-]+(?::[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?")
 
 
+def single_header(request: Request, name: str) -> str | None:
+    """The value of header ``name``, or ``None`` when the request has none or gives it more than
+    once (two ``Authorization`` headers present no token: which one would count is anyone's guess)."""
+    values = request.headers.get_all(name)
+    return values[0] if len(values) == 1 else None
+
+
+def _port(host: str) -> int | None:
+    """The port a well-formed ``Host`` value names (``None``: none); ``ValueError`` past 65535."""
+    if not _HOST.fullmatch(host):
+        raise ValueError(f"malformed host {host!r}")
+    return urllib.parse.urlsplit(f"//{host}").port
+
+
 def cookie_name(host: str | None) -> str:
     """The name of the token cookie for a browser that reached the server as ``host`` (its
-    ``Host`` header: the port it names, 80 when none)."""
-    port = urllib.parse.urlsplit(f"//{host or ''}").port if host and _HOST.fullmatch(host) else None
+    ``Host`` header: the port it names, 80 when none or when it is malformed)."""
+    try:
+        port = _port(host) if host else None
+    except ValueError:
+        port = None
     return f"openenv_gym_token_{port or 80}"
+
+
+def _same_secret(presented: str, token: str) -> bool:
+    """Constant-time comparison; a presented value may hold any byte (websockets keeps the ones
+    past ASCII of a header as surrogates), so it is compared as the bytes it came as."""
+    return hmac.compare_digest(presented.encode("utf-8", "surrogateescape"), token.encode())
 
 
 def bearer_token_matches(header: str | None, token: str) -> bool:
     """Whether an ``Authorization`` header presents ``token`` (compared in constant time)."""
     scheme, _, presented = (header or "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip().encode(), token.encode())
+    return scheme.lower() == "bearer" and _same_secret(presented.strip(), token)
 
 
 def _cookie_token(header: str | None, name: str) -> str | None:
@@ -62,12 +85,12 @@ def _cookie_token(header: str | None, name: str) -> str | None:
 def has_token(request: Request, token: str, cookie: str | None) -> bool:
     """Whether ``request`` presents ``token``: as a bearer header, or as the web page's cookie
     named ``cookie`` (``None``: the header only)."""
-    if bearer_token_matches(request.headers.get("Authorization"), token):
+    if bearer_token_matches(single_header(request, "Authorization"), token):
         return True
     if cookie is None:
         return False
-    presented = _cookie_token(request.headers.get("Cookie"), cookie)
-    return presented is not None and hmac.compare_digest(presented.encode(), token.encode())
+    presented = _cookie_token(single_header(request, "Cookie"), cookie)
+    return presented is not None and _same_secret(presented, token)
 
 
 def browser_refusal(request: Request, loopback_server: bool) -> Response | None:
@@ -80,9 +103,11 @@ def browser_refusal(request: Request, loopback_server: bool) -> Response | None:
     try:
         hosts = request.headers.get_all("Host")
         origins = request.headers.get_all("Origin")
-        if len(hosts) > 1 or len(origins) > 1 or (hosts and not _HOST.fullmatch(hosts[0])):
+        if len(hosts) > 1 or len(origins) > 1:
             raise ValueError
         host = hosts[0] if hosts else ""
+        if hosts:
+            _port(host)  # a malformed Host, or a port past 65535
         name = urllib.parse.urlsplit(f"//{host}").hostname or ""
         origin = urllib.parse.urlsplit(origins[0]).netloc if origins else None
     except ValueError:
@@ -100,7 +125,7 @@ def login_response(query: str, token: str, cookie_name: str) -> Response | None:
     ``None`` when the query holds no token or a wrong one.
     """
     presented = urllib.parse.parse_qs(query).get("token", [""])[0]
-    if not presented or not hmac.compare_digest(presented.encode(), token.encode()):
+    if not presented or not _same_secret(presented, token):
         return None
     cookie = http.cookies.SimpleCookie()
     cookie[cookie_name] = token

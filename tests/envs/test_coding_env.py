@@ -56,8 +56,12 @@ def test_a_wrong_then_a_right_solution(coding):
     coding.reset(options={"task_id": EASY})
     wrong = coding.step(CodeAction(code=WRONG))
     assert 0 <= wrong.reward < 1 and not wrong.done and wrong.tests_passed < wrong.tests_total
-    right = coding.step(CodeAction(code=SOLUTIONS[EASY]))
-    assert (right.reward, right.done, right.tests_passed) == (1.0, True, right.tests_total)
+    right = coding.step(CodeAction(code=SOLUTIONS[EASY]))  # paid the rise since the last step: 1 in all
+    assert (right.reward + wrong.reward, right.done, right.tests_passed) == (
+        pytest.approx(1.0),
+        True,
+        right.tests_total,
+    )
     assert right.info["tests"] == [True] * right.tests_total and coding.state.step_count == 2
 
 
@@ -100,17 +104,15 @@ HIDDEN_ONLY = {
 
 
 def test_a_failing_hidden_test_reports_the_exception_but_not_its_arguments():
-    """With no example in the prompt: the first failing test's exception and traceback, never its arguments or value."""
+    """With no example in the prompt: that the first failing test raised, never the exception's type, message
+    or traceback (any could carry the arguments), its arguments or its value."""
     env = CodingEnvironment(tasks=[HIDDEN_ONLY])
     try:
         env.reset()
         raised = env.step(
             CodeAction(code="def digits(n):\n    if n > 9:\n        raise ValueError('too long')\n    return 1")
         )
-        assert raised.feedback.startswith(
-            "1 of 2 tests passed.\nA hidden test failed: it raised ValueError: too long.\n"
-        )
-        assert raised.feedback.endswith("line 3, in digits\n    raise ValueError('too long')\nValueError: too long")
+        assert raised.feedback == "1 of 2 tests passed.\nA hidden test failed: it raised an exception."
         wrong = env.step(CodeAction(code="def digits(n):\n    return 1"))
         assert wrong.feedback == "1 of 2 tests passed.\nA hidden test failed: it returned a wrong value."
         assert "12345" not in raised.feedback + wrong.feedback
@@ -132,16 +134,16 @@ def test_a_program_without_the_entry_point_is_told_which_function_is_missing(cod
 
 def test_reward_modes():
     half = "def digit_square_sum(n):\n    return 0 if n == 0 else sum(int(d) ** 2 for d in str(n))\n"
-    for mode, expected in (("binary", [0.0, 1.0, 1.0]), ("improvement", [None, None, 0.0])):
+    for mode, expected in (("binary", [0.0, 1.0]), ("improvement", [6 / 7, 1 / 7]), ("fraction", [6 / 7, 1 / 7])):
         env = CodingEnvironment(reward=mode)
         try:
             env.reset(options={"task_id": EASY})
-            rewards = [env.step(CodeAction(code=code)).reward for code in (half, SOLUTIONS[EASY], SOLUTIONS[EASY])]
+            rewards = [env.step(CodeAction(code=code)).reward for code in (half, SOLUTIONS[EASY])]
+            with pytest.raises(RuntimeError, match="the episode has ended"):  # solved: it pays once
+                env.step(CodeAction(code=SOLUTIONS[EASY]))
         finally:
             env.close()
-        assert [r for r, e in zip(rewards, expected) if e is not None] == [e for e in expected if e is not None]
-        if mode == "improvement":
-            assert 0 < rewards[0] < 1 and rewards[0] + rewards[1] == pytest.approx(1.0)
+        assert rewards == pytest.approx(expected), mode
     with pytest.raises(
         ValueError,
         match=re.escape(
@@ -246,10 +248,10 @@ def remote():
 def test_end_to_end_a_wrong_then_a_right_solution(remote):
     obs, info = remote.reset(seed=0, options={"task_id": EASY})
     assert info["task_id"] == EASY and "digit_square_sum" in obs["prompt"]
-    obs, reward, terminated, truncated, info = remote.step(WRONG)
-    assert reward < 1.0 and not terminated and not truncated and obs["tests_passed"] < obs["tests_total"]
+    obs, first, terminated, truncated, info = remote.step(WRONG)
+    assert first < 1.0 and not terminated and not truncated and obs["tests_passed"] < obs["tests_total"]
     obs, reward, terminated, truncated, info = remote.step(SOLUTIONS[EASY])
-    assert (reward, terminated, truncated) == (1.0, True, False) and isinstance(reward, float)
+    assert (first + reward, terminated, truncated) == (pytest.approx(1.0), True, False) and isinstance(reward, float)
     assert obs["tests_passed"] == obs["tests_total"] and obs["exit_code"] == 0
     assert obs["feedback"] == f"All {obs['tests_total']} tests passed."
 

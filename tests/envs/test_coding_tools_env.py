@@ -144,8 +144,8 @@ def test_a_wrong_submission_gets_partial_reward_and_the_episode_goes_on(client):
     assert (report["tests_passed"], report["tests_total"], report["solved"]) == (1, 7, False)
     assert wrong.reward == pytest.approx(1 / 7) and (wrong.done, wrong.truncated) == (False, False)
     assert report["feedback"] == "1 of 7 tests passed.\nExample digit_square_sum(123) failed: expected 14, got 123."
-    right = call(client, "submit", code=SOLUTION)
-    assert (right.reward, right.done) == (1.0, True)
+    right = call(client, "submit", code=SOLUTION)  # paid the rise since the last submission: 1 in all
+    assert (right.reward, right.done) == (pytest.approx(6 / 7), True)
 
 
 def test_run_tests_reports_each_example_and_keeps_the_hidden_tests_hidden(client):
@@ -220,7 +220,9 @@ def test_every_tool_call_is_a_turn_and_the_last_one_truncates():
             assert (solved.reward, solved.done, solved.truncated) == (1.0, True, False)  # solved, not cut short
 
 
-@pytest.mark.parametrize(("mode", "rewards"), [("binary", [0.0, 1.0]), ("improvement", [1 / 7, 6 / 7])])
+@pytest.mark.parametrize(
+    ("mode", "rewards"), [("fraction", [1 / 7, 6 / 7]), ("binary", [0.0, 1.0]), ("improvement", [1 / 7, 6 / 7])]
+)
 def test_the_reward_option_is_coding_v0s(mode, rewards):
     with running_server(functools.partial(make_env, reward=mode)) as server:
         with EnvClient(server.url) as client:
@@ -386,7 +388,8 @@ def test_a_scripted_agent_solves_a_task_through_gym_make(gym_env):
     assert json.loads(wrong)["tests_passed"] == 1 and reward == pytest.approx(1 / 7)
     assert (terminated, truncated) == (False, False)
     solved, reward, terminated, truncated, info = gym_env.step({"name": "submit", "arguments": {"code": SOLUTION}})
-    assert json.loads(solved)["solved"] is True and (reward, terminated, truncated) == (1.0, True, False)
+    assert json.loads(solved)["solved"] is True and (terminated, truncated) == (True, False)
+    assert reward == pytest.approx(6 / 7)  # the rise since the wrong submission: the episode returns 1
     assert info["tool_name"] == "submit" and "error" not in info
 
 

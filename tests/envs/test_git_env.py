@@ -23,7 +23,8 @@ import openenv_gym
 from openenv_gym.client import EnvClient, http_get_json
 from openenv_gym.envs.git import GitEnvironment
 from openenv_gym.envs.git.environment import AUTHOR_EMAIL, AUTHOR_NAME, MAX_CONTENT_LENGTH, path_problem
-from openenv_gym.protocol import ObservationFrame
+from openenv_gym.errors import EpisodeEndedError, RemoteEpisodeEndedError
+from openenv_gym.protocol import ObservationFrame, SessionState
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.server import EnvServer
 from tests.envs.git_cases import (
@@ -258,16 +259,16 @@ def test_path_problem_is_the_first_check_and_a_pure_function():
 
 
 def test_submit_ends_the_episode_and_later_calls_are_refused(client):
-    """After a submit every call is an execution error until the next reset."""
+    """After a submit every call is refused until the next reset: by the client before it is sent, and
+    (for a client that sends it anyway) by the server; the env refuses it too (tests/reward_hacking)."""
     frame = play(client, TAG, "solution")
     assert frame.reward == 1.0 and client.state()["score"] == 1.0
-    after = call(client, "run", command="git status")
-    assert after.observation["error"]["error_type"] == "execution_error"
-    assert (
-        "the episode has ended (submitted, or out of turns): reset for a new one"
-        in after.observation["error"]["message"]
-    )
-    assert call(client, "submit").observation["error"]["error_type"] == "execution_error"
+    for name, arguments in (("run", {"command": "git status"}), ("submit", {})):
+        with pytest.raises(EpisodeEndedError):
+            call(client, name, **arguments)
+    client.kind.session.state = SessionState.READY  # as a client without the rule would be
+    with pytest.raises(RemoteEpisodeEndedError):
+        call(client, "submit")
     assert client.reset(options={"task_id": TAG}).info["task_id"] == TAG
 
 
@@ -277,7 +278,8 @@ def test_the_turn_limit_truncates_the_task_s_own_or_the_env_s():
         client.reset(options={"task_id": MERGE})
         flags = [(frame.done, frame.truncated) for frame in (call(client, "run", command="true") for _ in range(2))]
         assert flags == [(False, False), (False, True)]
-        assert call(client, "run", command="true").observation["error"]["error_type"] == "execution_error"
+        with pytest.raises(EpisodeEndedError):  # truncated: no more calls until a reset
+            call(client, "run", command="true")
         client.reset(options={"task_id": TAG})
         frames = [call(client, "read_file", path="VERSION") for _ in range(10)]
         assert [frame.truncated for frame in frames] == [False] * 9 + [True]

@@ -16,14 +16,12 @@ import pytest
 
 from openenv_gym.envs.git import sandbox_program
 from openenv_gym.envs.git.sandbox_program import (
-    CHECK_OUTPUT_LIMIT,
     config_text,
     hardened_env,
     inert_git_dirs,
     outside_reference,
     safe_config,
     unsafe_config_key,
-    with_note,
 )
 
 
@@ -369,14 +367,6 @@ def test_a_repository_inside_the_copy_is_fine(tmp_path, env):
     (copy / "wt" / ".git").write_text(f"gitdir: {tmp_path / 'workspace' / 'repo' / '.git' / 'worktrees' / 'wt'}\n")
     (work / "link").symlink_to("/usr/bin")  # a link of the work tree, not of a git dir
     assert outside_reference(str(copy), str(work), str(tmp_path / "workspace")) is None
-
-
-def test_the_verifier_s_note_survives_long_output():
-    """An incomplete copy's note stays whole at the end, however long the check's output."""
-    note = "[verifier] the copy of the repository is incomplete: x\n"
-    kept = with_note("y" * 10_000, note)
-    assert kept.endswith(note) and len(kept) == CHECK_OUTPUT_LIMIT
-    assert with_note("short", "") == "short" and with_note("z" * 3000, "") == "z" * CHECK_OUTPUT_LIMIT
 
 
 def test_a_timed_out_check_whose_daemon_holds_the_pipe_returns(tmp_path, env):

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from openenv_gym.errors import ProtocolError
+from openenv_gym.errors import EpisodeEndedError, ProtocolError
 from openenv_gym.protocol import CloseFrame, ErrorCode, ErrorFrame, RenderFrame, RenderRequest
 from openenv_gym.protocol.batch import (
     BATCH_PATH,
@@ -528,11 +528,11 @@ def test_rule_after_an_end(mode: AutoresetMode, flags: tuple[bool, bool]) -> Non
     assert rule.stepped(*flags) is (mode is AutoresetMode.SAME_STEP)
     assert rule.resets_instead_of_stepping() is (mode is AutoresetMode.NEXT_STEP)
     if mode is AutoresetMode.DISABLED:
-        with pytest.raises(ProtocolError) as exc_info:
+        with pytest.raises(EpisodeEndedError) as exc_info:
             rule.check_can_step(3)
         assert_protocol_error(
             exc_info,
-            ErrorCode.SESSION_ERROR,
+            ErrorCode.EPISODE_ENDED,
             "sub-env 3 ended: reset it with reset_mask before stepping (autoreset_mode=Disabled)",
         )
     else:

@@ -17,11 +17,20 @@ import pytest
 
 from openenv_gym.sandbox import Limits, Sandbox
 from openenv_gym.sandbox.bubblewrap import bwrap_command, find_bwrap
-from openenv_gym.sandbox.seccomp import CLONE_NEWUSER, DENIED, PERSONALITIES, seccomp_filter, syscall_number
+from openenv_gym.sandbox.seccomp import (
+    CLONE_NEWUSER,
+    DENIED,
+    PERSONALITIES,
+    SOCKET_FAMILIES,
+    seccomp_filter,
+    syscall_number,
+)
 from tests.utils import REPO_ROOT, UNIT
 
 ALLOW = 0x7FFF0000
 EPERM, ENOSYS = 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
+EAFNOSUPPORT = 0x00050000 | errno.EAFNOSUPPORT
+AF_UNIX, AF_INET, AF_INET6, AF_VSOCK = 1, 2, 10, 40
 X86_64, I386, AARCH64, ARM = 0xC000003E, 0x40000003, 0xC00000B7, 0x40000028
 MACHINES = {"x86_64": X86_64, "aarch64": AARCH64}
 SIGCHLD = 17
@@ -116,6 +125,22 @@ def test_personality_takes_only_dockers_values(machine):
         assert decide(program, arch, nr, value) == EPERM, hex(value)
 
 
+@pytest.mark.parametrize("machine", list(MACHINES))
+def test_sockets_open_only_unix_and_ip_families(machine):
+    """socket: AF_UNIX, AF_INET, AF_INET6 pass, every other family (AF_VSOCK among them) and any value
+    past them is refused with EAFNOSUPPORT; socketpair: AF_UNIX only."""
+    program, arch = seccomp_filter(machine), MACHINES[machine]
+    assert program is not None
+    assert SOCKET_FAMILIES == (AF_UNIX, AF_INET, AF_INET6)
+    socket_nr, pair_nr = syscall_number("socket", machine), syscall_number("socketpair", machine)
+    for family in range(256):
+        allowed = family in SOCKET_FAMILIES
+        assert decide(program, arch, socket_nr, family, 1, 0) == (ALLOW if allowed else EAFNOSUPPORT), family
+        assert decide(program, arch, pair_nr, family, 1, 0) == (ALLOW if family == AF_UNIX else EAFNOSUPPORT), family
+    for sneaky in (2**32 | AF_VSOCK, 2**32 | AF_UNIX, 2**64 - 1, 2**63 | AF_INET, 0xFFFFFFFF):
+        assert decide(program, arch, socket_nr, sneaky, 1, 0) == EAFNOSUPPORT, hex(sneaky)
+
+
 def test_other_abis_are_refused_outright():
     """i386 calls (int 0x80) and x32 calls on x86-64 have other numbers, AArch32 on AArch64: every one is refused."""
     x86, arm = seccomp_filter("x86_64"), seccomp_filter("aarch64")
@@ -177,6 +202,18 @@ def in_child(call):
         os._exit(call())
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 """
+
+
+def _opens(family: int, kind: int, protocol: int) -> bool:
+    """Whether this process, outside any sandbox, can open a socket of ``family`` (the kernel has it)."""
+    import socket
+
+    try:
+        socket.socket(family, kind, protocol).close()
+    except OSError:
+        return False
+    return True
+
 
 # Family -> call -> (Python expression, whether an unprivileged process could make it without the
 # filter: the arguments are valid, or the kernel would refuse them with another errno). The
@@ -265,6 +302,22 @@ HOSTILE: dict[str, dict[str, tuple[str, bool]]] = {
         f"personality({value:#x})": (f"child({{personality}}, {value})", True)
         for value in (0x0040000, 0x0400000, 0x0100000, 0xFFFFFFF7, 0x20009)  # no ASLR, READ_IMPLIES_EXEC, page 0
     },
+    "open sockets of other families": {
+        # Whether the call gets through without the filter depends on the kernel's modules: asked at import.
+        f"socket({name})": (f"sc({{socket}}, {family}, {kind}, {protocol})", _opens(family, kind, protocol))
+        for name, (family, kind, protocol) in {
+            "AF_VSOCK": (AF_VSOCK, 1, 0),
+            "AF_NETLINK": (16, 3, 0),
+            "AF_PACKET": (17, 3, 0),
+            "AF_ALG": (38, 5, 0),
+            "AF_KEY": (15, 3, 2),
+            "AF_CAN": (29, 3, 1),
+            "AF_TIPC": (30, 4, 0),
+            "AF_RDS": (21, 5, 0),
+            "AF_XDP": (44, 3, 0),
+            "AF_BLUETOOTH": (31, 3, 0),
+        }.items()
+    },
     "call another ABI": {
         "x32 getpid": ("sc(0x40000000 | {getpid})", True),
         "i386 getpid (int 0x80)": ("in_child(lambda: int80(20))", True),
@@ -275,12 +328,13 @@ if HERE != "x86_64":  # AArch64 runs no AArch32 code here; its ABI lacks the x86
     for family in HOSTILE.values():
         for call in [call for call in family if call.split("(")[0] in ("iopl", "ioperm", "lookup_dcookie", "uselib")]:
             del family[call]
-EXPECTED = {"clone3": errno.ENOSYS}  # the rest: EPERM
+EXPECTED = {"clone3": errno.ENOSYS, **{call: errno.EAFNOSUPPORT for call in HOSTILE["open sockets of other families"]}}
+# the rest: EPERM
 
 
 def hostile_program(calls: dict[str, tuple[str, bool]]) -> str:
     """A program that makes ``calls`` and prints a JSON object of their errnos."""
-    names = {"getpid", *DENIED, "clone", "clone3", "unshare", "personality"}
+    names = {"getpid", *DENIED, "clone", "clone3", "unshare", "personality", "socket"}
     numbers = {name: syscall_number(name) for name in names}
     lines = [f"results[{label!r}] = {expression.format(**numbers)}" for label, (expression, _) in calls.items()]
     return PRELUDE + "results = {}\n" + "\n".join(lines) + "\nprint(json.dumps(results))\n"

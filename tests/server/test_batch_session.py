@@ -304,14 +304,14 @@ def test_same_step_autoreset(counter_server):
 
 
 def test_disabled_autoreset(counter_server):
-    """Disabled: stepping an ended sub-env is a SESSION_ERROR until a masked batch_reset resets it."""
+    """Disabled: stepping an ended sub-env is refused (EPISODE_ENDED) until a masked batch_reset resets it."""
     with ws(counter_server, "envs=2&autoreset_mode=Disabled") as websocket:
         call(websocket, reset())
         data = call(websocket, step(END, ONE))["data"]
         assert data["observations"] == [{"count": 10}, {"count": 1}]
         assert (data["terminated"], data["final"]) == ([True, False], {})
         reply = call(websocket, step(ONE, ONE))
-        assert reply["data"]["code"] == "SESSION_ERROR"
+        assert reply["data"]["code"] == "EPISODE_ENDED"
         assert reply["data"]["message"].startswith("sub-env 0 ended")
         data = call(websocket, reset(mask=[True, False]))["data"]
         assert data["observations"] == [{"count": 0}, {"count": 1}]

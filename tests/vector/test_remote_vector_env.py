@@ -75,7 +75,9 @@ def test_disabled_mode_refuses_to_step_an_ended_sub_env():
         envs.step(np.array([0, 0]))
         _, _, _, truncations, _ = envs.step(np.array([0, 0]))
         assert truncations.all()
-        with pytest.raises(openenv_gym.RemoteError, match=re.escape("ended: reset it with reset_mask before stepping")):
+        with pytest.raises(
+            openenv_gym.RemoteEpisodeEndedError, match=re.escape("ended: reset it with reset_mask before")
+        ):
             envs.step(np.array([0, 0]))
     finally:
         envs.close()

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from openenv_gym._post_import import call_after_import
+from openenv_gym._lazy import call_after_import
 from openenv_gym.providers import ProcessProvider
 from tests.utils import REPO_ROOT
 
