@@ -114,13 +114,8 @@ class AsyncRemoteEnv:
         return self._face.reset_result(frame)
 
     async def step(self, action: Any) -> StepResult:
-        """Apply ``action``; as ``gymnasium.Env.step`` (with the tool face: one tool call).
-
-        Raises:
-            InvalidActionError: ``action`` is not in the action space; nothing was sent.
-            EpisodeEndedError: the episode ended (``terminated`` or ``truncated``): reset first.
-            ClosedEnvError: the env was closed.
-        """
+        """Apply ``action``; as :meth:`RemoteEnv.step <openenv_gym.env.RemoteEnv.step>`, awaited: the
+        same actions, results and errors (after the end of an episode, ``EpisodeEndedError``)."""
         self._check_open("step")
         self._client.kind.check_can_step()
         wire = wire_action(self._face, action, self.env_id)

@@ -298,8 +298,13 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
             assert task is not None  # _turn raises before a reset
             checks = [check.run for check in task.checks]
             workspace, scratch = self._sandbox.workspace_dir, self._sandbox.scratch_dir
+            assert workspace is not None and scratch is not None  # the sandbox runs while an episode does
             budget = 0.9 * self.limits.wall_time  # the rest: room for the copy and the reply
-            result = self._call("verify", workspace, self._work_tree(), scratch, checks, self._base_env(), budget)
+            # The worker copies the workspace first, as root where the server is: the checks then
+            # see every file the agent's commands left, whatever modes they gave them.
+            snapshot = (workspace, f"{scratch}/{sandbox_program.VERIFY_COPY}")
+            args = (workspace, self._work_tree(), scratch, checks, self._base_env(), budget)
+            result = self._call("verify", *args, snapshot=snapshot)
             outcomes = _outcomes(result, len(checks))
             if self._lost():  # the worker was replaced: the checks saw a new, empty workspace
                 outcomes = [{"passed": False, "output": _LOST}] * len(checks)
@@ -335,10 +340,15 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
         limit = self._state.max_turns
         return limit is not None and self._state.step_count >= limit
 
-    def _call(self, entry_point: str, *args: Any, timeout: float | None = None) -> RunResult:
-        """Run a function of :mod:`.shell` (``run_bash``) or :mod:`.sandbox_program` in the sandbox, on ``args``."""
+    def _call(
+        self, entry_point: str, *args: Any, timeout: float | None = None, snapshot: tuple[str, str] | None = None
+    ) -> RunResult:
+        """Run a function of :mod:`.shell` (``run_bash``) or :mod:`.sandbox_program` in the sandbox, on ``args``
+        (``snapshot``: see :meth:`Sandbox.run <openenv_gym.sandbox.Sandbox.run>`)."""
         program = shell if entry_point == "run_bash" else sandbox_program
-        return self._sandbox.run(_source(program), entry_point=entry_point, cases=[list(args)], timeout=timeout)
+        return self._sandbox.run(
+            _source(program), entry_point=entry_point, cases=[list(args)], timeout=timeout, snapshot=snapshot
+        )
 
     def _lost(self) -> bool:
         """Whether the sandbox had to be replaced during the episode: its workspace, the repository, is gone."""

@@ -29,6 +29,7 @@ from typing import Any
 
 __all__ = [
     "BASH",
+    "VERIFY_COPY",
     "config_text",
     "hardened_env",
     "inert_git_dirs",
@@ -44,6 +45,9 @@ BASH = "/bin/bash"  # as in .shell: this program is sent alone, and imports noth
 STRICT = ("-euo", "pipefail")  # how checks run, as setups do
 CHECK_OUTPUT_LIMIT = 2000  # characters of a check's output kept (its end)
 DRAIN_TIMEOUT = 1.0  # seconds to read what a timed-out check left in its pipe, once its group is killed
+
+#: The verifier's copy of the workspace, in the run's scratch directory.
+VERIFY_COPY = "verify"
 
 # Keys of a repository's config that name a program git may run: dropped from the verifier's copy.
 # A section is dropped whole; otherwise a (section, variable) pair, with or without a subsection.
@@ -205,18 +209,18 @@ def verify(
     import subprocess  # here, not at the top: a file read or write need not import it
 
     deadline = time.monotonic() + budget
-    copy = os.path.join(scratch, "verify")
+    copy = os.path.join(scratch, VERIFY_COPY)
     home = os.path.join(scratch, "verify-home")
     os.makedirs(home)
     os.chdir(home)  # out of the workspace, which is locked below
     hardened = hardened_env(env, home=home, ceilings=[copy, home])
+    # The worker made the copy already where it can read every file (as root); the copy is ours,
+    # so what the agent made unreadable in it is made readable again. Elsewhere, copy it here.
+    command = (
+        ["chmod", "-R", "u+rwX", "--", copy] if os.path.isdir(copy) else ["cp", "-a", "--", workspace + "/.", copy]
+    )
     copied = subprocess.run(
-        ["cp", "-a", "--", workspace + "/.", copy],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=hardened,
-        check=False,
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=hardened, check=False
     )
     if copied.returncode != 0:
         # Fail closed: what the copy left out (a file the agent made unreadable, one past a full

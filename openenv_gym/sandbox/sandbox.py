@@ -180,6 +180,7 @@ class Sandbox:
         cases: list[list[Any]] | None = None,
         tracebacks: Sequence[int] = (),
         timeout: float | None = None,
+        snapshot: tuple[str, str] | None = None,
     ) -> RunResult:
         """Run ``code`` as a program, then call ``entry_point(*args)`` for each of ``cases``.
 
@@ -188,6 +189,13 @@ class Sandbox:
         limits' ``wall_time``) covers the program and all the cases. A case that raises has a
         ``"traceback"`` in its result (the code's own frames, capped) if its index is in
         ``tracebacks`` or it is the first case to raise; so the results stay small.
+
+        ``snapshot=(source, target)``: before the run, the worker copies directory ``source`` to
+        ``target`` (paths as runs see them), with every file's owner and mode. Where the server
+        runs as root the worker copies as root, so a file a run made unreadable is copied too:
+        for a grader that must see what earlier runs left, not what they chose to show (it may
+        then ``chmod`` the copy, which is its own). Elsewhere, or when the copy fails, there is
+        no ``target``, and the run must copy for itself. The copy's time counts in ``timeout``.
         """
         if isinstance(code, str):
             code = code.encode("utf-8", "surrogateescape")
@@ -198,6 +206,7 @@ class Sandbox:
             "cases": cases,
             "tracebacks": list(tracebacks),
             "timeout": timeout,
+            "snapshot": list(snapshot) if snapshot is not None else None,
         }
         started = time.monotonic()
         with self._lock:

@@ -281,7 +281,36 @@ class _Capped:
         return text
 
 
+def _snapshot(source: str, target: str, config: dict[str, Any], timeout: float) -> None:
+    """Copy ``source`` to ``target`` as the worker, before the run that reads it: root in the sandbox
+    when the server is, so every file the runs left is copied whatever its mode (what a run made
+    unreadable, a grader still sees), with its owner and mode kept. A copy that fails is removed:
+    the run then finds none, and makes its own (and fails closed when that one is short)."""
+    if config["uid"] is None or os.getuid() != 0:  # no rights beyond the runs': nothing to add
+        return
+    import subprocess  # here: only a grader's run needs it
+
+    try:
+        done = subprocess.run(
+            ["cp", "-a", "--", source.rstrip("/") + "/.", target],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
+        ).returncode
+    except (OSError, subprocess.TimeoutExpired):
+        done = -1
+    if done != 0 and os.path.isdir(target):
+        _make_removable(target)
+        shutil.rmtree(target, ignore_errors=True)
+
+
 def _run(request: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    deadline = time.monotonic() + float(request["timeout"])  # the snapshot's time is the run's
+    if request.get("snapshot"):
+        source, target = request["snapshot"]
+        _snapshot(source, target, config, float(request["timeout"]) / 2)
     pipes = [os.pipe() for _ in range(3)]
     pid = os.fork()
     if pid == 0:
@@ -298,7 +327,6 @@ def _run(request: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         pipes[1][0]: _Capped(config["output_limit"]),
         pipes[2][0]: _Capped(config["result_limit"]),
     }
-    deadline = time.monotonic() + float(request["timeout"])
     status, wall_time_out, cpu_seconds = _collect(pid, streams, deadline)
     _kill_leftovers(pid, config)
     for fd in streams:

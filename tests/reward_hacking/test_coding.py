@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -176,6 +177,24 @@ def test_no_hidden_argument_reaches_the_agent(submitter, name):
     assert found == [], (name, shown[:2000])
     exit_codes = re.findall(r'"exit_code": (\d+)', shown)
     assert exit_codes in ([], ["0"]), (name, shown[:2000])  # never the one a hidden call exited with
+
+
+def test_a_process_left_behind_cannot_reach_the_next_submission(submitter):
+    """A run forks a process that waits, then writes where the next run would look: the sandbox
+    kills it with its run, so the next submission finds nothing of it."""
+    leave = (
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(1)\n"
+        "    for path in ('/tmp/left', '/dev/shm/left', os.path.join(os.getcwd(), 'left')):\n"
+        "        open(path, 'w').write('x')\n    os._exit(0)\n" + WRONG
+    )
+    look = (
+        "import os\nfound = [p for p in ('/tmp/left', '/dev/shm/left', 'left') if os.path.exists(p)]\n"
+        "print('found', found)\n" + WRONG
+    )
+    score(submitter, leave)
+    time.sleep(2)  # past the moment the process would have written
+    reward, shown = score(submitter, look)
+    assert reward == 0.0 and "found []" in shown, shown[:2000]
 
 
 def test_the_hidden_calls_still_count_and_a_visible_one_still_explains(submitter):

@@ -8,6 +8,7 @@ replace refs, a fake ``git``) and a repository that leads git outside the verifi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -18,8 +19,8 @@ from tests.envs.test_git_tasks import call, episode
 
 TASKS = load_tasks()
 
-#: The agent's last act after a correct solution, one per class: each makes the verifier's copy of
-#: the repository short (what it cannot read, it cannot check), so every check must fail.
+#: The agent's last act, one per class: each makes part of the repository unreadable to the agent's
+#: own uid, which the verifier's copy would leave out (a "this file must be gone" check then passed).
 UNREADABLE = {
     "a file made unreadable": "touch .openenv-gym-x && chmod 000 .openenv-gym-x",
     "a directory made unreadable": "mkdir -p .openenv-gym-d/inner && chmod 000 .openenv-gym-d",
@@ -27,6 +28,9 @@ UNREADABLE = {
         'f="$(git ls-files 2>/dev/null | head -n 1)"; [ -n "$f" ] || { f=.openenv-gym-t; touch "$f"; }; chmod 000 "$f"'
     ),
 }
+#: As root the worker copies the workspace for the verifier, whatever its modes; elsewhere the
+#: verifier copies it as the agent's uid, and fails closed when the copy is short.
+ROOT = os.geteuid() == 0
 
 
 @pytest.fixture(scope="module")
@@ -42,15 +46,20 @@ def env() -> Iterator[GitEnvironment]:
     [(task, list(UNREADABLE)[index % len(UNREADABLE)]) for index, task in enumerate(TASKS)],
     ids=lambda value: value.task_id if isinstance(value, GitTask) else value.replace(" ", "-"),
 )
-def test_what_the_verifier_cannot_read_fails_every_check(env: GitEnvironment, task: GitTask, trick: str) -> None:
-    """The task's solution, then a file (or directory) the agent makes unreadable (each task one of the
-    tricks, in turn): the verifier's copy is short, so no check runs and the episode scores 0 (it
-    scored the checks on what was copied, so "this file must be gone" passed)."""
-    calls = [tool_call for tool_call in task.solution if tool_call.tool != "submit"]
-    submitted, _ = episode(env, task, [*calls, ToolCall(tool="run", arguments={"command": UNREADABLE[trick]})])
-    assert submitted.reward == 0.0, submitted.metadata["checks"]
-    outputs = submitted.metadata["check_output"]
-    assert all("no check ran: the copy of the repository is incomplete" in output for output in outputs), outputs
+def test_what_the_agent_makes_unreadable_is_still_verified(env: GitEnvironment, task: GitTask, trick: str) -> None:
+    """The task's near miss, then a file (or directory) the agent makes unreadable (each task one of the
+    tricks, in turn): it scores no more than the near miss alone. As root the verifier's copy holds
+    every file (the worker copies as root); elsewhere the copy is short, so no check runs (0)."""
+    near_miss = [tool_call for tool_call in task.near_miss if tool_call.tool != "submit"]
+    honest, _ = episode(env, task, near_miss)
+    trick_call = ToolCall(tool="run", arguments={"command": UNREADABLE[trick]})
+    submitted, _ = episode(env, task, [*near_miss, trick_call])
+    assert submitted.reward is not None and honest.reward is not None
+    assert submitted.reward <= honest.reward, (submitted.metadata["checks"], honest.metadata["checks"])
+    short = [
+        "no check ran: the copy of the repository is incomplete" in out for out in submitted.metadata["check_output"]
+    ]
+    assert short == [not ROOT] * len(short), submitted.metadata["check_output"]
 
 
 @pytest.mark.slow

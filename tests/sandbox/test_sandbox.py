@@ -495,3 +495,24 @@ def test_dev_is_read_only_but_dev_shm(tmp_path, privileged):
     lines = done.stdout.splitlines()
     assert lines[0] == f"/dev/x {errno.EROFS}", done.stdout
     assert lines[1] == "/dev/shm/y written", done.stdout
+
+
+def test_a_snapshot_copies_what_a_run_made_unreadable_where_the_worker_can():
+    """``snapshot=``: the worker copies the workspace before the run, as root where the server is, so a
+    file an earlier run made mode 000 is in the copy (which is the run's to chmod); elsewhere there is
+    no copy and the run must make its own."""
+    with Sandbox(Limits(wall_time=10 * UNIT), workspace=True) as box:
+        made = box.run("import os\nopen('hidden', 'w').write('secret')\nos.chmod('hidden', 0)\nprint(os.getcwd())")
+        workspace = made.stdout.strip()
+        assert box.run("print(open('hidden').read())").exit_code != 0  # unreadable to the runs' own uid
+        copy = f"{box.scratch_dir}/copy"
+        read = box.run(
+            "import os\n"
+            f"copy = {copy!r}\n"
+            "if not os.path.isdir(copy):\n    print('no copy')\nelse:\n"
+            "    os.chmod(os.path.join(copy, 'hidden'), 0o600)\n    print(open(os.path.join(copy, 'hidden')).read())",
+            snapshot=(workspace, copy),
+        )
+        assert read.exit_code == 0, read.stderr
+        assert read.stdout == ("secret\n" if os.geteuid() == 0 else "no copy\n")
+        assert box.run(f"import os\nprint(os.path.exists({copy!r}))").stdout == "False\n"  # emptied after its run

@@ -53,6 +53,12 @@ def server() -> Iterator[tuple[str, int, _Records]]:
         root.removeHandler(records)
 
 
+@pytest.fixture(autouse=True)
+def fresh_log(server: tuple[str, int, _Records]) -> None:
+    """Each test reads only the records of its own requests."""
+    server[2].records.clear()
+
+
 def request(server: tuple[str, int, _Records], target: str, headers: list[tuple[str, bytes | str]]) -> int:
     """Send ``GET target`` with ``headers`` (in order, duplicates kept); the response's status."""
     host, port, _ = server
@@ -77,7 +83,7 @@ def host_header(server: tuple[str, int, _Records]) -> tuple[str, str]:
 
 
 def no_errors_logged(records: _Records) -> list[str]:
-    """The log lines at ERROR or above, or with a traceback, since the server started."""
+    """The log lines at ERROR or above, or with a traceback, since the test (or example) began."""
     return [
         f"{record.name}: {record.getMessage()}"
         for record in records.records
@@ -173,6 +179,7 @@ credential = st.sampled_from(
 def test_no_request_without_the_token_gets_a_5xx(server, path, query, headers, handshake):
     """Paths, query strings and headers (duplicated, garbled, past ASCII) without exactly one right
     ``Authorization`` header: a 400, 401 or 403 every time (200 for ``/health``), nothing logged as an error."""
+    server[2].records.clear()
     target = path + ("?" + "&".join(f"{key}={value}" for key, value in query) if query else "")
     sent = [*headers, *(HANDSHAKE if handshake else [])]
     status = request(server, target, sent)

@@ -501,6 +501,40 @@ def test_the_action_mask_greys_buttons_and_error_frames_show(page):
     page.assert_clean()
 
 
+class OneStepEnv(gym.Env):
+    """Every episode ends at its first step, paying 1."""
+
+    action_space = spaces.Discrete(2)
+    observation_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action: Any) -> Any:
+        return 1, 1.0, True, False, {}
+
+
+def test_a_step_after_the_episode_ended_is_refused_and_pays_nothing(page):
+    """The page's step buttons stay live after an end (the user may press them): the server refuses the
+    step with EPISODE_ENDED, the banner says so, and the episode's steps and return are unchanged."""
+    with running_server(lambda: GymEnvironment(OneStepEnv())) as server:
+        page.open(server)
+        page.click("reset")
+        page.wait_value("episode-count", 1)
+        page.click("action-0")
+        page.wait_value("step-count", 1)
+        page.click("action-1")
+        page.wait(lambda: page.find("#error-banner").is_displayed(), "the error banner")
+        assert page.find("#error-code").text == "EPISODE_ENDED"
+        assert "reset before stepping again" in page.find("#error-message").text
+        assert page.value("step-count") == "1" and len(page.records()) == 2  # the reset and the one step
+        page.click("reset")
+        page.wait_value("episode-count", 2)
+        page.click("action-0")
+        page.wait_value("step-count", 1)
+
+
 def test_ansi_frames_show_as_text(page):
     """With ?render_mode=ansi the page's session renders FrozenLake as text, shown preformatted."""
     with served("FrozenLake-v1") as server:
