@@ -15,7 +15,7 @@ import pytest
 import openenv_gym
 from openenv_gym import AsyncEnvPool, AsyncRemoteEnv, ClosedEnvError, make_async
 from openenv_gym.envs.echo import EchoEnvironment
-from openenv_gym.errors import ConnectionLostError, InvalidActionError, ServerConnectError
+from openenv_gym.errors import ConnectionLostError, EpisodeEndedError, InvalidActionError, ServerConnectError
 from tests.utils import UNIT, own_server_pids, run_async, running_server, wait_until
 
 
@@ -61,6 +61,9 @@ def test_the_time_limit_truncates_and_aclose_stops_the_server():
         started = own_server_pids()
         await env.reset(seed=0)
         flags = [(await env.step(0))[3] for _ in range(3)]
+        with pytest.raises(EpisodeEndedError):  # truncated: no step until a reset
+            await env.step(0)
+        await env.reset(seed=0)
         with pytest.raises(InvalidActionError, match="Discrete"):
             await env.step(7)
         await env.aclose()

@@ -275,8 +275,9 @@ def test_reset_takes_the_rows_task_and_the_calls_reach_the_env(no_servers_left):
         assert [call.name for call in env.calls] == ["run_tests", "submit", "submit", "submit"]
         assert env.calls[2].error is not None and env.calls[2].error["error_type"] == "invalid_args"
         fraction = partial["tests_passed"] / partial["tests_total"]
-        assert [call.reward for call in env.calls] == pytest.approx([0.0, fraction, 0.0, 1.0])
-        assert env.get_reward() == pytest.approx(fraction + 1.0)  # the episode's return
+        # reward="fraction" pays each submission the rise since the last: the return is the last one's fraction
+        assert [call.reward for call in env.calls] == pytest.approx([0.0, fraction, 0.0, 1.0 - fraction])
+        assert env.get_reward() == pytest.approx(1.0)  # the episode's return
 
         # The next episode, on the same session: a seed picks the task, options= too.
         assert env.reset(seed=3) == CodingTools().reset(seed=3)
@@ -299,8 +300,8 @@ def test_the_last_reward_and_improvement_rewards(no_servers_left):
         last.submit(code=WRONG)
         last.submit(code=WRONG)
         fraction = last.calls[0].reward
-        assert 0.0 < fraction < 1.0 and last.calls[1].reward == fraction
-        assert last.get_reward() == fraction  # not their sum
+        assert 0.0 < fraction < 1.0 and last.calls[1].reward == 0.0  # no rise since the first
+        assert last.get_reward() == 0.0  # the last call's, not their sum
 
         improving = Improving()
         improving.reset(task_id=TASK)
