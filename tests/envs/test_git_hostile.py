@@ -346,11 +346,12 @@ def test_the_verifier_checks_a_copy_the_agent_cannot_reach(served):
     """A run's leftover processes are gone before the verifier starts, so none can change the repository under it."""
     served.client.reset(options={"task_id": "canary"})
     baseline = sandbox_processes(served.env)
-    # A daemon that would make the check pass at any moment after the submit, if it could outlive its call.
+    # A daemon that would make the check pass at any moment after the submit, if it could outlive its call
+    # (it waits first: an amend made while its own call still ran would be the agent's, fairly).
     run(
         served,
-        "setsid sh -c 'while :; do git commit -q --amend -m Done; sleep 0.05; done' > /dev/null 2>&1 < /dev/null &"
-        " echo started",
+        "setsid sh -c 'sleep 1; while :; do git commit -q --amend -m Done; sleep 0.05; done' > /dev/null 2>&1 "
+        "< /dev/null & echo started",
     )
     assert wait_until(lambda: not run_processes(served.env, baseline), 2 * UNIT)
     submitted = call(served, "submit")
