@@ -127,7 +127,9 @@ def test_record_video_records_remote_cartpole(tmp_path):
     try:
         env.reset(seed=0)
         for _ in range(15):
-            env.step(env.action_space.sample())
+            *_, terminated, truncated, _ = env.step(env.action_space.sample())
+            if terminated or truncated:  # a step after the end is refused: a new episode, as a rollout would
+                env.reset()
     finally:
         env.close()
     videos = [name for name in os.listdir(tmp_path) if name.endswith(".mp4")]
