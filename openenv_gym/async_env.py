@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import gymnasium as gym
 
@@ -27,10 +27,14 @@ from .env import ClosedEnvError, server_face
 from .errors import ConnectionLostError, RequestTimeoutError, ServerConnectError
 from .face import Face, StepResult, wire_action
 from .make_options import MakeOptions
-from .protocol import ObservationFrame
 from .providers import Provider
 
+if TYPE_CHECKING:
+    from .snapshot import Snapshot
+
 __all__ = ["AsyncRemoteEnv", "make_async", "spec_options"]
+
+ReplyT = TypeVar("ReplyT")
 
 
 class AsyncRemoteEnv:
@@ -70,6 +74,7 @@ class AsyncRemoteEnv:
         self._release = release
         self._closed = False
         self._elapsed = 0
+        self._snapshot_support: dict[str, Any] | None = None  # /schema["snapshot"], read on first use
 
     def __repr__(self) -> str:
         return f"AsyncRemoteEnv({self.env_id or '?'}, {self._client.url})"
@@ -92,7 +97,7 @@ class AsyncRemoteEnv:
         if self._closed:
             raise ClosedEnvError(repr(self), call)
 
-    async def _call(self, request: Awaitable[ObservationFrame]) -> ObservationFrame:
+    async def _call(self, request: Awaitable[ReplyT]) -> ReplyT:
         try:
             return await request
         except (ConnectionLostError, RequestTimeoutError, ServerConnectError) as exc:
@@ -129,6 +134,96 @@ class AsyncRemoteEnv:
             result = (observation, reward, terminated, True, info)
             self._client.kind.end_episode()
         return result
+
+    async def _check_snapshots(self) -> None:
+        if self._snapshot_support is None:
+            from .client import http_get_json
+            from .snapshot import check_support
+
+            client = self._client
+            schema = await asyncio.to_thread(
+                http_get_json, client.address, "/schema", timeout=client.open_timeout, token=client.token
+            )
+            self._snapshot_support = check_support(schema, repr(self), self.env_id)
+
+    async def snapshot(self, *, portable: bool = False) -> Snapshot:
+        """Have the server keep the env's current state (and this env's step count towards its
+        time limit); as :meth:`RemoteEnv.snapshot <openenv_gym.env.RemoteEnv.snapshot>`, awaited."""
+        from .snapshot import Snapshot
+
+        self._check_open("snapshot")
+        await self._check_snapshots()
+        frame = await self._call(self._client.snapshot(portable))
+        return Snapshot.of(frame, self._client.address, self._elapsed)
+
+    async def restore(self, snapshot: Snapshot) -> tuple[Any, dict[str, Any]]:
+        """Put the env back into ``snapshot``'s state; as :meth:`RemoteEnv.restore
+        <openenv_gym.env.RemoteEnv.restore>`, awaited (the time limit counts on from the snapshot's step)."""
+        from .errors import SnapshotError
+        from .snapshot import falls_back, portable_bytes
+
+        self._check_open("restore")
+        await self._check_snapshots()
+        frame = None
+        if snapshot.server == self._client.address:
+            try:
+                frame = await self._call(self._client.restore(snapshot.id))
+            except SnapshotError as exc:
+                if not falls_back(snapshot, exc):
+                    raise
+        if frame is None:
+            frame = await self._call(self._client.restore(portable=portable_bytes(snapshot, self.env_id)))
+        self._elapsed = snapshot.elapsed_steps
+        return self._face.reset_result(frame)
+
+    async def release(self, *snapshots: Snapshot) -> None:
+        """Have the server drop these snapshots' states (those this session took)."""
+        self._check_open("release")
+        ids = tuple(snapshot.id for snapshot in snapshots if snapshot.server == self._client.address)
+        if ids:
+            await self._call(self._client.release(ids))
+
+    async def fork(self, count: int) -> list[AsyncRemoteEnv]:
+        """``count`` new envs, each a new session on this env's server starting from its current
+        state; as :meth:`RemoteEnv.fork <openenv_gym.env.RemoteEnv.fork>`, awaited. Close them
+        (``aclose``) before this env."""
+        if count < 1:
+            raise ValueError(f"fork(count) needs a count of at least 1, got {count}")
+        handle = await self.snapshot()
+        client = self._client
+
+        async def branch() -> AsyncRemoteEnv:
+            twin = AsyncEnvClient(
+                client.address,
+                open_timeout=client.open_timeout,
+                call_timeout=client.call_timeout,
+                env_id=client.env_id,
+                token=client.token,
+            )
+
+            async def close(env: AsyncRemoteEnv) -> None:
+                await env.client.close()
+
+            child = AsyncRemoteEnv(
+                twin, self._face, env_id=self.env_id, max_episode_steps=self.max_episode_steps, release=close
+            )
+            child._snapshot_support = self._snapshot_support
+            try:
+                await child.restore(handle)
+            except BaseException:
+                await child.aclose()
+                raise
+            return child
+
+        try:
+            results = await asyncio.gather(*(branch() for _ in range(count)), return_exceptions=True)
+        finally:
+            await self.release(handle)
+        failed = next((result for result in results if isinstance(result, BaseException)), None)
+        if failed is not None:
+            await asyncio.gather(*(r.aclose() for r in results if isinstance(r, AsyncRemoteEnv)))
+            raise failed
+        return [result for result in results if isinstance(result, AsyncRemoteEnv)]
 
     async def aclose(self) -> None:
         """Close the session (or hand it back to the pool it came from); idempotent."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
-from typing import Any, NoReturn, SupportsFloat
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsFloat
 
 import gymnasium as gym
 
@@ -17,6 +17,9 @@ from .providers.base import DEFAULT_STARTUP_TIMEOUT
 from .providers.fleet import Fleet
 from .redaction import hide_token_kwarg
 from .spaces import space_from_json
+
+if TYPE_CHECKING:
+    from .snapshot import Snapshot
 
 __all__ = [
     "ClosedEnvError",
@@ -302,6 +305,9 @@ class RemoteEnv(gym.Env[Any, Any]):
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium.Env declares it so
     _spec: gym.envs.registration.EnvSpec | None = None
+    _closer: weakref.finalize[..., Any]
+    #: The env whose server a fork's session is on (kept alive while the fork is).
+    _parent: RemoteEnv | None = None
 
     @property
     def spec(self) -> gym.envs.registration.EnvSpec | None:
@@ -352,6 +358,7 @@ class RemoteEnv(gym.Env[Any, Any]):
             self.base_url, open_timeout=open_timeout, call_timeout=call_timeout, env_id=server, token=token
         )
         self._closer = weakref.finalize(self, _shutdown, self._client, fleet)
+        self._snapshot_support: dict[str, Any] | None = None  # /schema["snapshot"], read on first use
         try:
             face = server_face(
                 self.base_url, server, self.provider, open_timeout, token, json_schema_fallback, tool_calls
@@ -441,6 +448,117 @@ class RemoteEnv(gym.Env[Any, Any]):
     def close(self) -> None:
         """Close the session and stop the server this env started; idempotent."""
         self._closer()
+
+    # Snapshots: the state is kept by the server (openenv_gym.snapshot says more).
+
+    def _check_snapshots(self) -> None:
+        """Raise ``SnapshotUnsupportedError`` unless the server's ``/schema`` says it snapshots this env."""
+        if self._snapshot_support is None:
+            from .snapshot import check_support
+
+            schema = http_get_json(
+                self.base_url, "/schema", timeout=self._client.open_timeout, token=self._client.token
+            )
+            self._snapshot_support = check_support(schema, repr(self), self.server)
+
+    def snapshot(self, *, portable: bool = False) -> Snapshot:
+        """Have the server keep the env's current state; returns a :class:`~openenv_gym.snapshot.Snapshot`.
+
+        The state is the server's whole env: its random generators, its time limit's count, its
+        wrappers. With ``portable``, the handle also holds the state as sealed bytes that another
+        server of the same env restores (when it shares this one's ``OPENENV_GYM_SNAPSHOT_KEY``).
+        Wrappers on this side (``gym.make``'s ``TimeLimit``) are saved by
+        :func:`openenv_gym.snapshot.snapshot` instead.
+
+        Raises:
+            SnapshotUnsupportedError: the env cannot be snapshotted (the message says why).
+            SnapshotError: the session holds as many snapshots, or bytes, as the server allows.
+        """
+        from .snapshot import Snapshot
+
+        self._check_open("snapshot")
+        self._check_snapshots()
+        return Snapshot.of(self._client.snapshot(portable), self._client.address)
+
+    def restore(self, snapshot: Snapshot) -> tuple[Any, dict[str, Any]]:
+        """Put the env back into ``snapshot``'s state; returns that state's observation and info.
+
+        A snapshot of this server is restored by its id; one of another server, or one the
+        server no longer keeps, from its portable bytes when it has them. An episode that had
+        ended is ended again (reset to step).
+
+        Raises:
+            SnapshotError: the state is not kept here and the handle holds no portable bytes (or
+                bytes this server did not seal).
+        """
+        from .errors import SnapshotError
+        from .snapshot import falls_back, portable_bytes
+
+        self._check_open("restore")
+        self._check_snapshots()
+        if snapshot.server == self._client.address:
+            try:
+                return self._face.reset_result(self._client.restore(snapshot.id))
+            except SnapshotError as exc:
+                if not falls_back(snapshot, exc):
+                    raise
+        return self._face.reset_result(self._client.restore(portable=portable_bytes(snapshot, self.server)))
+
+    def release(self, *snapshots: Snapshot) -> None:
+        """Have the server drop these snapshots' states (those this session took; others are left)."""
+        self._check_open("release")
+        ids = tuple(snapshot.id for snapshot in snapshots if snapshot.server == self._client.address)
+        if ids:
+            self._client.release(ids)
+
+    def fork(self, count: int) -> list[RemoteEnv]:
+        """``count`` new envs, each a new session on this env's server starting from its current state.
+
+        They share this env's server (and its spaces and face), and are independent of it and of
+        each other from then on. Close them before this env: closing it stops a server it
+        started. :func:`openenv_gym.snapshot.fork` forks an env with its client-side wrappers.
+
+        Raises:
+            SnapshotUnsupportedError: the env cannot be snapshotted.
+            CapacityReachedError: the server has no session slot left for a fork.
+        """
+        if count < 1:
+            raise ValueError(f"fork(count) needs a count of at least 1, got {count}")
+        handle = self.snapshot()
+        children: list[RemoteEnv] = []
+        try:
+            for _ in range(count):
+                children.append(self._sibling())
+            for child in children:  # every restore sent before any is read: the server works on all at once
+                child._client.begin("restore", child._client.kind.restore, handle.id, None)
+            for child in children:
+                child._client.complete()
+        except BaseException:
+            for child in children:
+                child.close()
+            raise
+        finally:
+            self.release(handle)
+        return children
+
+    def _sibling(self) -> RemoteEnv:
+        """A new session on this env's server, with its face: a fork before its restore."""
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        client = self._client
+        twin._client = EnvClient(
+            self.base_url,
+            open_timeout=client.open_timeout,
+            call_timeout=client.call_timeout,
+            env_id=client.env_id,
+            token=client.token,
+        )
+        if self._renders and self.render_mode is not None:
+            twin._client.ask_render_mode(self.render_mode)
+        twin._parent = self  # the server lives as long as the env that started it
+        twin._closer = weakref.finalize(twin, twin._client.close)
+        twin._client.connect()
+        return twin
 
 
 def own_frame(frame: Any) -> Any:

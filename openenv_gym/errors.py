@@ -20,7 +20,9 @@
     │   └── RemoteError                            the server answered with an error frame
     │       ├── CapacityReachedError               ... because every session slot is taken
     │       ├── EnvCreationError                   ... because it could not create the environment
-    │       └── RemoteEpisodeEndedError (EpisodeEndedError) ... because the episode had ended
+    │       ├── RemoteEpisodeEndedError (EpisodeEndedError) ... because the episode had ended
+    │       └── SnapshotError                      ... about a snapshot: unknown id, limit, refused bytes
+    │           └── SnapshotUnsupportedError       ... the env cannot be snapshotted (the message says why)
     ├── ProviderError (RuntimeError)          a server could not be started or stopped
     │   └── ServerStartError                       ... the server process failed to become healthy
     ├── DockerUnavailableError (ConnectionError) no Docker Engine answers
@@ -63,6 +65,8 @@ __all__ = [
     "SandboxUnavailableError",
     "ServerConnectError",
     "ServerStartError",
+    "SnapshotError",
+    "SnapshotUnsupportedError",
     "SpaceCodecError",
     "SpaceMismatchError",
     "ToolCallError",
@@ -317,6 +321,21 @@ class RemoteError(ClientError):
 class RemoteEpisodeEndedError(RemoteError, EpisodeEndedError):
     """The server refused a step because the episode had ended (code ``EPISODE_ENDED``): a vector
     sub-env that ended with autoreset disabled, or a step a client sent past the end it was told of."""
+
+
+class SnapshotError(RemoteError):
+    """A snapshot could not be taken, kept or restored (its ``code`` says why: ``SNAPSHOT_UNKNOWN``,
+    an id the server no longer keeps; ``SNAPSHOT_LIMIT``, the session holds as many as allowed;
+    ``SNAPSHOT_REFUSED``, portable bytes this server did not seal). The env is as it was."""
+
+
+class SnapshotUnsupportedError(SnapshotError):
+    """The env cannot be snapshotted (code ``SNAPSHOT_UNSUPPORTED``); the message says why.
+
+    Raised before anything is sent when the server's ``/schema["snapshot"]`` says so (or says
+    nothing: an OpenEnv server), and when a server refuses at the time (a state that cannot be
+    copied, such as an env rendering to a window). Never a silently wrong state.
+    """
 
 
 class CapacityReachedError(RemoteError):

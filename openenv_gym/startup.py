@@ -23,6 +23,7 @@ __all__ = [
     "FAILED_PREFIX",
     "PICKLED_FACTORIES_TARGET",
     "READY_PREFIX",
+    "SNAPSHOT_KEY_ENV_VAR",
     "TOKEN_ENV_VAR",
 ]
 
@@ -30,6 +31,8 @@ READY_PREFIX = "openenv-gym server listening on "
 FAILED_PREFIX = "openenv-gym server cannot create its environment: "
 FAILED_LINE = "openenv-gym serve: cannot create the environment: "
 TOKEN_ENV_VAR = "OPENENV_GYM_SERVER_TOKEN"
+#: Servers sealing portable snapshots with the key this variable holds restore each other's.
+SNAPSHOT_KEY_ENV_VAR = "OPENENV_GYM_SNAPSHOT_KEY"
 #: The ``openenv-gym serve`` flag that lets a server take pickled factories (it needs ``--token-env``).
 ACCEPT_FLAG = "--accept-pickled-factories"
 #: What a server started only to run pickled factories serves: no environment of its own. No

@@ -40,6 +40,8 @@ PUBLIC = {
         "SandboxUnavailableError",
         "ServerConnectError",
         "ServerStartError",
+        "SnapshotError",
+        "SnapshotUnsupportedError",
         "SpaceCodecError",
         "SpaceMismatchError",
         "ToolCallError",

@@ -229,6 +229,7 @@ PLAIN_ENV_MODULES = {
     "openenv_gym.protocol.codes": "message types and error codes",
     "openenv_gym.protocol.frames": "reset/step/state/render/error frames",
     "openenv_gym.protocol.session": "ClientSession",
+    "openenv_gym.protocol.snapshot": "snapshot/restore frames: the session's replies include them",
     "openenv_gym.spaces": "the spaces package",
     "openenv_gym.spaces.codec": "spaces and their values <-> JSON",
     # the fleet of one server and the provider of a running one (the others load when used)

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from typing import Generic, TypeVar
 
-from ..errors import CapacityReachedError, ConnectionLostError, EnvCreationError, RemoteEpisodeEndedError, RemoteError
+from ..errors import (
+    CapacityReachedError,
+    ConnectionLostError,
+    EnvCreationError,
+    RemoteEpisodeEndedError,
+    RemoteError,
+    SnapshotError,
+    SnapshotUnsupportedError,
+)
 from ..protocol import ErrorCode, ErrorFrame
 from ..urls import ws_url
 from ._http import DEFAULT_OPEN_TIMEOUT
@@ -30,6 +38,10 @@ _REMOTE_ERRORS: dict[str, type[RemoteError]] = {
     ErrorCode.CAPACITY_REACHED.value: CapacityReachedError,
     ErrorCode.FACTORY_ERROR.value: EnvCreationError,
     ErrorCode.EPISODE_ENDED.value: RemoteEpisodeEndedError,
+    ErrorCode.SNAPSHOT_UNSUPPORTED.value: SnapshotUnsupportedError,
+    ErrorCode.SNAPSHOT_UNKNOWN.value: SnapshotError,
+    ErrorCode.SNAPSHOT_LIMIT.value: SnapshotError,
+    ErrorCode.SNAPSHOT_REFUSED.value: SnapshotError,
 }
 
 

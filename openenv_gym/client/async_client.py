@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import ObservationFrame, StateFrame
+from ..protocol.snapshot import SnapshotFrame
 from .async_connection import AsyncConnection
 from .session_kind import PlainKind
 
@@ -58,3 +59,33 @@ class AsyncEnvClient(AsyncConnection[Any]):
         frame = await self._request("state", self.kind.state)
         assert isinstance(frame, StateFrame)
         return frame.state
+
+    async def snapshot(self, portable: bool = False) -> SnapshotFrame:
+        """Have the server keep the env's current state; the reply names it (and, with ``portable``,
+        carries it as sealed bytes another server with the same key restores).
+
+        Raises:
+            SnapshotUnsupportedError: the env cannot be snapshotted (the message says why).
+            SnapshotError: the session holds as many snapshots as the server allows.
+        """
+        frame = await self._request("snapshot", self.kind.snapshot, portable)
+        assert isinstance(frame, SnapshotFrame)
+        return frame
+
+    async def restore(self, snapshot_id: str | None = None, portable: bytes | None = None) -> ObservationFrame:
+        """Put the env back into a state the server keeps (``snapshot_id``, any session's) or into
+        ``portable`` bytes; returns the observation of that state. Connects first if needed.
+
+        Raises:
+            SnapshotError: the server keeps no such id, or did not seal those bytes.
+        """
+        await self.connect()
+        frame = await self._request("restore", self.kind.restore, snapshot_id, portable)
+        assert isinstance(frame, ObservationFrame)
+        return frame
+
+    async def release(self, ids: tuple[str, ...]) -> SnapshotFrame:
+        """Have the server drop the kept states ``ids`` (ids it no longer keeps are ignored)."""
+        frame = await self._request("release", self.kind.release, ids)
+        assert isinstance(frame, SnapshotFrame)
+        return frame

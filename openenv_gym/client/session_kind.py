@@ -83,7 +83,7 @@ class SessionKind(Generic[ReplyT]):
 
 
 class PlainKind(SessionKind[Any]):
-    """One environment over ``/ws``: OpenEnv's own session (reset, step, state) and our render."""
+    """One environment over ``/ws``: OpenEnv's own session (reset, step, state), our render and snapshots."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -119,3 +119,12 @@ class PlainKind(SessionKind[Any]):
 
     def render(self) -> str:
         return self.session.send_render()
+
+    def snapshot(self, portable: bool) -> str:
+        return self.session.send_snapshot(portable)
+
+    def restore(self, snapshot_id: str | None, portable: bytes | None) -> str:
+        return self.session.send_restore(snapshot_id, portable)
+
+    def release(self, ids: tuple[str, ...]) -> str:
+        return self.session.send_release(ids)

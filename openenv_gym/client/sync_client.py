@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import ObservationFrame, RenderFrame, StateFrame
+from ..protocol.snapshot import SnapshotFrame
 from .session_kind import PlainKind
 from .sync_connection import SyncConnection, replies_waiting
 
@@ -76,6 +77,36 @@ class EnvClient(SyncConnection[Any]):
         frame = self._request("render", self.kind.render)
         assert isinstance(frame, RenderFrame)
         return frame.frame
+
+    def snapshot(self, portable: bool = False) -> SnapshotFrame:
+        """Have the server keep the env's current state; the reply names it (and, with ``portable``,
+        carries it as sealed bytes another server with the same key restores).
+
+        Raises:
+            SnapshotUnsupportedError: the env cannot be snapshotted (the message says why).
+            SnapshotError: the session holds as many snapshots as the server allows.
+        """
+        frame = self._request("snapshot", self.kind.snapshot, portable)
+        assert isinstance(frame, SnapshotFrame)
+        return frame
+
+    def restore(self, snapshot_id: str | None = None, portable: bytes | None = None) -> ObservationFrame:
+        """Put the env back into a state the server keeps (``snapshot_id``, any session's) or into
+        ``portable`` bytes; returns the observation of that state. Connects first if needed.
+
+        Raises:
+            SnapshotError: the server keeps no such id, or did not seal those bytes.
+        """
+        self.connect()
+        frame = self._request("restore", self.kind.restore, snapshot_id, portable)
+        assert isinstance(frame, ObservationFrame)
+        return frame
+
+    def release(self, ids: tuple[str, ...]) -> SnapshotFrame:
+        """Have the server drop the kept states ``ids`` (ids it no longer keeps are ignored)."""
+        frame = self._request("release", self.kind.release, ids)
+        assert isinstance(frame, SnapshotFrame)
+        return frame
 
     def ask_render_mode(self, render_mode: str) -> None:
         """Have the session's env made in ``render_mode`` (``/ws?render_mode=...``) and its RGB

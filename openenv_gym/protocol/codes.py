@@ -30,6 +30,10 @@ class MessageType(str, enum.Enum):
     VECTOR_RESET = "vector_reset"
     VECTOR_STEP = "vector_step"
     VECTOR_RESULT = "vector_result"
+    # Snapshots of a session's env (openenv_gym.protocol.snapshot): kept, restored, released.
+    SNAPSHOT = "snapshot"
+    RESTORE = "restore"
+    RELEASE = "release"
 
 
 class ErrorCode(str, enum.Enum):
@@ -48,3 +52,11 @@ class ErrorCode(str, enum.Enum):
     EPISODE_ENDED = "EPISODE_ENDED"
     # Ours: a frame sent on a watch connection (/web/watch), which can never act on its session.
     READ_ONLY = "READ_ONLY"
+    # Ours: this env cannot be snapshotted (the message says why; /schema["snapshot"] said so first).
+    SNAPSHOT_UNSUPPORTED = "SNAPSHOT_UNSUPPORTED"
+    # Ours: restore or release of an id the server does not keep (released, or its owner closed).
+    SNAPSHOT_UNKNOWN = "SNAPSHOT_UNKNOWN"
+    # Ours: the session holds as many snapshots, or as many bytes of them, as the server allows.
+    SNAPSHOT_LIMIT = "SNAPSHOT_LIMIT"
+    # Ours: portable bytes this server did not seal, or sealed for another env.
+    SNAPSHOT_REFUSED = "SNAPSHOT_REFUSED"

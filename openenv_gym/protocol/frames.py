@@ -4,7 +4,8 @@ Frames are JSON text messages ``{"type": ..., "data": ...}`` compatible with Ope
 endpoint. A client sends ``reset``, ``step``, ``state`` or ``close``; the server answers
 ``observation``, ``state`` or ``error``. An ``mcp`` frame carries one MCP JSON-RPC message
 either way (:mod:`.jsonrpc`). Our additions are additive, so OpenEnv clients ignore
-them: ``truncated`` and ``info`` beside ``done`` in observation data.
+them: ``truncated`` and ``info`` beside ``done`` in observation data; ``render``; and
+``snapshot``, ``restore`` and ``release`` (:mod:`.snapshot`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,14 @@ from ..errors import ProtocolError
 from . import arrays
 from ._json import data_object, dumps, elide, invalid, load_object
 from .codes import ErrorCode
+from .snapshot import (
+    ReleaseRequest,
+    RestoreRequest,
+    SnapshotFrame,
+    SnapshotRequest,
+    parse_snapshot_frame,
+    parse_snapshot_request,
+)
 
 __all__ = [
     "ClientFrame",
@@ -110,7 +119,17 @@ class McpFrame:
         return f"mcp {elide(self.data)}"
 
 
-ClientFrame = ResetFrame | StepFrame | StateRequest | RenderRequest | CloseFrame | McpFrame
+ClientFrame = (
+    ResetFrame
+    | StepFrame
+    | StateRequest
+    | RenderRequest
+    | CloseFrame
+    | McpFrame
+    | SnapshotRequest
+    | RestoreRequest
+    | ReleaseRequest
+)
 
 
 # Server -> client ------------------------------------------------------------------------------
@@ -255,7 +274,7 @@ class ErrorFrame:
         return f"error {self.code}: {self.message}"
 
 
-ServerFrame = ObservationFrame | StateFrame | RenderFrame | ErrorFrame | McpFrame
+ServerFrame = ObservationFrame | StateFrame | RenderFrame | ErrorFrame | McpFrame | SnapshotFrame
 
 
 def parse_client_frame(message: str | bytes) -> ClientFrame:
@@ -285,6 +304,8 @@ def parse_client_frame(message: str | bytes) -> ClientFrame:
         return CloseFrame()
     if kind == "mcp":
         return McpFrame(data_object(frame, "mcp"))
+    if kind in ("snapshot", "restore", "release"):
+        return parse_snapshot_request(kind, frame)
     raise ProtocolError(ErrorCode.UNKNOWN_TYPE.value, f"Unknown message type: {kind}")
 
 
@@ -322,4 +343,6 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
         return ErrorFrame.from_data(data_object(frame, "error"))
     if kind == "mcp":
         return McpFrame(data_object(frame, "mcp"))
+    if kind == "snapshot":
+        return parse_snapshot_frame(frame)
     raise ProtocolError(ErrorCode.UNKNOWN_TYPE.value, f"unknown server frame type: {kind!r}")

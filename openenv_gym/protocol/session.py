@@ -37,6 +37,7 @@ from .frames import (
     parse_client_frame,
     parse_server_frame,
 )
+from .snapshot import ReleaseRequest, RestoreRequest, SnapshotFrame, SnapshotRequest
 
 __all__ = ["ClientSession", "ServerSession", "SessionState"]
 
@@ -107,6 +108,9 @@ class ServerSession:
                 return ErrorFrame(ErrorCode.SESSION_ERROR, "step before reset: send a reset frame first")
             if self.state is SessionState.ENDED:
                 return ErrorFrame(ErrorCode.EPISODE_ENDED, EPISODE_ENDED_MESSAGE)
+        if isinstance(frame, SnapshotRequest) and self.state is SessionState.OPEN:
+            # A restore may come first: a fork's new session starts from its parent's state.
+            return ErrorFrame(ErrorCode.SESSION_ERROR, "snapshot before reset: there is no episode to keep yet")
         if isinstance(frame, CloseFrame):
             self.state = SessionState.CLOSED
         return frame
@@ -120,6 +124,16 @@ class ServerSession:
         """Record a step's (or tool call's) end flags: after either, steps are refused until a reset."""
         if (done or truncated) and self.state is SessionState.READY:
             self.state = SessionState.ENDED
+
+    def reset_needed(self) -> None:
+        """Record that the env's state is unknown (a restore failed): steps are refused until a reset."""
+        if self.state is not SessionState.CLOSED:
+            self.state = SessionState.OPEN
+
+    def restored(self, ended: bool) -> None:
+        """Record that the env was put back into a kept state: an ended episode stays ended."""
+        if self.state is not SessionState.CLOSED:
+            self.state = SessionState.ENDED if ended else SessionState.READY
 
     def close(self) -> None:
         """Mark the session closed, however it ended."""
@@ -146,6 +160,9 @@ class ClientSession(Generic[ReplyT]):
         MessageType.STATE: StateFrame,
         MessageType.RENDER: RenderFrame,
         MessageType.MCP: McpFrame,
+        MessageType.SNAPSHOT: SnapshotFrame,
+        MessageType.RESTORE: ObservationFrame,
+        MessageType.RELEASE: SnapshotFrame,
     }
 
     @overload
@@ -240,6 +257,18 @@ class ClientSession(Generic[ReplyT]):
         """Return the text of a render request and mark it as in flight."""
         return self.send(MessageType.RENDER, RenderRequest())
 
+    def send_snapshot(self, portable: bool = False) -> str:
+        """Return the text of a snapshot request (with ``portable``, the state comes back as bytes too)."""
+        return self.send(MessageType.SNAPSHOT, SnapshotRequest(portable))
+
+    def send_restore(self, snapshot_id: str | None = None, portable: bytes | None = None) -> str:
+        """Return the text of a restore request, of a kept id or of portable bytes."""
+        return self.send(MessageType.RESTORE, RestoreRequest(snapshot_id, portable))
+
+    def send_release(self, ids: tuple[str, ...]) -> str:
+        """Return the text of a release request for the kept ``ids``."""
+        return self.send(MessageType.RELEASE, ReleaseRequest(ids))
+
     def send_close(self) -> str:
         """Return the text of a close frame; no reply is expected and the session is closed."""
         self.state = SessionState.CLOSED
@@ -267,6 +296,8 @@ class ClientSession(Generic[ReplyT]):
             )
         if call in (MessageType.RESET, MessageType.BATCH_RESET):
             self.state = SessionState.READY
+        elif call is MessageType.RESTORE and isinstance(frame, ObservationFrame):
+            self.state = SessionState.ENDED if frame.done or frame.truncated else SessionState.READY
         elif call is MessageType.STEP and isinstance(frame, ObservationFrame) and (frame.done or frame.truncated):
             self.end_episode()
         return frame

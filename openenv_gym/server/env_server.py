@@ -8,6 +8,7 @@ import http
 import json
 import logging
 import os
+import secrets
 import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,6 +23,7 @@ from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
 from ..protocol.pickled import check_pickles_allowed, names_factories, wants_pickled_factories
 from ..protocol.vector import VECTOR_BACKENDS
 from ..redaction import RedactingLogger
+from ..startup import SNAPSHOT_KEY_ENV_VAR
 from ..urls import is_loopback_host, unix_url
 from .batch_session import BatchHandler
 from .connections import ConnectionLimit, default_max_connections
@@ -38,6 +40,7 @@ from .pickled_factories import PickledBatchHandler
 from .plain_session import PlainHandler
 from .served_env import ServedEnv
 from .session import CLOSE_TIMEOUT, Session, SessionHandler, factory_error
+from .snapshots import SnapshotStore
 from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing
 from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response, single_header
 from .web_page import is_web_path, web_response
@@ -188,6 +191,15 @@ class EnvServer:
         self._closing: set[asyncio.Task[None]] = set()
         self._description: dict[str, Any] | None = None
         self._describe_lock = asyncio.Lock()
+        key = options.snapshot_key or os.environ.get(SNAPSHOT_KEY_ENV_VAR) or secrets.token_hex(32)
+        #: The snapshots the server's sessions keep.
+        self.snapshots = SnapshotStore(
+            key.encode(),
+            self.target or self.served.name,
+            options.max_snapshots,
+            options.max_snapshot_bytes,
+            self._snapshot_support,
+        )
 
     def __repr__(self) -> str:
         return f"EnvServer({self.served.name!r}, {self.url})"
@@ -367,6 +379,11 @@ class EnvServer:
                 unavailable[name] = str(exc)
         return _json_response(200, {**schema, "vector_backends": offered, "vector_backends_unavailable": unavailable})
 
+    async def _snapshot_support(self) -> dict[str, Any]:
+        """What ``/schema["snapshot"]`` says (the env's probe), for the sessions' snapshot frames."""
+        schema = (await self.describe())["schema"]
+        return schema.get("snapshot") or {"supported": False, "reason": "the env says nothing of snapshots"}
+
     # WebSocket ----------------------------------------------------------------------------------
 
     @property
@@ -381,7 +398,7 @@ class EnvServer:
         handler: SessionHandler
         if path != BATCH_PATH:
             render_mode = urllib.parse.parse_qs(query).get("render_mode", [None])[0]
-            handler = PlainHandler(self._render_factory(render_mode))
+            handler = PlainHandler(self._render_factory(render_mode), self.snapshots.session())
         else:
             handler, render_mode = self._batch_handler(query)
         session = Session(connection, handler, send_tracebacks=self.send_tracebacks)

@@ -158,6 +158,39 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
         """
         raise NotImplementedError(f"{type(self).__name__} renders nothing")
 
+    # Snapshots: an environment that can copy its state implements both; the server keeps the bytes.
+
+    def snapshot(self) -> bytes:
+        """The environment's whole state as bytes, which :meth:`restore` takes back.
+
+        Everything a later step depends on belongs in it: the episode's data, random generators,
+        step counts. The server keeps the bytes (and counts them against the session's limit), and
+        a portable snapshot carries them to another server of the same environment.
+
+        Raises:
+            NotImplementedError: the environment cannot be snapshotted (the default), or not now;
+                the message says why, and the client gets it as ``SnapshotUnsupportedError``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement snapshot() and restore()")
+
+    def restore(self, state: bytes) -> None:
+        """Put the environment back into ``state``, bytes :meth:`snapshot` returned (in this
+        instance or another of the same class, maybe in another process).
+
+        ``state`` may be restored many times, so it must not be consumed. Raise rather than
+        leave a half-restored environment: the session then needs a reset before it steps.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement snapshot() and restore()")
+
+    def snapshot_support(self) -> dict[str, Any]:
+        """What ``/schema["snapshot"]`` says of this environment (called once per server, on a fresh instance).
+
+        ``{"supported": true, "method": ...}``, or ``{"supported": false, "reason": ...}``.
+        """
+        if type(self).snapshot is Environment.snapshot:
+            return {"supported": False, "reason": f"{type(self).__name__} does not implement snapshot() and restore()"}
+        return {"supported": True, "method": "environment"}
+
     def get_metadata(self) -> EnvironmentMetadata:
         """Describe the environment for ``GET /metadata``."""
         return EnvironmentMetadata(
@@ -221,6 +254,8 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             result["render"] = {"modes": list(self.render_modes), "fps": self.render_fps}
         if self.max_episode_steps is not None:
             result["max_episode_steps"] = self.max_episode_steps
+        # Our extension: whether a session may snapshot, restore and fork (openenv_gym.protocol.snapshot).
+        result["snapshot"] = self.snapshot_support()
         if self.space_descriptions is not None:
             result["spaces"] = self.space_descriptions
         elif self.action_space is not None and self.observation_space is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -149,6 +150,37 @@ class GymEnvironment(Environment[Any, Any, State]):
     def render(self) -> Any:
         """The wrapped env's ``render()``, in the render mode it was made with."""
         return self.env.render()
+
+    def snapshot(self) -> bytes:
+        """The wrapped env's whole state (wrappers, random generators, ALE's emulator) and the
+        episode's id, step count and last observation, as bytes (:mod:`.gym_snapshots`)."""
+        from .gym_snapshots import dump_state
+
+        try:
+            return dump_state(self.env, (self._episode_id, self._step_count, self.last_observation))
+        except (TypeError, pickle.PicklingError, AttributeError) as exc:
+            raise NotImplementedError(f"the env's state cannot be copied now: {type(exc).__name__}: {exc}") from exc
+
+    def restore(self, state: bytes) -> None:
+        from .gym_snapshots import load_state
+
+        env, (episode_id, step_count, last_observation) = load_state(state, self.env)
+        self.env, self._episode_id, self._step_count, self.last_observation = (
+            env,
+            episode_id,
+            step_count,
+            last_observation,
+        )
+
+    def snapshot_support(self) -> dict[str, Any]:
+        """Probed: a few seeded steps replayed from a snapshot must give the same results (:func:`.gym_snapshots.probe`)."""
+        from .gym_snapshots import probe, snapshot_method
+
+        method = snapshot_method(self.env)
+        reason = probe(self.env)
+        if reason is not None:
+            return {"supported": False, "reason": f"{method}: {reason}"}
+        return {"supported": True, "method": method}
 
     def get_metadata(self) -> EnvironmentMetadata:
         spec = self.env.spec

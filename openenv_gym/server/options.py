@@ -22,6 +22,8 @@ DEFAULT_MAX_FRAME_BYTES = 16 * 2**20
 DEFAULT_IDLE_TIMEOUT = 300.0
 DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_SEND_TIMEOUT = 30.0
+DEFAULT_MAX_SNAPSHOTS = 1024
+DEFAULT_MAX_SNAPSHOT_BYTES = 256 * 2**20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,6 +163,23 @@ class ServerOptions:
         "seconds a reply may wait for the client to read it before the session is dropped, or none "
         f"(default: {DEFAULT_SEND_TIMEOUT:g})",
         SECONDS_OR_NONE,
+    )
+    max_snapshots: int = option(
+        DEFAULT_MAX_SNAPSHOTS,
+        f"snapshots one session may hold at once (default: {DEFAULT_MAX_SNAPSHOTS})",
+        AT_LEAST_ONE,
+    )
+    max_snapshot_bytes: int = option(
+        DEFAULT_MAX_SNAPSHOT_BYTES,
+        "bytes of snapshots one session may hold at once (default: 256 MiB)",
+        AT_LEAST_ONE,
+    )
+    # Read from OPENENV_GYM_SNAPSHOT_KEY when not given, never from the command line (which ps shows).
+    snapshot_key: str | None = option(
+        None,
+        "the key portable snapshots are sealed with; servers sharing it restore each other's (default: "
+        "$OPENENV_GYM_SNAPSHOT_KEY, else a random key of this process)",
+        flag=False,
     )
     send_tracebacks: bool | None = option(None, "send server-side tracebacks in EXECUTION_ERROR frames", flag=False)
     # The command line's TARGET is a positional argument (and what it loads), not a flag.

@@ -25,9 +25,11 @@ from ..protocol import (
 )
 from ..protocol.batch import AutoresetMode
 from ..protocol.session import EPISODE_ENDED_MESSAGE
+from ..protocol.snapshot import ReleaseRequest, RestoreRequest, SnapshotFrame, SnapshotRequest
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
 from .environment import Environment
 from .session import _accepted_kwargs, _execution_error, make_environments
+from .snapshots import Kept, SessionSnapshots
 from .tools import ToolOutcome, run_tool
 
 if TYPE_CHECKING:
@@ -44,16 +46,22 @@ _TOOLS_CALL_REFUSALS = {
 
 
 class PlainHandler:
-    """One environment per connection, made by ``factory``; OpenEnv's frames, our tools and MCP."""
+    """One environment per connection, made by ``factory``; OpenEnv's frames, our tools and MCP,
+    and snapshots kept in ``snapshots`` (none: the session refuses them)."""
 
     kind = "plain"
     size = 1
     autoreset_mode: AutoresetMode | None = None
 
-    def __init__(self, factory: Callable[[], Environment[Any, Any, Any]]) -> None:
+    def __init__(
+        self, factory: Callable[[], Environment[Any, Any, Any]], snapshots: SessionSnapshots | None = None
+    ) -> None:
         self.factory = factory
         self.env: Environment[Any, Any, Any] | None = None
         self.protocol = ServerSession()
+        self.snapshots = snapshots
+        #: The observation frame last sent (a snapshot keeps it, a restore answers with it).
+        self._last_frame: str | None = None
 
     @property
     def blocking(self) -> bool:
@@ -87,6 +95,7 @@ class PlainHandler:
             except Exception as exc:
                 return _execution_error("reset", exc, session.send_tracebacks).serialize()
             self.protocol.reset_succeeded()
+            self._last_frame = reply
             session.observed("reset", None, reply)
             return reply
         if isinstance(request, StateRequest):
@@ -96,8 +105,80 @@ class PlainHandler:
                 return _execution_error("state", exc, session.send_tracebacks).serialize()
         if isinstance(request, RenderRequest):
             return await session.render_reply(env.render)
+        if isinstance(request, (SnapshotRequest, RestoreRequest, ReleaseRequest)):
+            return await self._snapshots(session, env, request)
         assert isinstance(request, CloseFrame)
         return None
+
+    async def _snapshots(
+        self,
+        session: Session,
+        env: Environment[Any, Any, Any],
+        request: SnapshotRequest | RestoreRequest | ReleaseRequest,
+    ) -> str:
+        snapshots = self.snapshots
+        if snapshots is None:
+            return ErrorFrame(ErrorCode.SNAPSHOT_UNSUPPORTED, "this server keeps no snapshots").serialize()
+        if isinstance(request, ReleaseRequest):
+            released = snapshots.release(request.ids)
+            return SnapshotFrame(released=released, held=snapshots.held, held_bytes=snapshots.held_bytes).serialize()
+        try:
+            refusal = await snapshots.store.refusal()
+            if refusal is not None:
+                raise refusal
+            if isinstance(request, SnapshotRequest):
+                return await self._snapshot(session, env, snapshots, request.portable)
+            return await self._restore(session, env, snapshots, request)
+        except ProtocolError as exc:
+            return ErrorFrame.from_exception(exc).serialize()
+
+    async def _snapshot(
+        self, session: Session, env: Environment[Any, Any, Any], snapshots: SessionSnapshots, portable: bool
+    ) -> str:
+        try:
+            state = await session.call(env.snapshot)
+        except NotImplementedError as exc:
+            return ErrorFrame(ErrorCode.SNAPSHOT_UNSUPPORTED, f"snapshot: {exc}").serialize()
+        except Exception as exc:
+            return _execution_error("snapshot", exc, session.send_tracebacks).serialize()
+        if not isinstance(state, bytes):
+            return ErrorFrame(
+                ErrorCode.EXECUTION_ERROR,
+                f"snapshot: {type(env).__name__}.snapshot() returned {type(state).__name__}, not bytes",
+            ).serialize()
+        assert self._last_frame is not None  # the session rules refuse a snapshot before a reset
+        kept = Kept(state, self._last_frame, self.protocol.state is SessionState.ENDED, session.render_mode)
+        snapshot_id = snapshots.keep(kept)
+        return SnapshotFrame(
+            id=snapshot_id,
+            size=len(state),
+            portable=snapshots.store.seal(kept) if portable else None,
+            held=snapshots.held,
+            held_bytes=snapshots.held_bytes,
+        ).serialize()
+
+    async def _restore(
+        self, session: Session, env: Environment[Any, Any, Any], snapshots: SessionSnapshots, request: RestoreRequest
+    ) -> str:
+        store = snapshots.store
+        kept = store.unseal(request.portable) if request.portable is not None else store.find(str(request.id))
+        if kept.render_mode != session.render_mode:
+            return ErrorFrame(
+                ErrorCode.SNAPSHOT_REFUSED,
+                f"restore: the snapshot is of an env made with render_mode={kept.render_mode}, this session's has "
+                f"render_mode={session.render_mode}",
+            ).serialize()
+        try:
+            await session.call(env.restore, kept.state)
+        except NotImplementedError as exc:
+            return ErrorFrame(ErrorCode.SNAPSHOT_UNSUPPORTED, f"restore: {exc}").serialize()
+        except Exception as exc:
+            # The env may be half-restored: it must be reset before it steps again.
+            self.protocol.reset_needed()
+            return _execution_error("restore (reset before stepping)", exc, session.send_tracebacks).serialize()
+        self.protocol.restored(kept.ended)
+        self._last_frame = kept.frame
+        return kept.frame
 
     async def _step(self, session: Session, env: Environment[Any, Any, Any], request: StepFrame) -> str:
         try:
@@ -108,6 +189,8 @@ class PlainHandler:
             frame = await self._tool_frame(session, env, tool_request)
             self.protocol.stepped(frame.done, frame.truncated)
             reply = frame.serialize()
+            if isinstance(tool_request, CallToolRequest):
+                self._last_frame = reply
             session.observed("step", request.action, reply)
             return reply
         try:
@@ -127,6 +210,7 @@ class PlainHandler:
         except Exception as exc:
             return _execution_error("step", exc, session.send_tracebacks).serialize()
         self.protocol.stepped(frame.done, frame.truncated)
+        self._last_frame = reply
         session.observed("step", request.action, reply)
         return reply
 
@@ -154,6 +238,7 @@ class PlainHandler:
             return McpFrame(jsonrpc.error_response(request_id, jsonrpc.JsonRpcCode.INVALID_REQUEST, refusal))
         outcome = await self._call_tool(session, env, request)
         self.protocol.stepped(outcome.done, outcome.truncated)
+        self._last_frame = env.tool_frame(outcome).serialize()
         return McpFrame(jsonrpc.call_response(request_id, outcome.result, outcome.error))
 
     def frame_of(self, sub_env: int) -> Any:
@@ -162,5 +247,7 @@ class PlainHandler:
 
     async def close(self, worker: Worker) -> bool:
         self.protocol.close()
+        if self.snapshots is not None:
+            self.snapshots.close()
         env, self.env = self.env, None
         return await worker.close_env(env) if env is not None else True

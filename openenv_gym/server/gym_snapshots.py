@@ -1,0 +1,190 @@
+"""A Gymnasium env's whole state as bytes and back: what `GymEnvironment.snapshot()` and `restore()` do.
+
+The generic path pickles the env as ``gym.make`` built it, wrappers and all, so the time limit's
+step count, the order enforcer's flag and every random generator (``np_random``, the spaces')
+come back as they were. What belongs to the process rather than to the state is kept by
+reference (pickle's persistent ids) and, on restore, taken from the env being restored into: the
+spec, and the renderer's window, surface and clock.
+
+ALE's envs have a native path: pickling ``AtariEnv`` rebuilds a fresh emulator from its
+constructor's arguments (``EzPickle``), which would be a silently wrong state. Their emulator is
+kept by reference too, and its state travels as ``ale.cloneState(include_rng=True)``.
+
+Whether either path is right for an env is not assumed: :func:`probe` checks it once per
+server, on a fresh env, and the server refuses snapshots of an env that failed it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import copyreg
+import io
+import math
+import pickle
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from numpy.random.bit_generator import ISeedSequence
+
+__all__ = ["dump_state", "load_state", "probe", "snapshot_method"]
+
+#: Steps the probe takes before its snapshot, and after it on each branch.
+PROBE_STEPS_BEFORE, PROBE_STEPS_AFTER = 3, 8
+
+
+def _is_ale(unwrapped: Any) -> bool:
+    return type(unwrapped).__module__.startswith("ale_py") and hasattr(unwrapped, "ale")
+
+
+def snapshot_method(env: gym.Env[Any, Any]) -> str:
+    """How ``env``'s state is copied: ``"ale"`` (the emulator's own clone) or ``"pickle"``."""
+    return "ale" if _is_ale(env.unwrapped) else "pickle"
+
+
+def _shared(env: gym.Env[Any, Any]) -> dict[str, Any]:
+    """What the state refers to without holding it, by name: the same names in every env of its kind."""
+    unwrapped = env.unwrapped
+    shared: dict[str, Any] = {}
+    if unwrapped.spec is not None:
+        shared["spec"] = unwrapped.spec
+    if _is_ale(unwrapped):
+        shared["unwrapped"] = unwrapped
+    for name, value in vars(unwrapped).items():
+        if type(value).__module__.split(".")[0] == "pygame":  # a renderer's window, surface or clock
+            shared[f"attribute:{name}"] = value
+    return shared
+
+
+class _NoSeed(ISeedSequence):
+    """Seeds a bit generator with zeros, at once: its state is set right after (seeding properly
+    costs most of unpickling a ``Generator``, whose state then replaces it anyway)."""
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray[Any, Any]:
+        return np.zeros(n_words, dtype=dtype)
+
+
+_NO_SEED = _NoSeed()
+
+
+def _generator(bit_generator_type: type[np.random.BitGenerator], state: dict[str, Any]) -> np.random.Generator:
+    bit_generator = bit_generator_type(_NO_SEED)  # type: ignore[arg-type]  # any ISeedSequence will do
+    bit_generator.state = state
+    return np.random.Generator(bit_generator)
+
+
+def _reduce_generator(generator: np.random.Generator) -> tuple[Any, ...]:
+    # numpy's own reduce carries the seed sequence and re-seeds on load, 15x slower than this.
+    return _generator, (type(generator.bit_generator), generator.bit_generator.state)
+
+
+#: While a state loads: what its shared names stand for in the env it is loaded into.
+_LIVE: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("live")
+
+
+def _live(name: str) -> Any:
+    # A name the live env lacks (it has not rendered yet, say) reads as None: made again when needed.
+    return _LIVE.get().get(name)
+
+
+def _pickler(file: io.BytesIO, shared: dict[str, Any]) -> pickle.Pickler:
+    """A pickler writing each of ``shared`` as its name (to be looked up again on load), and generators fast.
+
+    Shared objects are found by type in the pickler's dispatch table, a lookup in C: pickle's
+    ``persistent_id`` would call back into Python for every object and double the cost.
+    """
+    names = {id(value): name for name, value in shared.items()}
+
+    def reduce_shared(obj: Any) -> Any:
+        name = names.get(id(obj))
+        return (_live, (name,)) if name is not None else obj.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+
+    pickler = pickle.Pickler(file, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = {
+        **copyreg.dispatch_table,
+        np.random.Generator: _reduce_generator,
+        **{type(value): reduce_shared for value in shared.values()},
+    }
+    return pickler
+
+
+def dump_state(env: gym.Env[Any, Any], extra: Any) -> bytes:
+    """``env``'s state and ``extra`` (what its host keeps besides: episode id, step count...) as bytes.
+
+    Raises:
+        TypeError, pickle.PicklingError: something in the env cannot be pickled (the message names it).
+    """
+    unwrapped: Any = env.unwrapped
+    native = None
+    if _is_ale(unwrapped):
+        native = (unwrapped.ale.cloneState(include_rng=True), unwrapped.np_random)
+    buffer = io.BytesIO()
+    _pickler(buffer, _shared(env)).dump((env, native, extra))
+    return buffer.getvalue()
+
+
+def load_state(state: bytes, live: gym.Env[Any, Any]) -> tuple[gym.Env[Any, Any], Any]:
+    """The env chain and ``extra`` that :func:`dump_state` wrote, set up in place of ``live`` (an env of
+    the same kind, whose process resources it takes); ``live`` itself is left as it was unless the
+    env is ALE's, whose one emulator it shares and whose state is set here."""
+    token = _LIVE.set(_shared(live))
+    try:
+        env, native, extra = pickle.loads(state)
+    finally:
+        _LIVE.reset(token)
+    if native is not None:
+        ale_state, np_random = native
+        unwrapped = env.unwrapped
+        unwrapped.ale.restoreState(ale_state)
+        unwrapped.np_random = np_random
+    return env, extra
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two step results are equal, arrays by value and NaN equal to NaN."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=np.asarray(a).dtype.kind == "f"))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def _run(env: gym.Env[Any, Any], actions: list[Any]) -> list[Any]:
+    trajectory = []
+    for action in actions:
+        result = env.step(action)
+        trajectory.append(result)
+        if result[2] or result[3]:
+            break
+    return trajectory
+
+
+def probe(env: gym.Env[Any, Any]) -> str | None:
+    """Why ``env``'s state cannot be copied exactly, or ``None`` when it can.
+
+    On ``env`` (a fresh env, which it resets and steps): a few seeded steps, a snapshot, more
+    steps; then the snapshot restored into the same env and the same actions again. Both branches
+    must give equal observations, rewards, flags and infos.
+    """
+    try:
+        env.reset(seed=0)
+        space = env.action_space
+        space.seed(0)
+        actions = [space.sample() for _ in range(PROBE_STEPS_BEFORE + PROBE_STEPS_AFTER)]
+        _run(env, actions[:PROBE_STEPS_BEFORE])
+        state = dump_state(env, None)
+        first = _run(env, actions[PROBE_STEPS_BEFORE:])
+        restored, _ = load_state(state, env)
+        second = _run(restored, actions[PROBE_STEPS_BEFORE:])
+    except Exception as exc:
+        return f"copying its state failed: {type(exc).__name__}: {exc}"
+    if not _same(first, second):
+        return (
+            f"a copy of its state does not replay the same steps (the env keeps state pickling does not copy; "
+            f"checked by replaying {PROBE_STEPS_AFTER} seeded steps)"
+        )
+    return None

@@ -1,0 +1,178 @@
+"""`SnapshotStore`: the env states a server keeps for its sessions, bounded per session and freed with it.
+
+A plain session's ``snapshot`` frame asks its env for its state (``Environment.snapshot()``,
+bytes) and keeps it here under a fresh, unguessable id, with the observation frame to answer a
+``restore`` with and whether the episode had ended. Any session of the server may restore an
+id (a fork is new sessions restoring their parent's); only its owner releases it, and all of a
+session's go when it closes. Each session may hold at most ``max_count`` snapshots and
+``max_bytes`` of them (the states' lengths: what is held is exactly those bytes).
+
+Portable snapshots are the same three things sealed with the server's key
+(:func:`openenv_gym.protocol.snapshot.seal`), with the name of the env they are of.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..errors import ProtocolError
+from ..protocol import ErrorCode
+from ..protocol.snapshot import seal, unseal
+
+__all__ = ["Kept", "SessionSnapshots", "SnapshotStore"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Kept:
+    """One kept state: the env's bytes, the observation frame (text) to restore with, whether the
+    episode had ended, and the render mode its env was made in (a restore into another is refused)."""
+
+    state: bytes
+    frame: str
+    ended: bool
+    render_mode: str | None = None
+
+
+class SnapshotStore:
+    """Every snapshot one server keeps, by id.
+
+    Args:
+        key: the key portable snapshots are sealed with.
+        env: the name of the env served: a portable snapshot of another env is refused.
+        max_count, max_bytes: what one session may hold at once.
+        support: what the server publishes as ``/schema["snapshot"]`` (awaited: the server
+            probes its env once, when first described).
+    """
+
+    def __init__(
+        self,
+        key: bytes,
+        env: str,
+        max_count: int,
+        max_bytes: int,
+        support: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> None:
+        self.key = key
+        self.env = env
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self._support = support
+        self._supported: dict[str, Any] | None = None  # what support() said: it never changes
+        self._kept: dict[str, Kept] = {}
+
+    async def refusal(self) -> ProtocolError | None:
+        """Why this server's env may not be snapshotted (its probe failed), or ``None``."""
+        if self._supported is None:
+            self._supported = await self._support()
+        support = self._supported
+        if support.get("supported"):
+            return None
+        return ProtocolError(
+            ErrorCode.SNAPSHOT_UNSUPPORTED.value, f"this env cannot be snapshotted: {support.get('reason')}"
+        )
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def session(self) -> SessionSnapshots:
+        """A new session's view: what it keeps, counted against its own limits."""
+        return SessionSnapshots(self)
+
+    def find(self, snapshot_id: str) -> Kept:
+        """The state kept under ``snapshot_id``, by any session.
+
+        Raises:
+            ProtocolError: SNAPSHOT_UNKNOWN: released, its session closed, or never taken here.
+        """
+        kept = self._kept.get(snapshot_id)
+        if kept is None:
+            raise ProtocolError(
+                ErrorCode.SNAPSHOT_UNKNOWN.value,
+                f"restore: this server keeps no snapshot {snapshot_id!r} (released, or the session that took it "
+                "closed; a snapshot of another server travels as portable bytes: snapshot(portable=True))",
+            )
+        return kept
+
+    def seal(self, kept: Kept) -> bytes:
+        """``kept`` as portable bytes, sealed with this server's key."""
+        header = {"env": self.env, "frame": kept.frame, "ended": kept.ended, "render_mode": kept.render_mode}
+        return seal(self.key, header, kept.state)
+
+    def unseal(self, blob: bytes) -> Kept:
+        """The state in portable bytes this server (or one sharing its key) sealed, for this env.
+
+        Raises:
+            ProtocolError: SNAPSHOT_REFUSED: not sealed with this key, or a snapshot of another env.
+        """
+        header, state = unseal(self.key, blob)
+        if header.get("env") != self.env:
+            raise ProtocolError(
+                ErrorCode.SNAPSHOT_REFUSED.value,
+                f"restore: this portable snapshot is of {header.get('env')!r}, and this server serves {self.env!r}",
+            )
+        return Kept(state, str(header["frame"]), bool(header["ended"]), header.get("render_mode"))
+
+    def _add(self, kept: Kept) -> str:
+        snapshot_id = "s-" + secrets.token_urlsafe(12)
+        self._kept[snapshot_id] = kept
+        return snapshot_id
+
+    def _drop(self, snapshot_id: str) -> None:
+        self._kept.pop(snapshot_id, None)
+
+
+class SessionSnapshots:
+    """The snapshots one session took, and its limits (made by :meth:`SnapshotStore.session`)."""
+
+    def __init__(self, store: SnapshotStore) -> None:
+        self.store = store
+        self._sizes: dict[str, int] = {}
+        #: Bytes held now.
+        self.held_bytes = 0
+
+    @property
+    def held(self) -> int:
+        """Snapshots held now."""
+        return len(self._sizes)
+
+    def keep(self, kept: Kept) -> str:
+        """Keep ``kept``; returns its id.
+
+        Raises:
+            ProtocolError: SNAPSHOT_LIMIT: the session holds as many snapshots, or bytes, as allowed.
+        """
+        store, size = self.store, len(kept.state)
+        if self.held >= store.max_count:
+            raise self._limit(f"this session holds {self.held} snapshots, the most the server allows")
+        if self.held_bytes + size > store.max_bytes:
+            raise self._limit(
+                f"this snapshot ({size} bytes) would bring the session's to {self.held_bytes + size} bytes, over the "
+                f"server's {store.max_bytes}"
+            )
+        snapshot_id = store._add(kept)
+        self._sizes[snapshot_id] = size
+        self.held_bytes += size
+        return snapshot_id
+
+    @staticmethod
+    def _limit(why: str) -> ProtocolError:
+        return ProtocolError(
+            ErrorCode.SNAPSHOT_LIMIT.value,
+            f"snapshot: {why}: release() the ones no longer needed (serve --max-snapshots, --max-snapshot-bytes "
+            "set the limits)",
+        )
+
+    def release(self, ids: tuple[str, ...]) -> tuple[str, ...]:
+        """Drop those of ``ids`` this session holds; returns them (others are left: not its own, or gone)."""
+        released = tuple(snapshot_id for snapshot_id in dict.fromkeys(ids) if snapshot_id in self._sizes)
+        for snapshot_id in released:
+            self.held_bytes -= self._sizes.pop(snapshot_id)
+            self.store._drop(snapshot_id)
+        return released
+
+    def close(self) -> None:
+        """Drop every snapshot of the session (it closed, however it ended)."""
+        self.release(tuple(self._sizes))
