@@ -232,3 +232,25 @@ def test_the_async_env_snapshots_restores_and_forks():
             await env.aclose()
 
     run_async(main(), timeout=60)
+
+
+@pytest.mark.slow
+def test_tree_search_through_the_wire_beats_random_play(monkeypatch):
+    """``examples/mcts_cartpole.py`` with a small budget (8 simulations of 8 steps a move, episodes
+    capped at 60): its returns must be well above random play's on the same server."""
+    import importlib
+
+    from tests.utils import REPO_ROOT
+
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "examples"))
+    example = importlib.import_module("mcts_cartpole")
+    env = gym.make("openenv/CartPole-v1", max_episode_steps=60)
+    try:
+        searched = [example.mcts_return(env, seed, simulations=8, depth=8) for seed in range(3)]
+        played = [example.random_return(env, seed) for seed in range(20)]
+    finally:
+        env.close()
+    mean_searched, mean_played = sum(searched) / len(searched), sum(played) / len(played)
+    assert mean_played < 35, played  # CartPole's random play lasts about 22 steps
+    assert mean_searched >= 50, searched
+    assert mean_searched >= 2 * mean_played, (searched, played)

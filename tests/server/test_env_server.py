@@ -70,7 +70,7 @@ def test_http_routes():
         assert get(server, "/health") == (200, {"status": "healthy"})
         status, schema = get(server, "/schema")
         assert status == 200
-        assert set(schema) == {"action", "observation", "state", "spaces", "tools"}
+        assert set(schema) == {"action", "observation", "state", "spaces", "tools", "snapshot"}
         assert "message" in schema["action"]["properties"]
         assert [tool["name"] for tool in schema["tools"]] == ["echo_message", "echo_with_length"]
         assert schema["spaces"]["action"]["type"] == "Dict"

@@ -1,0 +1,184 @@
+"""The server's side of snapshots: the probe that decides whether an env snapshots, the limits per
+session, and every snapshot freed with its session, over a real ``EnvServer`` and raw frames."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+
+import gymnasium as gym
+import pytest
+from websockets.sync.client import connect
+
+from openenv_gym.env import RemoteEnv
+from openenv_gym.errors import SnapshotError, SnapshotUnsupportedError
+from openenv_gym.server.gym_environment import GymEnvironment
+from tests.utils import UNIT, running_server
+
+
+class HiddenCounterEnv(gym.Env):
+    """Its observations come from a counter outside the env: a copy of the env cannot replay them."""
+
+    counter = itertools.count()
+    observation_space = gym.spaces.Discrete(1_000_000)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action):
+        return next(HiddenCounterEnv.counter), 0.0, False, False, {}
+
+
+class LockedEnv(HiddenCounterEnv):
+    """Holds a lock, which pickle refuses."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def step(self, action):
+        return 0, 0.0, False, False, {}
+
+
+def cartpole() -> GymEnvironment:
+    return GymEnvironment(gym.make("CartPole-v1"))
+
+
+def call(ws, frame: dict) -> dict:
+    ws.send(json.dumps(frame))
+    return json.loads(ws.recv(timeout=10 * UNIT))
+
+
+def ws_url(server) -> str:
+    return server.url.replace("http", "ws") + "/ws"
+
+
+@pytest.mark.parametrize(
+    ("env_type", "reason"),
+    [
+        (HiddenCounterEnv, "does not replay the same steps"),
+        (LockedEnv, "cannot pickle '_thread.lock'"),
+    ],
+)
+def test_an_env_whose_copy_is_not_exact_is_refused_with_the_probes_reason(env_type, reason):
+    with running_server(lambda: GymEnvironment(env_type())) as server:
+        with connect(ws_url(server)) as ws:
+            call(ws, {"type": "reset", "data": {}})
+            refused = call(ws, {"type": "snapshot", "data": {}})
+        assert refused["type"] == "error" and refused["data"]["code"] == "SNAPSHOT_UNSUPPORTED"
+        assert reason in refused["data"]["message"]
+        env = RemoteEnv(base_url=server.url)
+        try:
+            env.reset()
+            with pytest.raises(SnapshotUnsupportedError, match=reason):
+                env.snapshot()
+        finally:
+            env.close()
+
+
+def test_a_session_holds_at_most_its_count_and_bytes_of_snapshots():
+    with running_server(cartpole, max_snapshots=3) as server:
+        env = RemoteEnv(base_url=server.url)
+        try:
+            env.reset(seed=0)
+            handles = [env.snapshot() for _ in range(3)]
+            with pytest.raises(SnapshotError, match="holds 3 snapshots, the most the server allows") as raised:
+                env.snapshot()
+            assert raised.value.code == "SNAPSHOT_LIMIT"
+            env.release(handles[0])
+            env.snapshot()  # room again
+            env.restore(handles[1])  # the refused one changed nothing
+        finally:
+            env.close()
+    with running_server(cartpole, max_snapshot_bytes=5000) as server:
+        env = RemoteEnv(base_url=server.url)
+        try:
+            env.reset(seed=0)
+            first = env.snapshot()
+            assert 0 < first.size <= 5000
+            with pytest.raises(SnapshotError, match="over the server's 5000"):
+                while True:
+                    env.snapshot()
+        finally:
+            env.close()
+
+
+def test_a_sessions_snapshots_go_when_it_closes_and_any_session_restores_a_kept_one():
+    with running_server(cartpole) as server:
+        owner = RemoteEnv(base_url=server.url)
+        other = RemoteEnv(base_url=server.url)
+        try:
+            owner.reset(seed=0)
+            handles = [owner.snapshot() for _ in range(20)]
+            assert len(server.snapshots) == 20
+            other.restore(handles[5])  # a session that never reset starts from another's state
+            other.step(0)
+        finally:
+            owner.close()
+        try:
+            with pytest.raises(SnapshotError, match="keeps no snapshot"):
+                other.restore(handles[5])
+        finally:
+            other.close()
+        assert len(server.snapshots) == 0
+
+
+def resident_bytes() -> int:
+    with open(f"/proc/{os.getpid()}/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.slow
+def test_ten_thousand_snapshot_restore_pairs_hold_nothing_beyond_what_is_kept():
+    with running_server(cartpole) as server:  # in this process: its memory is ours to read
+        env = RemoteEnv(base_url=server.url)
+        try:
+            env.reset(seed=0)
+            root = env.snapshot()
+            for _ in range(500):  # warm up allocators and caches
+                env.release(env.snapshot())
+                env.restore(root)
+            start = resident_bytes()
+            for step in range(10_000):
+                handle = env.snapshot()
+                env.restore(handle)
+                env.step(step % 2)
+                env.release(handle)
+                if env._client.kind.session.state.value == "ended":
+                    env.restore(root)
+            grown = resident_bytes() - start
+            assert len(server.snapshots) == 1  # the root alone
+            (session,) = server.sessions
+            assert session.handler.snapshots.held == 1
+            assert session.handler.snapshots.held_bytes == root.size
+            assert grown < 16 * 2**20, f"the process grew by {grown / 2**20:.1f} MiB over 10,000 pairs"
+        finally:
+            env.close()
+        assert len(server.snapshots) == 0
+
+
+def test_a_restore_into_a_session_of_another_render_mode_is_refused():
+    def factory(render_mode=None):
+        return GymEnvironment(gym.make("CartPole-v1", render_mode=render_mode))
+
+    from openenv_gym.server.served_env import ServedEnv
+
+    with running_server(ServedEnv(factory, takes_render_mode=True)) as server:
+        plain = RemoteEnv(base_url=server.url)
+        rendering = RemoteEnv(base_url=server.url, render_mode="rgb_array")
+        try:
+            plain.reset(seed=0)
+            rendering.reset(seed=0)
+            with pytest.raises(SnapshotError, match="render_mode=None, this session's has render_mode=rgb_array"):
+                rendering.restore(plain.snapshot())
+            rendering.render()
+            handle = rendering.snapshot()  # a window's surface is kept by reference, not copied
+            rendering.step(0)
+            rendering.restore(handle)
+            assert rendering.render().shape == (400, 600, 3)
+        finally:
+            rendering.close()
+            plain.close()
