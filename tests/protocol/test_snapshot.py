@@ -75,7 +75,7 @@ def test_sealed_bytes_open_only_with_their_key_and_unaltered():
     for position in (len(blob) - 1, 10, 40):  # the state, the mac, the header
         altered = bytearray(blob)
         altered[position] ^= 0x01
-        with pytest.raises(ProtocolError, match="not sealed|not a portable"):
+        with pytest.raises(ProtocolError, match=r"not sealed|not a portable"):
             unseal(b"key", bytes(altered))
     with pytest.raises(ProtocolError, match="not a portable snapshot"):
         unseal(b"key", base64.b64decode("gASVCAAAAAAAAACMBHBvc3SULg=="))  # a bare pickle
