@@ -300,7 +300,7 @@ class EnvServer:
                     # (OpenEnv's servers say their max only in the CAPACITY_REACHED refusal).
                     metadata["max_sessions"] = self.max_sessions
                     metadata["idle_timeout"] = self.idle_timeout
-                    schema = env.schema()
+                    schema = await asyncio.to_thread(env.schema)  # the snapshot probe steps the env
                 finally:
                     await asyncio.to_thread(env.close)
                 backends = self.served.vector_backends

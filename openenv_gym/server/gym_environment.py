@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -105,6 +106,11 @@ class GymEnvironment(Environment[Any, Any, State]):
         #: its JSON form, which for an image would cost far more than the step itself.
         self.last_observation: Any = None
         self.wire_observations = True
+        # The snapshot probe steps self.env in a thread of its own, which may outlive the wait
+        # for it (a slow step): close() then leaves the env for that thread to close.
+        self._probe_lock = threading.Lock()
+        self._probe_running = False
+        self._close_after_probe = False
 
     def reset(
         self,
@@ -145,6 +151,10 @@ class GymEnvironment(Environment[Any, Any, State]):
         return State(episode_id=self._episode_id, step_count=self._step_count)
 
     def close(self) -> None:
+        with self._probe_lock:
+            if self._probe_running:
+                self._close_after_probe = True
+                return
         self.env.close()
 
     def render(self) -> Any:
@@ -173,11 +183,33 @@ class GymEnvironment(Environment[Any, Any, State]):
         )
 
     def snapshot_support(self) -> dict[str, Any]:
-        """Probed: a few seeded steps replayed from a snapshot must give the same results (:func:`.gym_snapshots.probe`)."""
-        from .gym_snapshots import probe, snapshot_method
+        """Probed: a few seeded steps replayed from a snapshot must give the same results
+        (:func:`.gym_snapshots.probe`), within ``PROBE_TIMEOUT`` seconds so that an env whose
+        steps are slow (or hang) cannot hold up the server's start."""
+        from .gym_snapshots import PROBE_TIMEOUT, probe, snapshot_method
 
         method = snapshot_method(self.env)
-        reason = probe(self.env)
+        outcome: list[str | None] = []
+
+        def run() -> None:
+            try:
+                outcome.append(probe(self.env))
+            finally:
+                with self._probe_lock:
+                    self._probe_running, close = False, self._close_after_probe
+                if close:
+                    self.env.close()
+
+        self._probe_running = True
+        thread = threading.Thread(target=run, name="snapshot-probe", daemon=True)
+        thread.start()
+        thread.join(PROBE_TIMEOUT)
+        if not outcome:
+            return {
+                "supported": False,
+                "reason": f"{method}: the probe's seeded steps took longer than {PROBE_TIMEOUT:g} s, so it was not checked",
+            }
+        reason = outcome[0]
         if reason is not None:
             return {"supported": False, "reason": f"{method}: {reason}"}
         return {"supported": True, "method": method}

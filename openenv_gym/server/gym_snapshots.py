@@ -31,6 +31,8 @@ __all__ = ["dump_state", "load_state", "probe", "snapshot_method"]
 
 #: Steps the probe takes before its snapshot, and after it on each branch.
 PROBE_STEPS_BEFORE, PROBE_STEPS_AFTER = 3, 8
+#: Seconds the probe may take before the env is called not snapshottable (its steps are too slow to check).
+PROBE_TIMEOUT = 5.0
 
 
 def _is_ale(unwrapped: Any) -> bool:

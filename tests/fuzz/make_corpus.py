@@ -50,6 +50,7 @@ from openenv_gym.protocol.frames import (
     StateRequest,
     StepFrame,
 )
+from openenv_gym.protocol.snapshot import ReleaseRequest, RestoreRequest, SnapshotFrame, SnapshotRequest
 from openenv_gym.protocol.vector import VectorResetFrame, VectorResultFrame, VectorStepFrame
 from openenv_gym.spaces import encode, space_to_json, to_wire
 from openenv_gym.startup import FAILED_PREFIX, READY_PREFIX
@@ -103,6 +104,10 @@ def seeds() -> Iterator[tuple[str, str | bytes]]:
         McpFrame(request),
         McpFrame({"jsonrpc": "2.0", "method": "tools/list", "id": 1}),
         *(StepFrame(call) for call in _tool_calls()),
+        SnapshotRequest(portable=True),
+        RestoreRequest(id="9f2c"),
+        RestoreRequest(portable=b"OGS1sealed-state"),
+        ReleaseRequest(("9f2c", "a1")),
     ):
         yield "client_frame", frame.serialize()
     # Server frames.
@@ -121,6 +126,8 @@ def seeds() -> Iterator[tuple[str, str | bytes]]:
         RenderFrame(image),
         RenderFrame("ansi\ntext"),
         RenderFrame(None),
+        SnapshotFrame(id="9f2c", size=1234, portable=b"OGS1sealed-state", held=1, held_bytes=1234),
+        SnapshotFrame(released=("9f2c",)),
     ):
         yield "server_frame", server_frame.serialize()
     yield "server_frame", RenderFrame(image).serialize_binary()

@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import threading
+import time
 
 import gymnasium as gym
 import pytest
@@ -77,6 +78,33 @@ def test_an_env_whose_copy_is_not_exact_is_refused_with_the_probes_reason(env_ty
                 env.snapshot()
         finally:
             env.close()
+
+
+class SlowStepEnv(HiddenCounterEnv):
+    """Each step takes 0.1 s, so the probe's eleven outlast a short probe timeout; records its close."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def step(self, action):
+        time.sleep(0.1)
+        return 0, 0.0, False, False, {}
+
+    def close(self):
+        self.closed.set()
+
+
+def test_a_probe_slower_than_its_timeout_refuses_and_the_env_is_closed_once_it_ends(monkeypatch):
+    """A slow (or hung) step cannot hold up the server's start: the probe gives up, and close()
+    leaves the env to the probe's thread, which closes it when its step returns."""
+    monkeypatch.setattr("openenv_gym.server.gym_snapshots.PROBE_TIMEOUT", 0.3)
+    inner = SlowStepEnv()
+    environment = GymEnvironment(inner)
+    support = environment.snapshot_support()
+    assert support["supported"] is False and "longer than 0.3 s" in support["reason"]
+    environment.close()
+    assert not inner.closed.is_set()  # the probe still steps it
+    assert inner.closed.wait(10 * UNIT)
 
 
 def test_a_session_holds_at_most_its_count_and_bytes_of_snapshots():
