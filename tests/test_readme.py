@@ -1,4 +1,5 @@
-"""Every Python snippet of the README runs as written, each in a fresh interpreter, as a new user's would.
+"""Every Python snippet of the README (and of the docs pages in ``DOCUMENTS``) runs as written, each in
+a fresh interpreter, as a new user's would.
 
 What a snippet needs beyond this machine is made real here, never mocked: the Hub repos it names
 are seeded in a Hugging Face cache (read offline by the real download code), a Ray cluster is
@@ -20,7 +21,12 @@ from tests.hf_cache import seed_hf_cache
 from tests.utils import REPO_ROOT, UNIT
 
 README = REPO_ROOT / "README.md"
-SNIPPETS = re.findall(r"^```python\n(.*?)^```$", README.read_text(), flags=re.S | re.M)
+DOCUMENTS = (README, REPO_ROOT / "docs" / "snapshots.md")
+SNIPPETS = [
+    code
+    for document in DOCUMENTS
+    for code in re.findall(r"^```python\n(.*?)^```$", document.read_text(), flags=re.S | re.M)
+]
 
 CARTPOLE_MANIFEST = """\
 spec_version: 1
