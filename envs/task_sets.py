@@ -1,9 +1,11 @@
-"""Task sets of the task envs (Coding, Git): loaded from JSONL, a Hugging Face dataset or dicts, and picked per reset.
+"""Task sets of the task envs (Coding, Git): loaded from JSONL, a Hugging Face dataset or dicts, picked per reset, and an episode's task and draws kept in a snapshot.
 
 A task set has one JSON object per line, each a task of the env's own model (a subclass of
 :class:`BaseTask`: every task has an id and a difficulty). The envs share how a set is read and
 checked (errors name the line and the field), filtered by difficulty, kept from the sandbox's
 view, and how a reset picks a task: ``options={"task_id": ...}``, else one drawn by the seed.
+A snapshot of such an episode (:func:`episode_snapshot`) names its task by id, never holds it:
+the task's hidden tests stay on the server, and a portable snapshot the client holds has none.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ __all__ = [
     "BaseTask",
     "TaskSource",
     "choice_error",
+    "episode_snapshot",
     "hidden_task_files",
     "load_task_set",
     "pick_task",
     "reset_options",
+    "restored_episode",
     "select_task_set",
 ]
 
@@ -171,3 +175,38 @@ def _download(url: str) -> Path:
     org, name, filename = parts
     name, _, revision = name.partition("@")
     return Path(hf_hub_download(f"{org}/{name}", filename, repo_type="dataset", revision=revision or None))
+
+
+StateT = TypeVar("StateT", bound=BaseModel)
+
+
+def episode_snapshot(rng: random.Random, state: BaseModel, extra: Mapping[str, Any] | None = None) -> bytes:
+    """A task env's episode as bytes (its ``Environment.snapshot()``): the generator that draws its
+    tasks, its state (which names the task by id) and ``extra`` JSON of the env's own."""
+    version, internal, gauss = rng.getstate()
+    data = {"rng": [version, list(internal), gauss], "state": state.model_dump(mode="json"), "extra": dict(extra or {})}
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def restored_episode(
+    data: bytes, state_type: type[StateT], by_id: Mapping[str, TaskT]
+) -> tuple[random.Random, StateT, TaskT | None, dict[str, Any]]:
+    """The generator, state, task and ``extra`` of bytes :func:`episode_snapshot` made.
+
+    Raises:
+        ValueError: the bytes are not such a snapshot, or name a task this env's set lacks (a
+            snapshot of a server serving another task set).
+    """
+    try:
+        loaded = json.loads(data)
+        version, internal, gauss = loaded["rng"]
+        rng = random.Random()
+        rng.setstate((version, tuple(internal), gauss))
+        state = state_type.model_validate(loaded["state"])
+        extra = dict(loaded.get("extra") or {})
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"not a snapshot of this env's episodes: {type(exc).__name__}: {exc}") from None
+    task_id = getattr(state, "task_id", None)
+    if task_id is not None and task_id not in by_id:
+        raise ValueError(f"the snapshot's task {task_id!r} is not in this env's task set (a snapshot of another set?)")
+    return rng, state, (by_id[task_id] if task_id is not None else None), extra

@@ -174,7 +174,7 @@ class AsyncRemoteEnv:
         if frame is None:
             frame = await self._call(self._client.restore(portable=portable_bytes(snapshot, self.env_id)))
         self._elapsed = snapshot.elapsed_steps
-        return self._face.reset_result(frame)
+        return self._face.restored_result(frame)
 
     async def release(self, *snapshots: Snapshot) -> None:
         """Have the server drop these snapshots' states (those this session took)."""

@@ -498,11 +498,11 @@ class RemoteEnv(gym.Env[Any, Any]):
         self._check_snapshots()
         if snapshot.server == self._client.address:
             try:
-                return self._face.reset_result(self._client.restore(snapshot.id))
+                return self._face.restored_result(self._client.restore(snapshot.id))
             except SnapshotError as exc:
                 if not falls_back(snapshot, exc):
                     raise
-        return self._face.reset_result(self._client.restore(portable=portable_bytes(snapshot, self.server)))
+        return self._face.restored_result(self._client.restore(portable=portable_bytes(snapshot, self.server)))
 
     def release(self, *snapshots: Snapshot) -> None:
         """Have the server drop these snapshots' states (those this session took; others are left)."""

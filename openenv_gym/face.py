@@ -96,6 +96,11 @@ class Face(Protocol):
         """What ``step`` returns for the server's step ``frame``."""
         ...
 
+    def restored_result(self, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]:
+        """What ``restore`` returns for the frame a restore answers with: that of the reset or
+        step (or tool call) that reached the restored state."""
+        ...
+
     def tool_list_request(self) -> dict[str, Any] | None:
         """The step action that lists the server's tools when the face still needs them, else ``None``."""
         ...
@@ -158,6 +163,9 @@ class SpacesFace:
 
     def step_result(self, frame: ObservationFrame) -> StepResult:
         return step_result(frame, self.observation_from_wire(frame.observation))
+
+    def restored_result(self, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]:
+        return self.reset_result(frame)  # a reset's frame and a step's carry the observation alike
 
     def tool_list_request(self) -> dict[str, Any] | None:
         return None

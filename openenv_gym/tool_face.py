@@ -149,6 +149,14 @@ class ToolFace:
                 info.update(_error_info(ToolErrorType.EXECUTION_ERROR.value, text))
         return step_result(frame, self._fit(text), info)
 
+    def restored_result(self, frame: ObservationFrame) -> tuple[str, dict[str, Any]]:
+        """The text and info of the frame a restore answers with: a tool call's result, or the
+        reset's prompt when no call came after it."""
+        if "tool_name" not in frame.observation:
+            return self.reset_result(frame)
+        text, *_, info = self.step_result(frame)
+        return text, {**info, "tools": self.openai_tools()}
+
     # One call at a time, for RemoteEnv.
 
     def reset(self, client: _Client, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -21,6 +21,7 @@ from openenv_gym.validation.checks import (
     check_manifest,
     check_openenv_client,
     check_reset_step_contract,
+    check_snapshot,
     check_spaces_round_trip,
 )
 from tests import validate_broken_envs as broken
@@ -130,13 +131,19 @@ def test_the_cli_prints_a_table_for_cartpole_and_exits_0(cli):
     assert rows["spaces round trip"].reason == (
         "action Discrete(2), observation Box(shape=(4,), float32): the JSON read back says the same"
     )
-    assert output[-1] == "12 checks: 12 passed, 0 failed, 0 skipped" and code == 0
+    assert (
+        rows["snapshot"].reason == "pickle: restored to the snapshot's frame and state and the same 7 step(s) replayed"
+    )
+    assert output[-1] == "13 checks: 13 passed, 0 failed, 0 skipped" and code == 0
 
 
 def test_the_echo_directory_passes_every_check(cli):
-    """envs/echo: its manifest, served from its directory, passes all thirteen checks."""
+    """envs/echo: its manifest, served from its directory, passes every check but the snapshot's (it has none)."""
     code, found, output = cli("envs/echo", "--max-sessions", "2")
-    assert (code, by_status(found)) == (0, dict.fromkeys(CHECK_NAMES, "PASS")), output
+    assert (code, by_status(found)) == (0, {**dict.fromkeys(CHECK_NAMES, "PASS"), "snapshot": "SKIP"}), output
+    assert found["snapshot"].reason == (
+        "the env does not snapshot: EchoEnvironment does not implement snapshot() and restore()"
+    )
     assert output[0] == "validating envs/echo (openenv.yaml's app openenv_gym.envs.echo:EchoEnvironment)"
     assert found["manifest"].reason.startswith(
         "openenv.yaml: echo_env 0.1.0, app openenv_gym.envs.echo:EchoEnvironment"
@@ -155,8 +162,8 @@ def test_a_new_scaffold_passes(tools, cli, tmp_path):
     init_env("demo", tmp_path / "demo", tools=tools)
     code, rows, output = cli(str(tmp_path / "demo"))
     expected = dict.fromkeys(CHECK_NAMES, "PASS")
-    if tools:
-        expected["spaces round trip"] = "SKIP"
+    if tools:  # no spaces to round-trip, and the tools template shows no snapshot (the plain one does)
+        expected["spaces round trip"] = expected["snapshot"] = "SKIP"
     assert (code, by_status(rows)) == (0, expected), output
     assert rows["manifest"].reason.startswith("openenv.yaml: demo 0.1.0, app demo.environment:DemoEnvironment")
 
@@ -171,7 +178,7 @@ def test_the_cli_exits_1_and_names_the_failed_check(broken_cli):
     # Gymnasium's check_env resets with one seed twice too.
     row = next(line for line in stdout.splitlines() if line.startswith("check_env"))
     assert re.match(r"check_env +FAIL +AssertionError: Using `env.reset\(seed=123\)` is non-deterministic", row), row
-    assert stdout.splitlines()[-1] == "12 checks: 10 passed, 2 failed, 0 skipped"
+    assert stdout.splitlines()[-1] == "13 checks: 11 passed, 2 failed, 0 skipped"
 
 
 @pytest.mark.slow
@@ -185,8 +192,10 @@ def test_an_openenv_core_server_passes_what_it_publishes(cli):
         "serve": "SKIP",
         "spaces round trip": "SKIP",
         "determinism": "SKIP",
+        "snapshot": "SKIP",
         "idle timeout": "SKIP",
     }, output
+    assert found["snapshot"].reason == "/schema says nothing of snapshots (an OpenEnv server, or an older one)"
     assert found["capacity"].reason.startswith("4 session(s) at once; session 5 refused with CAPACITY_REACHED: ")
     assert found["determinism"].reason == (
         "an OpenEnv server (no Gymnasium spaces or tools in /schema) makes no claim about seeds"
@@ -332,6 +341,15 @@ def test_a_reset_that_ignores_the_seed_fails_determinism():
         "reset ignores its seed (or draws from a generator it does not seed)",
     )
     assert claimed == CheckResult.skipped("determinism", "openenv.yaml says nondeterministic: true")
+
+
+def test_a_snapshot_that_misses_part_of_the_state_fails_its_line():
+    """A restore that answers with the right frame but goes on from elsewhere fails, naming the step."""
+    with running_server(broken.SnapshotMissesTheCount) as server:
+        result = check_snapshot(subject(server, nondeterministic=False))
+    assert result.status is Status.FAIL, result
+    assert result.reason.startswith("step 1 after the restore gave another observation than after the snapshot: ")
+    assert result.reason.endswith("(the snapshot misses part of the env's state)")
 
 
 def test_an_observation_outside_its_space_fails_the_contract():

@@ -5,11 +5,13 @@ Each is a small working env (a counter: the action adds to it) except for its on
 - :class:`RewardAsString` sends its reward as a string (its observation model lets any value through);
 - :class:`SpaceThatDoesNotRoundTrip` publishes an integer Box bounded by 1.5, which reads back as 1;
 - :class:`ResetIgnoresSeed` starts where its last episode left off, whatever the seed;
-- :class:`ObservationOutsideItsSpace` counts past the top of its ``Discrete`` observation space.
+- :class:`ObservationOutsideItsSpace` counts past the top of its ``Discrete`` observation space;
+- :class:`SnapshotMissesTheCount` snapshots its step count but not the count itself.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any, ClassVar
 
@@ -23,6 +25,7 @@ __all__ = [
     "ObservationOutsideItsSpace",
     "ResetIgnoresSeed",
     "RewardAsString",
+    "SnapshotMissesTheCount",
     "SpaceThatDoesNotRoundTrip",
 ]
 
@@ -74,6 +77,26 @@ class Counter(Environment[CounterAction, CounterObservation, State]):
     @property
     def state(self) -> State:
         return self._state
+
+    def snapshot(self) -> bytes:
+        version, internal, gauss = self._rng.getstate()
+        return json.dumps(
+            {"rng": [version, internal, gauss], "state": self._state.model_dump(), "count": self.count}
+        ).encode()
+
+    def restore(self, state: bytes) -> None:
+        saved = json.loads(state)
+        version, internal, gauss = saved["rng"]
+        self._rng.setstate((version, tuple(internal), gauss))
+        self._state = State.model_validate(saved["state"])
+        self.count = saved.get("count", self.count)
+
+
+class SnapshotMissesTheCount(Counter):
+    """Keeps its step count in a snapshot, and forgets the count: a restore goes on from where it was."""
+
+    def snapshot(self) -> bytes:
+        return json.dumps({"rng": list(self._rng.getstate()), "state": self._state.model_dump()}).encode()
 
 
 class StringRewardObservation(CounterObservation):

@@ -28,7 +28,7 @@ from pydantic import Field
 from openenv_gym.sandbox import Limits
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 
-from ..task_sets import choice_error, pick_task, reset_options
+from ..task_sets import choice_error, episode_snapshot, pick_task, reset_options, restored_episode
 from .feedback import FEEDBACK_LIMIT
 from .harness import (
     OUTPUT_MARKER_ROOM,
@@ -153,6 +153,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
         self.max_episode_steps = max_episode_steps
         self.limits = Limits(**(limits or {}))
         self.tasks: list[Task] = []
+        self._by_id: dict[str, Task] = {}
         if mode == "tasks":
             self.tasks = select_tasks(tasks, difficulties)
             self._by_id = {task.task_id: task for task in self.tasks}
@@ -225,6 +226,18 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
 
     def close(self) -> None:
         self._sandbox.close()
+
+    def snapshot(self) -> bytes:
+        """The episode: its task (by id), turns, scores so far and the generator that draws tasks.
+        Nothing else lasts between steps: each runs a fresh program."""
+        return episode_snapshot(self._rng, self._state)
+
+    def restore(self, state: bytes) -> None:
+        rng, episode, task, _ = restored_episode(state, CodingState, self._by_id)
+        if (task is None) != (self.mode == "free"):
+            raise ValueError(f"the snapshot is of an episode of the other mode (this env's is {self.mode!r})")
+        self._sandbox.start()
+        self._rng, self._state, self._task = rng, episode, task
 
     def parse_action(self, data: dict[str, Any]) -> CodeAction:
         """Accept OpenEnv's ``{"code": ...}`` and the Gymnasium wire form ``{"action": ...}`` of a Text action."""

@@ -38,7 +38,7 @@ from openenv_gym.sandbox import Limits
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation
 from openenv_gym.server.tools import DEFAULT_TOOL_TIMEOUT, MAX_TOOL_RESULT_BYTES, ToolResult, tool
 
-from ..task_sets import pick_task, reset_options
+from ..task_sets import episode_snapshot, pick_task, reset_options, restored_episode
 from .environment import MAX_CODE_LENGTH, CodingState
 from .feedback import example_reports
 from .harness import (
@@ -160,6 +160,20 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
 
     def close(self) -> None:
         self._sandbox.close()
+
+    def snapshot(self) -> bytes:
+        """The episode: its task (by id), turns, scores so far and the generator that draws tasks,
+        once any call still running has landed. Nothing else lasts between calls."""
+        with self._lock:
+            return episode_snapshot(self._rng, self._state)
+
+    def restore(self, state: bytes) -> None:
+        rng, episode, task, _ = restored_episode(state, CodingState, self._by_id)
+        if task is None:
+            raise ValueError("the snapshot holds no task (an episode of Coding-v0's free mode?)")
+        with self._lock:
+            self._sandbox.start()
+            self._rng, self._state, self._task = rng, episode, task
 
     def parse_action(self, data: dict[str, Any]) -> Action:
         """Refuse any action that is not a tool call (those never reach here)."""

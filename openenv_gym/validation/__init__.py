@@ -15,6 +15,7 @@ port unless it is a URL, and yields one :class:`CheckResult` per check as it com
 ``check_env``          Gymnasium's ``check_env`` passes through ``openenv/Remote-v0``
 ``reset/step contract`` the frames' reward, done, truncated, info, and observations in the space
 ``determinism``        the same seed and actions give the same trajectory (unless nondeterministic)
+``snapshot``           where the env snapshots: a restore answers with the snapshot's frame and replays
 ``capacity``           sessions up to the limit open at once; the next is refused with CAPACITY_REACHED
 ``idle timeout``       an idle session is closed after the published idle timeout
 ``openenv client``     openenv-core's ``GenericEnvClient`` resets, steps and reads the state
@@ -64,6 +65,7 @@ CHECK_NAMES = (
     "check_env",
     "reset/step contract",
     "determinism",
+    "snapshot",
     "capacity",
     "idle timeout",
     "openenv client",

@@ -19,7 +19,13 @@ from ..errors import ClientError
 from ..manifest import ManifestError, load_manifest
 from ..urls import ws_url
 from .access import get_json, one_line, raw_session, short
-from .episode_checks import DETERMINISM_SEED, check_determinism, check_gymnasium, check_reset_step_contract
+from .episode_checks import (
+    DETERMINISM_SEED,
+    check_determinism,
+    check_gymnasium,
+    check_reset_step_contract,
+    check_snapshot,
+)
 from .result import CheckResult
 from .session_checks import check_capacity, check_idle_timeout, check_openenv_client
 from .space_checks import check_spaces_round_trip
@@ -39,6 +45,7 @@ __all__ = [
     "check_openenv_client",
     "check_reset_step_contract",
     "check_schema",
+    "check_snapshot",
     "check_spaces_round_trip",
 ]
 
@@ -108,7 +115,11 @@ def check_schema(subject: Subject) -> CheckResult:
     missing = [key for key in ("action", "observation", "state") if not isinstance(schema.get(key), dict)]
     if missing:
         return CheckResult.failed(name, f"/schema has no JSON schema for {', '.join(missing)}")
-    extensions = [key for key in ("spaces", "tools", "max_episode_steps", "render", "vector_backends") if key in schema]
+    extensions = [
+        key
+        for key in ("spaces", "tools", "max_episode_steps", "render", "vector_backends", "snapshot")
+        if key in schema
+    ]
     tail = f"; openenv-gym's extensions: {', '.join(extensions)}" if extensions else "; no openenv-gym extensions"
     return CheckResult.passed(name, "action, observation and state JSON schemas" + tail)
 
@@ -158,6 +169,7 @@ CHECKS: tuple[Callable[[Subject], CheckResult], ...] = (
     check_gymnasium,
     check_reset_step_contract,
     check_determinism,
+    check_snapshot,
     check_capacity,
     check_idle_timeout,
     check_openenv_client,

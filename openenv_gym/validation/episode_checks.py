@@ -1,4 +1,5 @@
-"""The episode checks of ``openenv-gym validate``: Gymnasium's ``check_env``, the reset/step frames, seeded determinism."""
+"""The episode checks of ``openenv-gym validate``: Gymnasium's ``check_env``, the reset/step frames, seeded
+determinism, and a declared snapshot's replay."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from .access import Face, exchange, face_of, get_json, one_line, raw_session, se
 from .result import CheckResult
 from .target import Subject
 
-__all__ = ["DETERMINISM_SEED", "STEPS", "check_determinism", "check_gymnasium", "check_reset_step_contract"]
+__all__ = [
+    "DETERMINISM_SEED",
+    "STEPS",
+    "check_determinism",
+    "check_gymnasium",
+    "check_reset_step_contract",
+    "check_snapshot",
+]
 
 #: The seed of the determinism check's two resets.
 DETERMINISM_SEED = 7
@@ -200,3 +208,89 @@ def check_determinism(subject: Subject) -> CheckResult:
     return CheckResult.passed(
         name, f"reset(seed={DETERMINISM_SEED}) and the same {len(first) - 1} actions gave the same trajectory twice"
     )
+
+
+def check_snapshot(subject: Subject) -> CheckResult:
+    """Where ``/schema["snapshot"]`` says the env snapshots: a snapshot mid-episode, restored, answers
+    with the frame it was taken at and replays the same actions as the original did."""
+    name = "snapshot"
+    try:
+        schema = get_json(subject, "/schema")
+    except Exception as exc:
+        return CheckResult.failed(name, f"GET /schema: {one_line(exc)}")
+    support = schema.get("snapshot") if isinstance(schema, dict) else None
+    if not isinstance(support, dict):
+        return CheckResult.skipped(name, "/schema says nothing of snapshots (an OpenEnv server, or an older one)")
+    if not support.get("supported"):
+        return CheckResult.skipped(name, f"the env does not snapshot: {support.get('reason')}")
+    if subject.nondeterministic:
+        return CheckResult.skipped(name, f"{subject.claimed_by} says nondeterministic: true")
+    try:
+        face = face_of(subject, schema)
+    except UnsupportedSpaceError as exc:
+        return CheckResult.skipped(name, f"no action can be sampled: {one_line(exc)}")
+    except Exception as exc:
+        return CheckResult.failed(name, f"no spaces to act in: {one_line(exc)}")
+    actions = [] if face.tools else face.actions(STEPS)
+
+    def steps(client: EnvClient, actions: list[Any]) -> list[tuple[Any, ...]]:
+        trajectory = []
+        for action in actions:
+            frame = client.step(action)
+            trajectory.append((frame.observation, frame.reward, frame.done, frame.truncated))
+            if frame.done or frame.truncated:
+                break
+        return trajectory
+
+    def run() -> str | None:
+        with session_client(subject) as client:
+            # The snapshot is taken a third of the way into the episode these actions play, which
+            # a first run measures (an episode may end within a few steps).
+            client.reset(seed=DETERMINISM_SEED)
+            split = min(len(actions) // 3, len(steps(client, actions)) - 1) if actions else 0
+            frame = client.reset(seed=DETERMINISM_SEED)
+            for action in actions[:split]:
+                frame = client.step(action)
+            after = actions[split:]
+            kept = client.snapshot()
+            assert kept.id is not None
+            state = client.state()
+            original = steps(client, after)
+            restored = client.restore(kept.id)
+            if restored.observation != frame.observation:
+                return (
+                    f"the restore answered with the observation {short(restored.observation, 50)}, the snapshot "
+                    f"was taken at {short(frame.observation, 50)}"
+                )
+            if client.state() != state:
+                return f"the state after the restore is {short(client.state(), 60)}, it was {short(state, 60)}"
+            again = steps(client, after)
+            client.release((kept.id,))
+        replayed.append(len(original))
+        return _replay_problem(original, again)
+
+    replayed: list[int] = []  # the steps replayed after the restore, by the run that passed
+    try:
+        problem = settled(run)
+    except Exception as exc:
+        return CheckResult.failed(name, f"snapshot and restore: {one_line(exc)}")
+    if problem is not None:
+        return CheckResult.failed(name, problem)
+    what = f"and the same {replayed[-1]} step(s) replayed" if actions else "(a tool env: no actions replayed)"
+    return CheckResult.passed(name, f"{support.get('method')}: restored to the snapshot's frame and state {what}")
+
+
+def _replay_problem(original: list[tuple[Any, ...]], again: list[tuple[Any, ...]]) -> str | None:
+    """How the steps after a restore differ from those after the snapshot (``None``: they do not)."""
+    fields = ("observation", "reward", "done", "truncated")
+    for index, (one, other) in enumerate(zip(original, again), start=1):
+        if one != other:
+            which = next(field for field, a, b in zip(fields, one, other) if a != b)
+            return (
+                f"step {index} after the restore gave another {which} than after the snapshot: "
+                f"{short(other[fields.index(which)], 50)}, not {short(one[fields.index(which)], 50)} "
+                "(the snapshot misses part of the env's state)"
+            )
+    if len(original) != len(again):
+        return f"the same actions ended one branch after {min(len(original), len(again))} steps only"
+    return None
