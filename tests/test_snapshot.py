@@ -4,10 +4,13 @@ For each env, a seeded episode is snapshotted at step ``t`` and run ``T`` more s
 restored and the same actions replayed, forked into 8 envs that each replay them, and restored on
 a second server from the portable bytes. Every branch must give the same observations, rewards,
 flags and infos as the uninterrupted run: FrozenLake is slippery (its random generator decides
-every move), Pendulum's reset is random, Pong's emulator goes through ALE's own clone.
+every move), Pendulum's reset is random, Pong's emulator goes through ALE's own clone, and
+CodingTools-v0's tool calls run programs in sandboxes, their submissions paid by hidden tests.
 """
 
 from __future__ import annotations
+
+import json
 
 import gymnasium as gym
 import numpy as np
@@ -31,7 +34,24 @@ ENVS = {
     "FrozenLake": make_frozen_lake,
     "Pendulum": lambda: gym.make("openenv/Pendulum-v1"),
     "Pong": lambda: gym.make("openenv/ALE-Pong-v5"),
+    "CodingTools": lambda: gym.make("openenv/CodingTools-v0"),
 }
+
+
+def tool_calls(count: int) -> list[str]:
+    """CodingTools-v0's actions: programs run, examples run and submissions, in turn (none solves a task)."""
+    programs = ["print({i} * 7)", "def digit_square_sum(n):\n    return {i}\n", "import sys; sys.exit({i})"]
+    tools = ["run_python", "run_tests", "submit"]
+    return [
+        json.dumps({"name": tools[i % 3], "arguments": {"code": programs[i % 3].format(i=i)}}) for i in range(count)
+    ]
+
+
+def actions_of(name: str, env: gym.Env) -> list:
+    if name == "CodingTools":
+        return tool_calls(BEFORE + AFTER)
+    env.action_space.seed(3)
+    return [env.action_space.sample() for _ in range(BEFORE + AFTER)]
 
 
 def run(env: gym.Env, actions: list) -> list:
@@ -61,8 +81,7 @@ def test_a_restored_or_forked_env_replays_the_run_it_was_taken_from(name, monkey
     monkeypatch.setenv(SNAPSHOT_KEY_ENV_VAR, "a key both servers share")
     env, other = ENVS[name](), ENVS[name]()
     try:
-        env.action_space.seed(3)
-        actions = [env.action_space.sample() for _ in range(BEFORE + AFTER)]
+        actions = actions_of(name, env)
         for seed in range(50):  # the first seeded episode still going at the snapshot (FrozenLake has holes)
             env.reset(seed=seed)
             before = run(env, actions[:BEFORE])
