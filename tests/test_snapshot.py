@@ -5,7 +5,8 @@ restored and the same actions replayed, forked into 8 envs that each replay them
 a second server from the portable bytes. Every branch must give the same observations, rewards,
 flags and infos as the uninterrupted run: FrozenLake is slippery (its random generator decides
 every move), Pendulum's reset is random, Pong's emulator goes through ALE's own clone, and
-CodingTools-v0's tool calls run programs in sandboxes, their submissions paid by hidden tests.
+CodingTools-v0's tool calls run programs in sandboxes, their submissions paid by hidden tests,
+and Git-v0's commits and files live in its sandbox's workspace.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ ENVS = {
     "Pendulum": lambda: gym.make("openenv/Pendulum-v1"),
     "Pong": lambda: gym.make("openenv/ALE-Pong-v5"),
     "CodingTools": lambda: gym.make("openenv/CodingTools-v0"),
+    "Git": lambda: gym.make("openenv/Git-v0"),
 }
 
 
@@ -47,9 +49,27 @@ def tool_calls(count: int) -> list[str]:
     ]
 
 
+def git_calls(count: int) -> list[str]:
+    """Git-v0's actions: commits (their ids fixed by the env's date and author), files written and read."""
+    calls = [
+        {
+            "name": "run",
+            "arguments": {
+                "command": "echo {i} >> notes.txt && git add -A && git commit -qm n{i} && git log --oneline -3"
+            },
+        },
+        {"name": "write_file", "arguments": {"path": "file{i}.txt", "content": "line {i}\n"}},
+        {"name": "read_file", "arguments": {"path": "notes.txt"}},
+        {"name": "run", "arguments": {"command": "git status --short; ls; git rev-parse HEAD"}},
+    ]
+    return [json.dumps(calls[i % 4]).replace("{i}", str(i)) for i in range(count)]
+
+
 def actions_of(name: str, env: gym.Env) -> list:
     if name == "CodingTools":
         return tool_calls(BEFORE + AFTER)
+    if name == "Git":
+        return git_calls(BEFORE + AFTER)
     env.action_space.seed(3)
     return [env.action_space.sample() for _ in range(BEFORE + AFTER)]
 

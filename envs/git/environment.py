@@ -41,7 +41,7 @@ from openenv_gym.sandbox import Limits, RunResult, Sandbox
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 from openenv_gym.server.tools import DEFAULT_TOOL_TIMEOUT, MAX_TOOL_RESULT_BYTES, ToolResult, tool
 
-from ..task_sets import TaskSource, hidden_task_files, pick_task, reset_options
+from ..task_sets import TaskSource, episode_snapshot, hidden_task_files, pick_task, reset_options, restored_episode
 from . import sandbox_program, shell
 from .tasks import BUILTIN_TASKS, GitTask, select_tasks
 
@@ -214,6 +214,33 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
     def close(self) -> None:
         self._ended = True
         self._sandbox.close()
+
+    def snapshot(self) -> bytes:
+        """The episode (task by id, turns, score, task draws) and, while it runs, its workspace: the
+        repository and every file beside it, as the sandbox's worker copies its tmpfs (a tar in
+        memory, made between calls: :meth:`Sandbox.save_workspace`)."""
+        with self._lock:
+            running = not self._ended and self._task is not None
+            try:
+                workspace = self._sandbox.save_workspace() if running else b""
+            except RuntimeError as exc:
+                raise NotImplementedError(f"the episode's workspace cannot be copied now: {exc}") from exc
+            header = episode_snapshot(self._rng, self._state, {"ended": self._ended, "workspace": running})
+            return header + b"\n" + workspace
+
+    def restore(self, state: bytes) -> None:
+        """Back into a snapshot's episode: a fresh sandbox, its workspace unpacked into it."""
+        header, _, workspace = state.partition(b"\n")
+        rng, episode, task, extra = restored_episode(header, GitState, self._by_id)
+        with self._lock:
+            self._ended, self._task = True, None  # until the workspace is back
+            self._sandbox.close()
+            if extra.get("workspace"):
+                self._sandbox.start()
+                self._sandbox.load_workspace(workspace)
+                self._restarts = self._sandbox.restarts
+            self._rng, self._state, self._task = rng, episode, task
+            self._ended = bool(extra.get("ended"))
 
     def parse_action(self, data: dict[str, Any]) -> Action:
         """Refuse any action that is not a tool call (those never reach here)."""

@@ -246,6 +246,44 @@ class Sandbox:
             limit_exceeded="run_memory" if over else None,
         )
 
+    def save_workspace(self) -> bytes:
+        """The workspace's files as an uncompressed tar, copied by the worker between runs (as root
+        where the server is: every file, whatever mode a run gave it, owners kept).
+
+        Raises:
+            RuntimeError: no workspace, or the worker could not copy it (a file it cannot read,
+                over three quarters of the largest message) or stopped answering.
+        """
+        reply = self._workspace_request({"save_workspace": True}, "copy")
+        return base64.b64decode(reply["workspace"])
+
+    def load_workspace(self, data: bytes) -> None:
+        """Replace the workspace's files with a tar :meth:`save_workspace` made (of this sandbox or another).
+
+        Raises:
+            RuntimeError: no workspace, or the worker could not unpack it or stopped answering
+                (the workspace is then empty).
+        """
+        self._workspace_request({"load_workspace": base64.b64encode(data).decode()}, "restore")
+
+    def _workspace_request(self, request: dict[str, Any], what: str) -> dict[str, Any]:
+        if not self.workspace:
+            raise RuntimeError(f"this sandbox has no workspace to {what}")
+        with self._lock:
+            self._ensure_started()
+            assert self._process is not None
+            try:
+                worker.write_message(self._process.stdin, request)  # type: ignore[arg-type]
+                reply = self._read_reply(self.limits.wall_time + _REPLY_GRACE)
+            except (OSError, ValueError):
+                reply = None
+            if reply is None:
+                self._stop()
+                raise RuntimeError(f"the sandbox worker stopped answering during the workspace's {what}")
+        if "error" in reply:
+            raise RuntimeError(str(reply["error"]))
+        return reply
+
     def close(self) -> None:
         """Stop the worker and every process in the sandbox. Idempotent."""
         with self._lock:

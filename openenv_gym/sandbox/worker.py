@@ -24,6 +24,13 @@ wall-clock or its CPU-time limit; ``results`` holds, per case run, ``{"value": .
 ``{"error": "Type: msg", "exception": [class names of its MRO]}``, with ``"traceback"`` (capped at
 :data:`TRACEBACK_LIMIT`) for the cases of ``tracebacks`` and the first case that raised, and
 ``"missing_entry_point": true`` when the code defines no such function.
+
+Two more requests copy the workspace, for a snapshot of an episode kept there:
+``{"save_workspace": true}`` is answered ``{"workspace": <base64 of an uncompressed tar>}`` and
+``{"load_workspace": <base64 tar>}`` (into an empty workspace) ``{"loaded": true}``; either
+answers ``{"error": str}`` when it cannot. The worker does it itself, between runs, with the
+rights it has (root in the sandbox when the server is root: every file whatever its mode, owners
+kept); nothing is spawned and nothing touches a disk, the workspace being a tmpfs.
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ _GRACE_AFTER_EXIT = 0.2  # how long pipes may stay open after the child exits (a
 _CPU_TIME_GRACE = 1  # seconds of CPU time between SIGXCPU and SIGKILL
 _CPU_TIME_SLACK = 0.05  # seconds: the CPU time the kernel reports may round below the limit it enforced
 _SOLUTION = "<solution>"
+_MAX_WORKSPACE_COPY = MAX_MESSAGE_BYTES * 3 // 4  # bytes of a workspace's tar: its base64 fits one message
 
 
 def write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
@@ -304,6 +312,49 @@ def _snapshot(source: str, target: str, config: dict[str, Any], timeout: float) 
     if done != 0 and os.path.isdir(target):
         _make_removable(target)
         shutil.rmtree(target, ignore_errors=True)
+
+
+def _save_workspace(config: dict[str, Any]) -> dict[str, Any]:
+    """The workspace as a tar (links kept as links, sockets left out), or why it cannot be made."""
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+
+    def no_sockets(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+        return info if (info.isreg() or info.isdir() or info.issym() or info.islnk() or info.isfifo()) else None
+
+    try:
+        with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+            for name in sorted(os.listdir(config["workspace"])):
+                archive.add(os.path.join(config["workspace"], name), arcname=name, filter=no_sockets)
+    except (OSError, tarfile.TarError) as exc:
+        return {"error": f"the workspace cannot be copied: {type(exc).__name__}: {exc}"}
+    if buffer.tell() > _MAX_WORKSPACE_COPY:
+        return {"error": f"the workspace's copy is {buffer.tell()} bytes, over {_MAX_WORKSPACE_COPY}"}
+    return {"workspace": base64.b64encode(buffer.getvalue()).decode()}
+
+
+def _load_workspace(data: str, config: dict[str, Any]) -> dict[str, Any]:
+    """Unpack a tar :func:`_save_workspace` made into the (emptied) workspace."""
+    import io
+    import tarfile
+
+    workspace = config["workspace"]
+    _empty(workspace)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(base64.b64decode(data)), mode="r") as archive:
+            # "tar": no absolute names, nothing outside the workspace, no setuid bits.
+            archive.extractall(workspace, filter="tar", numeric_owner=True)
+        if config["uid"] is not None and os.getuid() == 0:
+            # Every file is the runs': this sandbox's uid, whichever sandbox's the copy was.
+            for root, dirs, files in os.walk(workspace):
+                for name in dirs + files:
+                    os.lchown(os.path.join(root, name), config["uid"], config["uid"])
+    except (OSError, ValueError, tarfile.TarError) as exc:
+        _empty(workspace)
+        return {"error": f"the workspace cannot be restored: {type(exc).__name__}: {exc}"}
+    return {"loaded": True}
 
 
 def _run(request: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
@@ -543,7 +594,12 @@ def main() -> None:
         _make_workspace(config)
     write_message(stdout, {"ready": True, "python": sys.version.split()[0]})
     while (request := read_message(stdin.read)) is not None:
-        write_message(stdout, _run(request, config))
+        if request.get("save_workspace") and config["workspace"]:
+            write_message(stdout, _save_workspace(config))
+        elif "load_workspace" in request and config["workspace"]:
+            write_message(stdout, _load_workspace(str(request["load_workspace"]), config))
+        else:
+            write_message(stdout, _run(request, config))
 
 
 if __name__ == "__main__":
