@@ -25,6 +25,7 @@ __all__ = [
     "READY_PREFIX",
     "SNAPSHOT_KEY_ENV_VAR",
     "TOKEN_ENV_VAR",
+    "shared_snapshot_key",
 ]
 
 READY_PREFIX = "openenv-gym server listening on "
@@ -33,6 +34,27 @@ FAILED_LINE = "openenv-gym serve: cannot create the environment: "
 TOKEN_ENV_VAR = "OPENENV_GYM_SERVER_TOKEN"
 #: Servers sealing portable snapshots with the key this variable holds restore each other's.
 SNAPSHOT_KEY_ENV_VAR = "OPENENV_GYM_SNAPSHOT_KEY"
+_process_snapshot_key: list[str] = []  # drawn once per process, when first needed
+
+
+def shared_snapshot_key() -> str:
+    """The snapshot key for the servers this process starts: ``OPENENV_GYM_SNAPSHOT_KEY`` when set,
+    else one drawn for this process. Servers sharing it restore each other's portable snapshots
+    (a vector env's servers, a fork's). The key keeps a client from forging a snapshot; whoever
+    starts a server runs code in it anyway, so handing its starter's servers one key gives away
+    nothing.
+    """
+    import os
+    import secrets
+
+    configured = os.environ.get(SNAPSHOT_KEY_ENV_VAR)
+    if configured:
+        return configured
+    if not _process_snapshot_key:
+        _process_snapshot_key.append(secrets.token_hex(32))
+    return _process_snapshot_key[0]
+
+
 #: The ``openenv-gym serve`` flag that lets a server take pickled factories (it needs ``--token-env``).
 ACCEPT_FLAG = "--accept-pickled-factories"
 #: What a server started only to run pickled factories serves: no environment of its own. No

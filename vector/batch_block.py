@@ -59,6 +59,19 @@ class BatchBlock(Block[BatchClient]):
         values = frame.values[self.start : self.stop] if frame.values is not None else None
         self.client.begin_batch_call(BatchCallFrame(frame.op, frame.name, frame.args, frame.kwargs, values))
 
+    snapshot_refusal = None
+
+    def begin_snapshot(self, indices: tuple[int, ...], portable: bool) -> None:
+        self.client.begin_snapshot(tuple(index - self.start for index in indices), portable)
+
+    def begin_restore(
+        self, indices: tuple[int, ...], ids: tuple[str, ...] | None, portables: tuple[bytes, ...] | None
+    ) -> None:
+        self.client.begin_restore(tuple(index - self.start for index in indices), ids, portables)
+
+    def release(self, ids: tuple[str, ...]) -> None:
+        self.client.release(ids)
+
     def remember(self, result: BatchResultFrame) -> None:
         self.last_observations = list(result.observations)
 

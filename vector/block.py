@@ -132,6 +132,24 @@ class Block(abc.ABC, Generic[Client]):
         """Call or read or set a sub-env attribute of every sub-env (``frame.values``: the vector env's)."""
         raise NotImplementedError(f"{frame.op} of sub-env attributes needs batch sessions (batched=True)")
 
+    #: Why this kind of block cannot snapshot its sub-envs (``None``: it can).
+    snapshot_refusal: ClassVar[str | None] = "its sub-envs cannot be snapshotted"
+
+    def begin_snapshot(self, indices: tuple[int, ...], portable: bool) -> None:
+        """Ask for snapshots of sub-envs ``indices`` (the vector env's, all in this block)."""
+        raise NotImplementedError(self.snapshot_refusal)
+
+    def begin_restore(
+        self, indices: tuple[int, ...], ids: tuple[str, ...] | None, portables: tuple[bytes, ...] | None
+    ) -> None:
+        """Put sub-envs ``indices`` back into kept ``ids`` or sealed ``portables`` (one each); the
+        reply is a reset's result for the whole block (:meth:`BlockCodec.assemble_reset` takes it)."""
+        raise NotImplementedError(self.snapshot_refusal)
+
+    def release(self, ids: tuple[str, ...]) -> None:
+        """Have the server drop those of ``ids`` this block's session took."""
+        raise NotImplementedError(self.snapshot_refusal)
+
 
 class BlockCodec(Protocol):
     """How the blocks of one kind take the vector env's actions and join their results.

@@ -40,6 +40,8 @@ from .serving import Serving, check_attached, vector_fleet
 if TYPE_CHECKING:
     import gymnasium as gym
 
+    from openenv_gym.snapshot import Snapshot
+
 __all__ = ["FAILURE_INFO_KEY", "RemoteVectorEnv"]
 
 
@@ -166,6 +168,26 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        # What made it, for a fork of a sub-env (a new vector env of the same servers' kind).
+        self._made_with: dict[str, Any] = {
+            "server": server,
+            "base_urls": base_urls,
+            "base_url": base_url,
+            "json_schema_fallback": json_schema_fallback,
+            "provider": provider,
+            "provider_kwargs": provider_kwargs,
+            "env_kwargs": env_kwargs,
+            "max_episode_steps": max_episode_steps,
+            "autoreset_mode": autoreset_mode,
+            "tool_calls": tool_calls,
+            "codec": codec,
+            "render_mode": render_mode,
+            "open_timeout": open_timeout,
+            "call_timeout": call_timeout,
+            "startup_timeout": startup_timeout,
+            "token": token,
+            **kwargs,
+        }
         if base_url is not None and base_urls:
             raise ValueError("pass base_url= (one server) or base_urls= (several), not both")
         options = MakeOptions.parse(
@@ -421,6 +443,60 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         self._check_idle(frame.op)
         results = ask_all(self._blocks, lambda block: block.begin_call(frame))
         return tuple(value for result in results for value in result.values)
+
+    # Snapshots (vector/snapshots.py) -----------------------------------------------------------
+
+    def snapshot(self, indices: Sequence[int] | None = None, *, portable: bool = False) -> list[Snapshot]:
+        """Have the servers keep the states of sub-envs ``indices`` (all by default); one
+        :class:`~openenv_gym.snapshot.Snapshot` per sub-env, in that order.
+
+        Each is a single env's snapshot: it restores into any sub-env (or ``RemoteEnv``) of the
+        same server, and with ``portable`` into one of another server sharing the key.
+
+        Raises:
+            SnapshotUnsupportedError: the sub-envs cannot be snapshotted: the env cannot, or they
+                live in a server-side vector env (``vector_backend="per_env"`` serves one env each).
+            SnapshotError: a session holds as many snapshots as its server allows.
+        """
+        from .snapshots import chosen_indices, snapshot_sub_envs
+
+        self._check_idle("snapshot")
+        return snapshot_sub_envs(self, chosen_indices(indices, self.num_envs), portable)
+
+    def restore(
+        self, snapshots: Sequence[Snapshot], indices: Sequence[int] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Put sub-envs ``indices`` (default: the first ``len(snapshots)``) into ``snapshots``, one
+        each (a handle may be given for several); returns every sub-env's observations and the
+        restored ones' infos, as ``reset(options={"reset_mask": ...})`` does. A restored sub-env
+        whose episode had ended is ended again: under NextStep its next step resets it.
+
+        Raises:
+            SnapshotError: a state its server no longer keeps, or of another server without bytes.
+        """
+        from .snapshots import chosen_indices, restore_sub_envs
+
+        self._check_idle("restore")
+        chosen = chosen_indices(range(len(snapshots)) if indices is None else indices, self.num_envs)
+        return restore_sub_envs(self, snapshots, chosen)
+
+    def release(self, *snapshots: Snapshot) -> None:
+        """Have the servers drop these snapshots' states (those this env's sessions took)."""
+        from .snapshots import release_sub_envs
+
+        self._check_idle("release")
+        release_sub_envs(self, snapshots)
+
+    def fork(self, index: int, count: int, **kwargs: Any) -> RemoteVectorEnv:
+        """A new vector env of ``count`` sub-envs, each starting from sub-env ``index``'s state.
+
+        It is made as this one was (the same env, provider and options; ``kwargs`` override them),
+        on servers of its own, one env per sub-env, restored from a portable snapshot: the servers
+        this process starts share one snapshot key. Close it as any vector env."""
+        from .snapshots import fork_sub_env
+
+        self._check_idle("fork")
+        return fork_sub_env(self, index, count, **kwargs)
 
     def render(self) -> Any:
         """Every sub-env's frame in ``render_mode``, as Gymnasium's vector envs give them: a tuple of

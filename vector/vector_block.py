@@ -96,6 +96,11 @@ class VectorBlock(Block[VectorClient]):
     ``reset(seed=s)`` seeds the block starting at sub-env k with ``s + k``.
     """
 
+    snapshot_refusal = (
+        "a server-side vector env keeps its sub-envs' states together, so one cannot be snapshotted alone: "
+        "make_vec(..., vector_backend='per_env') serves one env per sub-env, which can"
+    )
+
     def __init__(
         self,
         make_client: Callable[[str], Any],

@@ -23,6 +23,13 @@ from ..protocol.batch import (
     batch_query,
     parse_batch_server_frame,
 )
+from ..protocol.snapshot import (
+    BatchRestoreRequest,
+    BatchSnapshotFrame,
+    BatchSnapshotRequest,
+    ReleaseRequest,
+    SnapshotFrame,
+)
 from .session_kind import SessionKind
 from .sync_connection import SyncConnection
 
@@ -32,13 +39,16 @@ ReplyT = TypeVar("ReplyT")
 FrameT = TypeVar("FrameT")
 
 #: What a batch session answers, besides an error frame.
-BatchReply = BatchResultFrame | BatchValuesFrame | RenderFrame
+BatchReply = BatchResultFrame | BatchValuesFrame | RenderFrame | BatchSnapshotFrame | SnapshotFrame
 
 _REPLIES: dict[MessageType, type] = {
     MessageType.BATCH_RESET: BatchResultFrame,
     MessageType.BATCH_STEP: BatchResultFrame,
     MessageType.BATCH_CALL: BatchValuesFrame,
     MessageType.RENDER: RenderFrame,
+    MessageType.SNAPSHOT: BatchSnapshotFrame,
+    MessageType.RESTORE: BatchResultFrame,
+    MessageType.RELEASE: SnapshotFrame,
 }
 
 
@@ -94,7 +104,7 @@ class BatchKind(BlockKind[BatchReply]):
     def check(self, reply: BatchReply) -> BatchReply:
         if isinstance(reply, (BatchResultFrame, RenderFrame)):
             reply.check(self.envs)
-        elif len(reply.values) != self.envs:
+        elif isinstance(reply, BatchValuesFrame) and len(reply.values) != self.envs:
             raise ValueError(f"batch_values has {len(reply.values)} values for {self.envs} sub-envs")
         return reply
 
@@ -106,6 +116,15 @@ class BatchKind(BlockKind[BatchReply]):
 
     def call(self, frame: BatchCallFrame) -> str:
         return self.session.send(MessageType.BATCH_CALL, frame)
+
+    def snapshot(self, frame: BatchSnapshotRequest) -> str:
+        return self.session.send(MessageType.SNAPSHOT, frame)
+
+    def restore(self, frame: BatchRestoreRequest) -> str:
+        return self.session.send(MessageType.RESTORE, frame)
+
+    def release(self, frame: ReleaseRequest) -> str:
+        return self.session.send(MessageType.RELEASE, frame)
 
 
 class BlockClient(SyncConnection[ReplyT]):
@@ -191,6 +210,23 @@ class BatchClient(BlockClient[BatchReply]):
     def begin_batch_call(self, frame: BatchCallFrame) -> None:
         """Send a ``batch_call`` (get, set or call an attribute of every sub-env)."""
         self.begin("batch_call", self.kind.call, frame)
+
+    def begin_snapshot(self, envs: tuple[int, ...], portable: bool = False) -> None:
+        """Send a ``snapshot`` of sub-envs ``envs`` (indices in this session); the reply is a
+        :class:`~openenv_gym.protocol.snapshot.BatchSnapshotFrame`, one snapshot per sub-env."""
+        self.begin("snapshot", self.kind.snapshot, BatchSnapshotRequest(envs, portable))
+
+    def begin_restore(
+        self, envs: tuple[int, ...], ids: tuple[str, ...] | None = None, portables: tuple[bytes, ...] | None = None
+    ) -> None:
+        """Send a ``restore`` of sub-envs ``envs`` from kept ``ids`` or sealed ``portables`` (one
+        each); the reply is a batch result, as a masked reset's; connects if needed."""
+        self.connect()
+        self.begin("restore", self.kind.restore, BatchRestoreRequest(envs, ids, portables))
+
+    def release(self, ids: tuple[str, ...]) -> SnapshotFrame:
+        """Have the server drop the kept ``ids`` (those this session took; others are left)."""
+        return self._round_trip(lambda: self.begin("release", self.kind.release, ReleaseRequest(ids)), SnapshotFrame)
 
     def reset_batch(self, *args: Any, **kwargs: Any) -> BatchResultFrame:
         """:meth:`begin_batch_reset` and :meth:`complete` in one call."""

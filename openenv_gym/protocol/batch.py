@@ -45,6 +45,15 @@ from . import arrays
 from ._json import data_object, dumps, elide, invalid, load_object
 from .codes import ErrorCode, MessageType
 from .frames import CloseFrame, ErrorFrame, RenderFrame, RenderRequest, parse_server_frame
+from .snapshot import (
+    BatchRestoreRequest,
+    BatchSnapshotFrame,
+    BatchSnapshotRequest,
+    ReleaseRequest,
+    SnapshotFrame,
+    parse_batch_snapshot_frame,
+    parse_batch_snapshot_request,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -295,9 +304,12 @@ class BatchResultFrame:
         return f"batch_result of {len(self.observations)} rewards={elide(self.rewards)}"
 
 
+BatchSnapshotRequests = BatchSnapshotRequest | BatchRestoreRequest | ReleaseRequest
+
+
 def parse_batch_client_frame(
     message: str | bytes,
-) -> BatchResetFrame | BatchStepFrame | BatchCallFrame | RenderRequest | CloseFrame:
+) -> BatchResetFrame | BatchStepFrame | BatchCallFrame | RenderRequest | CloseFrame | BatchSnapshotRequests:
     """Parse one message a client sends on a batch session.
 
     Raises:
@@ -310,6 +322,8 @@ def parse_batch_client_frame(
         return CloseFrame()
     if kind == MessageType.RENDER.value:  # every sub-env's frame, in the session's render mode
         return RenderRequest()
+    if kind in (MessageType.SNAPSHOT.value, MessageType.RESTORE.value, MessageType.RELEASE.value):
+        return parse_batch_snapshot_request(str(kind), frame)
     data = data_object(frame, str(kind))
     if kind == MessageType.BATCH_STEP.value:
         actions = data.get("actions")
@@ -342,11 +356,15 @@ def parse_batch_client_frame(
         return BatchCallFrame(op, name, args, kwargs, values)
     raise ProtocolError(
         ErrorCode.UNKNOWN_TYPE.value,
-        f"Unknown message type: {kind} (a batch session takes batch_reset, batch_step, batch_call, render and close)",
+        f"Unknown message type: {kind} (a batch session takes batch_reset, batch_step, batch_call, render, "
+        "snapshot, restore, release and close)",
     )
 
 
-def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | BatchValuesFrame | RenderFrame | ErrorFrame:
+BatchServerFrame = BatchResultFrame | BatchValuesFrame | RenderFrame | ErrorFrame | BatchSnapshotFrame | SnapshotFrame
+
+
+def parse_batch_server_frame(message: str | bytes) -> BatchServerFrame:
     """Parse one message a server sends on a batch session.
 
     Raises:
@@ -358,7 +376,7 @@ def parse_batch_server_frame(message: str | bytes) -> BatchResultFrame | BatchVa
     return _batch_result(frame, message)
 
 
-def _parse_binary_result(message: bytes) -> BatchResultFrame | BatchValuesFrame | RenderFrame | ErrorFrame:
+def _parse_binary_result(message: bytes) -> BatchServerFrame:
     """The binary form of a batch result (its observations become one array of shape (K, ...)),
     or of a render frame."""
     import numpy as np
@@ -376,9 +394,9 @@ def _parse_binary_result(message: bytes) -> BatchResultFrame | BatchValuesFrame 
     return _batch_result(frame, message)
 
 
-def _batch_result(
-    frame: dict[str, Any], message: str | bytes
-) -> BatchResultFrame | BatchValuesFrame | RenderFrame | ErrorFrame:
+def _batch_result(frame: dict[str, Any], message: str | bytes) -> BatchServerFrame:
+    if frame.get("type") == MessageType.SNAPSHOT.value:
+        return parse_batch_snapshot_frame(frame)
     if frame.get("type") == MessageType.BATCH_VALUES.value:
         values = data_object(frame, "batch_values").get("values")
         if not isinstance(values, list):

@@ -37,7 +37,7 @@ from .frames import (
     parse_client_frame,
     parse_server_frame,
 )
-from .snapshot import ReleaseRequest, RestoreRequest, SnapshotFrame, SnapshotRequest
+from .snapshot import BatchSnapshotRequest, ReleaseRequest, RestoreRequest, SnapshotFrame, SnapshotRequest
 
 __all__ = ["ClientSession", "ServerSession", "SessionState"]
 
@@ -108,7 +108,7 @@ class ServerSession:
                 return ErrorFrame(ErrorCode.SESSION_ERROR, "step before reset: send a reset frame first")
             if self.state is SessionState.ENDED:
                 return ErrorFrame(ErrorCode.EPISODE_ENDED, EPISODE_ENDED_MESSAGE)
-        if isinstance(frame, SnapshotRequest) and self.state is SessionState.OPEN:
+        if isinstance(frame, (SnapshotRequest, BatchSnapshotRequest)) and self.state is SessionState.OPEN:
             # A restore may come first: a fork's new session starts from its parent's state.
             return ErrorFrame(ErrorCode.SESSION_ERROR, "snapshot before reset: there is no episode to keep yet")
         if isinstance(frame, CloseFrame):

@@ -17,6 +17,15 @@ new sessions and restores the parent's id), until its owner releases it or close
 the server with a key only servers hold (:func:`seal`), so a server restores bytes only another
 server with the same key made. The bytes hold a pickle, and unpickling runs code: the seal is
 what keeps a client from sending one of its own.
+
+On a batch session (``/ws/batch``) the same frames name sub-envs by index; a restore answers
+with a ``batch_result`` as a masked ``batch_reset`` does (every sub-env's observation, the
+restored ones' infos)::
+
+    -> {"type": "snapshot", "data": {"envs": [0, 2], "portable": false}}
+    <- {"type": "snapshot", "data": {"snapshots": [{"id": "s-...", "bytes": 1234}, ...], "held": 2, ...}}
+    -> {"type": "restore", "data": {"envs": [0, 2], "ids": ["s-...", "s-..."]}}     # or "portable": [...]
+    <- {"type": "batch_result", "data": {"observations": [...], "infos": [...]}}
 """
 
 from __future__ import annotations
@@ -35,10 +44,17 @@ from ._json import data_object, dumps, invalid
 from .codes import ErrorCode
 
 __all__ = [
+    "BatchRestoreRequest",
+    "BatchSnapshotFrame",
+    "BatchSnapshotRequest",
     "ReleaseRequest",
     "RestoreRequest",
     "SnapshotFrame",
     "SnapshotRequest",
+    "parse_batch_snapshot_frame",
+    "parse_batch_snapshot_request",
+    "parse_snapshot_frame",
+    "parse_snapshot_request",
     "seal",
     "unseal",
 ]
@@ -119,6 +135,63 @@ class SnapshotFrame:
         return f"released {len(self.released)}"
 
 
+@dataclass(frozen=True)
+class BatchSnapshotRequest:
+    """Keep the states of the batch session's sub-envs ``envs`` (indices), one snapshot each."""
+
+    envs: tuple[int, ...]
+    portable: bool = False
+
+    def serialize(self) -> str:
+        return dumps({"type": "snapshot", "data": {"envs": list(self.envs), "portable": self.portable}})
+
+    def __str__(self) -> str:
+        return f"snapshot of sub-envs {list(self.envs)}"
+
+
+@dataclass(frozen=True)
+class BatchRestoreRequest:
+    """Put sub-envs ``envs`` back into kept states (``ids``) or sealed bytes (``portables``), one each."""
+
+    envs: tuple[int, ...]
+    ids: tuple[str, ...] | None = None
+    portables: tuple[bytes, ...] | None = None
+
+    def serialize(self) -> str:
+        data: dict[str, Any] = {"envs": list(self.envs)}
+        if self.portables is not None:
+            data["portable"] = [base64.b64encode(blob).decode() for blob in self.portables]
+        else:
+            data["ids"] = list(self.ids or ())
+        return dumps({"type": "restore", "data": data})
+
+    def __str__(self) -> str:
+        return f"restore of sub-envs {list(self.envs)}"
+
+
+@dataclass(frozen=True)
+class BatchSnapshotFrame:
+    """The reply to a batch ``snapshot``: one :class:`SnapshotFrame` per sub-env asked, in order."""
+
+    snapshots: tuple[SnapshotFrame, ...]
+    held: int = 0
+    held_bytes: int = 0
+
+    def serialize(self) -> str:
+        items = []
+        for frame in self.snapshots:
+            item: dict[str, Any] = {"id": frame.id, "bytes": frame.size}
+            if frame.portable is not None:
+                item["portable"] = base64.b64encode(frame.portable).decode()
+            items.append(item)
+        return dumps(
+            {"type": "snapshot", "data": {"snapshots": items, "held": self.held, "held_bytes": self.held_bytes}}
+        )
+
+    def __str__(self) -> str:
+        return f"snapshot of {len(self.snapshots)} sub-envs"
+
+
 def _b64(value: Any, what: str) -> bytes:
     if not isinstance(value, str):
         raise invalid(f"{what} must be a base64 string, got {type(value).__name__}")
@@ -153,6 +226,67 @@ def parse_snapshot_request(kind: str, frame: dict[str, Any]) -> SnapshotRequest 
     if not isinstance(ids, list) or not all(isinstance(item, str) for item in ids):
         raise invalid("release: ids must be a list of snapshot ids")
     return ReleaseRequest(tuple(ids))
+
+
+def _indices(value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value or not all(type(item) is int and item >= 0 for item in value):
+        raise invalid(f"{what}: envs must be a non-empty list of sub-env indices")
+    if len(set(value)) != len(value):
+        raise invalid(f"{what}: envs names a sub-env twice")
+    return tuple(value)
+
+
+def parse_batch_snapshot_request(
+    kind: str, frame: dict[str, Any]
+) -> BatchSnapshotRequest | BatchRestoreRequest | ReleaseRequest:
+    """The request a decoded batch ``snapshot``, ``restore`` or ``release`` frame holds.
+
+    Raises:
+        ProtocolError: VALIDATION_ERROR: a field is missing, of the wrong type or length.
+    """
+    if kind == "release":
+        request = parse_snapshot_request(kind, frame)
+        assert isinstance(request, ReleaseRequest)
+        return request
+    data = data_object(frame, kind)
+    envs = _indices(data.get("envs"), kind)
+    if kind == "snapshot":
+        portable = data.get("portable", False)
+        if not isinstance(portable, bool):
+            raise invalid("snapshot: portable must be a boolean")
+        return BatchSnapshotRequest(envs, portable)
+    ids, portables = data.get("ids"), data.get("portable")
+    if (ids is None) == (portables is None):
+        raise invalid("restore: give either ids (snapshots the server keeps) or portable (their sealed bytes)")
+    values = ids if ids is not None else portables
+    if not isinstance(values, list) or len(values) != len(envs):
+        raise invalid(f"restore: one snapshot per sub-env of envs ({len(envs)})")
+    if portables is not None:
+        return BatchRestoreRequest(envs, portables=tuple(_b64(item, "restore: portable") for item in values))
+    if not all(isinstance(item, str) for item in values):
+        raise invalid("restore: ids must be strings")
+    return BatchRestoreRequest(envs, ids=tuple(values))
+
+
+def parse_batch_snapshot_frame(frame: dict[str, Any]) -> BatchSnapshotFrame | SnapshotFrame:
+    """A server's ``snapshot`` frame on a batch session: per sub-env (``snapshots``), or a release's reply.
+
+    Raises:
+        ProtocolError: a field has the wrong type.
+    """
+    data = data_object(frame, "snapshot")
+    items = data.get("snapshots")
+    if items is None:
+        return parse_snapshot_frame(frame)
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise invalid("a batch snapshot frame's snapshots must be a list of objects")
+    summary = parse_snapshot_frame(
+        {"type": "snapshot", "data": {key: data.get(key, 0) for key in ("held", "held_bytes")}}
+    )
+    frames = tuple(parse_snapshot_frame({"type": "snapshot", "data": item}) for item in items)
+    if any(item.id is None for item in frames):
+        raise invalid("a batch snapshot frame's snapshots each need an id")
+    return BatchSnapshotFrame(frames, summary.held, summary.held_bytes)
 
 
 def parse_snapshot_frame(frame: dict[str, Any]) -> SnapshotFrame:

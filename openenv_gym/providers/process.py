@@ -26,7 +26,15 @@ from typing import IO, Any
 from ..client import http_get_json
 from ..errors import EnvCreationError, ServerConnectError, ServerStartError
 from ..protocol import ErrorFrame
-from ..startup import ACCEPT_FLAG, FAILED_PREFIX, PICKLED_FACTORIES_TARGET, READY_PREFIX, TOKEN_ENV_VAR
+from ..startup import (
+    ACCEPT_FLAG,
+    FAILED_PREFIX,
+    PICKLED_FACTORIES_TARGET,
+    READY_PREFIX,
+    SNAPSHOT_KEY_ENV_VAR,
+    TOKEN_ENV_VAR,
+    shared_snapshot_key,
+)
 from ..urls import is_loopback_host
 from .base import DEFAULT_STARTUP_TIMEOUT, Provider, checked_token
 
@@ -112,6 +120,9 @@ class ProcessProvider(Provider):
         accept_pickled_factories: start the server with ``--accept-pickled-factories`` (for
             ``RemoteVectorEnv.from_env_fns``, which sets it), and so with a token, a fresh one
             unless ``token`` is given.
+        snapshot_key: the key the server seals portable snapshots with (in its environment,
+            never on its command line); default: this process's (:func:`~openenv_gym.startup.shared_snapshot_key`),
+            so every server it starts restores the others' snapshots.
     """
 
     def __init__(
@@ -128,6 +139,7 @@ class ProcessProvider(Provider):
         python: str = sys.executable,
         cwd: str | os.PathLike[str] | None = None,
         accept_pickled_factories: bool = False,
+        snapshot_key: str | None = None,
     ) -> None:
         self.target = target
         self.cwd = cwd
@@ -138,6 +150,7 @@ class ProcessProvider(Provider):
         if token is None and (accept_pickled_factories or not is_loopback_host(host)):
             token = new_token()
         self.token = checked_token(token)
+        self.snapshot_key = snapshot_key
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.startup_timeout = startup_timeout
@@ -193,7 +206,7 @@ class ProcessProvider(Provider):
                 stderr=log,
                 pass_fds=(ready_write,),
                 cwd=self.cwd,
-                env=None if self.token is None else {**os.environ, TOKEN_ENV_VAR: self.token},
+                env=self._child_environment(),
                 # Its own session: a Ctrl-C meant for the owner does not kill the server
                 # under it; the owner stops it in order.
                 start_new_session=True,
@@ -217,6 +230,13 @@ class ProcessProvider(Provider):
             self.stop()
             raise ServerStartError(f"server at {self.base_url} failed its health check: {exc}", command) from exc
         return self.base_url
+
+    def _child_environment(self) -> dict[str, str]:
+        """The server's environment: this process's, with its token and snapshot key."""
+        environment = {**os.environ, SNAPSHOT_KEY_ENV_VAR: self.snapshot_key or shared_snapshot_key()}
+        if self.token is not None:
+            environment[TOKEN_ENV_VAR] = self.token
+        return environment
 
     def _read_ready_line(self, fd: int, process: subprocess.Popen[bytes], command: list[str], log: IO[bytes]) -> str:
         deadline = time.monotonic() + self.startup_timeout

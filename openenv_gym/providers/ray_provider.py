@@ -30,6 +30,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - depends on what is inst
 
 from ..client import http_get_json
 from ..errors import OpenEnvGymError, ProviderError
+from ..startup import shared_snapshot_key
 from ..urls import with_host
 from .base import Provider, checked_token
 from .process import DEFAULT_STARTUP_TIMEOUT, ProcessProvider, new_token
@@ -315,6 +316,8 @@ class RayProvider(Provider):
             "startup_timeout": startup_timeout,
             "token": self.token,
             "accept_pickled_factories": accept_pickled_factories,
+            # The driver's: every server of the run, on whichever node, restores the others' snapshots.
+            "snapshot_key": shared_snapshot_key(),
         }
         self.base_url: str | None = None
         self.node: str | None = None

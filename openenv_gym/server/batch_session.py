@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any
 from websockets.asyncio.server import ServerConnection
 
 from ..errors import OpenEnvGymError, ProtocolError
-from ..protocol import CloseFrame, ErrorCode, ErrorFrame, ObservationFrame, RenderRequest, ServerSession
+from ..protocol import (
+    CloseFrame,
+    ErrorCode,
+    ErrorFrame,
+    ObservationFrame,
+    RenderRequest,
+    ServerSession,
+    parse_server_frame,
+)
 from ..protocol.batch import (
     AutoresetMode,
     AutoresetRule,
@@ -20,11 +28,19 @@ from ..protocol.batch import (
     BatchValuesFrame,
     parse_batch_client_frame,
 )
+from ..protocol.snapshot import (
+    BatchRestoreRequest,
+    BatchSnapshotFrame,
+    BatchSnapshotRequest,
+    ReleaseRequest,
+    SnapshotFrame,
+)
 from .environment import Environment
 from .session import Session, _accepted_kwargs, _execution_error, make_environments
 from .watch import SubEnvTransition, show_sub_env
 
 if TYPE_CHECKING:
+    from .snapshots import Kept, SessionSnapshots
     from .worker import Worker
 
 __all__ = ["BatchHandler", "BatchSession"]
@@ -54,15 +70,23 @@ class BatchHandler:
     ``steps`` and ``episodes`` count batch steps and batch resets.
 
     A ``render`` frame gets every sub-env's ``render()`` in one ``render`` frame (the sub-envs
-    were made in the query's ``render_mode``).
+    were made in the query's ``render_mode``). ``snapshot``, ``restore`` and ``release`` frames
+    keep and restore chosen sub-envs' states in the server's snapshot store (``snapshots``), as a
+    plain session's do: a restored sub-env whose episode had ended is ended again (under
+    ``NextStep`` its next step resets it).
     """
 
     kind = "batch"
 
     def __init__(
-        self, factory: Callable[[], Environment[Any, Any, Any]], size: int, autoreset_mode: AutoresetMode
+        self,
+        factory: Callable[[], Environment[Any, Any, Any]],
+        size: int,
+        autoreset_mode: AutoresetMode,
+        snapshots: SessionSnapshots | None = None,
     ) -> None:
         self.factory = factory
+        self.snapshots = snapshots
         self.size = size
         self.autoreset_mode: AutoresetMode | None = autoreset_mode
         self.protocol = ServerSession(parse_batch_client_frame, step_types=(BatchStepFrame,))
@@ -74,6 +98,8 @@ class BatchHandler:
         self._binary_dtype: Any = None
         self._raw = False
         self._last_observations: list[dict[str, Any]] = [{}] * size
+        # The frame that brought each sub-env to its current state (a snapshot keeps it).
+        self._last_frames: list[ObservationFrame | None] = [None] * size
 
     @property
     def blocking(self) -> bool:
@@ -109,7 +135,14 @@ class BatchHandler:
             return None
         if isinstance(request, RenderRequest):
             return await session.render_reply(self._render_all)
+        if isinstance(request, (BatchSnapshotRequest, ReleaseRequest)):
+            return await self._snapshot_frames(session, request)
         try:
+            if isinstance(request, BatchRestoreRequest):
+                result = await self._restore(session, request)
+                if all(self._reset_once):
+                    self.protocol.reset_succeeded()
+                return self._encode(session, result)
             if isinstance(request, BatchCallFrame):
                 if request.values is not None and len(request.values) != self.size:
                     raise self._refuse(
@@ -131,8 +164,11 @@ class BatchHandler:
         except _BatchRefused as refused:
             return refused.frame.serialize()
         except Exception as exc:
-            call = type(request).__name__.replace("Frame", "").replace("Batch", "batch_").lower()
+            call = type(request).__name__.replace("Frame", "").replace("Request", "").replace("Batch", "batch_").lower()
             return _execution_error(call, exc, session.send_tracebacks).serialize()
+        return self._encode(session, result)
+
+    def _encode(self, session: Session, result: BatchResultFrame) -> str | bytes:
         try:
             if self._binary_dtype is not None:
                 return result.serialize_binary(self._binary_dtype)
@@ -212,6 +248,7 @@ class BatchHandler:
         env = self.envs[index]
         frame = env.observation_frame(env.reset(**_accepted_kwargs(env.reset, kwargs)))
         self._last_observations[index] = self._observation(index, frame)
+        self._last_frames[index] = frame
         return frame
 
     def _reset_masked(self, request: BatchResetFrame, mask: list[bool]) -> BatchResultFrame:
@@ -241,6 +278,7 @@ class BatchHandler:
                 reward = 0.0 if frame.reward is None else float(frame.reward)
                 done, cut = bool(frame.done), bool(frame.truncated)
                 self._last_observations[index] = self._observation(index, frame)
+                self._last_frames[index] = frame
                 if rule.stepped(done, cut):
                     final[index] = {"observation": self._wire_observation(index, frame), "info": frame.info}
                     frame = self._reset_one(index)
@@ -277,11 +315,119 @@ class BatchHandler:
             values.append(jsonable(value))
         return BatchValuesFrame(values)
 
+    # Snapshots ----------------------------------------------------------------------------------
+
+    async def _snapshot_frames(self, session: Session, request: BatchSnapshotRequest | ReleaseRequest) -> str:
+        snapshots = self.snapshots
+        if snapshots is None:
+            return ErrorFrame(ErrorCode.SNAPSHOT_UNSUPPORTED, "this server keeps no snapshots").serialize()
+        if isinstance(request, ReleaseRequest):
+            released = snapshots.release(request.ids)
+            return SnapshotFrame(released=released, held=snapshots.held, held_bytes=snapshots.held_bytes).serialize()
+        try:
+            self._check_indices(request.envs)
+            refusal = await snapshots.store.refusal()
+            if refusal is not None:
+                raise refusal
+            states = await session.call(lambda: [self.envs[index].snapshot() for index in request.envs])
+            taken = []
+            for index, state in zip(request.envs, states):
+                kept = self._kept(index, state, session.render_mode)
+                taken.append(
+                    SnapshotFrame(
+                        id=snapshots.keep(kept),
+                        size=len(state),
+                        portable=snapshots.store.seal(kept) if request.portable else None,
+                    )
+                )
+        except _BatchRefused as refused:
+            return refused.frame.serialize()
+        except ProtocolError as exc:
+            return ErrorFrame.from_exception(exc).serialize()
+        except NotImplementedError as exc:
+            return ErrorFrame(ErrorCode.SNAPSHOT_UNSUPPORTED, f"snapshot: {exc}").serialize()
+        except Exception as exc:
+            return _execution_error("snapshot", exc, session.send_tracebacks).serialize()
+        return BatchSnapshotFrame(tuple(taken), snapshots.held, snapshots.held_bytes).serialize()
+
+    def _check_indices(self, envs: tuple[int, ...]) -> None:
+        outside = [index for index in envs if index >= self.size]
+        if outside:
+            raise self._refuse(ErrorCode.VALIDATION_ERROR, f"sub-envs {outside} are outside 0..{self.size - 1}")
+
+    def _kept(self, index: int, state: bytes, render_mode: str | None) -> Kept:
+        """Sub-env ``index``'s state with the frame that reached it, as a plain session would keep it."""
+        from .snapshots import Kept
+
+        frame = self._last_frames[index]
+        if frame is None:
+            raise self._refuse(ErrorCode.SESSION_ERROR, f"snapshot before sub-env {index} was reset")
+        observation = self._wire_observation(index, frame)
+        text = ObservationFrame(observation, frame.reward, frame.done, frame.truncated, frame.info).serialize()
+        return Kept(state, text, self._rules[index].ended, render_mode)
+
+    async def _restore(self, session: Session, request: BatchRestoreRequest) -> BatchResultFrame:
+        snapshots = self.snapshots
+        if snapshots is None:
+            raise self._refuse(ErrorCode.SNAPSHOT_UNSUPPORTED, "this server keeps no snapshots")
+        self._check_indices(request.envs)
+        try:
+            refusal = await snapshots.store.refusal()
+            if refusal is not None:
+                raise refusal
+            store = snapshots.store
+            kept = (
+                [store.unseal(blob) for blob in request.portables]
+                if request.portables is not None
+                else [store.find(snapshot_id) for snapshot_id in request.ids or ()]
+            )
+        except ProtocolError as exc:
+            raise _BatchRefused(ErrorFrame.from_exception(exc)) from exc
+        for one in kept:
+            if one.render_mode != session.render_mode:
+                raise self._refuse(
+                    ErrorCode.SNAPSHOT_REFUSED,
+                    f"restore: a snapshot is of an env made with render_mode={one.render_mode}, this session's "
+                    f"sub-envs have render_mode={session.render_mode}",
+                )
+        never_reset = [i for i, seen in enumerate(self._reset_once) if not seen and i not in request.envs]
+        if never_reset:
+            raise self._refuse(
+                ErrorCode.VALIDATION_ERROR,
+                f"sub-envs {never_reset} were never reset: a first restore (or reset) must cover every sub-env",
+            )
+        try:
+            return await session.call(self._restore_all, request.envs, kept)
+        except NotImplementedError as exc:
+            raise self._refuse(ErrorCode.SNAPSHOT_UNSUPPORTED, f"restore: {exc}") from exc
+
+    def _restore_all(self, envs: tuple[int, ...], kept: list[Kept]) -> BatchResultFrame:
+        infos: list[dict[str, Any]] = [{} for _ in range(self.size)]
+        for index, one in zip(envs, kept):
+            env = self.envs[index]
+            try:
+                env.restore(one.state)
+            except Exception:
+                # Half-restored, maybe: it must be reset before it steps again.
+                self._reset_once[index] = False
+                self.protocol.reset_needed()
+                raise
+            frame = parse_server_frame(one.frame)
+            assert isinstance(frame, ObservationFrame)  # what _kept and plain sessions store
+            self._last_frames[index] = frame
+            self._last_observations[index] = env.last_observation if self._raw else frame.observation  # type: ignore[attr-defined]
+            self._rules[index].ended = one.ended
+            self._reset_once[index] = True
+            infos[index] = frame.info
+        return BatchResultFrame(observations=list(self._last_observations), infos=infos)
+
     # Teardown -----------------------------------------------------------------------------------
 
     async def close(self, worker: Worker) -> bool:
-        """Close every sub-environment, each with its timeout."""
+        """Close every sub-environment, each with its timeout; free the session's snapshots."""
         self.protocol.close()
+        if self.snapshots is not None:
+            self.snapshots.close()
         in_time = True
         envs, self.envs = self.envs, []
         for env in envs:

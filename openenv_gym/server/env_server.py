@@ -418,7 +418,7 @@ class EnvServer:
             return PickledBatchHandler(size, mode), None
         if backend is None:
             factory = self._render_factory(render_mode)
-            return BatchHandler(factory, size, mode), render_mode
+            return BatchHandler(factory, size, mode, self.snapshots.session()), render_mode
         backends = self.served.vector_backends
         if backends is None:
             raise ProtocolError(

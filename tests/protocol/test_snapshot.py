@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
 from openenv_gym.errors import ProtocolError
 from openenv_gym.protocol import ClientSession, ErrorFrame, ServerSession, SessionState, parse_client_frame
+from openenv_gym.protocol.batch import BatchStepFrame, parse_batch_client_frame, parse_batch_server_frame
 from openenv_gym.protocol.frames import parse_server_frame
 from openenv_gym.protocol.snapshot import (
+    BatchRestoreRequest,
+    BatchSnapshotFrame,
+    BatchSnapshotRequest,
     ReleaseRequest,
     RestoreRequest,
     SnapshotFrame,
@@ -106,3 +111,63 @@ def test_the_client_takes_the_ended_flag_of_a_restored_state():
     session.send_snapshot()
     with pytest.raises(ProtocolError, match="snapshot expects a SnapshotFrame"):
         session.receive(OBSERVATION)
+
+
+# --- on batch sessions -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        BatchSnapshotRequest((0, 2)),
+        BatchSnapshotRequest((1,), portable=True),
+        BatchRestoreRequest((0, 3), ids=("s-1", "s-1")),
+        BatchRestoreRequest((2,), portables=(b"\x00sealed",)),
+        ReleaseRequest(("s-1",)),
+    ],
+)
+def test_each_batch_request_reads_back_as_itself(frame):
+    assert parse_batch_client_frame(frame.serialize()) == frame
+
+
+def test_the_batch_reply_reads_back_as_itself():
+    frame = BatchSnapshotFrame((SnapshotFrame(id="s-1", size=3), SnapshotFrame(id="s-2", size=4, portable=b"x")), 2, 7)
+    assert parse_batch_server_frame(frame.serialize()) == frame
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"envs": []}, "non-empty list"),
+        ({"envs": [0, 0]}, "names a sub-env twice"),
+        ({"envs": [-1]}, "non-empty list of sub-env indices"),
+        ({"envs": [True]}, "non-empty list of sub-env indices"),
+    ],
+)
+def test_a_batch_snapshot_names_each_sub_env_once(data, message):
+    with pytest.raises(ProtocolError, match=message):
+        parse_batch_client_frame(json.dumps({"type": "snapshot", "data": data}))
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"envs": [0, 1], "ids": ["s-1"]}, "one snapshot per sub-env"),
+        ({"envs": [0], "ids": ["s-1"], "portable": ["eA=="]}, "either ids"),
+        ({"envs": [0]}, "either ids"),
+        ({"envs": [0], "portable": ["not base64!"]}, "not valid base64"),
+        ({"envs": [0], "ids": [7]}, "ids must be strings"),
+    ],
+)
+def test_a_batch_restore_takes_one_snapshot_per_sub_env(data, message):
+    with pytest.raises(ProtocolError, match=message):
+        parse_batch_client_frame(json.dumps({"type": "restore", "data": data}))
+
+
+def test_a_batch_snapshot_before_the_first_reset_is_refused():
+    session = ServerSession(parse_batch_client_frame, step_types=(BatchStepFrame,))
+    refused = session.receive(BatchSnapshotRequest((0,)).serialize())
+    assert isinstance(refused, ErrorFrame) and refused.code == "SESSION_ERROR"
+    assert session.receive(BatchRestoreRequest((0,), ids=("s-1",)).serialize()) == BatchRestoreRequest(
+        (0,), ids=("s-1",)
+    )

@@ -382,3 +382,22 @@ def test_a_socket_path_too_long_for_unix_sockets_is_refused_at_once(tmp_path, mo
     with pytest.raises(ProviderError, match="set TMPDIR to a shorter directory"):
         DockerProvider("CartPole-v1", network="none").start()
     assert os.listdir(deep) == []
+
+
+def test_a_container_and_a_local_server_restore_each_others_portable_snapshots(docker):
+    """The container's server gets this process's snapshot key, as a local server does."""
+    from openenv_gym.snapshot import restore, snapshot
+
+    contained = gym.make("openenv/CartPole-v1", provider="docker")
+    local = gym.make("openenv/CartPole-v1")
+    try:
+        contained.reset(seed=3)
+        contained.step(1)
+        handle = snapshot(contained, portable=True)
+        expected = contained.step(0)[0]
+        local.reset(seed=0)
+        restore(local, handle)
+        np.testing.assert_array_equal(local.step(0)[0], expected)
+    finally:
+        local.close()
+        contained.close()

@@ -213,3 +213,21 @@ def test_an_empty_token_is_refused_before_anything_starts(provider):
     make = {"process": ProcessProvider, "docker": DockerProvider}[provider]
     with pytest.raises(ValueError, match="token must not be empty"):
         make("CartPole-v1", token="")
+
+
+def test_every_server_a_process_starts_gets_its_snapshot_key_and_a_given_one_wins(monkeypatch):
+    """In the server's environment, never its command line: this process's key (so its servers
+    restore each other's portable snapshots), OPENENV_GYM_SNAPSHOT_KEY when set, or the one given."""
+    from openenv_gym.startup import SNAPSHOT_KEY_ENV_VAR, shared_snapshot_key
+
+    monkeypatch.delenv(SNAPSHOT_KEY_ENV_VAR, raising=False)
+    drawn = shared_snapshot_key()
+    assert len(drawn) >= 64 and shared_snapshot_key() == drawn
+    first, second = ProcessProvider("CartPole-v1"), ProcessProvider("CartPole-v1", token="t" * 32)
+    assert (
+        first._child_environment()[SNAPSHOT_KEY_ENV_VAR] == second._child_environment()[SNAPSHOT_KEY_ENV_VAR] == drawn
+    )
+    assert drawn not in " ".join(first.command(3))
+    assert ProcessProvider("CartPole-v1", snapshot_key="given")._child_environment()[SNAPSHOT_KEY_ENV_VAR] == "given"
+    monkeypatch.setenv(SNAPSHOT_KEY_ENV_VAR, "configured")
+    assert first._child_environment()[SNAPSHOT_KEY_ENV_VAR] == "configured"

@@ -17,7 +17,7 @@ from typing import Any
 from ...client import http_get_json
 from ...errors import DockerUnavailableError, EnvCreationError, OpenEnvGymError, ProviderError, ServerConnectError
 from ...protocol import ErrorCode
-from ...startup import ACCEPT_FLAG, FAILED_LINE, TOKEN_ENV_VAR
+from ...startup import ACCEPT_FLAG, FAILED_LINE, SNAPSHOT_KEY_ENV_VAR, TOKEN_ENV_VAR, shared_snapshot_key
 from ...urls import unix_url
 from ..base import Provider, checked_token
 from ..process import new_token
@@ -391,7 +391,11 @@ class DockerProvider(Provider):
             self.command,
             labels=owner_labels(self.target),
             user=f"{SERVER_UID}:{SERVER_UID}",
-            environment={"PYTHONUNBUFFERED": "1", **({TOKEN_ENV_VAR: self.token} if self.token else {})},
+            environment={
+                "PYTHONUNBUFFERED": "1",
+                SNAPSHOT_KEY_ENV_VAR: shared_snapshot_key(),  # the starter's servers restore each other's
+                **({TOKEN_ENV_VAR: self.token} if self.token else {}),
+            },
             ports=[CONTAINER_PORT] if self.network == "bridge" else None,
             host_config=host_config,
             healthcheck={
