@@ -9,7 +9,7 @@ converts them once per step (per-block array slices cost more with one sub-env p
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
@@ -59,7 +59,7 @@ class BatchBlock(Block[BatchClient]):
         values = frame.values[self.start : self.stop] if frame.values is not None else None
         self.client.begin_batch_call(BatchCallFrame(frame.op, frame.name, frame.args, frame.kwargs, values))
 
-    snapshot_refusal = None
+    snapshot_refusal: ClassVar[str | None] = None
 
     def begin_snapshot(self, indices: tuple[int, ...], portable: bool) -> None:
         self.client.begin_snapshot(tuple(index - self.start for index in indices), portable)

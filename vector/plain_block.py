@@ -22,7 +22,9 @@ class PlainBlock(BatchBlock):
     exclusive: ClassVar[bool] = False  # one server serves many plain sessions: a hung one is not killed
     pools: ClassVar[bool] = False
     begin_call = Block.begin_call  # plain sessions have no sub-env calls
-    snapshot_refusal = "plain sessions (batched=False, or an OpenEnv server) are not snapshotted by the vector env"
+    snapshot_refusal: ClassVar[str | None] = (
+        "plain sessions (batched=False, or an OpenEnv server) are not snapshotted by the vector env"
+    )
     begin_snapshot, begin_restore, release = Block.begin_snapshot, Block.begin_restore, Block.release
 
     @property
