@@ -167,12 +167,12 @@ def restore(env: gym.Env[Any, Any], handle: Snapshot) -> tuple[Any, dict[str, An
             the handle holds no portable bytes, or the bytes were sealed elsewhere.
     """
     wrappers, remote = _chain(env)
-    result = remote.restore(handle)
-    if handle.wrappers and len(handle.wrappers) != len(wrappers):
+    if handle.wrappers and len(handle.wrappers) != len(wrappers):  # refused before anything changes
         raise SnapshotError(
             "SNAPSHOT_REFUSED",
             f"the snapshot was taken under {len(handle.wrappers)} wrappers, this env has {len(wrappers)}",
         )
+    result = remote.restore(handle)
     for wrapper, saved in zip(wrappers, handle.wrappers, strict=False):
         for name, value in saved.items():
             setattr(wrapper, name, value)

@@ -293,3 +293,17 @@ def test_tree_search_through_the_wire_beats_random_play(monkeypatch):
     assert mean_played < 35, played  # CartPole's random play lasts about 22 steps
     assert mean_searched >= 50, searched
     assert mean_searched >= 2 * mean_played, (searched, played)
+
+
+def test_a_handle_taken_under_other_wrappers_is_refused_before_the_env_changes():
+    env = gym.make("openenv/CartPole-v1")
+    try:
+        env.reset(seed=0)
+        handle = snapshot(env)
+        moved = env.step(1)[0]
+        with pytest.raises(SnapshotError, match="taken under 3 wrappers, this env has 0") as raised:
+            restore(env.unwrapped, handle)
+        assert raised.value.code == "SNAPSHOT_REFUSED"
+        assert not np.array_equal(env.step(1)[0], moved)  # stepped on from where it was
+    finally:
+        env.close()

@@ -224,6 +224,11 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
             try:
                 workspace = self._sandbox.save_workspace() if running else b""
             except RuntimeError as exc:
+                if self._sandbox.pid is None or self._lost():  # the worker was stopped, and the repository with it
+                    self._end()
+                    raise NotImplementedError(
+                        f"the episode's workspace was lost while it was copied ({exc}): the episode has ended"
+                    ) from exc
                 raise NotImplementedError(f"the episode's workspace cannot be copied now: {exc}") from exc
             header = episode_snapshot(self._rng, self._state, {"ended": self._ended, "workspace": running})
             return header + b"\n" + workspace

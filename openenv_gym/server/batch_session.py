@@ -37,6 +37,7 @@ from ..protocol.snapshot import (
 )
 from .environment import Environment
 from .session import Session, _accepted_kwargs, _execution_error, make_environments
+from .snapshots import SnapshotRefused
 from .watch import SubEnvTransition, show_sub_env
 
 if TYPE_CHECKING:
@@ -282,6 +283,7 @@ class BatchHandler:
                 if rule.stepped(done, cut):
                     final[index] = {"observation": self._wire_observation(index, frame), "info": frame.info}
                     frame = self._reset_one(index)
+                    rule.was_reset()  # SameStep: its episode goes on at once (a snapshot says so)
             observations.append(self._last_observations[index])
             infos.append(frame.info)
             rewards.append(reward)
@@ -330,16 +332,15 @@ class BatchHandler:
             if refusal is not None:
                 raise refusal
             states = await session.call(lambda: [self.envs[index].snapshot() for index in request.envs])
-            taken = []
-            for index, state in zip(request.envs, states):
-                kept = self._kept(index, state, session.render_mode)
-                taken.append(
-                    SnapshotFrame(
-                        id=snapshots.keep(kept),
-                        size=len(state),
-                        portable=snapshots.store.seal(kept) if request.portable else None,
-                    )
-                )
+            taken: list[SnapshotFrame] = []
+            try:
+                for index, state in zip(request.envs, states):
+                    kept = self._kept(index, state, session.render_mode)
+                    portable = snapshots.travelling(kept) if request.portable else None
+                    taken.append(SnapshotFrame(id=snapshots.keep(kept), size=len(state), portable=portable))
+            except BaseException:  # all or none: the ids kept so far would never reach the client
+                snapshots.release(tuple(frame.id for frame in taken if frame.id is not None))
+                raise
         except _BatchRefused as refused:
             return refused.frame.serialize()
         except ProtocolError as exc:
@@ -375,21 +376,14 @@ class BatchHandler:
             refusal = await snapshots.store.refusal()
             if refusal is not None:
                 raise refusal
-            store = snapshots.store
+            resolve, mode = snapshots.store.resolve, session.render_mode
             kept = (
-                [store.unseal(blob) for blob in request.portables]
+                [resolve(None, blob, mode) for blob in request.portables]
                 if request.portables is not None
-                else [store.find(snapshot_id) for snapshot_id in request.ids or ()]
+                else [resolve(snapshot_id, None, mode) for snapshot_id in request.ids or ()]
             )
         except ProtocolError as exc:
             raise _BatchRefused(ErrorFrame.from_exception(exc)) from exc
-        for one in kept:
-            if one.render_mode != session.render_mode:
-                raise self._refuse(
-                    ErrorCode.SNAPSHOT_REFUSED,
-                    f"restore: a snapshot is of an env made with render_mode={one.render_mode}, this session's "
-                    f"sub-envs have render_mode={session.render_mode}",
-                )
         never_reset = [i for i, seen in enumerate(self._reset_once) if not seen and i not in request.envs]
         if never_reset:
             raise self._refuse(
@@ -407,6 +401,8 @@ class BatchHandler:
             env = self.envs[index]
             try:
                 env.restore(one.state)
+            except SnapshotRefused as exc:  # refused before it changed anything
+                raise self._refuse(ErrorCode.SNAPSHOT_REFUSED, f"restore of sub-env {index}: {exc}") from exc
             except Exception:
                 # Half-restored, maybe: it must be reset before it steps again.
                 self._reset_once[index] = False

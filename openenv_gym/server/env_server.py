@@ -199,6 +199,7 @@ class EnvServer:
             options.max_snapshots,
             options.max_snapshot_bytes,
             self._snapshot_support,
+            self.max_frame_bytes,
         )
 
     def __repr__(self) -> str:

@@ -172,15 +172,19 @@ class GymEnvironment(Environment[Any, Any, State]):
             raise NotImplementedError(f"the env's state cannot be copied now: {type(exc).__name__}: {exc}") from exc
 
     def restore(self, state: bytes) -> None:
-        from .gym_snapshots import load_state
+        """Back into ``state``; refused (``ValueError``, nothing changed) when it is of an env made
+        with other arguments. The env it replaces is closed."""
+        from .gym_snapshots import load_state, release_replaced
 
         env, (episode_id, step_count, last_observation) = load_state(state, self.env)
+        replaced = self.env
         self.env, self._episode_id, self._step_count, self.last_observation = (
             env,
             episode_id,
             step_count,
             last_observation,
         )
+        release_replaced(replaced, env)
 
     def snapshot_support(self) -> dict[str, Any]:
         """Probed: a few seeded steps replayed from a snapshot must give the same results

@@ -19,18 +19,23 @@ from __future__ import annotations
 import contextvars
 import copyreg
 import io
+import json
 import math
 import pickle
+import struct
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
-__all__ = ["dump_state", "load_state", "probe", "snapshot_method"]
+from .snapshots import SnapshotRefused
+
+__all__ = ["ConfigMismatchError", "dump_state", "load_state", "probe", "release_replaced", "snapshot_method"]
 
 #: Steps the probe takes before its snapshot, and after it on each branch.
 PROBE_STEPS_BEFORE, PROBE_STEPS_AFTER = 3, 8
+_CONFIG_LENGTH = struct.Struct(">I")
 #: Seconds the probe may take before the env is called not snapshottable (its steps are too slow to check).
 PROBE_TIMEOUT = 5.0
 
@@ -110,8 +115,25 @@ def _pickler(file: io.BytesIO, shared: dict[str, Any]) -> pickle.Pickler:
     return pickler
 
 
+class ConfigMismatchError(SnapshotRefused):
+    """A state of an env made with other arguments (another map, time limit or space) than the live one."""
+
+
+def _config(env: gym.Env[Any, Any]) -> bytes:
+    """What an env was made as: its id, the arguments ``gym.make`` took, its time limit and spaces.
+
+    A state carries it, and loads only into an env made the same way: the state would otherwise
+    bring its own arguments along (a FrozenLake of 8x8 behind a server publishing 4x4).
+    """
+    spec = env.spec
+    made = [spec.id, spec.kwargs, spec.max_episode_steps] if spec is not None else [type(env.unwrapped).__qualname__]
+    made += [repr(env.observation_space), repr(env.action_space)]
+    return json.dumps(made, sort_keys=True, default=repr).encode()
+
+
 def dump_state(env: gym.Env[Any, Any], extra: Any) -> bytes:
-    """``env``'s state and ``extra`` (what its host keeps besides: episode id, step count...) as bytes.
+    """``env``'s state and ``extra`` (what its host keeps besides: episode id, step count...) as bytes:
+    the env's configuration (:func:`_config`, length-prefixed), then one pickle.
 
     Raises:
         TypeError, pickle.PicklingError: something in the env cannot be pickled (the message names it).
@@ -120,7 +142,9 @@ def dump_state(env: gym.Env[Any, Any], extra: Any) -> bytes:
     native = None
     if _is_ale(unwrapped):
         native = (unwrapped.ale.cloneState(include_rng=True), unwrapped.np_random)
+    config = _config(env)
     buffer = io.BytesIO()
+    buffer.write(_CONFIG_LENGTH.pack(len(config)) + config)
     _pickler(buffer, _shared(env)).dump((env, native, extra))
     return buffer.getvalue()
 
@@ -128,7 +152,19 @@ def dump_state(env: gym.Env[Any, Any], extra: Any) -> bytes:
 def load_state(state: bytes, live: gym.Env[Any, Any]) -> tuple[gym.Env[Any, Any], Any]:
     """The env chain and ``extra`` that :func:`dump_state` wrote, set up in place of ``live`` (an env of
     the same kind, whose process resources it takes); ``live`` itself is left as it was unless the
-    env is ALE's, whose one emulator it shares and whose state is set here."""
+    env is ALE's, whose one emulator it shares and whose state is set here.
+
+    Raises:
+        ConfigMismatchError: the state is of an env made otherwise than ``live``; nothing is loaded.
+    """
+    (length,) = _CONFIG_LENGTH.unpack_from(state)
+    config, expected = state[_CONFIG_LENGTH.size : _CONFIG_LENGTH.size + length], _config(live)
+    if config != expected:
+        raise ConfigMismatchError(
+            f"the snapshot is of an env made as {config.decode(errors='replace')[:300]}, this one as "
+            f"{expected.decode(errors='replace')[:300]}"
+        )
+    state = memoryview(state)[_CONFIG_LENGTH.size + length :]  # type: ignore[assignment]
     token = _LIVE.set(_shared(live))
     try:
         env, native, extra = pickle.loads(state)
@@ -140,6 +176,21 @@ def load_state(state: bytes, live: gym.Env[Any, Any]) -> tuple[gym.Env[Any, Any]
         unwrapped.ale.restoreState(ale_state)
         unwrapped.np_random = np_random
     return env, extra
+
+
+def release_replaced(old: gym.Env[Any, Any], new: gym.Env[Any, Any]) -> None:
+    """Close ``old``, which a loaded state replaced, without what ``new`` took over from it (its
+    pygame window, ALE's emulator): resources of its own (a renderer made since) go with it."""
+    if old.unwrapped is new.unwrapped:  # ALE: one emulator, restored in place
+        return
+    shared = _shared(old)
+    for name in shared:
+        if name.startswith("attribute:"):
+            setattr(old.unwrapped, name.removeprefix("attribute:"), None)
+    try:
+        old.close()
+    except Exception:  # a close that fails must not fail the restore, which has happened
+        pass
 
 
 def _same(a: Any, b: Any) -> bool:

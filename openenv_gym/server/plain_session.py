@@ -29,7 +29,7 @@ from ..protocol.snapshot import ReleaseRequest, RestoreRequest, SnapshotFrame, S
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
 from .environment import Environment
 from .session import _accepted_kwargs, _execution_error, make_environments
-from .snapshots import Kept, SessionSnapshots
+from .snapshots import Kept, SessionSnapshots, SnapshotRefused
 from .tools import ToolOutcome, run_tool
 
 if TYPE_CHECKING:
@@ -131,6 +131,8 @@ class PlainHandler:
             return await self._restore(session, env, snapshots, request)
         except ProtocolError as exc:
             return ErrorFrame.from_exception(exc).serialize()
+        except Exception as exc:  # describing the env (its probe) failed: the session lives on
+            return _execution_error(str(request).split()[0], exc, session.send_tracebacks).serialize()
 
     async def _snapshot(
         self, session: Session, env: Environment[Any, Any, Any], snapshots: SessionSnapshots, portable: bool
@@ -148,11 +150,12 @@ class PlainHandler:
             ).serialize()
         assert self._last_frame is not None  # the session rules refuse a snapshot before a reset
         kept = Kept(state, self._last_frame, self.protocol.state is SessionState.ENDED, session.render_mode)
+        sealed = snapshots.travelling(kept) if portable else None  # before it is kept: it may be refused
         snapshot_id = snapshots.keep(kept)
         return SnapshotFrame(
             id=snapshot_id,
             size=len(state),
-            portable=snapshots.store.seal(kept) if portable else None,
+            portable=sealed,
             held=snapshots.held,
             held_bytes=snapshots.held_bytes,
         ).serialize()
@@ -160,18 +163,13 @@ class PlainHandler:
     async def _restore(
         self, session: Session, env: Environment[Any, Any, Any], snapshots: SessionSnapshots, request: RestoreRequest
     ) -> str:
-        store = snapshots.store
-        kept = store.unseal(request.portable) if request.portable is not None else store.find(str(request.id))
-        if kept.render_mode != session.render_mode:
-            return ErrorFrame(
-                ErrorCode.SNAPSHOT_REFUSED,
-                f"restore: the snapshot is of an env made with render_mode={kept.render_mode}, this session's has "
-                f"render_mode={session.render_mode}",
-            ).serialize()
+        kept = snapshots.store.resolve(request.id, request.portable, session.render_mode)
         try:
             await session.call(env.restore, kept.state)
         except NotImplementedError as exc:
             return ErrorFrame(ErrorCode.SNAPSHOT_UNSUPPORTED, f"restore: {exc}").serialize()
+        except SnapshotRefused as exc:  # refused before anything changed
+            return ErrorFrame(ErrorCode.SNAPSHOT_REFUSED, f"restore: {exc}").serialize()
         except Exception as exc:
             # The env may be half-restored: it must be reset before it steps again.
             self.protocol.reset_needed()

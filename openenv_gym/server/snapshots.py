@@ -22,7 +22,13 @@ from ..errors import ProtocolError
 from ..protocol import ErrorCode
 from ..protocol.snapshot import seal, unseal
 
-__all__ = ["Kept", "SessionSnapshots", "SnapshotStore"]
+__all__ = ["Kept", "SessionSnapshots", "SnapshotRefused", "SnapshotStore"]
+
+
+class SnapshotRefused(ValueError):
+    """Raised by ``Environment.restore`` for a state it will not take (of an env made otherwise,
+    of another task set...), before it changed anything: the client gets ``SNAPSHOT_REFUSED`` and
+    the session goes on as it was."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +49,7 @@ class SnapshotStore:
         key: the key portable snapshots are sealed with.
         env: the name of the env served: a portable snapshot of another env is refused.
         max_count, max_bytes: what one session may hold at once.
+        max_frame_bytes: the largest frame the server takes: a portable snapshot must fit in a restore.
         support: what the server publishes as ``/schema["snapshot"]`` (awaited: the server
             probes its env once, when first described).
     """
@@ -54,11 +61,13 @@ class SnapshotStore:
         max_count: int,
         max_bytes: int,
         support: Callable[[], Awaitable[dict[str, Any]]],
+        max_frame_bytes: int = 2**63,
     ) -> None:
         self.key = key
         self.env = env
         self.max_count = max_count
         self.max_bytes = max_bytes
+        self.max_frame_bytes = max_frame_bytes
         self._support = support
         self._supported: dict[str, Any] | None = None  # what support() said: it never changes
         self._kept: dict[str, Kept] = {}
@@ -115,6 +124,22 @@ class SnapshotStore:
             )
         return Kept(state, str(header["frame"]), bool(header["ended"]), header.get("render_mode"))
 
+    def resolve(self, snapshot_id: str | None, portable: bytes | None, render_mode: str | None) -> Kept:
+        """The state a restore names (a kept id, or sealed bytes), for a session of ``render_mode``.
+
+        Raises:
+            ProtocolError: SNAPSHOT_UNKNOWN (see :meth:`find`), SNAPSHOT_REFUSED (see :meth:`unseal`;
+                or the state is of an env made in another render mode).
+        """
+        kept = self.unseal(portable) if portable is not None else self.find(str(snapshot_id))
+        if kept.render_mode != render_mode:
+            raise ProtocolError(
+                ErrorCode.SNAPSHOT_REFUSED.value,
+                f"restore: the snapshot is of an env made with render_mode={kept.render_mode}, this session's "
+                f"has render_mode={render_mode}",
+            )
+        return kept
+
     def _add(self, kept: Kept) -> str:
         snapshot_id = "s-" + secrets.token_urlsafe(12)
         self._kept[snapshot_id] = kept
@@ -156,6 +181,22 @@ class SessionSnapshots:
         self._sizes[snapshot_id] = size
         self.held_bytes += size
         return snapshot_id
+
+    def travelling(self, kept: Kept) -> bytes:
+        """``kept`` sealed as portable bytes, if a restore frame can carry them.
+
+        Raises:
+            ProtocolError: SNAPSHOT_LIMIT: base64 in a restore frame, they would pass the server's
+                largest frame (``--max-frame-bytes``).
+        """
+        sealed = self.store.seal(kept)
+        on_the_wire = 4 * -(-len(sealed) // 3) + 256  # base64, and the frame around it
+        if on_the_wire > self.store.max_frame_bytes:
+            raise self._limit(
+                f"this state travels as {on_the_wire} bytes, over the {self.store.max_frame_bytes} a frame may hold: "
+                "take it without portable=True (it stays on the server)"
+            )
+        return sealed
 
     @staticmethod
     def _limit(why: str) -> ProtocolError:

@@ -210,3 +210,87 @@ def test_a_restore_into_a_session_of_another_render_mode_is_refused():
         finally:
             rendering.close()
             plain.close()
+
+
+def test_a_batch_snapshot_refused_partway_keeps_none_of_its_sub_envs():
+    """Past the limit on its third sub-env, a batch snapshot of three releases the two it kept:
+    their ids would never reach the client."""
+    with running_server(cartpole, max_snapshots=2) as server:
+        with connect(server.url.replace("http", "ws") + "/ws/batch?envs=3&autoreset_mode=NextStep") as ws:
+            call(ws, {"type": "batch_reset", "data": {}})
+            refused = call(ws, {"type": "snapshot", "data": {"envs": [0, 1, 2]}})
+            assert refused["data"]["code"] == "SNAPSHOT_LIMIT"
+            assert call(ws, {"type": "release", "data": {"ids": []}})["data"]["held"] == 0
+            assert len(server.snapshots) == 0
+            kept = call(ws, {"type": "snapshot", "data": {"envs": [0, 1]}})
+            assert kept["data"]["held"] == 2
+
+
+def test_a_portable_snapshot_a_restore_frame_could_not_carry_is_refused():
+    with running_server(cartpole, max_frame_bytes=2048) as server:
+        env = RemoteEnv(base_url=server.url)
+        try:
+            env.reset(seed=0)
+            with pytest.raises(SnapshotError, match="over the 2048 a frame may hold") as raised:
+                env.snapshot(portable=True)
+            assert raised.value.code == "SNAPSHOT_LIMIT"
+            kept = env.snapshot()  # kept on the server, it need not travel
+            env.restore(kept)
+            assert len(server.snapshots) == 1  # the refused one was not kept
+        finally:
+            env.close()
+
+
+class ClosingCounterEnv(HiddenCounterEnv):
+    """Counts its closes, class-wide: a restore swaps in a copy and must close the env it replaces."""
+
+    closes = 0
+
+    def __init__(self) -> None:
+        self.position = 0
+
+    def step(self, action):
+        self.position += 1
+        return self.position, 0.0, False, False, {}
+
+    def close(self):
+        ClosingCounterEnv.closes += 1
+
+
+def test_the_env_a_restore_replaces_is_closed():
+    environment = GymEnvironment(ClosingCounterEnv())
+    environment.reset(seed=0)
+    state = environment.snapshot()
+    before = ClosingCounterEnv.closes
+    for _ in range(3):
+        environment.restore(state)
+    assert ClosingCounterEnv.closes == before + 3
+    environment.close()
+
+
+def test_a_state_of_an_env_made_with_other_arguments_is_refused_before_anything_changes():
+    """FrozenLake 8x8's state into a 4x4 server (same id, same key): refused, the session steps on."""
+    from openenv_gym.server.gym_snapshots import ConfigMismatchError
+
+    small, large = GymEnvironment(gym.make("FrozenLake-v1")), GymEnvironment(gym.make("FrozenLake-v1", map_name="8x8"))
+    small.reset(seed=0)
+    large.reset(seed=0)
+    with pytest.raises(ConfigMismatchError, match="map_name"):
+        small.restore(large.snapshot())
+    assert small.step(1).observation == {"observation": small.last_observation}
+    with running_server(lambda: GymEnvironment(gym.make("FrozenLake-v1")), snapshot_key="shared") as four:
+        with running_server(
+            lambda: GymEnvironment(gym.make("FrozenLake-v1", map_name="8x8")), snapshot_key="shared"
+        ) as eight:
+            source, target = RemoteEnv(base_url=eight.url), RemoteEnv(base_url=four.url)
+            try:
+                source.reset(seed=0)
+                handle = source.snapshot(portable=True)
+                target.reset(seed=0)
+                with pytest.raises(SnapshotError, match="map_name") as raised:
+                    target.restore(handle)
+                assert raised.value.code == "SNAPSHOT_REFUSED"
+                target.step(1)  # no reset needed: nothing changed
+            finally:
+                source.close()
+                target.close()

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import openenv_gym  # noqa: F401 - registers openenv/...
+from openenv_gym.env import RemoteEnv
 from openenv_gym.errors import SnapshotError, SnapshotUnsupportedError
-from openenv_gym.snapshot import restore, snapshot
+from openenv_gym.snapshot import snapshot
 
 NUM_ENVS, STEPS = 4, 40
 
@@ -107,20 +108,42 @@ def test_a_sub_env_forked_into_a_new_vector_env_goes_on_as_it_would(envs):
         forked.close()
 
 
-def test_a_single_envs_snapshot_restores_into_a_sub_env(envs):
-    """Sub-env and single-env snapshots are one kind: a RemoteEnv's portable one lands in sub-env 2."""
+def test_sub_env_and_single_env_snapshots_are_one_kind_on_one_server():
+    """A plain session on a sub-env's server (a RemoteEnv) restores a sub-env's snapshot by id, and
+    the sub-env restores the plain session's."""
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=NUM_ENVS, vector_backend="per_env", sessions_per_server=8)
+    single = RemoteEnv(base_url=envs._blocks[0].url)  # room for it: up to 8 sessions a server
+    try:
+        envs.reset(seed=3)
+        (taken,) = envs.snapshot([1])
+        single.restore(taken)
+        np.testing.assert_array_equal(single.step(0)[0], envs.step(np.zeros(NUM_ENVS, dtype=np.int64))[0][1])
+        back = single.snapshot()
+        envs.restore([back], [0])
+        np.testing.assert_array_equal(envs.step(np.ones(NUM_ENVS, dtype=np.int64))[0][0], single.step(1)[0])
+        envs.release(taken)
+    finally:
+        single.close()
+        envs.close()
+
+
+def test_a_snapshot_of_an_env_made_otherwise_is_refused_and_nothing_changes(envs):
+    """gym.make's CartPole has its time limit on the client, make_vec's on the server: a state of
+    the one would bring its own limit into the other, so it is refused, naming the difference."""
     single = gym.make("openenv/CartPole-v1")
     try:
         single.reset(seed=21)
-        single.step(1)
         handle = snapshot(single, portable=True)
-        observation = single.step(0)[0]
         envs.reset(seed=0)
-        envs.restore([handle], [2])
-        np.testing.assert_array_equal(envs.step(np.zeros(NUM_ENVS, dtype=np.int64))[0][2], observation)
-        (back,) = envs.snapshot([2], portable=True)
-        restore(single, back)
-        np.testing.assert_array_equal(single.step(0)[0], envs.step(np.zeros(NUM_ENVS, dtype=np.int64))[0][2])
+        before = envs.step(np.zeros(NUM_ENVS, dtype=np.int64))[0]
+        with pytest.raises(
+            SnapshotError, match=r"the snapshot is of an env made as .*null.* this one as .*500"
+        ) as refused:
+            envs.restore([handle], [2])
+        assert refused.value.code == "SNAPSHOT_REFUSED"
+        envs.restore(envs.snapshot([0]), [1])  # the session goes on
+        after = envs.step(np.zeros(NUM_ENVS, dtype=np.int64))[0]
+        assert not np.array_equal(after[2], before[2])  # sub-env 2 stepped on from where it was
     finally:
         single.close()
 
@@ -142,3 +165,23 @@ def test_bad_indices_are_refused_before_anything_is_sent(envs):
         envs.snapshot([1, 1])
     with pytest.raises(ValueError, match="one snapshot per sub-env"):
         envs.restore([], [0])
+
+
+def test_under_same_step_a_sub_env_reset_in_its_step_is_kept_as_going_on():
+    """SameStep resets an ended sub-env within the step: a snapshot then is of a running episode,
+    which a plain session on the server steps on from (no EPISODE_ENDED)."""
+    envs = gym.make_vec(
+        "openenv/CartPole-v1", num_envs=2, vector_backend="per_env", autoreset_mode="SameStep", sessions_per_server=8
+    )
+    single = RemoteEnv(base_url=envs._blocks[0].url)
+    try:
+        envs.reset(seed=0)
+        while not envs.step(np.ones(2, dtype=np.int64))[2][0]:
+            pass
+        (fresh,) = envs.snapshot([0])
+        single.restore(fresh)
+        _, reward, terminated, truncated, _ = single.step(1)
+        assert (reward, terminated, truncated) == (1.0, False, False)
+    finally:
+        single.close()
+        envs.close()
