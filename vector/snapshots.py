@@ -19,7 +19,7 @@ from openenv_gym.errors import SnapshotError, SnapshotUnsupportedError
 from openenv_gym.snapshot import Snapshot, falls_back, portable_bytes
 
 from .block import Block
-from .faults import ask_all
+from .faults import ask_all, send_all
 
 if TYPE_CHECKING:
     from .remote_vector_env import RemoteVectorEnv
@@ -64,8 +64,24 @@ def _by_block(
 def snapshot_sub_envs(env: RemoteVectorEnv, indices: tuple[int, ...], portable: bool) -> list[Snapshot]:
     """One handle per sub-env of ``indices``, in their order."""
     grouped = _by_block(env._blocks, indices, env._name())
+    blocks = [block for block, _ in grouped]
     asked = {id(block): tuple(indices[position] for position in positions) for block, positions in grouped}
-    replies = ask_all([block for block, _ in grouped], lambda block: block.begin_snapshot(asked[id(block)], portable))
+    failures = send_all(blocks, lambda block: block.begin_snapshot(asked[id(block)], portable))
+    replies: list[Any] = []
+    error: BaseException | None = next((failure for failure in failures if failure is not None), None)
+    for block, failure in zip(blocks, failures):
+        reply = None
+        if failure is None:
+            try:
+                reply = block.complete()
+            except Exception as exc:
+                error = error or exc
+        replies.append(reply)
+    if error is not None:  # all or none: what the other blocks kept would never be released
+        for block, reply in zip(blocks, replies):
+            if reply is not None:
+                block.release(tuple(frame.id for frame in reply.snapshots))
+        raise error
     handles: list[Snapshot] = [None] * len(indices)  # type: ignore[list-item]  # each filled below
     for (block, positions), reply in zip(grouped, replies):
         for position, frame in zip(positions, reply.snapshots, strict=True):

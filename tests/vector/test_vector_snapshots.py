@@ -185,3 +185,25 @@ def test_under_same_step_a_sub_env_reset_in_its_step_is_kept_as_going_on():
     finally:
         single.close()
         envs.close()
+
+
+def test_a_snapshot_refused_on_one_server_keeps_nothing_on_the_other():
+    """Sub-envs 0-1 on a server allowing two snapshots a session, 2-3 on one allowing one: a snapshot
+    of all four is refused by the second, and the first releases the two it kept."""
+    from openenv_gym.server.gym_environment import GymEnvironment
+    from openenv_gym.vector import RemoteVectorEnv
+    from tests.utils import running_server
+
+    def cartpole() -> GymEnvironment:
+        return GymEnvironment(gym.make("CartPole-v1"))
+
+    with running_server(cartpole, max_snapshots=2) as first, running_server(cartpole, max_snapshots=1) as second:
+        envs = RemoteVectorEnv(num_envs=NUM_ENVS, base_urls=[first.url, second.url], vector_backend="per_env")
+        try:
+            envs.reset(seed=0)
+            with pytest.raises(SnapshotError, match="the most the server allows"):
+                envs.snapshot()  # the first server keeps two, the second refuses its second
+            assert (len(first.snapshots), len(second.snapshots)) == (0, 0)  # the first's two released
+            assert len(envs.snapshot([0, 1, 2])) == 3
+        finally:
+            envs.close()
