@@ -177,8 +177,10 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
         """Put the environment back into ``state``, bytes :meth:`snapshot` returned (in this
         instance or another of the same class, maybe in another process).
 
-        ``state`` may be restored many times, so it must not be consumed. Raise rather than
-        leave a half-restored environment: the session then needs a reset before it steps.
+        ``state`` may be restored many times, so it must not be consumed. Raise
+        :class:`~openenv_gym.server.snapshots.SnapshotRefused` for a state this instance will not
+        take, before changing anything (the session goes on); raise anything else rather than
+        leave a half-restored environment (the session then needs a reset before it steps).
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement snapshot() and restore()")
 
