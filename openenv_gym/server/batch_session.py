@@ -324,8 +324,7 @@ class BatchHandler:
         if snapshots is None:
             return ErrorFrame(ErrorCode.SNAPSHOT_UNSUPPORTED, "this server keeps no snapshots").serialize()
         if isinstance(request, ReleaseRequest):
-            released = snapshots.release(request.ids)
-            return SnapshotFrame(released=released, held=snapshots.held, held_bytes=snapshots.held_bytes).serialize()
+            return snapshots.release_reply(request.ids)
         try:
             self._check_indices(request.envs)
             refusal = await snapshots.store.refusal()

@@ -120,8 +120,7 @@ class PlainHandler:
         if snapshots is None:
             return ErrorFrame(ErrorCode.SNAPSHOT_UNSUPPORTED, "this server keeps no snapshots").serialize()
         if isinstance(request, ReleaseRequest):
-            released = snapshots.release(request.ids)
-            return SnapshotFrame(released=released, held=snapshots.held, held_bytes=snapshots.held_bytes).serialize()
+            return snapshots.release_reply(request.ids)
         try:
             refusal = await snapshots.store.refusal()
             if refusal is not None:

@@ -214,6 +214,13 @@ class SessionSnapshots:
             self.store._drop(snapshot_id)
         return released
 
+    def release_reply(self, ids: tuple[str, ...]) -> str:
+        """:meth:`release` ``ids``, and the ``snapshot`` frame that answers a ``release``."""
+        from ..protocol.snapshot import SnapshotFrame
+
+        released = self.release(ids)
+        return SnapshotFrame(released=released, held=self.held, held_bytes=self.held_bytes).serialize()
+
     def close(self) -> None:
         """Drop every snapshot of the session (it closed, however it ended)."""
         self.release(tuple(self._sizes))

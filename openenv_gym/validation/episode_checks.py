@@ -166,13 +166,7 @@ def check_determinism(subject: Subject) -> CheckResult:
 
     def episode(client: EnvClient) -> list[tuple[Any, ...]]:
         first = client.reset(seed=DETERMINISM_SEED)
-        trajectory: list[tuple[Any, ...]] = [(first.observation,)]
-        for action in actions:
-            frame = client.step(action)
-            trajectory.append((frame.observation, frame.reward, frame.done, frame.truncated))
-            if frame.done or frame.truncated:
-                break
-        return trajectory
+        return [(first.observation,), *_play(client, actions)]
 
     def run() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         with session_client(subject) as client:
@@ -233,21 +227,12 @@ def check_snapshot(subject: Subject) -> CheckResult:
         return CheckResult.failed(name, f"no spaces to act in: {one_line(exc)}")
     actions = [] if face.tools else face.actions(STEPS)
 
-    def steps(client: EnvClient, actions: list[Any]) -> list[tuple[Any, ...]]:
-        trajectory = []
-        for action in actions:
-            frame = client.step(action)
-            trajectory.append((frame.observation, frame.reward, frame.done, frame.truncated))
-            if frame.done or frame.truncated:
-                break
-        return trajectory
-
     def run() -> str | None:
         with session_client(subject) as client:
             # The snapshot is taken a third of the way into the episode these actions play, which
             # a first run measures (an episode may end within a few steps).
             client.reset(seed=DETERMINISM_SEED)
-            split = min(len(actions) // 3, len(steps(client, actions)) - 1) if actions else 0
+            split = min(len(actions) // 3, len(_play(client, actions)) - 1) if actions else 0
             frame = client.reset(seed=DETERMINISM_SEED)
             for action in actions[:split]:
                 frame = client.step(action)
@@ -255,7 +240,7 @@ def check_snapshot(subject: Subject) -> CheckResult:
             kept = client.snapshot()
             assert kept.id is not None
             state = client.state()
-            original = steps(client, after)
+            original = _play(client, after)
             restored = client.restore(kept.id)
             if restored.observation != frame.observation:
                 return (
@@ -264,7 +249,7 @@ def check_snapshot(subject: Subject) -> CheckResult:
                 )
             if client.state() != state:
                 return f"the state after the restore is {short(client.state(), 60)}, it was {short(state, 60)}"
-            again = steps(client, after)
+            again = _play(client, after)
             client.release((kept.id,))
         replayed.append(len(original))
         return _replay_problem(original, again)
@@ -294,3 +279,14 @@ def _replay_problem(original: list[tuple[Any, ...]], again: list[tuple[Any, ...]
     if len(original) != len(again):
         return f"the same actions ended one branch after {min(len(original), len(again))} steps only"
     return None
+
+
+def _play(client: EnvClient, actions: list[Any]) -> list[tuple[Any, ...]]:
+    """Each step's observation, reward and flags, up to the end of the episode."""
+    trajectory = []
+    for action in actions:
+        frame = client.step(action)
+        trajectory.append((frame.observation, frame.reward, frame.done, frame.truncated))
+        if frame.done or frame.truncated:
+            break
+    return trajectory
