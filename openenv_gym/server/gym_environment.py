@@ -108,6 +108,7 @@ class GymEnvironment(Environment[Any, Any, State]):
         self.wire_observations = True
         # The snapshot probe steps self.env in a thread of its own, which may outlive the wait
         # for it (a slow step): close() then leaves the env for that thread to close.
+        self._config: bytes | None = None  # how the env was made, for snapshots (made on first use)
         self._probe_lock = threading.Lock()
         self._probe_running = False
         self._close_after_probe = False
@@ -167,7 +168,8 @@ class GymEnvironment(Environment[Any, Any, State]):
         from .gym_snapshots import dump_state
 
         try:
-            return dump_state(self.env, (self._episode_id, self._step_count, self.last_observation))
+            extra = (self._episode_id, self._step_count, self.last_observation)
+            return dump_state(self.env, extra, self._env_config())
         except (TypeError, pickle.PicklingError, AttributeError) as exc:
             raise NotImplementedError(f"the env's state cannot be copied now: {type(exc).__name__}: {exc}") from exc
 
@@ -176,7 +178,7 @@ class GymEnvironment(Environment[Any, Any, State]):
         with other arguments. The env it replaces is closed."""
         from .gym_snapshots import load_state, release_replaced
 
-        env, (episode_id, step_count, last_observation) = load_state(state, self.env)
+        env, (episode_id, step_count, last_observation) = load_state(state, self.env, self._env_config())
         replaced = self.env
         self.env, self._episode_id, self._step_count, self.last_observation = (
             env,
@@ -185,6 +187,14 @@ class GymEnvironment(Environment[Any, Any, State]):
             last_observation,
         )
         release_replaced(replaced, env)
+
+    def _env_config(self) -> bytes:
+        """How the env was made (:func:`.gym_snapshots.env_config`): the same after every restore."""
+        if self._config is None:
+            from .gym_snapshots import env_config
+
+            self._config = env_config(self.env)
+        return self._config
 
     def snapshot_support(self) -> dict[str, Any]:
         """Probed: a few seeded steps replayed from a snapshot must give the same results

@@ -31,7 +31,15 @@ from numpy.random.bit_generator import ISeedSequence
 
 from .snapshots import SnapshotRefused
 
-__all__ = ["ConfigMismatchError", "dump_state", "load_state", "probe", "release_replaced", "snapshot_method"]
+__all__ = [
+    "ConfigMismatchError",
+    "dump_state",
+    "env_config",
+    "load_state",
+    "probe",
+    "release_replaced",
+    "snapshot_method",
+]
 
 #: Steps the probe takes before its snapshot, and after it on each branch.
 PROBE_STEPS_BEFORE, PROBE_STEPS_AFTER = 3, 8
@@ -119,8 +127,9 @@ class ConfigMismatchError(SnapshotRefused):
     """A state of an env made with other arguments (another map, time limit or space) than the live one."""
 
 
-def _config(env: gym.Env[Any, Any]) -> bytes:
-    """What an env was made as: its id, the arguments ``gym.make`` took, its time limit and spaces.
+def env_config(env: gym.Env[Any, Any]) -> bytes:
+    """What an env was made as: its id, the arguments ``gym.make`` took, its time limit and spaces
+    (a restore keeps them, so a host computes them once).
 
     A state carries it, and loads only into an env made the same way: the state would otherwise
     bring its own arguments along (a FrozenLake of 8x8 behind a server publishing 4x4).
@@ -131,9 +140,9 @@ def _config(env: gym.Env[Any, Any]) -> bytes:
     return json.dumps(made, sort_keys=True, default=repr).encode()
 
 
-def dump_state(env: gym.Env[Any, Any], extra: Any) -> bytes:
+def dump_state(env: gym.Env[Any, Any], extra: Any, config: bytes | None = None) -> bytes:
     """``env``'s state and ``extra`` (what its host keeps besides: episode id, step count...) as bytes:
-    the env's configuration (:func:`_config`, length-prefixed), then one pickle.
+    the env's configuration (``config``, default :func:`env_config`; length-prefixed), then one pickle.
 
     Raises:
         TypeError, pickle.PicklingError: something in the env cannot be pickled (the message names it).
@@ -142,23 +151,25 @@ def dump_state(env: gym.Env[Any, Any], extra: Any) -> bytes:
     native = None
     if _is_ale(unwrapped):
         native = (unwrapped.ale.cloneState(include_rng=True), unwrapped.np_random)
-    config = _config(env)
+    config = env_config(env) if config is None else config
     buffer = io.BytesIO()
     buffer.write(_CONFIG_LENGTH.pack(len(config)) + config)
     _pickler(buffer, _shared(env)).dump((env, native, extra))
     return buffer.getvalue()
 
 
-def load_state(state: bytes, live: gym.Env[Any, Any]) -> tuple[gym.Env[Any, Any], Any]:
+def load_state(state: bytes, live: gym.Env[Any, Any], config: bytes | None = None) -> tuple[gym.Env[Any, Any], Any]:
     """The env chain and ``extra`` that :func:`dump_state` wrote, set up in place of ``live`` (an env of
     the same kind, whose process resources it takes); ``live`` itself is left as it was unless the
-    env is ALE's, whose one emulator it shares and whose state is set here.
+    env is ALE's, whose one emulator it shares and whose state is set here. ``config`` is
+    :func:`env_config` of ``live``, when the caller keeps it.
 
     Raises:
         ConfigMismatchError: the state is of an env made otherwise than ``live``; nothing is loaded.
     """
     (length,) = _CONFIG_LENGTH.unpack_from(state)
-    config, expected = state[_CONFIG_LENGTH.size : _CONFIG_LENGTH.size + length], _config(live)
+    expected = env_config(live) if config is None else config
+    config = state[_CONFIG_LENGTH.size : _CONFIG_LENGTH.size + length]
     if config != expected:
         raise ConfigMismatchError(
             f"the snapshot is of an env made as {config.decode(errors='replace')[:300]}, this one as "
