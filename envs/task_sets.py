@@ -19,6 +19,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from openenv_gym.errors import SnapshotRefusedError
+
 __all__ = [
     "DIFFICULTIES",
     "HF_PREFIX",
@@ -194,8 +196,8 @@ def restored_episode(
     """The generator, state, task and ``extra`` of bytes :func:`episode_snapshot` made.
 
     Raises:
-        ValueError: the bytes are not such a snapshot, or name a task this env's set lacks (a
-            snapshot of a server serving another task set).
+        SnapshotRefusedError: the bytes are not such a snapshot, or name a task this env's set
+            lacks (a snapshot of a server serving another task set).
     """
     try:
         loaded = json.loads(data)
@@ -205,8 +207,10 @@ def restored_episode(
         state = state_type.model_validate(loaded["state"])
         extra = dict(loaded.get("extra") or {})
     except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"not a snapshot of this env's episodes: {type(exc).__name__}: {exc}") from None
+        raise SnapshotRefusedError(f"not a snapshot of this env's episodes: {type(exc).__name__}: {exc}") from None
     task_id = getattr(state, "task_id", None)
     if task_id is not None and task_id not in by_id:
-        raise ValueError(f"the snapshot's task {task_id!r} is not in this env's task set (a snapshot of another set?)")
+        raise SnapshotRefusedError(
+            f"the snapshot's task {task_id!r} is not in this env's task set (a snapshot of another set?)"
+        )
     return rng, state, (by_id[task_id] if task_id is not None else None), extra

@@ -12,6 +12,7 @@
     ├── ToolDefinitionError (TypeError)       an environment's tool that cannot be served (at class creation)
     ├── ToolFailedError (RuntimeError)        a tool call the env refused, raised to TRL (integrations.trl)
     ├── SpaceMismatchError (RuntimeError)     a sub-env's spaces differ from the first's (from_env_fns)
+    ├── SnapshotRefusedError (ValueError)     a state an env's restore() will not take (raised on the server)
     ├── ClientError                           something went wrong talking to a server
     │   ├── ServerConnectError (ConnectionError)   the server could not be reached or refused us
     │   ├── ConnectionLostError (ConnectionError)  the connection dropped while a call was waiting
@@ -66,6 +67,7 @@ __all__ = [
     "ServerConnectError",
     "ServerStartError",
     "SnapshotError",
+    "SnapshotRefusedError",
     "SnapshotUnsupportedError",
     "SpaceCodecError",
     "SpaceMismatchError",
@@ -327,6 +329,12 @@ class SnapshotError(RemoteError):
     """A snapshot could not be taken, kept or restored (its ``code`` says why: ``SNAPSHOT_UNKNOWN``,
     an id the server no longer keeps; ``SNAPSHOT_LIMIT``, the session holds as many as allowed;
     ``SNAPSHOT_REFUSED``, portable bytes this server did not seal). The env is as it was."""
+
+
+class SnapshotRefusedError(OpenEnvGymError, ValueError):
+    """Raised by an env's ``restore()`` (on the server) for a state it will not take, before it
+    changed anything: one of an env made with other arguments, of another task set... The client
+    gets a :class:`SnapshotError` with code ``SNAPSHOT_REFUSED``, and the session goes on as it was."""
 
 
 class SnapshotUnsupportedError(SnapshotError):

@@ -41,6 +41,7 @@ PUBLIC = {
         "ServerConnectError",
         "ServerStartError",
         "SnapshotError",
+        "SnapshotRefusedError",
         "SnapshotUnsupportedError",
         "SpaceCodecError",
         "SpaceMismatchError",

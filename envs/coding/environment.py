@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from openenv_gym.errors import SnapshotRefusedError
 from openenv_gym.sandbox import Limits
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 
@@ -235,7 +236,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
     def restore(self, state: bytes) -> None:
         rng, episode, task, _ = restored_episode(state, CodingState, self._by_id)
         if (task is None) != (self.mode == "free"):
-            raise ValueError(f"the snapshot is of an episode of the other mode (this env's is {self.mode!r})")
+            raise SnapshotRefusedError(f"the snapshot is of an episode of the other mode (this env's is {self.mode!r})")
         self._sandbox.start()
         self._rng, self._state, self._task = rng, episode, task
 

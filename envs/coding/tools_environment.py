@@ -34,6 +34,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from openenv_gym.errors import SnapshotRefusedError
 from openenv_gym.sandbox import Limits
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation
 from openenv_gym.server.tools import DEFAULT_TOOL_TIMEOUT, MAX_TOOL_RESULT_BYTES, ToolResult, tool
@@ -170,7 +171,7 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
     def restore(self, state: bytes) -> None:
         rng, episode, task, _ = restored_episode(state, CodingState, self._by_id)
         if task is None:
-            raise ValueError("the snapshot holds no task (an episode of Coding-v0's free mode?)")
+            raise SnapshotRefusedError("the snapshot holds no task (an episode of Coding-v0's free mode?)")
         with self._lock:
             self._sandbox.start()
             self._rng, self._state, self._task = rng, episode, task

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection
 
-from ..errors import OpenEnvGymError, ProtocolError
+from ..errors import OpenEnvGymError, ProtocolError, SnapshotRefusedError
 from ..protocol import (
     CloseFrame,
     ErrorCode,
@@ -37,7 +37,6 @@ from ..protocol.snapshot import (
 )
 from .environment import Environment
 from .session import Session, _accepted_kwargs, _execution_error, make_environments
-from .snapshots import SnapshotRefused
 from .watch import SubEnvTransition, show_sub_env
 
 if TYPE_CHECKING:
@@ -400,7 +399,7 @@ class BatchHandler:
             env = self.envs[index]
             try:
                 env.restore(one.state)
-            except SnapshotRefused as exc:  # refused before it changed anything
+            except SnapshotRefusedError as exc:  # refused before it changed anything
                 raise self._refuse(ErrorCode.SNAPSHOT_REFUSED, f"restore of sub-env {index}: {exc}") from exc
             except Exception:
                 # Half-restored, maybe: it must be reset before it steps again.

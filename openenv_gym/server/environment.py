@@ -178,7 +178,7 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
         instance or another of the same class, maybe in another process).
 
         ``state`` may be restored many times, so it must not be consumed. Raise
-        :class:`~openenv_gym.server.snapshots.SnapshotRefused` for a state this instance will not
+        :class:`~openenv_gym.errors.SnapshotRefusedError` for a state this instance will not
         take, before changing anything (the session goes on); raise anything else rather than
         leave a half-restored environment (the session then needs a reset before it steps).
         """

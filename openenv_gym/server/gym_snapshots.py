@@ -29,10 +29,9 @@ import gymnasium as gym
 import numpy as np
 from numpy.random.bit_generator import ISeedSequence
 
-from .snapshots import SnapshotRefused
+from ..errors import SnapshotRefusedError
 
 __all__ = [
-    "ConfigMismatchError",
     "dump_state",
     "env_config",
     "load_state",
@@ -123,10 +122,6 @@ def _pickler(file: io.BytesIO, shared: dict[str, Any]) -> pickle.Pickler:
     return pickler
 
 
-class ConfigMismatchError(SnapshotRefused):
-    """A state of an env made with other arguments (another map, time limit or space) than the live one."""
-
-
 def env_config(env: gym.Env[Any, Any]) -> bytes:
     """What an env was made as: its id, the arguments ``gym.make`` took, its time limit and spaces
     (a restore keeps them, so a host computes them once).
@@ -165,13 +160,13 @@ def load_state(state: bytes, live: gym.Env[Any, Any], config: bytes | None = Non
     :func:`env_config` of ``live``, when the caller keeps it.
 
     Raises:
-        ConfigMismatchError: the state is of an env made otherwise than ``live``; nothing is loaded.
+        SnapshotRefusedError: the state is of an env made otherwise than ``live``; nothing is loaded.
     """
     (length,) = _CONFIG_LENGTH.unpack_from(state)
     expected = env_config(live) if config is None else config
     config = state[_CONFIG_LENGTH.size : _CONFIG_LENGTH.size + length]
     if config != expected:
-        raise ConfigMismatchError(
+        raise SnapshotRefusedError(
             f"the snapshot is of an env made as {config.decode(errors='replace')[:300]}, this one as "
             f"{expected.decode(errors='replace')[:300]}"
         )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from ..errors import ProtocolError
+from ..errors import ProtocolError, SnapshotRefusedError
 from ..protocol import (
     CloseFrame,
     ErrorCode,
@@ -29,7 +29,7 @@ from ..protocol.snapshot import ReleaseRequest, RestoreRequest, SnapshotFrame, S
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
 from .environment import Environment
 from .session import _accepted_kwargs, _execution_error, make_environments
-from .snapshots import Kept, SessionSnapshots, SnapshotRefused
+from .snapshots import Kept, SessionSnapshots
 from .tools import ToolOutcome, run_tool
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ class PlainHandler:
             await session.call(env.restore, kept.state)
         except NotImplementedError as exc:
             return ErrorFrame(ErrorCode.SNAPSHOT_UNSUPPORTED, f"restore: {exc}").serialize()
-        except SnapshotRefused as exc:  # refused before anything changed
+        except SnapshotRefusedError as exc:  # refused before anything changed
             return ErrorFrame(ErrorCode.SNAPSHOT_REFUSED, f"restore: {exc}").serialize()
         except Exception as exc:
             # The env may be half-restored: it must be reset before it steps again.

@@ -22,13 +22,7 @@ from ..errors import ProtocolError
 from ..protocol import ErrorCode
 from ..protocol.snapshot import seal, unseal
 
-__all__ = ["Kept", "SessionSnapshots", "SnapshotRefused", "SnapshotStore"]
-
-
-class SnapshotRefused(ValueError):
-    """Raised by ``Environment.restore`` for a state it will not take (of an env made otherwise,
-    of another task set...), before it changed anything: the client gets ``SNAPSHOT_REFUSED`` and
-    the session goes on as it was."""
+__all__ = ["Kept", "SessionSnapshots", "SnapshotStore"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,7 +14,7 @@ import pytest
 from websockets.sync.client import connect
 
 from openenv_gym.env import RemoteEnv
-from openenv_gym.errors import SnapshotError, SnapshotUnsupportedError
+from openenv_gym.errors import SnapshotError, SnapshotRefusedError, SnapshotUnsupportedError
 from openenv_gym.server.gym_environment import GymEnvironment
 from tests.utils import UNIT, running_server
 
@@ -270,12 +270,10 @@ def test_the_env_a_restore_replaces_is_closed():
 
 def test_a_state_of_an_env_made_with_other_arguments_is_refused_before_anything_changes():
     """FrozenLake 8x8's state into a 4x4 server (same id, same key): refused, the session steps on."""
-    from openenv_gym.server.gym_snapshots import ConfigMismatchError
-
     small, large = GymEnvironment(gym.make("FrozenLake-v1")), GymEnvironment(gym.make("FrozenLake-v1", map_name="8x8"))
     small.reset(seed=0)
     large.reset(seed=0)
-    with pytest.raises(ConfigMismatchError, match="map_name"):
+    with pytest.raises(SnapshotRefusedError, match="map_name"):
         small.restore(large.snapshot())
     assert small.step(1).observation == {"observation": small.last_observation}
     with running_server(lambda: GymEnvironment(gym.make("FrozenLake-v1")), snapshot_key="shared") as four:
