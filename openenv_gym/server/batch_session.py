@@ -326,9 +326,7 @@ class BatchHandler:
             return snapshots.release_reply(request.ids)
         try:
             self._check_indices(request.envs)
-            refusal = await snapshots.store.refusal()
-            if refusal is not None:
-                raise refusal
+            await snapshots.store.check_supported()
             states = await session.call(lambda: [self.envs[index].snapshot() for index in request.envs])
             taken: list[SnapshotFrame] = []
             try:
@@ -371,9 +369,7 @@ class BatchHandler:
             raise self._refuse(ErrorCode.SNAPSHOT_UNSUPPORTED, "this server keeps no snapshots")
         self._check_indices(request.envs)
         try:
-            refusal = await snapshots.store.refusal()
-            if refusal is not None:
-                raise refusal
+            await snapshots.store.check_supported()
             resolve, mode = snapshots.store.resolve, session.render_mode
             kept = (
                 [resolve(None, blob, mode) for blob in request.portables]

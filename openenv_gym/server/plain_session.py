@@ -122,9 +122,7 @@ class PlainHandler:
         if isinstance(request, ReleaseRequest):
             return snapshots.release_reply(request.ids)
         try:
-            refusal = await snapshots.store.refusal()
-            if refusal is not None:
-                raise refusal
+            await snapshots.store.check_supported()
             if isinstance(request, SnapshotRequest):
                 return await self._snapshot(session, env, snapshots, request.portable)
             return await self._restore(session, env, snapshots, request)

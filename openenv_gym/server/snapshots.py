@@ -66,16 +66,19 @@ class SnapshotStore:
         self._supported: dict[str, Any] | None = None  # what support() said: it never changes
         self._kept: dict[str, Kept] = {}
 
-    async def refusal(self) -> ProtocolError | None:
-        """Why this server's env may not be snapshotted (its probe failed), or ``None``."""
+    async def check_supported(self) -> None:
+        """Raise unless this server's env may be snapshotted.
+
+        Raises:
+            ProtocolError: SNAPSHOT_UNSUPPORTED: its probe failed (the reason it gave).
+        """
         if self._supported is None:
             self._supported = await self._support()
         support = self._supported
-        if support.get("supported"):
-            return None
-        return ProtocolError(
-            ErrorCode.SNAPSHOT_UNSUPPORTED.value, f"this env cannot be snapshotted: {support.get('reason')}"
-        )
+        if not support.get("supported"):
+            raise ProtocolError(
+                ErrorCode.SNAPSHOT_UNSUPPORTED.value, f"this env cannot be snapshotted: {support.get('reason')}"
+            )
 
     def __len__(self) -> int:
         return len(self._kept)
