@@ -13,7 +13,9 @@ import gymnasium as gym
 
 from ..protocol import ObservationFrame
 from ..spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, jsonable, to_wire
+from . import gym_snapshots
 from .environment import Action, Environment, EnvironmentMetadata, State
+from .gym_snapshots import dump_state, load_state, made, probe, release_replaced, snapshot_method
 
 __all__ = ["GymAction", "GymEnvironment", "docstring_summary", "make_gym_env"]
 
@@ -106,9 +108,10 @@ class GymEnvironment(Environment[Any, Any, State]):
         #: its JSON form, which for an image would cost far more than the step itself.
         self.last_observation: Any = None
         self.wire_observations = True
+        # How the env was made, for its snapshots: taken now, before it steps, and kept by restores.
+        self._made = made(self.env)
         # The snapshot probe steps self.env in a thread of its own, which may outlive the wait
         # for it (a slow step): close() then leaves the env for that thread to close.
-        self._config: bytes | None = None  # how the env was made, for snapshots (made on first use)
         self._probe_lock = threading.Lock()
         self._probe_running = False
         self._close_after_probe = False
@@ -165,20 +168,16 @@ class GymEnvironment(Environment[Any, Any, State]):
     def snapshot(self) -> bytes:
         """The wrapped env's whole state (wrappers, random generators, ALE's emulator) and the
         episode's id, step count and last observation, as bytes (:mod:`.gym_snapshots`)."""
-        from .gym_snapshots import dump_state
-
         try:
             extra = (self._episode_id, self._step_count, self.last_observation)
-            return dump_state(self.env, extra, self._env_config())
+            return dump_state(self.env, extra, self._made)
         except (TypeError, pickle.PicklingError, AttributeError) as exc:
             raise NotImplementedError(f"the env's state cannot be copied now: {type(exc).__name__}: {exc}") from exc
 
     def restore(self, state: bytes) -> None:
         """Back into ``state``; refused (``ValueError``, nothing changed) when it is of an env made
         with other arguments. The env it replaces is closed."""
-        from .gym_snapshots import load_state, release_replaced
-
-        env, (episode_id, step_count, last_observation) = load_state(state, self.env, self._env_config())
+        env, (episode_id, step_count, last_observation) = load_state(state, self.env, self._made)
         replaced = self.env
         self.env, self._episode_id, self._step_count, self.last_observation = (
             env,
@@ -188,20 +187,10 @@ class GymEnvironment(Environment[Any, Any, State]):
         )
         release_replaced(replaced, env)
 
-    def _env_config(self) -> bytes:
-        """How the env was made (:func:`.gym_snapshots.env_config`): the same after every restore."""
-        if self._config is None:
-            from .gym_snapshots import env_config
-
-            self._config = env_config(self.env)
-        return self._config
-
     def snapshot_support(self) -> dict[str, Any]:
         """Probed: a few seeded steps replayed from a snapshot must give the same results
         (:func:`.gym_snapshots.probe`), within ``PROBE_TIMEOUT`` seconds so that an env whose
         steps are slow (or hang) cannot hold up the server's start."""
-        from .gym_snapshots import PROBE_TIMEOUT, probe, snapshot_method
-
         method = snapshot_method(self.env)
         outcome: list[str | None] = []
 
@@ -217,11 +206,11 @@ class GymEnvironment(Environment[Any, Any, State]):
         self._probe_running = True
         thread = threading.Thread(target=run, name="snapshot-probe", daemon=True)
         thread.start()
-        thread.join(PROBE_TIMEOUT)
+        thread.join(gym_snapshots.PROBE_TIMEOUT)
         if not outcome:
             return {
                 "supported": False,
-                "reason": f"{method}: the probe's seeded steps took longer than {PROBE_TIMEOUT:g} s, so it was not checked",
+                "reason": f"{method}: the probe's seeded steps took longer than {gym_snapshots.PROBE_TIMEOUT:g} s, so it was not checked",
             }
         reason = outcome[0]
         if reason is not None:

@@ -4,7 +4,10 @@ The generic path pickles the env as ``gym.make`` built it, wrappers and all, so 
 step count, the order enforcer's flag and every random generator (``np_random``, the spaces')
 come back as they were. What belongs to the process rather than to the state is kept by
 reference (pickle's persistent ids) and, on restore, taken from the env being restored into: the
-spec, and the renderer's window, surface and clock.
+spec, and the renderer's window, surface and clock. So are the specs and spaces the env was made
+with (:class:`Made`), which are part of its configuration: a state refers to each by its place in
+the wrapper chain, and carries a space's random generator. One the env has since replaced with
+another object is pickled whole.
 
 ALE's envs have a native path: pickling ``AtariEnv`` rebuilds a fresh emulator from its
 constructor's arguments (``EzPickle``), which would be a silently wrong state. Their emulator is
@@ -17,12 +20,16 @@ server, on a fresh env, and the server refuses snapshots of an env that failed i
 from __future__ import annotations
 
 import contextvars
+import copy
 import copyreg
+import dataclasses
+import functools
 import io
 import json
 import math
 import pickle
 import struct
+import sys
 from typing import Any
 
 import gymnasium as gym
@@ -32,9 +39,10 @@ from numpy.random.bit_generator import ISeedSequence
 from ..errors import SnapshotRefusedError
 
 __all__ = [
+    "Made",
     "dump_state",
-    "env_config",
     "load_state",
+    "made",
     "probe",
     "release_replaced",
     "snapshot_method",
@@ -56,6 +64,78 @@ def snapshot_method(env: gym.Env[Any, Any]) -> str:
     return "ale" if _is_ale(env.unwrapped) else "pickle"
 
 
+#: Spaces whose only state is their random generator: a state refers to these, when the env still
+#: has the ones it was made with. A composite space (Dict, Tuple...) holds its parts' generators.
+_PLAIN_SPACES = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiBinary,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.Text,
+)
+#: What a state refers to where the env was made with it: its specs (each wrapper has one) and plain spaces.
+_CONFIGURATION = (gym.envs.registration.EnvSpec, *_PLAIN_SPACES)
+
+
+def _chain(env: gym.Env[Any, Any]) -> list[Any]:
+    """``env`` and every env it wraps, outermost first."""
+    chain = [env]
+    while isinstance(env, gym.Wrapper):
+        env = env.env
+        chain.append(env)
+    return chain
+
+
+@dataclasses.dataclass(frozen=True)
+class Made:
+    """How an env was made, computed once by its host (a restore keeps it).
+
+    Attributes:
+        config: its id, the arguments ``gym.make`` took, its time limit and spaces, as bytes: a
+            state carries it and loads only into an env made the same way (a state would
+            otherwise bring its own arguments along: a FrozenLake of 8x8 behind a server
+            publishing 4x4).
+        parts: the specs and plain spaces it was made with, by their place in the wrapper chain
+            (``"made:<depth>.<attribute>"``): a state refers to them rather than holding them.
+    """
+
+    config: bytes
+    parts: dict[str, Any]
+
+    @functools.cached_property
+    def places(self) -> tuple[tuple[str, int, str], ...]:
+        """Each part's name, and the depth and attribute where the env holds it."""
+        places = []
+        for name in self.parts:
+            depth, _, attribute = name.removeprefix("made:").partition(".")
+            places.append((name, int(depth), attribute))
+        return tuple(places)
+
+
+def made(env: gym.Env[Any, Any]) -> Made:
+    """:class:`Made` of ``env``, as it is now (call it on an env as made, before it is restored)."""
+    spec = env.spec
+    config = [spec.id, spec.kwargs, spec.max_episode_steps] if spec is not None else [type(env.unwrapped).__qualname__]
+    config += [repr(env.observation_space), repr(env.action_space)]
+    parts = {
+        f"made:{depth}.{name}": value
+        for depth, level in enumerate(_chain(env))
+        for name, value in vars(level).items()
+        if isinstance(value, _CONFIGURATION)
+    }
+    return Made(json.dumps(config, sort_keys=True, default=repr).encode(), parts)
+
+
+def _parts_in_place(env: gym.Env[Any, Any], how: Made) -> dict[str, Any]:
+    """Those of ``how.parts`` that ``env`` still holds where it was made with them."""
+    chain = _chain(env)
+    return {
+        name: how.parts[name]
+        for name, depth, attribute in how.places
+        if depth < len(chain) and vars(chain[depth]).get(attribute) is how.parts[name]
+    }
+
+
 def _shared(env: gym.Env[Any, Any]) -> dict[str, Any]:
     """What the state refers to without holding it, by name: the same names in every env of its kind."""
     unwrapped = env.unwrapped
@@ -64,9 +144,10 @@ def _shared(env: gym.Env[Any, Any]) -> dict[str, Any]:
         shared["spec"] = unwrapped.spec
     if _is_ale(unwrapped):
         shared["unwrapped"] = unwrapped
-    for name, value in vars(unwrapped).items():
-        if type(value).__module__.split(".")[0] == "pygame":  # a renderer's window, surface or clock
-            shared[f"attribute:{name}"] = value
+    if "pygame" in sys.modules:  # a renderer's window, surface or clock exists only once pygame is imported
+        for name, value in vars(unwrapped).items():
+            if type(value).__module__.split(".")[0] == "pygame":
+                shared[f"attribute:{name}"] = value
     return shared
 
 
@@ -122,22 +203,9 @@ def _pickler(file: io.BytesIO, shared: dict[str, Any]) -> pickle.Pickler:
     return pickler
 
 
-def env_config(env: gym.Env[Any, Any]) -> bytes:
-    """What an env was made as: its id, the arguments ``gym.make`` took, its time limit and spaces
-    (a restore keeps them, so a host computes them once).
-
-    A state carries it, and loads only into an env made the same way: the state would otherwise
-    bring its own arguments along (a FrozenLake of 8x8 behind a server publishing 4x4).
-    """
-    spec = env.spec
-    made = [spec.id, spec.kwargs, spec.max_episode_steps] if spec is not None else [type(env.unwrapped).__qualname__]
-    made += [repr(env.observation_space), repr(env.action_space)]
-    return json.dumps(made, sort_keys=True, default=repr).encode()
-
-
-def dump_state(env: gym.Env[Any, Any], extra: Any, config: bytes | None = None) -> bytes:
+def dump_state(env: gym.Env[Any, Any], extra: Any, how: Made) -> bytes:
     """``env``'s state and ``extra`` (what its host keeps besides: episode id, step count...) as bytes:
-    the env's configuration (``config``, default :func:`env_config`; length-prefixed), then one pickle.
+    the configuration of ``how`` it was made (length-prefixed), then one pickle.
 
     Raises:
         TypeError, pickle.PicklingError: something in the env cannot be pickled (the message names it).
@@ -146,36 +214,38 @@ def dump_state(env: gym.Env[Any, Any], extra: Any, config: bytes | None = None) 
     native = None
     if _is_ale(unwrapped):
         native = (unwrapped.ale.cloneState(include_rng=True), unwrapped.np_random)
-    config = env_config(env) if config is None else config
+    parts = _parts_in_place(env, how)
+    generators = {name: part._np_random for name, part in parts.items() if isinstance(part, gym.spaces.Space)}
     buffer = io.BytesIO()
-    buffer.write(_CONFIG_LENGTH.pack(len(config)) + config)
-    _pickler(buffer, _shared(env)).dump((env, native, extra))
+    buffer.write(_CONFIG_LENGTH.pack(len(how.config)) + how.config)
+    _pickler(buffer, _shared(env) | parts).dump((env, native, generators, extra))
     return buffer.getvalue()
 
 
-def load_state(state: bytes, live: gym.Env[Any, Any], config: bytes | None = None) -> tuple[gym.Env[Any, Any], Any]:
-    """The env chain and ``extra`` that :func:`dump_state` wrote, set up in place of ``live`` (an env of
-    the same kind, whose process resources it takes); ``live`` itself is left as it was unless the
-    env is ALE's, whose one emulator it shares and whose state is set here. ``config`` is
-    :func:`env_config` of ``live``, when the caller keeps it.
+def load_state(state: bytes, live: gym.Env[Any, Any], how: Made) -> tuple[gym.Env[Any, Any], Any]:
+    """The env chain and ``extra`` that :func:`dump_state` wrote, set up in place of ``live`` (an env
+    made as ``how`` says, whose process resources, specs and spaces it takes; the spaces' generators
+    are set to the state's); ``live`` is otherwise left as it was unless the env is ALE's, whose one
+    emulator it shares and whose state is set here.
 
     Raises:
         SnapshotRefusedError: the state is of an env made otherwise than ``live``; nothing is loaded.
     """
     (length,) = _CONFIG_LENGTH.unpack_from(state)
-    expected = env_config(live) if config is None else config
     config = state[_CONFIG_LENGTH.size : _CONFIG_LENGTH.size + length]
-    if config != expected:
+    if config != how.config:
         raise SnapshotRefusedError(
             f"the snapshot is of an env made as {config.decode(errors='replace')[:300]}, this one as "
-            f"{expected.decode(errors='replace')[:300]}"
+            f"{how.config.decode(errors='replace')[:300]}"
         )
     state = memoryview(state)[_CONFIG_LENGTH.size + length :]  # type: ignore[assignment]
-    token = _LIVE.set(_shared(live))
+    token = _LIVE.set(_shared(live) | how.parts)
     try:
-        env, native, extra = pickle.loads(state)
+        env, native, generators, extra = pickle.loads(state)
     finally:
         _LIVE.reset(token)
+    for name, generator in generators.items():
+        how.parts[name]._np_random = generator
     if native is not None:
         ale_state, np_random = native
         unwrapped = env.unwrapped
@@ -230,14 +300,16 @@ def probe(env: gym.Env[Any, Any]) -> str | None:
     must give equal observations, rewards, flags and infos.
     """
     try:
+        how = made(env)
+        as_made = copy.deepcopy(how.parts)
         env.reset(seed=0)
         space = env.action_space
         space.seed(0)
         actions = [space.sample() for _ in range(PROBE_STEPS_BEFORE + PROBE_STEPS_AFTER)]
         _run(env, actions[:PROBE_STEPS_BEFORE])
-        state = dump_state(env, None)
+        state = dump_state(env, None, how)
         first = _run(env, actions[PROBE_STEPS_BEFORE:])
-        restored, _ = load_state(state, env)
+        restored, _ = load_state(state, env, how)
         second = _run(restored, actions[PROBE_STEPS_BEFORE:])
     except Exception as exc:
         return f"copying its state failed: {type(exc).__name__}: {exc}"
@@ -246,4 +318,7 @@ def probe(env: gym.Env[Any, Any]) -> str | None:
             f"a copy of its state does not replay the same steps (the env keeps state pickling does not copy; "
             f"checked by replaying {PROBE_STEPS_AFTER} seeded steps)"
         )
+    changed = [name for name, part in how.parts.items() if part != as_made[name]]
+    if changed:  # a state refers to these as made: one changed in place would not come back
+        return f"the env changed its spec or spaces in place while it stepped ({', '.join(changed)})"
     return None

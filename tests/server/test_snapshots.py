@@ -44,6 +44,31 @@ class LockedEnv(HiddenCounterEnv):
         return 0, 0.0, False, False, {}
 
 
+class GrowingSpaceEnv(HiddenCounterEnv):
+    """Widens its observation space in place as it steps: a state, which refers to the space as made, cannot follow."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Discrete(10)
+
+    def step(self, action):
+        self.observation_space.n += 1
+        return 0, 0.0, False, False, {}
+
+
+class ReplacingSpaceEnv(HiddenCounterEnv):
+    """Makes a new action space (alike, its own generator) at every reset."""
+
+    def __init__(self) -> None:
+        self.action_space = gym.spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        self.action_space = gym.spaces.Discrete(3, seed=seed)
+        return super().reset(seed=seed)
+
+    def step(self, action):
+        return 0, 0.0, False, False, {}
+
+
 def cartpole() -> GymEnvironment:
     return GymEnvironment(gym.make("CartPole-v1"))
 
@@ -62,6 +87,7 @@ def ws_url(server) -> str:
     [
         (HiddenCounterEnv, "does not replay the same steps"),
         (LockedEnv, "cannot pickle '_thread.lock'"),
+        (GrowingSpaceEnv, "changed its spec or spaces in place"),
     ],
 )
 def test_an_env_whose_copy_is_not_exact_is_refused_with_the_probes_reason(env_type, reason):
@@ -292,3 +318,40 @@ def test_a_state_of_an_env_made_with_other_arguments_is_refused_before_anything_
             finally:
                 source.close()
                 target.close()
+
+
+def test_a_state_refers_to_the_spaces_the_env_was_made_with_and_brings_their_generators_back():
+    """The spaces (and specs) are configuration: a restore keeps the restoring env's own objects,
+    their random generators set to the state's, so sampling replays."""
+    source, target = cartpole(), cartpole()
+    source.reset(seed=0)
+    source.env.action_space.seed(7)
+    source.env.observation_space.seed(8)
+    [source.env.action_space.sample() for _ in range(3)]
+    state = source.snapshot()
+    assert b"gymnasium.spaces" not in state and b"EnvSpec" not in state  # referred to, not held
+    after = [(source.env.action_space.sample(), source.env.observation_space.sample()) for _ in range(5)]
+    own_action, own_observation = target.env.action_space, target.env.observation_space
+    for env in (target, source):
+        env.restore(state)
+        replayed = [(env.env.action_space.sample(), env.env.observation_space.sample()) for _ in range(5)]
+        assert [a for a, _ in replayed] == [a for a, _ in after]
+        assert all((o == p).all() for (_, o), (_, p) in zip(replayed, after, strict=True))
+    assert target.env.action_space is own_action and target.env.observation_space is own_observation
+    source.close()
+    target.close()
+
+
+def test_a_space_the_env_replaced_since_it_was_made_travels_whole():
+    source, target = GymEnvironment(ReplacingSpaceEnv()), GymEnvironment(ReplacingSpaceEnv())
+    source.snapshot_support()  # the probe passes: the space is replaced, never changed in place
+    source.reset(seed=3)
+    [source.env.action_space.sample() for _ in range(2)]
+    state = source.snapshot()
+    after = [source.env.action_space.sample() for _ in range(6)]
+    made_with = target.env.unwrapped.action_space
+    target.restore(state)
+    assert target.env.unwrapped.action_space is not made_with
+    assert [target.env.action_space.sample() for _ in range(6)] == after
+    source.close()
+    target.close()
