@@ -522,13 +522,26 @@ class RemoteEnv(gym.Env[Any, Any]):
             SnapshotUnsupportedError: the env cannot be snapshotted.
             CapacityReachedError: the server has no session slot left for a fork.
         """
+        from .protocol.snapshot import SnapshotFrame
+        from .snapshot import Snapshot
+
         if count < 1:
             raise ValueError(f"fork(count) needs a count of at least 1, got {count}")
-        handle = self.snapshot()
+        self._check_open("fork")
+        self._check_snapshots()
+        client = self._client
+        # The server copies the state while the forks' sessions open (Git-v0 tars its workspace then).
+        client.begin("snapshot", client.kind.snapshot, False)
         children: list[RemoteEnv] = []
+        handle: Snapshot | None = None
         try:
-            for _ in range(count):
-                children.append(self._sibling())
+            try:
+                for _ in range(count):
+                    children.append(self._sibling())
+            finally:  # the snapshot's reply is read whatever happened, so the session stays in step
+                frame = client.complete()
+                assert isinstance(frame, SnapshotFrame)
+                handle = Snapshot.of(frame, client.address)
             for child in children:  # every restore sent before any is read: the server works on all at once
                 child._client.begin("restore", child._client.kind.restore, handle.id, None)
             for child in children:
@@ -538,7 +551,8 @@ class RemoteEnv(gym.Env[Any, Any]):
                 child.close()
             raise
         finally:
-            self.release(handle)
+            if handle is not None:
+                self.release(handle)
         return children
 
     def _sibling(self) -> RemoteEnv:

@@ -37,6 +37,8 @@ ENVS = {
     "Pong": lambda: gym.make("openenv/ALE-Pong-v5"),
     "CodingTools": lambda: gym.make("openenv/CodingTools-v0"),
     "Git": lambda: gym.make("openenv/Git-v0"),
+    # Restores (and resets) take sandboxes the server started ahead: the same runs all the same.
+    "GitSpares": lambda: gym.make("openenv/Git-v0", spare_sandboxes=FORKS),
 }
 
 
@@ -68,7 +70,7 @@ def git_calls(count: int) -> list[str]:
 def actions_of(name: str, env: gym.Env) -> list:
     if name == "CodingTools":
         return tool_calls(BEFORE + AFTER)
-    if name == "Git":
+    if name.startswith("Git"):
         return git_calls(BEFORE + AFTER)
     env.action_space.seed(3)
     return [env.action_space.sample() for _ in range(BEFORE + AFTER)]

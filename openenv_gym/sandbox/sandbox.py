@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import dataclasses
+import functools
 import os
 import selectors
 import shutil
@@ -24,6 +25,7 @@ from .bubblewrap import DEV_SHM_SIZE, SCRATCH_DIR, WORKSPACE_DIR, bwrap_command,
 from .cgroup import RunCgroup
 from .limits import Limits
 from .seccomp import seccomp_filter
+from .spares import SpareKey, SparePool, spare_pool
 from .tmpfs import TmpfsMounts
 
 __all__ = ["SANDBOX_UID_BASE", "RunResult", "Sandbox", "SandboxUnavailableError"]
@@ -92,6 +94,12 @@ class Sandbox:
             one run to the next (everything else is still emptied after each run). It lives as
             long as the worker: :meth:`close` ends it, and so does a worker that had to be
             replaced (:attr:`restarts` counts them), which starts with an empty one.
+        spares: keep this many workers of this sandbox's kind (the same mechanism, interpreter,
+            limits, hidden paths and workspace) started and idle, shared by every such sandbox
+            of the process (the largest number asked for wins): :meth:`start` takes one, if one
+            is ready, instead of starting its own, and a thread of :mod:`.spares` starts
+            another in the background. Each spare is an idle bubblewrap and Python worker.
+            ``0`` (the default): no thread, no extra process.
 
     Raises:
         SandboxUnavailableError: bubblewrap was asked for but is not installed, or libseccomp
@@ -108,9 +116,12 @@ class Sandbox:
         hidden_paths: Sequence[str | os.PathLike[str]] = (),
         startup_timeout: float = 10.0,
         workspace: bool = False,
+        spares: int = 0,
     ) -> None:
         if mechanism not in MECHANISMS:
             raise ValueError(f"unknown sandbox mechanism {mechanism!r}; expected one of {MECHANISMS}")
+        if spares < 0:
+            raise ValueError(f"spares must be 0 or more, got {spares}")
         self.limits = limits or Limits()
         self.mechanism = mechanism
         self.python = os.path.realpath(python or _base_interpreter())
@@ -133,6 +144,11 @@ class Sandbox:
         self._lock = threading.Lock()
         self._finalizer: weakref.finalize | None = None
         self._starts = 0
+        self._spares: SparePool[Sandbox] | None = None
+        if spares:
+            key = SpareKey(mechanism, self.python, self.limits, tuple(self.hidden_paths), workspace)
+            self._spares = spare_pool(key, functools.partial(_start_spare, key, startup_timeout))
+            self._spares.want(spares)
 
     @property
     def restarts(self) -> int:
@@ -163,12 +179,18 @@ class Sandbox:
         return self._cgroup
 
     @property
+    def running(self) -> bool:
+        """Whether a worker is started and its process has not ended (a run may still find it dead, and replace it)."""
+        process = self._process
+        return process is not None and process.poll() is None
+
+    @property
     def pid(self) -> int | None:
         """The pid of the worker's outermost process (bubblewrap's), while it runs."""
         return self._process.pid if self._process is not None else None
 
     def start(self) -> None:
-        """Start the worker (done by the first :meth:`run` if not called)."""
+        """Start the worker (done by the first :meth:`run` if not called): a spare's, if one is ready (see ``spares``)."""
         with self._lock:
             self._ensure_started()
 
@@ -303,6 +325,10 @@ class Sandbox:
             if self._process.poll() is None:
                 return
             self._stop()
+        spare = self._spares.take() if self._spares is not None else None
+        if spare is not None:
+            self._adopt(spare)
+            return
         program = ["-S", "-s", "-B", "-c", Path(worker.__file__).read_text(encoding="utf-8")]
         privileged = os.geteuid() == 0
         seccomp_fd = _filter_pipe(self._seccomp) if self._seccomp is not None else None
@@ -354,9 +380,7 @@ class Sandbox:
         finally:
             if seccomp_fd is not None:
                 os.close(seccomp_fd)
-        self._process = process
-        self._starts += 1
-        self._finalizer = weakref.finalize(self, _kill, process, self._cgroup, self._mounts)
+        self._own(process)
         isolated = self.mechanism == "bubblewrap"
         uid = SANDBOX_UID_BASE + process.pid if privileged and isolated else None
         config = self.limits.worker_config(
@@ -373,6 +397,43 @@ class Sandbox:
                 f"the {self.mechanism} sandbox did not start within {self.startup_timeout:g} s: "
                 f"{stderr.strip() or 'no message'} (command: {argv[0]})"
             )
+
+    def _own(self, process: subprocess.Popen[bytes]) -> None:
+        """Make ``process`` this sandbox's worker (one more start); it is killed, and its cgroup and
+        mounts removed, when the sandbox is collected or this process exits."""
+        self._process = process
+        self._starts += 1
+        self._finalizer = weakref.finalize(self, _kill_if_owner, os.getpid(), process, self._cgroup, self._mounts)
+
+    def _adopt(self, spare: Sandbox) -> None:
+        """Take over a spare's worker: its process, cgroup, mounts and scratch directory. Its
+        configuration was written with its pid's uid (this sandbox's :attr:`pid` from now on) and
+        the same paths and limits: the pool's key says so."""
+        with spare._lock:
+            process = spare._process
+            assert process is not None  # the pool hands out running spares only
+            if spare._finalizer is not None:
+                spare._finalizer.detach()  # this sandbox's from now on
+            self._cgroup, self._mounts, self._scratch_root = spare._cgroup, spare._mounts, spare._scratch_root
+            spare._process = spare._cgroup = spare._mounts = spare._scratch_root = spare._finalizer = None
+        self._own(process)
+
+    def _warm(self) -> None:
+        """Have the idle worker import what loading a workspace needs, so that a spare's first load does not.
+
+        Raises:
+            SandboxUnavailableError: the worker did not answer (it is stopped).
+        """
+        with self._lock:
+            assert self._process is not None
+            try:
+                worker.write_message(self._process.stdin, {"warm": True})  # type: ignore[arg-type]
+                reply = self._read_reply(self.startup_timeout)
+            except (OSError, ValueError):
+                reply = None
+            if reply is None or not reply.get("warm"):
+                stderr = self._stop()
+                raise SandboxUnavailableError(f"the sandbox worker did not warm up: {stderr.strip() or 'no message'}")
 
     def _tmpfs_sizes(self) -> dict[str, tuple[int, int]]:
         """The sandbox's tmpfs mounts: per mount point, its size and mode (as bubblewrap would make them)."""
@@ -472,6 +533,33 @@ def _forget_spawner() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_spawner)
+
+
+def _start_spare(key: SpareKey, startup_timeout: float) -> Sandbox:
+    """A started sandbox of ``key`` that has run nothing, for a :class:`~.spares.SparePool` to hand out."""
+    spare = Sandbox(
+        key.limits,
+        mechanism=key.mechanism,
+        python=key.python,
+        hidden_paths=key.hidden_paths,
+        startup_timeout=startup_timeout,
+        workspace=key.workspace,
+    )
+    spare.start()
+    if key.workspace:
+        # A request of its own, not a configuration flag: only a spare pays for the imports, in
+        # the pool's thread; a sandbox started on demand keeps its quicker start.
+        spare._warm()
+    return spare
+
+
+def _kill_if_owner(
+    owner: int, process: subprocess.Popen[bytes], cgroup: RunCgroup | None, mounts: TmpfsMounts | None
+) -> None:
+    """:func:`_kill`, as the finalizer of a sandbox of process ``owner``: a forked child that
+    drops a copy of its parent's sandbox (or a spare) leaves the parent's worker alone."""
+    if os.getpid() == owner:
+        _kill(process, cgroup, mounts)
 
 
 def _kill(process: subprocess.Popen[bytes], cgroup: RunCgroup | None = None, mounts: TmpfsMounts | None = None) -> None:

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -26,6 +27,7 @@ from openenv_gym.envs.git.environment import AUTHOR_EMAIL, AUTHOR_NAME, MAX_CONT
 from openenv_gym.errors import EpisodeEndedError, RemoteEpisodeEndedError
 from openenv_gym.protocol import ObservationFrame, SessionState
 from openenv_gym.providers import ProcessProvider
+from openenv_gym.sandbox import spares
 from openenv_gym.server import EnvServer
 from tests.envs.git_cases import (
     MERGE,
@@ -34,11 +36,12 @@ from tests.envs.git_cases import (
     TASKS,
     TASKS_BY_ID,
     WALL_TIME,
+    descendants,
     replay,
     run_processes,
     sandbox_processes,
 )
-from tests.utils import REPO_ROOT, UNIT, pid_alive, running_server, sandbox_pids, wait_until
+from tests.utils import REPO_ROOT, UNIT, own_server_pids, pid_alive, running_server, sandbox_pids, wait_until
 
 TOOLS = ["read_file", "run", "submit", "write_file"]
 
@@ -409,6 +412,72 @@ def test_a_server_killed_with_sigkill_leaves_no_sandbox_behind():
         owner.kill()
         owner.stdout.close()
         owner.wait(10)
+
+
+# --- spare sandboxes ------------------------------------------------------------------------------
+
+
+def test_with_spare_sandboxes_a_reset_and_a_restore_take_one_and_replay_the_same():
+    """A restore into a spare sandbox (started ahead, never used) gives back the same repository, call for call."""
+    kwargs: dict[str, Any] = {"tasks": TASKS, "limits": {"wall_time": WALL_TIME}, "spare_sandboxes": 2}
+    source, restored = GitEnvironment(**kwargs), GitEnvironment(**kwargs)
+    pool = source._sandbox._spares
+    assert pool is not None and restored._sandbox._spares is pool  # one pool for the process's Git envs
+
+    def ready() -> set[int | None]:
+        assert pool is not None
+        assert wait_until(lambda: len([s for s in pool.idle() if s.running]) >= 2, 60 * UNIT), "no spares"
+        return {spare.pid for spare in pool.idle()}
+
+    commands = ["echo more >> README.md && git commit -qam more && git log --oneline", "git status; ls -la | wc -l"]
+    try:
+        spare_pids = ready()
+        source.reset(options={"task_id": TAG})
+        assert source._sandbox.pid in spare_pids
+        source.run("git checkout -qb work && echo change >> README.md && git commit -qam change")
+        state = source.snapshot()
+        spare_pids = ready()
+        restored.restore(state)
+        assert restored._sandbox.pid in spare_pids and restored._sandbox.pid != source._sandbox.pid
+        for command in commands:
+            assert restored.run(command) == source.run(command)
+        assert restored.submit() == source.submit()
+    finally:
+        source.close()
+        restored.close()
+        spares.close_all()
+
+
+def test_spare_sandboxes_reach_the_server_through_gym_make():
+    """``gym.make(..., spare_sandboxes=2)`` is the server's env argument: its process keeps 2 sandboxes
+    started and idle, and starts another when a reset takes one."""
+    before = own_server_pids()
+    env = gym.make("openenv/Git-v0", env_kwargs={"tasks": TASKS, "limits": {"wall_time": WALL_TIME}}, spare_sandboxes=2)
+    try:
+        (server,) = own_server_pids() - before
+
+        def sandboxes() -> int:  # bubblewrap processes of the server: one per sandbox, idle or not
+            return sum(1 for pid in descendants(server) if _name(pid) == "bwrap" and _parent(pid) == server)
+
+        assert wait_until(lambda: sandboxes() == 2, 60 * UNIT), sandboxes()
+        env.reset(options={"task_id": TAG})
+        assert wait_until(lambda: sandboxes() == 3, 60 * UNIT), sandboxes()  # the episode's, and 2 spares
+    finally:
+        env.close()
+
+
+def _name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 # --- the registered id, gym.make and OpenEnv's MCP client ---------------------------------------
