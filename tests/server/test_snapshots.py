@@ -16,7 +16,7 @@ from websockets.sync.client import connect
 from openenv_gym.env import RemoteEnv
 from openenv_gym.errors import SnapshotError, SnapshotRefusedError, SnapshotUnsupportedError
 from openenv_gym.server.gym_environment import GymEnvironment
-from tests.utils import UNIT, running_server
+from tests.utils import UNIT, running_server, wait_until
 
 
 class HiddenCounterEnv(gym.Env):
@@ -355,3 +355,25 @@ def test_a_space_the_env_replaced_since_it_was_made_travels_whole():
     assert [target.env.action_space.sample() for _ in range(6)] == after
     source.close()
     target.close()
+
+
+def test_a_fork_the_server_has_no_room_for_raises_and_leaves_the_parent_as_it_was():
+    """fork(k) takes its snapshot while the k sessions open: when one of them is refused, the
+    snapshot's reply is still read and its state released, the opened forks closed, and the
+    parent session goes on."""
+    from openenv_gym.errors import CapacityReachedError
+
+    with running_server(cartpole, max_sessions=3) as server:
+        env = RemoteEnv(base_url=server.url)
+        try:
+            env.reset(seed=0)
+            with pytest.raises(CapacityReachedError):
+                env.fork(3)  # the parent and 3 forks: one more session than the server serves
+            assert env.step(0)[2:4] == (False, False)
+            # the forks that opened were closed: once the server has seen them go, there is room again
+            assert wait_until(lambda: len(server.sessions) == 1, 10 * UNIT)
+            (fork,) = env.fork(1)
+            fork.close()
+            assert len(server.snapshots) == 0  # the forks' snapshots released
+        finally:
+            env.close()
