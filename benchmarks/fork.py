@@ -83,20 +83,9 @@ def ale_pair(env: gym.Env) -> Callable[[], None]:
     return pair
 
 
-def timed_fork(env: gym.Env, count: int, repeats: int) -> float:
-    """p50 of ``fork(count)`` alone (closing the forks is not counted)."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        children = env.unwrapped.fork(count)
-        times.append(time.perf_counter() - start)
-        for child in children:
-            child.close()
-    return statistics.median(times) * 1e3
-
-
-def timed_fork_after_wait(env: gym.Env, count: int, repeats: int, wait: float) -> float:
-    """p50 of ``fork(count)`` alone, each after ``wait`` seconds, untimed, for the server's spares to refill."""
+def timed_fork(env: gym.Env, count: int, repeats: int, wait: float = 0.0) -> float:
+    """p50 of ``fork(count)`` alone (closing the forks is not counted), each after ``wait`` seconds,
+    untimed (for a server's spare sandboxes to refill)."""
     times = []
     for _ in range(repeats):
         time.sleep(wait)
@@ -214,7 +203,7 @@ def main() -> None:
                         f"Git-v0 with 8 spare sandboxes: waiting {args.refill_wait:g} s, untimed, before each "
                         "timed fork(8), for the server to start its spares again"
                     )
-                measured[SPARES_LINE] = (timed_fork_after_wait(git_spares, 8, repeats, args.refill_wait), local_git)
+                measured[SPARES_LINE] = (timed_fork(git_spares, 8, repeats, args.refill_wait), local_git)
                 measured[SPARES_BACK_TO_BACK_LINE] = (timed_fork(git_spares, 8, repeats), local_git)
             for name, pair in measured.items():
                 lines.setdefault(name, []).append(pair)
