@@ -162,8 +162,8 @@ def test_a_new_scaffold_passes(tools, cli, tmp_path):
     init_env("demo", tmp_path / "demo", tools=tools)
     code, rows, output = cli(str(tmp_path / "demo"))
     expected = dict.fromkeys(CHECK_NAMES, "PASS")
-    if tools:  # no spaces to round-trip, and the tools template shows no snapshot (the plain one does)
-        expected["spaces round trip"] = expected["snapshot"] = "SKIP"
+    if tools:  # no spaces to round-trip (both templates snapshot)
+        expected["spaces round trip"] = "SKIP"
     assert (code, by_status(rows)) == (0, expected), output
     assert rows["manifest"].reason.startswith("openenv.yaml: demo 0.1.0, app demo.environment:DemoEnvironment")
 

@@ -301,7 +301,9 @@ def probe(env: gym.Env[Any, Any]) -> str | None:
     """
     try:
         how = made(env)
-        as_made = copy.deepcopy(how.parts)
+        # The spaces as made, to tell one changed in place (a spec is never changed: not copied,
+        # as its arguments may hold what cannot be)
+        as_made = {name: copy.deepcopy(part) for name, part in how.parts.items() if isinstance(part, gym.spaces.Space)}
         env.reset(seed=0)
         space = env.action_space
         space.seed(0)
@@ -318,7 +320,7 @@ def probe(env: gym.Env[Any, Any]) -> str | None:
             f"a copy of its state does not replay the same steps (the env keeps state pickling does not copy; "
             f"checked by replaying {PROBE_STEPS_AFTER} seeded steps)"
         )
-    changed = [name for name, part in how.parts.items() if part != as_made[name]]
-    if changed:  # a state refers to these as made: one changed in place would not come back
-        return f"the env changed its spec or spaces in place while it stepped ({', '.join(changed)})"
+    changed = [name for name, space in as_made.items() if how.parts[name] != space]
+    if changed:  # a state refers to the spaces as made: one changed in place would not come back
+        return f"the env changed its spaces in place while it stepped ({', '.join(changed)})"
     return None

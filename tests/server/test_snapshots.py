@@ -87,7 +87,7 @@ def ws_url(server) -> str:
     [
         (HiddenCounterEnv, "does not replay the same steps"),
         (LockedEnv, "cannot pickle '_thread.lock'"),
-        (GrowingSpaceEnv, "changed its spec or spaces in place"),
+        (GrowingSpaceEnv, "changed its spaces in place"),
     ],
 )
 def test_an_env_whose_copy_is_not_exact_is_refused_with_the_probes_reason(env_type, reason):
