@@ -10,7 +10,9 @@ background. A spare has never run anything; a workspace sandbox's has imported w
 workspace needs (the worker's ``{"warm": true}``), off the caller's path.
 
 One pool per key and process, each with one daemon thread that refills it to its target (the
-largest asked for), one spare at a time, never in a caller's way. Nothing of this exists until
+largest asked for), one spare at a time, never in a caller's way: once nothing has been taken
+for :data:`QUIET` seconds (takes come in bursts, whose work needs the cores), or once the pool
+has been short for :data:`QUIET_AT_MOST` (takes that never pause). Nothing of this exists until
 a sandbox asks for spares.
 
 Cleanup: a spare is a started sandbox like any, with its own finalizer; at a normal exit
@@ -46,6 +48,9 @@ _JOIN_TIMEOUT = 30.0  # seconds close() waits for a spare being started (bounded
 #: Seconds without a take before the thread refills: spares are taken in bursts (a fork takes 8 at
 #: once), and starting their successors meanwhile would take the cores the takers' work needs.
 QUIET = 0.25
+#: Seconds the pool stays short at most, however often spares are taken (a steady stream of
+#: resets): then the thread refills without waiting for a quiet moment.
+QUIET_AT_MOST = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +100,7 @@ class SparePool(Generic[S]):
         self._target = 0
         self._closed = False
         self._last_take = -math.inf
+        self._short_since: float | None = None  # when a take left the pool short, until it is full again
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
 
@@ -120,6 +126,8 @@ class SparePool(Generic[S]):
             dead = self._prune()
             spare = self._idle.pop() if self._idle else None
             self._last_take = time.monotonic()
+            if self._short_since is None:
+                self._short_since = self._last_take
             self._changed.notify_all()  # below target now (or already): the thread refills, once the burst is over
         for corpse in dead:
             corpse.close()
@@ -165,11 +173,14 @@ class SparePool(Generic[S]):
                     if dead or self._closed:
                         break
                     if len(self._idle) < self._target:
-                        quiet_for = time.monotonic() - self._last_take
-                        if quiet_for >= QUIET:
+                        now = time.monotonic()
+                        short_since = now if self._short_since is None else self._short_since
+                        wait = min(QUIET - (now - self._last_take), QUIET_AT_MOST - (now - short_since))
+                        if wait <= 0:
                             break
-                        self._changed.wait(QUIET - quiet_for)
+                        self._changed.wait(wait)
                     else:
+                        self._short_since = None
                         self._changed.wait()
                 closed = self._closed
             for corpse in dead:

@@ -324,6 +324,7 @@ def test_the_pool_refills_only_once_takes_have_stopped_for_a_while(monkeypatch):
     start_spare = sandbox_module._start_spare
     monkeypatch.setattr(sandbox_module, "_start_spare", recorded)
     monkeypatch.setattr(spares, "QUIET", 3600.0)  # a burst that never ends, as far as this test can see
+    monkeypatch.setattr(spares, "QUIET_AT_MOST", 3600.0)
     box = Sandbox(limits(11), spares=1)
     try:
         wait_for_spares(box, 1)  # the first fill has no take before it to wait for
@@ -333,6 +334,20 @@ def test_the_pool_refills_only_once_takes_have_stopped_for_a_while(monkeypatch):
         assert box._spares is not None
         with box._spares._changed:  # wake the pool's thread, which waits out the old quiet period
             box._spares._changed.notify_all()
+        assert len(wait_for_spares(box, 1)) == 1
+    finally:
+        box.close()
+
+
+def test_a_pool_taken_from_without_pause_still_refills_after_quiet_at_most(monkeypatch):
+    """A steady stream of takes (resets, one after another) never leaves a quiet moment: the pool
+    refills all the same once it has been short for QUIET_AT_MOST."""
+    monkeypatch.setattr(spares, "QUIET", 3600.0)
+    monkeypatch.setattr(spares, "QUIET_AT_MOST", 0.0)
+    box = Sandbox(limits(12), spares=1)
+    try:
+        wait_for_spares(box, 1)
+        box.start()
         assert len(wait_for_spares(box, 1)) == 1
     finally:
         box.close()
