@@ -418,23 +418,6 @@ class Sandbox:
             spare._process = spare._cgroup = spare._mounts = spare._scratch_root = spare._finalizer = None
         self._own(process)
 
-    def _warm(self) -> None:
-        """Have the idle worker import what loading a workspace needs, so that a spare's first load does not.
-
-        Raises:
-            SandboxUnavailableError: the worker did not answer (it is stopped).
-        """
-        with self._lock:
-            assert self._process is not None
-            try:
-                worker.write_message(self._process.stdin, {"warm": True})  # type: ignore[arg-type]
-                reply = self._read_reply(self.startup_timeout)
-            except (OSError, ValueError):
-                reply = None
-            if reply is None or not reply.get("warm"):
-                stderr = self._stop()
-                raise SandboxUnavailableError(f"the sandbox worker did not warm up: {stderr.strip() or 'no message'}")
-
     def _tmpfs_sizes(self) -> dict[str, tuple[int, int]]:
         """The sandbox's tmpfs mounts: per mount point, its size and mode (as bubblewrap would make them)."""
         sizes = {SCRATCH_DIR: (self.limits.scratch_size, 0o755), "/dev/shm": (DEV_SHM_SIZE, 0o1777)}
@@ -549,7 +532,7 @@ def _start_spare(key: SpareKey, startup_timeout: float) -> Sandbox:
     if key.workspace:
         # A request of its own, not a configuration flag: only a spare pays for the imports, in
         # the pool's thread; a sandbox started on demand keeps its quicker start.
-        spare._warm()
+        spare._workspace_request({"warm": True}, "warm-up")
     return spare
 
 

@@ -23,7 +23,6 @@ import contextvars
 import copy
 import copyreg
 import dataclasses
-import functools
 import io
 import json
 import math
@@ -97,19 +96,12 @@ class Made:
             publishing 4x4).
         parts: the specs and plain spaces it was made with, by their place in the wrapper chain
             (``"made:<depth>.<attribute>"``): a state refers to them rather than holding them.
+        places: each part's name, and the depth and attribute where the env holds it.
     """
 
     config: bytes
     parts: dict[str, Any]
-
-    @functools.cached_property
-    def places(self) -> tuple[tuple[str, int, str], ...]:
-        """Each part's name, and the depth and attribute where the env holds it."""
-        places = []
-        for name in self.parts:
-            depth, _, attribute = name.removeprefix("made:").partition(".")
-            places.append((name, int(depth), attribute))
-        return tuple(places)
+    places: tuple[tuple[str, int, str], ...]
 
 
 def made(env: gym.Env[Any, Any]) -> Made:
@@ -117,13 +109,14 @@ def made(env: gym.Env[Any, Any]) -> Made:
     spec = env.spec
     config = [spec.id, spec.kwargs, spec.max_episode_steps] if spec is not None else [type(env.unwrapped).__qualname__]
     config += [repr(env.observation_space), repr(env.action_space)]
-    parts = {
-        f"made:{depth}.{name}": value
-        for depth, level in enumerate(_chain(env))
-        for name, value in vars(level).items()
-        if isinstance(value, _CONFIGURATION)
-    }
-    return Made(json.dumps(config, sort_keys=True, default=repr).encode(), parts)
+    parts, places = {}, []
+    for depth, level in enumerate(_chain(env)):
+        for attribute, value in vars(level).items():
+            if isinstance(value, _CONFIGURATION):
+                name = f"made:{depth}.{attribute}"
+                parts[name] = value
+                places.append((name, depth, attribute))
+    return Made(json.dumps(config, sort_keys=True, default=repr).encode(), parts, tuple(places))
 
 
 def _parts_in_place(env: gym.Env[Any, Any], how: Made) -> dict[str, Any]:
