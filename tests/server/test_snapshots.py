@@ -107,13 +107,15 @@ def test_an_env_whose_copy_is_not_exact_is_refused_with_the_probes_reason(env_ty
 
 
 class SlowStepEnv(HiddenCounterEnv):
-    """Each step takes 0.1 s, so the probe's eleven outlast a short probe timeout; records its close."""
+    """Each step takes 0.5 s, so the probe's first three alone outlast a 0.3 s probe timeout, however
+    late a busy machine wakes the wait (its lock cannot be pickled: a probe that got that far would
+    end with that reason); records its close."""
 
     def __init__(self) -> None:
         self.closed = threading.Event()
 
     def step(self, action):
-        time.sleep(0.1)
+        time.sleep(0.5)
         return 0, 0.0, False, False, {}
 
     def close(self):
