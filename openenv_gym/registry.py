@@ -107,6 +107,32 @@ def ale_entry(game: str) -> CatalogEntry:
     )
 
 
+#: PettingZoo envs registered by id when PettingZoo is installed: (id, module). Chess is left out:
+#: ``openenv/Chess-v0`` is the text game for LLM agents, and Gymnasium takes one name's versions
+#: for one env.
+_PETTINGZOO = (
+    ("openenv/ConnectFour-v3", "classic/connect_four-v3"),
+    ("openenv/TicTacToe-v3", "classic/tictactoe-v3"),
+    ("openenv/Pistonball-v6", "butterfly/pistonball-v6"),
+)
+
+
+def pettingzoo_entries() -> list[CatalogEntry]:
+    """PettingZoo's envs as ids (when it is installed): ``gym.make`` gives one agent's seat against
+    the server's opponents, :func:`openenv_gym.pettingzoo.make_aec` and ``make_parallel`` the whole env."""
+    if importlib.util.find_spec("pettingzoo") is None:
+        return []
+    return [
+        CatalogEntry(
+            id=env_id,
+            server=module,
+            description=f"PettingZoo's {module}: one agent's seat (gym.make) or every agent "
+            "(openenv_gym.pettingzoo.make_aec / make_parallel)",
+        )
+        for env_id, module in _PETTINGZOO
+    ]
+
+
 def builtin_entries() -> list[CatalogEntry]:
     """The environments openenv-gym ships."""
     entries = [
@@ -146,6 +172,7 @@ def builtin_entries() -> list[CatalogEntry]:
     ]
     entries += [CatalogEntry.from_gymnasium(gym_id) for gym_id in _CLASSIC_CONTROL]
     entries += [ale_entry(game) for game in ale_games()]
+    entries += pettingzoo_entries()
     return entries
 
 

@@ -34,6 +34,14 @@ class MessageType(str, enum.Enum):
     SNAPSHOT = "snapshot"
     RESTORE = "restore"
     RELEASE = "release"
+    # Multi-agent sessions: one PettingZoo env, every agent driven by one client (openenv_gym.protocol.agents).
+    AGENTS_SPEC = "agents_spec"
+    AGENTS_RESET = "agents_reset"
+    AGENTS_STEP = "agents_step"
+    AGENTS_OBSERVE = "agents_observe"
+    AGENTS_STATE = "agents_state"
+    AGENTS_RESULT = "agents_result"
+    AGENTS_VALUE = "agents_value"
 
 
 class ErrorCode(str, enum.Enum):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import http
 import json
 import logging
@@ -19,6 +20,7 @@ from websockets.http11 import Request, Response
 
 from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
+from ..protocol.agents import AGENTS_PATH, parse_agents_query
 from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
 from ..protocol.pickled import check_pickles_allowed, names_factories, wants_pickled_factories
 from ..protocol.vector import VECTOR_BACKENDS
@@ -165,6 +167,12 @@ class EnvServer:
         #: What is served: the factory and what it allows.
         self.served = ServedEnv.of(factory)
         self.max_sessions = options.max_sessions or (64 if self.served.concurrent_sessions else 1)
+        if self.served.games is not None:  # a PettingZoo env: its games follow the server's options
+            from .opponents import load_policies
+
+            self.served.games.configure(
+                load_policies(options.opponent_targets), options.default_opponent, options.turn_timeout
+            )
         self.factory = self.served.factory
         self.target = options.target
         self.host = options.host
@@ -343,7 +351,7 @@ class EnvServer:
                 return _json_response(401, {"message": "this server needs its token: Authorization: Bearer <token>"})
         if path.startswith("/web") and not self.web:
             return _json_response(404, {"message": "the web page is off on this server; serve --web turns it on"})
-        if path in ("/ws", BATCH_PATH, WATCH_PATH):
+        if path in ("/ws", BATCH_PATH, WATCH_PATH) or (path == AGENTS_PATH and self.served.agents is not None):
             return None  # go on with the WebSocket handshake
         if path == SESSIONS_PATH:
             now = asyncio.get_running_loop().time()
@@ -397,14 +405,37 @@ class EnvServer:
         assert connection.request is not None
         path, _, query = connection.request.path.partition("?")
         handler: SessionHandler
-        if path != BATCH_PATH:
+        if path == AGENTS_PATH:
+            handler, render_mode = self._agents_handler(query)
+        elif path != BATCH_PATH:
             render_mode = urllib.parse.parse_qs(query).get("render_mode", [None])[0]
-            handler = PlainHandler(self._render_factory(render_mode), self.snapshots.session())
+            factory = self._render_factory(render_mode)
+            if self.served.games is not None:  # a PettingZoo env: the session plays one seat
+                from .seat_env import parse_seat_query
+
+                factory = functools.partial(self.served.factory, parse_seat_query(query), render_mode=render_mode)
+            handler = PlainHandler(factory, self.snapshots.session())
         else:
             handler, render_mode = self._batch_handler(query)
         session = Session(connection, handler, send_tracebacks=self.send_tracebacks)
         session.render_mode = render_mode
         return session
+
+    def _agents_handler(self, query: str) -> tuple[SessionHandler, str | None]:
+        """The multi-agent handler of a ``/ws/agents`` query, and its render mode."""
+        from .agents_session import AgentsHandler
+
+        agents = self.served.agents
+        assert agents is not None  # the route is open only then
+        api, render_mode = parse_agents_query(query)
+        if render_mode is not None:
+            self._render_factory(render_mode)  # refuses a mode the env does not render
+
+        def make() -> Any:
+            return agents.make(api, render_mode)
+
+        make.__name__ = agents.name
+        return AgentsHandler(make, api), render_mode
 
     def _batch_handler(self, query: str) -> tuple[SessionHandler, str | None]:
         """The batch or vector handler of a ``/ws/batch`` query, and its render mode."""

@@ -24,6 +24,7 @@ DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_SEND_TIMEOUT = 30.0
 DEFAULT_MAX_SNAPSHOTS = 1024
 DEFAULT_MAX_SNAPSHOT_BYTES = 256 * 2**20
+DEFAULT_TURN_TIMEOUT = 60.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +188,22 @@ class ServerOptions:
     web: bool | None = option(
         None, "serve the web debug page at /web (default: on when bound to loopback, off beyond it)"
     )
+    # PettingZoo envs: the games that /ws sessions join (openenv_gym.server.games).
+    turn_timeout: float = option(
+        DEFAULT_TURN_TIMEOUT,
+        "PettingZoo envs: seconds a game waits for a player's turn (or its reset) before the game "
+        f"ends for everyone in it (default: {DEFAULT_TURN_TIMEOUT:g})",
+        SECONDS,
+    )
+    opponents: str | None = option(
+        None,
+        "PettingZoo envs: named opponents for seats no client takes, besides 'random' "
+        "(each a function policy(observation, agent, action_space) -> action)",
+        metavar="NAME=MODULE:FN[,...]",
+    )
+    default_opponent: str = option(
+        "random", "PettingZoo envs: the opponent of a private game's other seats (default: random)"
+    )
 
     @property
     def local(self) -> bool:
@@ -197,6 +214,21 @@ class ServerOptions:
     def timeouts(self) -> ServerTimeouts:
         return ServerTimeouts(self.idle_timeout, self.handshake_timeout, self.send_timeout)
 
+    @property
+    def opponent_targets(self) -> dict[str, str]:
+        """:attr:`opponents` as ``{name: "module:fn"}``.
+
+        Raises:
+            ValueError: an entry that is not ``NAME=module:fn``.
+        """
+        found: dict[str, str] = {}
+        for entry in filter(None, (self.opponents or "").split(",")):
+            name, sep, target = entry.strip().partition("=")
+            if not sep or not name or ":" not in target:
+                raise ValueError(f"opponents entry {entry!r}: expected NAME=module:function")
+            found[name] = target
+        return found
+
     def problem(self, spelling: Spelling = PYTHON) -> str | None:
         """What is wrong with these options, alone or together, worded in ``spelling``; or ``None``."""
         for field in dataclasses.fields(self):
@@ -206,6 +238,10 @@ class ServerOptions:
                 return found
         if self.token is not None and not self.token:
             return "token must not be empty"
+        try:
+            _ = self.opponent_targets
+        except ValueError as exc:
+            return str(exc)
         if self.web and not self.local and self.token is None:
             web = f"{spelling.name('web')} on {self.host}" if spelling.cli else "web=True beyond loopback"
             return f"{web} needs {spelling.token}: any page a browser visits could reach the server otherwise"

@@ -41,9 +41,11 @@ def load_factory(
     what a server may do with it: render modes, concurrent sessions, vector backends.
 
     ``target`` is ``"module:attr"`` naming an ``Environment`` subclass or a callable returning
-    an ``Environment`` or a ``gymnasium.Env``, or a registered Gymnasium id (``"CartPole-v1"``,
-    ``"module:Id-v0"``). Gymnasium environments are served through
-    :class:`~openenv_gym.server.gym_environment.GymEnvironment`.
+    an ``Environment``, a ``gymnasium.Env`` or a PettingZoo env, a registered Gymnasium id
+    (``"CartPole-v1"``, ``"module:Id-v0"``), or a PettingZoo env: an id of its registries
+    (``"classic/connect_four-v3"``) or its module (``"pettingzoo.classic.connect_four_v3"``). Gymnasium environments are served through
+    :class:`~openenv_gym.server.gym_environment.GymEnvironment`; PettingZoo envs through
+    multi-agent sessions and, on ``/ws``, one agent's seat (:mod:`~openenv_gym.server.seat_env`).
 
     Args:
         target: what to serve.
@@ -54,6 +56,10 @@ def load_factory(
             be cheap (see :class:`~openenv_gym.server.gym_environment.GymEnvironment`).
     """
     env_kwargs = env_kwargs or {}
+    from .agents_host import is_pettingzoo_id, is_pettingzoo_module
+
+    if is_pettingzoo_module(target):
+        return _pettingzoo_served(target, env_kwargs)
     env_id = target
     module_name, _, attr = target.partition(":")
     if attr and "/" not in module_name:
@@ -67,6 +73,11 @@ def load_factory(
                 raise ValueError(f"{target!r} is not callable: expected an Environment subclass or a factory")
             if isinstance(found, type) and issubclass(found, Environment) and not env_kwargs:
                 return found
+            if "pettingzoo" in sys.modules and not isinstance(found, type):
+                # Only a module that imported PettingZoo can return its envs: make one to see.
+                served = _maybe_pettingzoo_served(target, env_kwargs)
+                if served is not None:
+                    return served
             return _adapting_factory(found, env_kwargs, inline)
         # "module:Id-v0" is Gymnasium's form for an id that importing module registers.
         env_id = attr
@@ -85,6 +96,8 @@ def load_factory(
     try:
         gym.spec(env_id)
     except gym.error.Error as exc:
+        if is_pettingzoo_id(target):
+            return _pettingzoo_served(target, env_kwargs)
         raise ValueError(f"{target!r} is neither 'module:attr' nor a registered Gymnasium id: {exc}") from exc
 
     def factory(render_mode: str | None = None) -> GymEnvironment:
@@ -97,6 +110,39 @@ def load_factory(
         takes_render_mode=True,  # a session may ask /ws?render_mode=
         concurrent_sessions=True,
         vector_backends=VectorBackends(env_id, max_episode_steps, env_kwargs),
+    )
+
+
+def _pettingzoo_served(target: str, env_kwargs: dict[str, Any]) -> ServedEnv:
+    """A PettingZoo env served: multi-agent sessions, and ``/ws`` seats in games."""
+    from .agents_host import pettingzoo_factory
+
+    return _served_agents(pettingzoo_factory(target, env_kwargs))
+
+
+def _maybe_pettingzoo_served(target: str, env_kwargs: dict[str, Any]) -> ServedEnv | None:
+    """``target``'s env served as a PettingZoo env if it makes one; ``None`` if it makes something else
+    or fails (it then fails again, with its reason, where any factory's failure is reported)."""
+    from .agents_host import pettingzoo_factory
+
+    try:
+        return _served_agents(pettingzoo_factory(target, env_kwargs))
+    except Exception:
+        return None
+
+
+def _served_agents(agents: Any) -> ServedEnv:
+    from .games import Games
+    from .seat_env import seat_factory
+
+    native = agents.native_api
+    games = Games(lambda render_mode: agents.make(native, render_mode))
+    return ServedEnv(
+        seat_factory(games, agents.name),
+        takes_render_mode=True,
+        concurrent_sessions=True,
+        agents=agents,
+        games=games,
     )
 
 

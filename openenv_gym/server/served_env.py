@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from .environment import Environment
 
 if TYPE_CHECKING:
+    from .agents_host import PettingZooFactory
+    from .games import Games
     from .vector_backends import VectorBackends
 
 __all__ = ["ServedEnv"]
@@ -30,6 +32,10 @@ class ServedEnv:
             false, :class:`~openenv_gym.server.EnvServer` serves one session at a time by default.
         vector_backends: the server-side vector envs a vector session may make of it (Gymnasium
             envs only), or ``None``.
+        agents: for a PettingZoo env, what makes it for a multi-agent session (``/ws/agents``);
+            ``factory`` then makes a ``/ws`` session's seat in one of ``games``
+            (``factory(seat_query, render_mode=...)``).
+        games: for a PettingZoo env, the server's table of games its seats join.
 
     >>> from openenv_gym.envs.echo import EchoEnvironment
     >>> ServedEnv.of(EchoEnvironment).concurrent_sessions
@@ -40,6 +46,8 @@ class ServedEnv:
     takes_render_mode: bool = False
     concurrent_sessions: bool = True
     vector_backends: VectorBackends | None = None
+    agents: PettingZooFactory | None = None
+    games: Games | None = None
 
     @classmethod
     def of(cls, factory: ServedEnv | Callable[..., Environment[Any, Any, Any]]) -> ServedEnv:

@@ -1,0 +1,119 @@
+"""What both PettingZoo faces share: the server they start or attach to, their session, their spaces."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from ..client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
+from ..client.agents_client import AgentsClient
+from ..env import ClosedEnvError
+from ..make_options import MakeOptions
+from ..providers.base import DEFAULT_STARTUP_TIMEOUT
+from ..providers.fleet import Fleet
+from ..spaces import space_from_json
+
+__all__ = ["RemoteAgents", "server_of"]
+
+NEEDS = (
+    "a remote PettingZoo env needs an id (a registered openenv/... id, a PettingZoo module such as "
+    "'pettingzoo.classic.connect_four_v3', or 'module:fn') for provider={provider!r} to start, or base_url="
+)
+
+
+def server_of(env_id: str | None, kwargs: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """What the server runs for ``env_id``, and the keyword arguments with a registered id's defaults.
+
+    A registered id (``"openenv/ConnectFour-v3"``) gives its catalog's server and keyword
+    arguments (the caller's win); anything else is served as it is named.
+    """
+    if env_id is None:
+        return None, dict(kwargs)
+    import gymnasium as gym  # importing it registers openenv_gym's catalog
+
+    if env_id in gym.registry:
+        spec = gym.spec(env_id)
+        merged = {**spec.kwargs, **kwargs}
+        return merged.pop("server", env_id), merged
+    return env_id, dict(kwargs)
+
+
+def _shutdown(client: AgentsClient, fleet: Fleet) -> None:
+    try:
+        client.close()
+    finally:
+        fleet.close(parallel=False)  # a finalizer: see Fleet.close
+
+
+class RemoteAgents:
+    """One multi-agent session and the server it is on (started, or attached to with ``base_url``).
+
+    The env's spaces are built once from its spec, one object per agent, so
+    ``observation_space(agent) is observation_space(agent)`` as PettingZoo's API test wants.
+    """
+
+    def __init__(
+        self,
+        env_id: str | None,
+        api: str,
+        *,
+        render_mode: str | None = None,
+        base_url: str | None = None,
+        binary: bool = True,
+        open_timeout: float = DEFAULT_OPEN_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        token: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if render_mode == "human":
+            raise ValueError(
+                "render_mode='human' would open a window on the server; ask for 'rgb_array' and show its frames"
+            )
+        server, kwargs = server_of(env_id, kwargs)
+        for ignored in ("tool_calls", "json_schema_fallback", "sessions_per_server"):
+            kwargs.pop(ignored, None)  # a catalog entry's, for the single-agent face
+        fleet = MakeOptions.parse(
+            server=server,
+            base_url=base_url,
+            token=token,
+            open_timeout=open_timeout,
+            startup_timeout=startup_timeout,
+            **kwargs,
+        ).fleet(needs=NEEDS)
+        (self.base_url,) = fleet.start()
+        self.name = server or self.base_url
+        self.client = AgentsClient(
+            self.base_url,
+            api,
+            render_mode=render_mode,
+            binary=binary,
+            open_timeout=open_timeout,
+            call_timeout=call_timeout,
+            env_id=server,
+            token=token or fleet.token,
+        )
+        self._closer = weakref.finalize(self, _shutdown, self.client, fleet)
+        try:
+            spec = self.client.spec
+        except BaseException:
+            self._closer()
+            raise
+        self.spec = spec
+        self.possible_agents: list[str] = list(spec.possible_agents)
+        self.observation_spaces = {
+            agent: space_from_json(spec.observation_spaces[agent]) for agent in self.possible_agents
+        }
+        self.action_spaces = {agent: space_from_json(spec.action_spaces[agent]) for agent in self.possible_agents}
+        self.state_space = None if spec.state_space is None else space_from_json(spec.state_space)
+        self.metadata = dict(spec.metadata)
+        self.metadata["render_modes"] = [mode for mode in spec.metadata.get("render_modes", []) if mode != "human"]
+        self.render_mode = spec.render_mode
+
+    def check_open(self, call: str) -> None:
+        if not self._closer.alive:
+            raise ClosedEnvError(f"{self.name} ({self.base_url})", call)
+
+    def close(self) -> None:
+        """End the session and release the server (if this face started it); idempotent."""
+        self._closer()
