@@ -147,20 +147,63 @@ def server_face(
     token: str | None,
     json_schema_fallback: bool,
     tool_calls: bool | None,
+    agent: str | None = None,
 ) -> Face:
     """How one env's actions and observations travel: its spaces, or the tool face.
 
     Reads ``/metadata`` (a server started by someone else must serve ``server``) and ``/schema``.
     A tool face whose ``tools`` is empty needs them listed by a session (an OpenEnv server).
+    With ``agent``, the server must serve a PettingZoo env, and the face is that agent's.
     """
     if isinstance(provider, URLProvider):  # started by someone else: is it this env?
         check_served(base_url, server, timeout, token)
     schema = http_get_json(base_url, "/schema", timeout=timeout, token=token)
+    if agent is not None:
+        schema = seat_schema(schema, agent, base_url)
     if wants_tool_face(tool_calls, schema, base_url):
         from .tool_face import ToolFace  # loaded only for a tool env
 
         return ToolFace(list(schema.get("tools") or []))
     return resolve_spaces(base_url, timeout, json_schema_fallback=json_schema_fallback, token=token, schema=schema)
+
+
+def seat_schema(schema: dict[str, Any], agent: str, base_url: str) -> dict[str, Any]:
+    """``schema`` with ``agent``'s spaces as its own (a PettingZoo server lists every agent's).
+
+    Raises:
+        ValueError: the server serves no PettingZoo env, or has no such agent.
+    """
+    agents = schema.get("agents")
+    if not isinstance(agents, dict):
+        raise ValueError(f"agent={agent!r}: the server at {base_url} serves no PettingZoo env (no agents in /schema)")
+    possible = agents.get("possible_agents") or []
+    if agent not in possible:
+        raise ValueError(f"agent={agent!r} is not one of the env's agents {possible}")
+    spaces = {"action": agents["action_spaces"][agent], "observation": agents["observation_spaces"][agent]}
+    return {**schema, "spaces": spaces}
+
+
+def seat_query(
+    agent: str | None,
+    game: str | None,
+    game_token: str | None,
+    opponents: dict[str, str] | None,
+    turn_timeout: float | None,
+) -> dict[str, str]:
+    """The ``/ws`` query of a seat in a PettingZoo server's game (only what is given).
+
+    Raises:
+        ValueError: a game's option without ``agent``, the seat to take.
+    """
+    if agent is None and (game, game_token, opponents, turn_timeout) != (None, None, None, None):
+        raise ValueError("game=, game_token=, opponents= and turn_timeout= need agent=, the seat to take")
+    params = {"agent": agent, "game": game, "game_token": game_token}
+    query = {key: value for key, value in params.items() if value is not None}
+    if opponents:
+        query["opponents"] = ",".join(f"{seat}:{policy}" for seat, policy in opponents.items())
+    if turn_timeout is not None:
+        query["turn_timeout"] = repr(float(turn_timeout))
+    return query
 
 
 def check_served(base_url: str, expected: str | None, timeout: float, token: str | None = None) -> None:
@@ -301,6 +344,19 @@ class RemoteEnv(gym.Env[Any, Any]):
             ``ValueError`` (a window would open on the server; its ``/web`` page shows the env
             in a browser instead). A server that publishes none
             (OpenEnv's) takes any mode, with one warning per process, and :meth:`render` raises.
+        agent: on a server of a PettingZoo env, the agent whose seat this env plays (default: the
+            env's first agent); the other seats are the server's opponents, or other clients
+            in a game joined with ``game``.
+        game: the id of a game to join (made by the first session that names it; its other
+            seats then wait for players, unless ``opponents`` gives them to the server). Every
+            player's ``reset`` waits for the others', and each ``step`` returns once it is this
+            agent's turn again (the reward is what it earned since its last action).
+        game_token: the game's token: a game made with one admits only sessions that give it.
+        opponents: seats the server plays, as ``{agent: policy}`` (``"random"``, or a name the
+            server was given with ``serve --opponents``).
+        turn_timeout: for a game this session makes: seconds a turn may wait for a player; one
+            that overruns it, or leaves, ends the game for the others (truncated, with
+            ``info["game_failure"]`` saying why).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium.Env declares it so
@@ -334,6 +390,11 @@ class RemoteEnv(gym.Env[Any, Any]):
         token: str | None = None,
         sessions_per_server: int | None = None,
         tool_calls: bool | None = None,
+        agent: str | None = None,
+        game: str | None = None,
+        game_token: str | None = None,
+        opponents: dict[str, str] | None = None,
+        turn_timeout: float | None = None,
         **kwargs: Any,
     ) -> None:
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
@@ -360,9 +421,18 @@ class RemoteEnv(gym.Env[Any, Any]):
         self._closer = weakref.finalize(self, _shutdown, self._client, fleet)
         self._snapshot_support: dict[str, Any] | None = None  # /schema["snapshot"], read on first use
         try:
+            seat = seat_query(agent, game, game_token, opponents, turn_timeout)
             face = server_face(
-                self.base_url, server, self.provider, open_timeout, token, json_schema_fallback, tool_calls
+                self.base_url,
+                server,
+                self.provider,
+                open_timeout,
+                token,
+                json_schema_fallback,
+                tool_calls,
+                agent,
             )
+            self._client.kind.take_seat(seat)
             if render_mode is not None:
                 self._ask_render_mode(render_mode, open_timeout, token)
             self._client.connect()

@@ -88,12 +88,26 @@ class PlainKind(SessionKind[Any]):
     def __init__(self) -> None:
         super().__init__()
         self.render_mode: str | None = None
+        #: What the session asks of a PettingZoo server's ``/ws``: its seat (agent, game, ...).
+        self.seat: dict[str, str] = {}
 
     def new_session(self) -> ClientSession[Any]:
         return ClientSession()
 
     def url(self, address: str) -> str:
-        return address if self.render_mode is None else with_query(address, render_mode=self.render_mode)
+        params = dict(self.seat)
+        if self.render_mode is not None:
+            params["render_mode"] = self.render_mode
+        return with_query(address, **params) if params else address
+
+    def take_seat(self, params: dict[str, str]) -> None:
+        """Open the session as ``/ws?agent=...&game=...``: one agent's seat in a PettingZoo server's game."""
+        self.seat = dict(params)
+
+    def opening(self) -> Opening:
+        # A seat that cannot be taken (taken, a wrong token) fails the session as it opens: ask
+        # for the state at once, so the failure is the connection's, not the first reset's.
+        return ("state", self.state) if self.seat else None
 
     def ask_render_mode(self, render_mode: str) -> None:
         """Open the session as ``/ws?render_mode=...``, offering the binary codec for RGB frames."""

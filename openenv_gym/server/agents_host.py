@@ -101,9 +101,10 @@ class PettingZooFactory:
         return env
 
     @property
-    def native_api(self) -> str:
-        """The API the env is written in: AEC when it has an AEC maker of its own."""
-        return "aec" if "aec" in self.makers else "parallel"
+    def game_api(self) -> str:
+        """The API a game of this env plays in: Parallel when the env has it (every live agent
+        acts each step, so a game gathers their actions), AEC (turn by turn) otherwise."""
+        return "parallel" if "parallel" in self.makers else "aec"
 
 
 def is_pettingzoo_module(target: str) -> bool:

@@ -135,8 +135,8 @@ def _served_agents(agents: Any) -> ServedEnv:
     from .games import Games
     from .seat_env import seat_factory
 
-    native = agents.native_api
-    games = Games(lambda render_mode: agents.make(native, render_mode))
+    api = agents.game_api
+    games = Games(lambda render_mode: agents.make(api, render_mode))
     return ServedEnv(
         seat_factory(games, agents.name),
         takes_render_mode=True,
