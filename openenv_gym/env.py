@@ -168,17 +168,21 @@ def server_face(
 
 
 def seat_schema(schema: dict[str, Any], agent: str, base_url: str) -> dict[str, Any]:
-    """``schema`` with ``agent``'s spaces as its own (a PettingZoo server lists every agent's).
+    """``schema`` with ``agent``'s spaces as its own: a server whose sessions are seats in games
+    lists its agents in ``/schema["agents"]``, with each one's spaces when they have any (a
+    tool env's seats have tools instead).
 
     Raises:
-        ValueError: the server serves no PettingZoo env, or has no such agent.
+        ValueError: the server's sessions are no seats in games, or it has no such agent.
     """
     agents = schema.get("agents")
     if not isinstance(agents, dict):
-        raise ValueError(f"agent={agent!r}: the server at {base_url} serves no PettingZoo env (no agents in /schema)")
+        raise ValueError(f"agent={agent!r}: the server at {base_url} plays no games (no agents in /schema)")
     possible = agents.get("possible_agents") or []
     if agent not in possible:
         raise ValueError(f"agent={agent!r} is not one of the env's agents {possible}")
+    if "action_spaces" not in agents:
+        return schema
     spaces = {"action": agents["action_spaces"][agent], "observation": agents["observation_spaces"][agent]}
     return {**schema, "spaces": spaces}
 

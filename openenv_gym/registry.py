@@ -122,7 +122,16 @@ def pettingzoo_entries() -> list[CatalogEntry]:
     the server's opponents, :func:`openenv_gym.pettingzoo.make_aec` and ``make_parallel`` the whole env."""
     if importlib.util.find_spec("pettingzoo") is None:
         return []
-    return [
+    chess = CatalogEntry(
+        id="openenv/Chess-v0",
+        server="openenv_gym.envs.chess:ChessEnvironment",
+        # No TimeLimit: the game truncates itself after its move limit.
+        max_episode_steps=None,
+        reward_threshold=1.0,
+        description="Chess for a tool-calling agent (make_move, resign, show_board) against the server's "
+        "opponent, or another client in a game joined by id",
+    )
+    return [chess] + [
         CatalogEntry(
             id=env_id,
             server=module,

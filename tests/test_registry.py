@@ -26,6 +26,11 @@ EXPECTED_IDS = {
     "openenv/Acrobot-v1",
     "openenv/Pendulum-v1",
     "openenv/MountainCarContinuous-v0",
+    # PettingZoo's (a test dependency): one seat with gym.make, every agent with openenv_gym.pettingzoo.
+    "openenv/ConnectFour-v3",
+    "openenv/TicTacToe-v3",
+    "openenv/Pistonball-v6",
+    "openenv/Chess-v0",
 }
 
 

@@ -312,6 +312,11 @@ class Game:
         if self.failure is not None:
             raise GameOverError(f"game {self.id} is over: {self.failure}")
 
+    def observe(self, agent: str) -> Any:
+        """What ``agent`` observes now, without acting."""
+        with self._condition:
+            return self._last_observation(agent)
+
     # Rendering and closing -----------------------------------------------------------------------
 
     def render(self) -> Any:
@@ -351,14 +356,15 @@ class Games:
     def configure(
         self, policies: Mapping[str, Callable[[], Policy]], default_opponent: str, turn_timeout: float
     ) -> None:
-        """Take a server's options: its named opponents, the default one, the turn timeout.
+        """Take a server's options: its named opponents (beside the env's own), the default one, the turn timeout.
 
         Raises:
             ValueError: a default opponent the server does not have.
         """
+        policies = {**self.policies, **policies}  # the env's own opponents, and the server's
         if default_opponent != RANDOM and default_opponent not in policies:
             raise ValueError(f"default opponent {default_opponent!r} is not one of {sorted({RANDOM, *policies})}")
-        self.policies = dict(policies)
+        self.policies = policies
         self.default_opponent = default_opponent
         self.turn_timeout = turn_timeout
 

@@ -73,7 +73,8 @@ def load_factory(
                 raise ValueError(f"{target!r} is not callable: expected an Environment subclass or a factory")
             if isinstance(found, type) and issubclass(found, Environment) and not env_kwargs:
                 return found
-            if "pettingzoo" in sys.modules and not isinstance(found, type):
+            is_environment = isinstance(found, type) and issubclass(found, Environment)
+            if "pettingzoo" in sys.modules and not is_environment:
                 # Only a module that imported PettingZoo can return its envs: make one to see.
                 served = _maybe_pettingzoo_served(target, env_kwargs)
                 if served is not None:

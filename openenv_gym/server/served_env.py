@@ -35,7 +35,9 @@ class ServedEnv:
         agents: for a PettingZoo env, what makes it for a multi-agent session (``/ws/agents``);
             ``factory`` then makes a ``/ws`` session's seat in one of ``games``
             (``factory(seat_query, render_mode=...)``).
-        games: for a PettingZoo env, the server's table of games its seats join.
+        games: for a PettingZoo env, or an ``Environment`` class whose sessions are seats in
+            games (one with a ``games`` attribute, such as Chess-v0's), the table of games its
+            seats join; ``factory`` then takes the seat's query.
 
     >>> from openenv_gym.envs.echo import EchoEnvironment
     >>> ServedEnv.of(EchoEnvironment).concurrent_sessions
@@ -65,6 +67,7 @@ class ServedEnv:
             takes_render_mode=bool(getattr(factory, "takes_render_mode", False)),
             concurrent_sessions=bool(getattr(factory, "SUPPORTS_CONCURRENT_SESSIONS", True)),
             vector_backends=getattr(factory, "vector_backends", None),
+            games=getattr(factory, "games", None),  # an Environment whose sessions are seats in games
         )
 
     @property
