@@ -10,7 +10,8 @@ The id is a registered ``openenv/...`` id, a PettingZoo env's module, or ``modul
 arguments are ``gym.make``'s for a remote env (``base_url``, ``provider``, ``token``, the
 timeouts, ``render_mode``) and the env's own (``n_pistons=10``). One session drives every agent;
 for one agent per client, in games other clients join, see ``gym.make(id, agent=..., game=...)``
-(:mod:`openenv_gym.server.games`).
+(:mod:`openenv_gym.server.games`). ``make_agents_vec`` makes a Parallel env's agents the sub-envs
+of one Gymnasium VectorEnv, for self-play with one policy (SB3 through ``SB3VecEnv``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import Any
 
 from .aec import RemoteAECEnv
 from .parallel import RemoteParallelEnv
+from .vector import AgentsVectorEnv, make_agents_vec
 
-__all__ = ["RemoteAECEnv", "RemoteParallelEnv", "make_aec", "make_parallel"]
+__all__ = ["AgentsVectorEnv", "RemoteAECEnv", "RemoteParallelEnv", "make_aec", "make_agents_vec", "make_parallel"]
 
 
 def make_aec(env_id: str | None = None, **kwargs: Any) -> RemoteAECEnv:
