@@ -182,3 +182,18 @@ def test_a_game_through_the_mcp_bridge_illegal_moves_included() -> None:
     assert illegal.is_error and text(illegal).startswith("illegal move")
     assert not moved.is_error and "your opponent played" in text(moved)
     assert resigned.meta[REWARD_KEY] == -1.0 and resigned.meta[DONE_KEY] is True
+
+
+def test_the_self_play_example_plays_a_game_between_two_chat_clients(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``examples/chess_self_play.py`` with its stand-in responders: two clients, one game, through ChatMessages."""
+    import importlib
+
+    from tests.utils import REPO_ROOT
+
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "examples"))
+    example = importlib.import_module("chess_self_play")
+    with served() as url:
+        responders = {"white": example.random_legal_responder(1), "black": example.random_legal_responder(2)}
+        results = example.self_play(url, responders, games=1)
+    assert len(results["white"]) == len(results["black"]) == 1
+    assert results["white"][0] + results["black"][0] == 0
