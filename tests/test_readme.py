@@ -21,7 +21,7 @@ from tests.hf_cache import seed_hf_cache
 from tests.utils import REPO_ROOT, UNIT
 
 README = REPO_ROOT / "README.md"
-DOCUMENTS = (README, REPO_ROOT / "docs" / "snapshots.md")
+DOCUMENTS = (README, REPO_ROOT / "docs" / "snapshots.md", REPO_ROOT / "docs" / "multi-agent.md")
 SNIPPETS = [
     code
     for document in DOCUMENTS
