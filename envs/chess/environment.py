@@ -7,8 +7,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from openenv_gym.server import Environment, Observation, State
-from openenv_gym.server.games import FAILURE_INFO_KEY, Game, Games, Outcome
-from openenv_gym.server.seat_env import SeatQuery
+from openenv_gym.server.games import FAILURE_INFO_KEY, Game, Games, Outcome, SeatQuery
 from openenv_gym.server.tools import ToolResult, tool
 
 from .opponents import GreedyMover, RandomMover
@@ -63,16 +62,8 @@ class ChessEnvironment(Environment[Any, ChessObservation, ChessState]):
     games: ClassVar[Games] = _games()
 
     def __init__(self, query: SeatQuery | None = None, render_mode: str | None = None) -> None:
-        query = query or SeatQuery(agent="white")
         self.game: Game
-        self.game, self.agent = self.games.join(
-            query.agent or "white",
-            query.game,
-            token=query.token,
-            opponents=query.opponents,
-            render_mode=render_mode,
-            turn_timeout=query.turn_timeout,
-        )
+        self.game, self.agent = self.games.take(query or SeatQuery(), render_mode, default_agent="white")
         self._ended = True
         self._closed = False
 

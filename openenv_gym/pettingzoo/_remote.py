@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, NoReturn
 
 from ..client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
 from ..client.agents_client import AgentsClient
@@ -13,7 +13,7 @@ from ..providers.base import DEFAULT_STARTUP_TIMEOUT
 from ..providers.fleet import Fleet
 from ..spaces import space_from_json
 
-__all__ = ["RemoteAgents", "server_of"]
+__all__ = ["RemoteAgents", "RemoteAgentsFace", "server_of"]
 
 NEEDS = (
     "a remote PettingZoo env needs an id (a registered openenv/... id, a PettingZoo module such as "
@@ -117,3 +117,62 @@ class RemoteAgents:
     def close(self) -> None:
         """End the session and release the server (if this face started it); idempotent."""
         self._closer()
+
+
+class RemoteAgentsFace:
+    """What both PettingZoo faces answer alike: spaces, state, render, close, their names.
+
+    Listed before PettingZoo's base class, so these take the place of its own.
+    """
+
+    _remote: RemoteAgents
+    observation_spaces: dict[str, Any]
+    action_spaces: dict[str, Any]
+    metadata: dict[str, Any]
+
+    def _take_spec(self, remote: RemoteAgents) -> None:
+        self._remote = remote
+        self.possible_agents = list(remote.possible_agents)
+        self.observation_spaces = remote.observation_spaces
+        self.action_spaces = remote.action_spaces
+        self.metadata = remote.metadata
+        self.render_mode = remote.render_mode
+
+    @property
+    def base_url(self) -> str:
+        """The server's URL."""
+        return self._remote.base_url
+
+    def observation_space(self, agent: str) -> Any:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> Any:
+        return self.action_spaces[agent]
+
+    @property
+    def state_space(self) -> Any:
+        """The space of :meth:`state`, if the env has one."""
+        return self._remote.state_space
+
+    def state(self) -> Any:
+        """The env's global state, from the server."""
+        self._remote.check_open("state")
+        return self._remote.client.state()
+
+    def render(self) -> Any:
+        """The server's frame in the session's render mode."""
+        self._remote.check_open("render")
+        return self._remote.client.render()
+
+    def close(self) -> None:
+        """End the session and release the server this face started; idempotent."""
+        self._remote.close()
+
+    def __str__(self) -> str:
+        return str(self.metadata.get("name", type(self).__name__))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._remote.name}, {self._remote.base_url})"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(f"{self!r} holds a live session with its server and cannot be pickled or copied")

@@ -30,7 +30,7 @@ from typing import Any
 from .agents_host import api_of
 from .opponents import RANDOM, Policy, make_policy
 
-__all__ = ["FAILURE_INFO_KEY", "Game", "GameOverError", "Games", "Outcome", "SeatError"]
+__all__ = ["FAILURE_INFO_KEY", "Game", "GameOverError", "Games", "Outcome", "SeatError", "SeatQuery"]
 
 #: The info key of a truncation the game's failure caused (a player that left or overran its turn).
 FAILURE_INFO_KEY = "game_failure"
@@ -60,6 +60,22 @@ class Outcome:
     @property
     def done(self) -> bool:
         return self.terminated or self.truncated
+
+
+@dataclasses.dataclass(frozen=True)
+class SeatQuery:
+    """What a ``/ws`` session of a PettingZoo server asks for in its query string.
+
+    ``/ws?agent=player_1&game=GAME&game_token=T&opponents=player_0:random&turn_timeout=30``
+    (:func:`~openenv_gym.server.seat_env.parse_seat_query` reads it);
+    every field may be left out (the env's first agent, in a private game against opponents).
+    """
+
+    agent: str | None = None
+    game: str | None = None
+    token: str | None = None
+    opponents: dict[str, str] | None = None
+    turn_timeout: float | None = None
 
 
 class Game:
@@ -371,6 +387,19 @@ class Games:
     def __len__(self) -> int:
         with self._lock:
             return len(self._games)
+
+    def take(
+        self, query: SeatQuery, render_mode: str | None = None, default_agent: str | None = None
+    ) -> tuple[Game, str]:
+        """:meth:`join` with what a session's query asks for (``default_agent`` when it names none)."""
+        return self.join(
+            query.agent or default_agent,
+            query.game,
+            token=query.token,
+            opponents=query.opponents,
+            render_mode=render_mode,
+            turn_timeout=query.turn_timeout,
+        )
 
     def join(
         self,

@@ -8,7 +8,6 @@ by id, other clients (:mod:`.games`).
 
 from __future__ import annotations
 
-import dataclasses
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
@@ -18,25 +17,10 @@ import gymnasium as gym
 from ..errors import ProtocolError
 from ..protocol import ErrorCode
 from .environment import EnvironmentMetadata
-from .games import Game, Games
+from .games import Game, Games, SeatQuery
 from .gym_environment import GymEnvironment
 
 __all__ = ["SeatEnv", "SeatEnvironment", "SeatQuery", "parse_seat_query"]
-
-
-@dataclasses.dataclass(frozen=True)
-class SeatQuery:
-    """What a ``/ws`` session of a PettingZoo server asks for in its query string.
-
-    ``/ws?agent=player_1&game=GAME&game_token=T&opponents=player_0:random&turn_timeout=30``;
-    every field may be left out (the env's first agent, in a private game against opponents).
-    """
-
-    agent: str | None = None
-    game: str | None = None
-    token: str | None = None
-    opponents: dict[str, str] | None = None
-    turn_timeout: float | None = None
 
 
 def parse_seat_query(query: str) -> SeatQuery:
@@ -77,14 +61,7 @@ class SeatEnv(gym.Env[Any, Any]):
     """A Gymnasium env over one seat: ``agent`` of ``game``."""
 
     def __init__(self, games: Games, query: SeatQuery, render_mode: str | None = None) -> None:
-        game, agent = games.join(
-            query.agent,
-            query.game,
-            token=query.token,
-            opponents=query.opponents,
-            render_mode=render_mode,
-            turn_timeout=query.turn_timeout,
-        )
+        game, agent = games.take(query, render_mode)
         self._games = games
         self.game: Game = game
         self.agent = agent

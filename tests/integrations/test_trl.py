@@ -95,6 +95,19 @@ def chat_tokenizer(conversations: list[list[dict[str, Any]]], completion: str, t
 TRL_DEPRECATION = "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
 
 
+def teach(trainer: GRPOTrainer, tokenizer: Any, prompt: str, tools: list[Any], completion: str) -> float:
+    """Overfit the trainer's model to answer ``prompt`` (rendered exactly as the trainer renders it) with ``completion``; the final loss."""
+    rendered = tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}],
+        tools=tools,
+        chat_template=trainer.chat_template,
+        add_generation_prompt=True,
+        tokenize=True,
+        return_dict=True,
+    )["input_ids"]
+    return overfit(trainer.model, rendered, tokenizer.encode(completion, add_special_tokens=False))
+
+
 def grpo_config(tmp_path, **overrides: Any) -> GRPOConfig:
     """Two tiny steps on the CPU, two generations a prompt, nothing reported or saved."""
     options: dict[str, Any] = {
@@ -416,16 +429,9 @@ def test_grpo_with_environment_factory_scores_rollouts_with_the_env(tmp_path, no
             processing_class=tokenizer,
             environment_factory=CodingTools,
         )
-        # Teach the model the call, on the prompt exactly as the trainer renders it.
-        rendered = tokenizer.apply_chat_template(
-            [{"role": "user", "content": env_prompt}],
-            tools=tools,
-            chat_template=trainer.chat_template,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-        )["input_ids"]
-        assert overfit(trainer.model, rendered, tokenizer.encode(completion, add_special_tokens=False)) <= 0.01
+        assert (
+            teach(trainer, tokenizer, env_prompt, tools, completion) <= 0.01
+        )  # the call, as the trainer renders the prompt
         trainer.train()
 
         key = f"rewards/{CodingTools.__name__}/mean"

@@ -19,9 +19,10 @@ from tests.integrations.test_trl import (
     chat_tokenizer,
     grpo_config,
     no_servers_left,  # noqa: F401  a fixture
+    teach,
     trl_tools,
 )
-from tests.integrations.tiny_lm import overfit, tiny_model
+from tests.integrations.tiny_lm import tiny_model
 
 
 def test_a_game_through_environment_factory(no_servers_left: None) -> None:  # noqa: F811
@@ -69,15 +70,7 @@ def test_grpo_trains_on_chess_against_the_servers_opponent(tmp_path: Any, no_ser
             processing_class=tokenizer,
             environment_factory=Chess,
         )
-        rendered = tokenizer.apply_chat_template(
-            [{"role": "user", "content": env_prompt}],
-            tools=tools,
-            chat_template=trainer.chat_template,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-        )["input_ids"]
-        assert overfit(trainer.model, rendered, tokenizer.encode(completion, add_special_tokens=False)) <= 0.01
+        assert teach(trainer, tokenizer, env_prompt, tools, completion) <= 0.01
         trainer.train()
         key = f"rewards/{Chess.__name__}/mean"
         logged = [entry[key] for entry in trainer.state.log_history if key in entry]

@@ -19,8 +19,7 @@ import pytest
 import openenv_gym  # noqa: F401  registers the openenv/ ids
 from openenv_gym.envs.chess import ChessEnvironment
 from openenv_gym.errors import EnvCreationError, RemoteError
-from openenv_gym.server.games import SeatError
-from openenv_gym.server.seat_env import SeatQuery
+from openenv_gym.server.games import SeatError, SeatQuery
 from openenv_gym.server.tools import ToolResult
 from tests.utils import running_server
 
