@@ -23,7 +23,7 @@ from tests.utils import running_server
 OLD_API = "The old environment creation API"
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", OLD_API, DeprecationWarning)
-    from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, seed_test
+    from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test, render_test, seed_test
 
 CONNECT_FOUR, TICTACTOE, CHESS = "classic/connect_four-v3", "classic/tictactoe-v3", "classic/chess-v6"
 CLASSIC = (CONNECT_FOUR, TICTACTOE, CHESS)
@@ -164,7 +164,6 @@ def test_rgb_frames_equal_the_local_env_frames() -> None:
         local = local_aec(CONNECT_FOUR, render_mode="rgb_array")
         try:
             assert remote.render_mode == "rgb_array"
-            assert "human" not in remote.metadata["render_modes"]
             for env in (remote, local):
                 env.reset(seed=3)
                 env.step(3)
@@ -174,8 +173,36 @@ def test_rgb_frames_equal_the_local_env_frames() -> None:
         finally:
             remote.close()
             local.close()
-        with pytest.raises(ValueError, match="window on the server"):
-            make_aec(base_url=url, render_mode="human")
+
+
+def test_pettingzoos_render_test_passes_human_mode_shown_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """render_test asks for every mode, "human" first: the server renders RGB frames and this
+    process shows them (in SDL's dummy video driver here, as on a machine without a display)."""
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    with served(PISTONBALL, n_pistons=4) as url:
+
+        def make(render_mode: str | None = None) -> RemoteAECEnv:
+            return make_aec(base_url=url, render_mode=render_mode)
+
+        probe = make()
+        try:
+            assert probe.metadata["render_modes"] == ["rgb_array", "human"]
+        finally:
+            probe.close()
+        render_test(make)
+        human, rgb = make("human"), make("rgb_array")
+        try:
+            assert human.render_mode == "human"
+            human.reset(seed=0)
+            rgb.reset(seed=0)
+            assert human.render() is None
+            import pygame
+
+            height, width, _ = rgb.render().shape
+            assert pygame.display.get_surface().get_size() == (width, height)  # the frame, shown here
+        finally:
+            human.close()
+            rgb.close()
 
 
 def test_observing_another_agent_asks_the_server(urls: dict[str, str]) -> None:

@@ -12,6 +12,7 @@ from ..make_options import MakeOptions
 from ..providers.base import DEFAULT_STARTUP_TIMEOUT
 from ..providers.fleet import Fleet
 from ..spaces import space_from_json
+from ._human import Window
 
 __all__ = ["RemoteAgents", "RemoteAgentsFace", "server_of"]
 
@@ -66,10 +67,10 @@ class RemoteAgents:
         token: str | None = None,
         **kwargs: Any,
     ) -> None:
-        if render_mode == "human":
-            raise ValueError(
-                "render_mode='human' would open a window on the server; ask for 'rgb_array' and show its frames"
-            )
+        # Human mode: the server renders RGB frames and this process shows them in a window.
+        wants_human = render_mode == "human"
+        if wants_human:
+            render_mode = "rgb_array"
         server, kwargs = server_of(env_id, kwargs)
         for ignored in ("tool_calls", "json_schema_fallback", "sessions_per_server"):
             kwargs.pop(ignored, None)  # a catalog entry's, for the single-agent face
@@ -107,15 +108,34 @@ class RemoteAgents:
         self.action_spaces = {agent: space_from_json(spec.action_spaces[agent]) for agent in self.possible_agents}
         self.state_space = None if spec.state_space is None else space_from_json(spec.state_space)
         self.metadata = dict(spec.metadata)
-        self.metadata["render_modes"] = [mode for mode in spec.metadata.get("render_modes", []) if mode != "human"]
-        self.render_mode = spec.render_mode
+        modes = [mode for mode in spec.metadata.get("render_modes", []) if mode != "human"]
+        # "human" is shown here, from the server's RGB frames: offered when the env has them.
+        self.metadata["render_modes"] = [*modes, "human"] if "rgb_array" in modes else modes
+        self.render_mode = "human" if wants_human else spec.render_mode
+        self.window = Window(spec.metadata.get("render_fps")) if wants_human else None
 
     def check_open(self, call: str) -> None:
         if not self._closer.alive:
             raise ClosedEnvError(f"{self.name} ({self.base_url})", call)
 
+    def render(self) -> Any:
+        """The server's frame, or, in human mode, ``None`` once the frame is shown here."""
+        self.check_open("render")
+        frame = self.client.render()
+        if self.window is None:
+            return frame
+        self.window.show(frame)
+        return None
+
+    def shown(self) -> None:
+        """In human mode, show the env as a local env does after each reset and step."""
+        if self.window is not None:
+            self.render()
+
     def close(self) -> None:
         """End the session and release the server (if this face started it); idempotent."""
+        if self.window is not None:
+            self.window.close()
         self._closer()
 
 
@@ -160,9 +180,8 @@ class RemoteAgentsFace:
         return self._remote.client.state()
 
     def render(self) -> Any:
-        """The server's frame in the session's render mode."""
-        self._remote.check_open("render")
-        return self._remote.client.render()
+        """The server's frame in the session's render mode (``None`` in human mode: it is shown here)."""
+        return self._remote.render()
 
     def close(self) -> None:
         """End the session and release the server this face started; idempotent."""

@@ -36,10 +36,12 @@ class RemoteAECEnv(RemoteAgentsFace, pettingzoo.AECEnv[str, Any, Any]):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         self._remote.check_open("reset")
         self._take(self._remote.client.reset(seed, options))
+        self._remote.shown()
 
     def step(self, action: Any) -> None:
         self._remote.check_open("step")
         self._take(self._remote.client.step({"action": action}))
+        self._remote.shown()
 
     def _take(self, data: dict[str, Any]) -> None:
         self.agents = data["agents"]

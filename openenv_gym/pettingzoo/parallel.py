@@ -29,6 +29,7 @@ class RemoteParallelEnv(RemoteAgentsFace, pettingzoo.ParallelEnv[str, Any, Any])
         self._remote.check_open("reset")
         data = self._remote.client.reset(seed, options)
         self.agents = data["agents"]
+        self._remote.shown()
         return data["observations"], data["infos"]
 
     def step(
@@ -37,4 +38,5 @@ class RemoteParallelEnv(RemoteAgentsFace, pettingzoo.ParallelEnv[str, Any, Any])
         self._remote.check_open("step")
         data = self._remote.client.step({"actions": actions})
         self.agents = data["agents"]
+        self._remote.shown()
         return data["observations"], data["rewards"], data["terminations"], data["truncations"], data["infos"]

@@ -121,7 +121,6 @@ class Game:
         self._since = time.monotonic()
         self._actions: dict[str, Any] = {}  # Parallel: the round's actions so far
         self._observations: dict[str, Any] = {}  # Parallel: each agent's last, for opponents
-        self._infos: dict[str, Any] = {}
 
     # Seats ----------------------------------------------------------------------------------------
 
@@ -226,7 +225,7 @@ class Game:
             self._advance()
         else:
             observations, infos = self.env.reset(seed=seed, options=options)
-            self._observations, self._infos = dict(observations), dict(infos)
+            self._observations = dict(observations)
             for player in self.players:
                 if player in observations:
                     self._outcomes[player] = Outcome(
