@@ -13,6 +13,8 @@
     ├── ToolFailedError (RuntimeError)        a tool call the env refused, raised to TRL (integrations.trl)
     ├── SpaceMismatchError (RuntimeError)     a sub-env's spaces differ from the first's (from_env_fns)
     ├── SnapshotRefusedError (ValueError)     a state an env's restore() will not take (raised on the server)
+    ├── SeatError (ValueError)                a seat in a game that cannot be taken (raised on the server)
+    ├── GameOverError (RuntimeError)          a game that ended for good, reset again (raised on the server)
     ├── ClientError                           something went wrong talking to a server
     │   ├── ServerConnectError (ConnectionError)   the server could not be reached or refused us
     │   ├── ConnectionLostError (ConnectionError)  the connection dropped while a call was waiting
@@ -53,6 +55,7 @@ __all__ = [
     "EnvCreationError",
     "EnvMismatchError",
     "EpisodeEndedError",
+    "GameOverError",
     "HubError",
     "ImageBuildError",
     "InvalidActionError",
@@ -64,6 +67,7 @@ __all__ = [
     "RemoteError",
     "RequestTimeoutError",
     "SandboxUnavailableError",
+    "SeatError",
     "ServerConnectError",
     "ServerStartError",
     "SnapshotError",
@@ -335,6 +339,17 @@ class SnapshotRefusedError(OpenEnvGymError, ValueError):
     """Raised by an env's ``restore()`` (on the server) for a state it will not take, before it
     changed anything: one of an env made with other arguments, of another task set... The client
     gets a :class:`SnapshotError` with code ``SNAPSHOT_REFUSED``, and the session goes on as it was."""
+
+
+class SeatError(OpenEnvGymError, ValueError):
+    """A seat in a game that cannot be taken: not an agent of the env, an opponent's, already
+    taken, a wrong game token, or a game that is over. Raised on the server as a session opens;
+    the client gets an :class:`EnvCreationError` with the same message."""
+
+
+class GameOverError(OpenEnvGymError, RuntimeError):
+    """A game that ended for good (a player left, or overran its turn) was reset again: raised
+    on the server; the client's reset gets a :class:`RemoteError` saying why."""
 
 
 class SnapshotUnsupportedError(SnapshotError):

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..errors import GameOverError, SeatError
 from .agents_host import api_of
 from .opponents import RANDOM, Policy, make_policy
 
@@ -36,14 +37,6 @@ __all__ = ["FAILURE_INFO_KEY", "Game", "GameOverError", "Games", "Outcome", "Sea
 FAILURE_INFO_KEY = "game_failure"
 #: Seconds a turn may wait for a player when neither the server nor the game says otherwise.
 DEFAULT_TURN_TIMEOUT = 60.0
-
-
-class GameOverError(RuntimeError):
-    """The game ended for good (a player left or overran its turn): it cannot be reset."""
-
-
-class SeatError(ValueError):
-    """A seat that cannot be taken: unknown agent, taken, an opponent's, or a wrong token."""
 
 
 @dataclasses.dataclass
