@@ -313,3 +313,21 @@ def test_an_openenv_client_plays_one_seat_of_a_served_pettingzoo_env() -> None:
     with ProcessProvider("classic/connect_four-v3") as url:
         final, moves = run_async(session(url), timeout=60 * UNIT)
     assert final.reward in (-1.0, 0.0, 1.0) and moves >= 4
+
+
+def test_make_vec_of_a_pettingzoo_id_is_a_vector_of_seats() -> None:
+    """gym.make_vec: each sub-env one seat, in a private game of its own against the server's opponent."""
+    envs = gym.make_vec(CONNECT_FOUR, num_envs=3)
+    try:
+        observations, _ = envs.reset(seed=0)
+        assert observations["action_mask"].shape == (3, 7)
+        ended = np.zeros(3, bool)
+        for _ in range(30):  # the leftmost legal column every move: some games end within 30 moves
+            actions = np.array([np.flatnonzero(mask)[0] for mask in observations["action_mask"]])
+            observations, rewards, terminated, truncated, _ = envs.step(actions)
+            assert not truncated.any()
+            ended |= terminated
+            assert set(rewards.tolist()) <= {-1.0, 0.0, 1.0}
+        assert ended.any()
+    finally:
+        envs.close()
