@@ -72,8 +72,6 @@ class RemoteAgents:
         if wants_human:
             render_mode = "rgb_array"
         server, kwargs = server_of(env_id, kwargs)
-        for ignored in ("tool_calls", "json_schema_fallback", "sessions_per_server"):
-            kwargs.pop(ignored, None)  # a catalog entry's, for the single-agent face
         fleet = MakeOptions.parse(
             server=server,
             base_url=base_url,
