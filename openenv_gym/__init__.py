@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .client import AsyncEnvClient, EnvClient
     from .env import ClosedEnvError, RemoteEnv
     from .registry import CatalogEntry, catalog, register
+    from .task_catalog import TaskCatalog, tasks
     from .wrappers import make_sb3_vec_env
 
 __all__ = [
@@ -37,12 +38,14 @@ __all__ = [
     "ClosedEnvError",
     "EnvClient",
     "RemoteEnv",
+    "TaskCatalog",
     "__version__",
     "catalog",
     "hub",
     "make_async",
     "make_sb3_vec_env",
     "register",
+    "tasks",
 ]
 __all__ += errors.__all__
 
@@ -62,6 +65,8 @@ _LAZY = {
     "catalog": "openenv_gym.registry",
     "register": "openenv_gym.registry",
     "make_sb3_vec_env": "openenv_gym.wrappers",
+    "TaskCatalog": "openenv_gym.task_catalog",
+    "tasks": "openenv_gym.task_catalog",
 }
 
 

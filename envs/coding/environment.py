@@ -20,7 +20,6 @@ from __future__ import annotations
 import random
 import string
 import uuid
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -28,8 +27,8 @@ from pydantic import Field
 from openenv_gym.errors import SnapshotRefusedError
 from openenv_gym.sandbox import Limits
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
+from openenv_gym.server.task_sets import TaskSet, TaskSource, choice_error, episode_snapshot, restored_episode
 
-from ..task_sets import choice_error, episode_snapshot, pick_task, reset_options, restored_episode
 from .feedback import FEEDBACK_LIMIT
 from .harness import (
     OUTPUT_MARKER_ROOM,
@@ -117,6 +116,8 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             ``hf://datasets/ORG/NAME[@REVISION]/PATH.jsonl`` (see :func:`load_tasks`).
         difficulties: only tasks of these difficulties (``"easy"``, ``"medium"``, ``"hard"``);
             :func:`~.tasks.task_ids` lists the ids ``reset(options={"task_id": ...})`` takes.
+        splits, split_seed, split: how the set is split, and the split resets draw from
+            (``None``: all tasks); see :class:`~openenv_gym.server.TaskSet`.
         reward: the change in the ``"fraction"`` of hidden tests passed since the previous step
             (the default: an episode returns its last step's fraction), ``"binary"`` (1 when all
             pass), or the ``"improvement"`` of the fraction over the episode's best so far; none
@@ -139,12 +140,15 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
     def __init__(
         self,
         mode: Literal["tasks", "free"] = "tasks",
-        tasks: str | Path | list[dict[str, Any]] | None = None,
+        tasks: TaskSource = None,
         difficulties: list[str] | None = None,
         reward: RewardMode = "fraction",
         max_episode_steps: int | None = DEFAULT_MAX_EPISODE_STEPS,
         sandbox: Literal["bubblewrap", "none"] = "bubblewrap",
         limits: dict[str, Any] | None = None,
+        splits: dict[str, float] | None = None,
+        split_seed: int = 0,
+        split: str | None = None,
     ) -> None:
         if mode not in _MODES:
             raise choice_error("mode", mode, _MODES)
@@ -153,11 +157,11 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
         self.reward_mode = reward
         self.max_episode_steps = max_episode_steps
         self.limits = Limits(**(limits or {}))
-        self.tasks: list[Task] = []
-        self._by_id: dict[str, Task] = {}
+        self.task_set: TaskSet[Task] | None = None
         if mode == "tasks":
-            self.tasks = select_tasks(tasks, difficulties)
-            self._by_id = {task.task_id: task for task in self.tasks}
+            self.task_set = TaskSet(
+                select_tasks(tasks, difficulties), splits=splits, split_seed=split_seed, split=split
+            )
         self.observation_type = TaskObservation if mode == "tasks" else CodeObservation  # type: ignore[misc]
         self.space_descriptions = _space_descriptions(mode, self.limits.output_limit)  # type: ignore[misc]
         self._sandbox = task_sandbox(tasks, self.limits, sandbox)  # raises if no sandbox here
@@ -168,14 +172,18 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
     # --- Environment API ---------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> CodeObservation:
-        options = reset_options(kwargs.get("options"))
+        options = kwargs.get("options")
+        if self.task_set is None:
+            if options:
+                raise ValueError(f"free mode takes no reset options, got {sorted(options)}")
         if seed is not None:
             self._rng = random.Random(seed)
+        task = self.task_set.pick(options, self._rng) if self.task_set is not None else None
         self._sandbox.start()
         self._state = CodingState(episode_id=episode_id or str(uuid.uuid4()))
-        if self.mode == "free":
+        if task is None:
             return CodeObservation(reward=0.0)
-        self._task = pick_task(self.tasks, self._by_id, options, self._rng)
+        self._task = task
         self._state.task_id = self._task.task_id
         return TaskObservation(
             prompt=self._task.statement,
@@ -234,7 +242,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
         return episode_snapshot(self._rng, self._state)
 
     def restore(self, state: bytes) -> None:
-        rng, episode, task, _ = restored_episode(state, CodingState, self._by_id)
+        rng, episode, task, _ = restored_episode(state, CodingState, self.task_set.by_id if self.task_set else {})
         if (task is None) != (self.mode == "free"):
             raise SnapshotRefusedError(f"the snapshot is of an episode of the other mode (this env's is {self.mode!r})")
         self._sandbox.start()
@@ -246,6 +254,9 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             data = {**data, "code": data["action"]}
             del data["action"]
         return CodeAction.model_validate(data)
+
+    def task_catalog(self) -> dict[str, Any] | None:
+        return self.task_set.describe() if self.task_set is not None else None
 
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(

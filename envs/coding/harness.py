@@ -11,8 +11,8 @@ import dataclasses
 from typing import Any, Literal
 
 from openenv_gym.sandbox import Limits, RunResult, Sandbox
+from openenv_gym.server.task_sets import TaskSource, choice_error, hidden_task_files
 
-from ..task_sets import TaskSource, choice_error, hidden_task_files
 from .feedback import FEEDBACK_LIMIT, feedback
 from .scoring import passed_tests, well_formed
 from .tasks import BUILTIN_TASKS, Task

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..task_sets import BaseTask, TaskSource, load_task_set, select_task_set
+from openenv_gym.server.task_sets import BaseTask, TaskSource, load_task_set, select_task_set
 
 __all__ = [
     "BUILTIN_TASKS",
@@ -63,6 +63,8 @@ class TestCase(BaseModel):
 
 class Task(BaseTask):
     """A function-writing task with hidden tests."""
+
+    hidden_fields = ("tests",)
 
     prompt: str = Field(min_length=1)
     signature: str = Field(pattern=r"^(async )?def \w+\(.*\).*:\s*$")

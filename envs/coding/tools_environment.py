@@ -29,7 +29,6 @@ from __future__ import annotations
 import random
 import threading
 import uuid
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -37,9 +36,9 @@ from pydantic import Field
 from openenv_gym.errors import SnapshotRefusedError
 from openenv_gym.sandbox import Limits
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation
+from openenv_gym.server.task_sets import TaskSet, TaskSource, episode_snapshot, restored_episode
 from openenv_gym.server.tools import DEFAULT_TOOL_TIMEOUT, MAX_TOOL_RESULT_BYTES, ToolResult, tool
 
-from ..task_sets import episode_snapshot, pick_task, reset_options, restored_episode
 from .environment import MAX_CODE_LENGTH, CodingState
 from .feedback import example_reports
 from .harness import (
@@ -77,6 +76,8 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
         tasks: the task set: ``None`` for the 56 shipped tasks, a JSONL path, or
             ``hf://datasets/ORG/NAME[@REVISION]/PATH.jsonl`` (see :func:`~.tasks.load_tasks`).
         difficulties: only tasks of these difficulties (``"easy"``, ``"medium"``, ``"hard"``).
+        splits, split_seed, split: how the set is split, and the split resets draw from
+            (``None``: all tasks); see :class:`~openenv_gym.server.TaskSet`.
         reward: what a ``submit`` earns: the change in the ``"fraction"`` of hidden tests passed
             since the previous submission (the default: an episode returns its last submission's
             fraction), ``"binary"`` (1 when all pass), or the ``"improvement"`` of the fraction
@@ -101,13 +102,16 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
 
     def __init__(
         self,
-        tasks: str | Path | list[dict[str, Any]] | None = None,
+        tasks: TaskSource = None,
         difficulties: list[str] | None = None,
         reward: RewardMode = "fraction",
         max_episode_steps: int | None = DEFAULT_MAX_EPISODE_STEPS,
         tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         sandbox: Literal["bubblewrap", "none"] = "bubblewrap",
         limits: dict[str, Any] | None = None,
+        splits: dict[str, float] | None = None,
+        split_seed: int = 0,
+        split: str | None = None,
     ) -> None:
         check_episode_options(reward, max_episode_steps)
         self.limits = Limits(**(limits or {}))
@@ -122,8 +126,7 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
         self.max_tool_result_bytes = max(MAX_TOOL_RESULT_BYTES, 8 * self.limits.output_limit)
         self.reward_mode = reward
         self.max_episode_steps = max_episode_steps
-        self.tasks = select_tasks(tasks, difficulties)
-        self._by_id = {task.task_id: task for task in self.tasks}
+        self.task_set = TaskSet(select_tasks(tasks, difficulties), splits=splits, split_seed=split_seed, split=split)
         self._examples: dict[str, Task | None] = {}
         self._sandbox = task_sandbox(tasks, self.limits, sandbox)  # raises if no sandbox here
         self._rng = random.Random()
@@ -136,13 +139,12 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
     # --- Environment API ---------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> CodingToolsObservation:
-        """Pick a task (``options={"task_id": ...}``, else one drawn by ``seed``) and show it."""
-        options = reset_options(kwargs.get("options"))
+        """Pick a task (by ``options``, else one drawn by ``seed``: see :meth:`TaskSet.pick`) and show it."""
         with self._lock:
             if seed is not None:
                 self._rng = random.Random(seed)
+            task = self.task_set.pick(kwargs.get("options"), self._rng)
             self._sandbox.start()
-            task = pick_task(self.tasks, self._by_id, options, self._rng)
             self._task = task
             self._state = CodingState(episode_id=episode_id or str(uuid.uuid4()), task_id=task.task_id)
         return CodingToolsObservation(
@@ -169,7 +171,7 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
             return episode_snapshot(self._rng, self._state)
 
     def restore(self, state: bytes) -> None:
-        rng, episode, task, _ = restored_episode(state, CodingState, self._by_id)
+        rng, episode, task, _ = restored_episode(state, CodingState, self.task_set.by_id)
         if task is None:
             raise SnapshotRefusedError("the snapshot holds no task (an episode of Coding-v0's free mode?)")
         with self._lock:
@@ -179,6 +181,9 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
     def parse_action(self, data: dict[str, Any]) -> Action:
         """Refuse any action that is not a tool call (those never reach here)."""
         raise ValueError(_TOOLS_ONLY)
+
+    def task_catalog(self) -> dict[str, Any]:
+        return self.task_set.describe()
 
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(

@@ -39,9 +39,9 @@ from pydantic import Field
 
 from openenv_gym.sandbox import Limits, RunResult, Sandbox
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
+from openenv_gym.server.task_sets import TaskSet, TaskSource, episode_snapshot, hidden_task_files, restored_episode
 from openenv_gym.server.tools import DEFAULT_TOOL_TIMEOUT, MAX_TOOL_RESULT_BYTES, ToolResult, tool
 
-from ..task_sets import TaskSource, episode_snapshot, hidden_task_files, pick_task, reset_options, restored_episode
 from . import sandbox_program, shell
 from .tasks import BUILTIN_TASKS, GitTask, select_tasks
 
@@ -107,6 +107,8 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
         tasks: the task set: ``None`` for the shipped tasks, a JSONL path, or
             ``hf://datasets/ORG/NAME[@REVISION]/PATH.jsonl`` (see :func:`~.tasks.load_tasks`).
         difficulties: only tasks of these difficulties (``"easy"``, ``"medium"``, ``"hard"``).
+        splits, split_seed, split: how the set is split, and the split resets draw from
+            (``None``: all tasks); see :class:`~openenv_gym.server.TaskSet`.
         max_turns: tool calls after which an episode whose task sets no ``max_turns`` is
             truncated (``None``: never); a task's own ``max_turns`` wins.
         tool_timeout_s: seconds a tool call may take before it is answered with a ``timeout``
@@ -142,6 +144,9 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
         sandbox: Literal["bubblewrap", "none"] = "bubblewrap",
         limits: dict[str, Any] | None = None,
         spare_sandboxes: int = 0,
+        splits: dict[str, float] | None = None,
+        split_seed: int = 0,
+        split: str | None = None,
     ) -> None:
         if max_turns is not None and max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {max_turns}")
@@ -163,8 +168,7 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
         # Two capped streams, each at most sextupled by JSON's escapes, and room for the rest.
         self.max_tool_result_bytes = max(MAX_TOOL_RESULT_BYTES, 8 * self.limits.output_limit)
         self.max_turns = max_turns
-        self.tasks = select_tasks(tasks, difficulties)
-        self._by_id = {task.task_id: task for task in self.tasks}
+        self.task_set = TaskSet(select_tasks(tasks, difficulties), splits=splits, split_seed=split_seed, split=split)
         self._sandbox = Sandbox(
             self.limits,
             mechanism=sandbox,
@@ -184,16 +188,15 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
     # --- Environment API ---------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> GitObservation:
-        """Pick a task (``options={"task_id": ...}``, else one drawn by ``seed``), build its repository, and show it.
+        """Pick a task (by ``options``, else one drawn by ``seed``: see :meth:`TaskSet.pick`), build its repository, and show it.
 
         Raises:
             RuntimeError: the task's setup failed (a fault of the task set; its output says why).
         """
-        options = reset_options(kwargs.get("options"))
         with self._lock:
             if seed is not None:
                 self._rng = random.Random(seed)
-            task = pick_task(self.tasks, self._by_id, options, self._rng)
+            task = self.task_set.pick(kwargs.get("options"), self._rng)
             # A fresh sandbox per episode: a new, empty workspace, and nothing of the last episode left.
             self._sandbox.close()
             self._sandbox.start()
@@ -249,7 +252,7 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
     def restore(self, state: bytes) -> None:
         """Back into a snapshot's episode: a fresh sandbox, its workspace unpacked into it."""
         header, _, workspace = state.partition(b"\n")
-        rng, episode, task, extra = restored_episode(header, GitState, self._by_id)
+        rng, episode, task, extra = restored_episode(header, GitState, self.task_set.by_id)
         with self._lock:
             self._ended, self._task = True, None  # until the workspace is back
             self._sandbox.close()
@@ -263,6 +266,9 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
     def parse_action(self, data: dict[str, Any]) -> Action:
         """Refuse any action that is not a tool call (those never reach here)."""
         raise ValueError(_TOOLS_ONLY)
+
+    def task_catalog(self) -> dict[str, Any]:
+        return self.task_set.describe()
 
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(

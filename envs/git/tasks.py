@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..task_sets import BaseTask, TaskSource, load_task_set, select_task_set
+from openenv_gym.server.task_sets import BaseTask, TaskSource, load_task_set, select_task_set
 
 __all__ = [
     "BUILTIN_TASKS",
@@ -64,6 +64,8 @@ class ToolCall(BaseModel):
 
 class GitTask(BaseTask):
     """A task in a git repository, scored by checks of the repository the agent leaves."""
+
+    hidden_fields = ("setup", "checks", "solution", "near_miss")
 
     prompt: str = Field(min_length=1, max_length=MAX_PROMPT_LENGTH)
     setup: str = Field(min_length=1)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .env_server import EnvServer
 from .environment import Action, Environment, EnvironmentMetadata, Observation, State
 from .runner import load_factory, run
+from .task_sets import BaseTask, TaskSet
 from .tools import ToolResult, tool
 
 if TYPE_CHECKING:
@@ -15,12 +16,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Action",
+    "BaseTask",
     "EnvServer",
     "Environment",
     "EnvironmentMetadata",
     "GymEnvironment",
     "Observation",
     "State",
+    "TaskSet",
     "ToolResult",
     "load_factory",
     "run",

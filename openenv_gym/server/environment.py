@@ -193,6 +193,13 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             return {"supported": False, "reason": f"{type(self).__name__} does not implement snapshot() and restore()"}
         return {"supported": True, "method": "environment"}
 
+    def task_catalog(self) -> dict[str, Any] | None:
+        """What ``/schema["tasks"]`` says of the env's task set (``None``, the default: it has none).
+
+        Task envs return their ``TaskSet.describe()``: counts, splits, fields and each task's id.
+        """
+        return None
+
     def get_metadata(self) -> EnvironmentMetadata:
         """Describe the environment for ``GET /metadata``."""
         return EnvironmentMetadata(
@@ -256,6 +263,9 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             result["render"] = {"modes": list(self.render_modes), "fps": self.render_fps}
         if self.max_episode_steps is not None:
             result["max_episode_steps"] = self.max_episode_steps
+        tasks = self.task_catalog()
+        if tasks is not None:  # our extension: a task env's task set (openenv_gym.tasks reads it)
+            result["tasks"] = tasks
         # Our extension: whether a session may snapshot, restore and fork (openenv_gym.protocol.snapshot).
         result["snapshot"] = self.snapshot_support()
         if self.space_descriptions is not None:

@@ -39,7 +39,7 @@ def test_reset_picks_a_task_by_seed_and_by_id(coding):
     chosen = coding.reset(seed=3, options={"task_id": EASY})
     assert chosen.info == {"task_id": EASY, "difficulty": "easy"}
     assert chosen.prompt.endswith("def digit_square_sum(n: int) -> int:")
-    assert chosen.tests_total == len(coding._by_id[EASY].tests) and chosen.tests_passed == 0
+    assert chosen.tests_total == len(coding.task_set.by_id[EASY].tests) and chosen.tests_passed == 0
     with pytest.raises(
         ValueError, match=re.escape("unknown task_id 'digit-square-sums'. Did you mean: 'digit-square-sum'? ")
     ):

@@ -99,7 +99,7 @@ def test_git_tasks_load_from_a_file_and_from_a_hugging_face_dataset_offline(tmp_
     )
     script = (
         "from openenv_gym.envs.git import GitEnvironment\n"
-        "print([task.task_id for task in GitEnvironment(tasks='hf://datasets/org/git-tasks/data/tasks.jsonl').tasks])\n"
+        "print([task.task_id for task in GitEnvironment(tasks='hf://datasets/org/git-tasks/data/tasks.jsonl').task_set])\n"
     )
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
     env.pop("HF_TOKEN", None)
