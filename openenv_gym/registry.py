@@ -173,6 +173,14 @@ def builtin_entries() -> list[CatalogEntry]:
             description="Tasks in a git repository through tools: run a command, read_file, write_file, submit",
         ),
         CatalogEntry(
+            id="openenv/ReasoningGym-v0",
+            server="openenv_gym.envs.reasoning:ReasoningGymEnvironment",
+            # No TimeLimit: an answer terminates the episode (a limit of 1 would truncate it too).
+            max_episode_steps=None,
+            reward_threshold=1.0,
+            description="Questions from reasoning-gym's generators, scored by its verifiers (pip install 'openenv-gym[reasoning]')",
+        ),
+        CatalogEntry(
             id="openenv/Remote-v0",
             server=None,
             kwargs={"json_schema_fallback": True},

@@ -24,6 +24,7 @@ from .errors import ToolCallError
 from .face import StepResult, offers_tools, step_result, wants_tool_face
 from .protocol import ObservationFrame
 from .protocol.tools import LIST_TOOLS, ToolErrorType, call_tool_action, openai_tool, parse_tool_call, result_text
+from .spaces.codec import OBSERVATION_FIELD
 from .spaces.text import DEFAULT_MAX_TEXT, ToolCallSpace, UnicodeText
 
 __all__ = ["INVALID_TOOL_CALL", "StepResult", "ToolFace", "offers_tools", "wants_tool_face"]
@@ -118,9 +119,10 @@ class ToolFace:
         return call_tool_action(name, arguments)
 
     def reset_result(self, frame: ObservationFrame) -> tuple[str, dict[str, Any]]:
-        """The prompt and info of a reset's ``frame``."""
+        """The prompt and info of a reset's ``frame``: its ``prompt``, else the text an env whose
+        observation is one Text sends as ``observation`` (ReasoningGym-v0's question)."""
         metadata = frame.metadata or frame.observation.get("metadata") or {}
-        prompt = frame.observation.get("prompt", metadata.get("prompt", ""))
+        prompt = frame.observation.get("prompt", metadata.get("prompt", frame.observation.get(OBSERVATION_FIELD, "")))
         info = {**frame.info, "tools": self.openai_tools()}
         if metadata:
             info["metadata"] = self._result(metadata)

@@ -208,6 +208,16 @@ PUBLIC = {
         "task_ids",
     },
     "openenv_gym.envs.coding_tools": {"CodingToolsEnvironment", "CodingToolsObservation"},
+    "openenv_gym.envs.reasoning": {
+        "CODE_SCORERS",
+        "DEFAULT_GENERATORS",
+        "AnswerAction",
+        "ReasoningGymEnvironment",
+        "ReasoningObservation",
+        "ReasoningState",
+        "ReasoningTask",
+        "make_tasks",
+    },
     "openenv_gym.envs.git": {"GitEnvironment", "GitObservation", "GitState", "GitTask", "load_tasks", "task_ids"},
 }
 

@@ -18,11 +18,14 @@ SHIPPED = sorted((REPO_ROOT / "envs").glob("*/openenv.yaml"))
 
 
 def test_the_shipped_manifests_validate():
-    """Every env's openenv.yaml in the repository validates, names an image and an app of ours."""
-    assert [path.parent.name for path in SHIPPED] == ["coding", "coding_tools", "echo", "git"]
+    """Every env's openenv.yaml in the repository validates, names an app of ours and an image,
+    but ReasoningGym-v0's: its image needs reasoning-gym's wheels, which the runtime image's
+    wheelhouse does not hold yet (it runs in a local process)."""
+    assert [path.parent.name for path in SHIPPED] == ["coding", "coding_tools", "echo", "git", "reasoning"]
     for path in SHIPPED:
         manifest = load_manifest(path)
-        assert manifest.image and manifest.app.startswith("openenv_gym.envs.")
+        assert manifest.app.startswith("openenv_gym.envs.")
+        assert bool(manifest.image) == (path.parent.name != "reasoning")
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda path: path.parent.name)

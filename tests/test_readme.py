@@ -21,7 +21,12 @@ from tests.hf_cache import seed_hf_cache
 from tests.utils import REPO_ROOT, UNIT
 
 README = REPO_ROOT / "README.md"
-DOCUMENTS = (README, REPO_ROOT / "docs" / "snapshots.md", REPO_ROOT / "docs" / "multi-agent.md")
+DOCUMENTS = (
+    README,
+    REPO_ROOT / "docs" / "snapshots.md",
+    REPO_ROOT / "docs" / "multi-agent.md",
+    REPO_ROOT / "docs" / "tasks.md",
+)
 SNIPPETS = [
     code
     for document in DOCUMENTS

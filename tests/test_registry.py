@@ -20,6 +20,7 @@ EXPECTED_IDS = {
     "openenv/Coding-v0",
     "openenv/CodingTools-v0",
     "openenv/Git-v0",
+    "openenv/ReasoningGym-v0",
     "openenv/Remote-v0",
     "openenv/CartPole-v1",
     "openenv/MountainCar-v0",

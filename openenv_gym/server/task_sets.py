@@ -27,6 +27,7 @@ import difflib
 import json
 import math
 import random
+import types
 import typing
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -82,7 +83,7 @@ class BaseTask(BaseModel):
 TaskT = TypeVar("TaskT", bound=BaseTask)
 
 
-def load_task_set(source: TaskSource, model: type[TaskT], builtin: Path) -> list[TaskT]:
+def load_task_set(source: TaskSource, model: type[TaskT], builtin: Path | None = None) -> list[TaskT]:
     """Load a task set of ``model`` tasks.
 
     Args:
@@ -95,7 +96,7 @@ def load_task_set(source: TaskSource, model: type[TaskT], builtin: Path) -> list
             holding JSON text is decoded where the task's field is a list or an object (Arrow
             tables cannot hold lists of mixed types, such as test arguments).
         model: the env's task model.
-        builtin: the env's shipped task file.
+        builtin: the env's shipped task file (``None``: it ships none, and ``source`` is needed).
 
     Raises:
         ValueError: the source is not a valid task set; the message names the row and the field.
@@ -103,6 +104,8 @@ def load_task_set(source: TaskSource, model: type[TaskT], builtin: Path) -> list
         ImportError: a dataset source without the ``datasets`` package.
     """
     if source is None:
+        if builtin is None:
+            raise ValueError("no task set given, and the env ships none")
         source = builtin
     if isinstance(source, (str, Path)):
         rows = _source_rows(source, model)
@@ -195,7 +198,10 @@ def _decoded_json_columns(row: Mapping[str, Any], model: type[BaseModel]) -> dic
 
 
 def _takes_text(annotation: Any) -> bool:
-    return annotation is str or annotation is Any or str in typing.get_args(annotation)
+    """Whether a field of this annotation takes a string as it is (``str``, ``str | None``, ``Any``)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_takes_text(member) for member in typing.get_args(annotation))
+    return annotation is str or annotation is Any
 
 
 def select_task_set(

@@ -4,23 +4,32 @@ reads it, and reset takes a task by id or by split and index; a seed fixes the s
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import gymnasium as gym
 import pytest
 
 import openenv_gym
 from openenv_gym.envs.coding.tasks import BUILTIN_TASKS as CODING_TASKS
+from openenv_gym.envs.git.tasks import BUILTIN_TASKS as GIT_TASKS
+from openenv_gym.envs.reasoning import make_tasks
 
-TASK_ENVS = ["openenv/Coding-v0", "openenv/CodingTools-v0", "openenv/Git-v0"]
+SPLIT_BY_SEED = ["openenv/Coding-v0", "openenv/CodingTools-v0", "openenv/Git-v0"]
+# ReasoningGym-v0's tasks name their splits: each split of a generator is made from its own seed.
+REASONING = {"generators": ["gcd", "maze", "word_sorting", "knights_knaves", "dice"]}
+TASK_ENVS = [(env_id, {"split_seed": 11}) for env_id in SPLIT_BY_SEED] + [
+    ("openenv/ReasoningGym-v0", {**REASONING, "data_seed": 11})
+]
 
 
-@pytest.mark.parametrize("env_id", TASK_ENVS)
-def test_a_task_env_lists_its_tasks_and_resets_to_each_by_id_or_by_split_and_index(env_id):
-    env = gym.make(env_id, split_seed=11)
+@pytest.mark.parametrize(("env_id", "kwargs"), TASK_ENVS)
+def test_a_task_env_lists_its_tasks_and_resets_to_each_by_id_or_by_split_and_index(env_id, kwargs):
+    env = gym.make(env_id, **kwargs)
     try:
         catalog = openenv_gym.tasks(env)
         assert len(catalog) == sum(catalog.splits.values()) == sum(catalog.difficulties.values())
-        assert set(catalog.splits) == {"train", "test"} and catalog.split_seed == 11
+        assert set(catalog.splits) == {"train", "test"}
+        assert catalog.split_seed == kwargs.get("split_seed")  # None where the tasks name their splits
         test_ids = catalog.ids(split="test")
         assert 0 < len(test_ids) < len(catalog)
         _, info = env.reset(options={"split": "test", "index": len(test_ids) - 1})
@@ -36,35 +45,52 @@ def test_a_task_env_lists_its_tasks_and_resets_to_each_by_id_or_by_split_and_ind
         env.close()
 
 
-@pytest.mark.parametrize("env_id", TASK_ENVS)
+@pytest.mark.parametrize("env_id", SPLIT_BY_SEED)
 def test_two_servers_with_one_split_seed_publish_the_same_task_set(env_id):
-    """Each id starts its own server: the same seed gives the same catalog; another seed another cut."""
+    """Each id starts its own server: the same seed gives the same catalog; another seed another cut.
+    (ReasoningGym-v0's equal questions for equal seeds: tests/envs/test_reasoning_gym.py.)"""
     first, again, other = (openenv_gym.tasks(env_id, split_seed=seed) for seed in (4, 4, 5))
     assert first == again
     assert first.ids() == other.ids() and first.ids(split="test") != other.ids(split="test")
 
 
-def test_a_server_serves_a_jsonl_set_and_a_local_dataset_folder(tmp_path):
-    """Coding-v0 given a JSONL file, and a folder as a Hub dataset lays it out (its splits named by
-    its files), lists those tasks; the env's split= makes resets draw from one split."""
+def task_rows(env_id: str) -> list[dict[str, Any]]:
+    """Twelve tasks of the env's own kind, as rows of a task file."""
+    if env_id == "openenv/ReasoningGym-v0":
+        return [task.model_dump(exclude={"split"}) for task in make_tasks(["gcd", "maze"])][:12]
+    builtin = GIT_TASKS if env_id == "openenv/Git-v0" else CODING_TASKS
+    return [json.loads(line) for line in builtin.read_text().splitlines()[:12]]
+
+
+@pytest.mark.parametrize(("env_id", "kwargs"), TASK_ENVS)
+def test_a_server_serves_a_jsonl_set_and_a_local_dataset_folder(tmp_path, env_id, kwargs):
+    """Given a JSONL file, and a folder as ``datasets`` saves one (its splits named by the dataset,
+    list and object columns as JSON text, as Arrow needs for lists of mixed types), the server lists
+    those tasks and resets to them; the env's split= makes resets draw from one split."""
     datasets = pytest.importorskip("datasets")
-    rows = [json.loads(line) for line in CODING_TASKS.read_text().splitlines()]
+    rows = task_rows(env_id)
     jsonl = tmp_path / "tasks.jsonl"
     jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows[:10]))
-    assert openenv_gym.tasks("openenv/Coding-v0", tasks=str(jsonl)).ids() == [row["task_id"] for row in rows[:10]]
+    assert openenv_gym.tasks(env_id, tasks=str(jsonl)).ids() == [row["task_id"] for row in rows[:10]]
 
-    def dataset(part):  # the tests (lists of mixed types) as JSON text, as a dataset holds them
-        return datasets.Dataset.from_list([{**row, "tests": json.dumps(row["tests"])} for row in part])
+    def dataset(part):
+        return datasets.Dataset.from_list(
+            [
+                {key: json.dumps(value) if isinstance(value, (list, dict)) else value for key, value in row.items()}
+                for row in part
+            ]
+        )
 
-    folder = tmp_path / "coding-dataset"
+    folder = tmp_path / "task-dataset"
     datasets.DatasetDict({"train": dataset(rows[:8]), "test": dataset(rows[8:12])}).save_to_disk(str(folder))
-    env = gym.make("openenv/Coding-v0", tasks=str(folder), split="test")
+    env = gym.make(env_id, tasks=str(folder), split="test")
     try:
         catalog = openenv_gym.tasks(env)
         assert catalog.split_source == "tasks" and catalog.splits == {"train": 8, "test": 4}
+        assert catalog.ids(split="test") == [row["task_id"] for row in rows[8:12]]
         assert catalog.default_split == "test"
-        drawn = {env.reset(seed=seed)[1]["task_id"] for seed in range(12)}
-        assert drawn <= set(catalog.ids(split="test")) and len(drawn) > 1
+        assert env.reset(seed=0)[1]["task_id"] in catalog.ids(split="test")
+        assert env.reset(options={"split": "train", "index": 7})[1]["task_id"] == rows[7]["task_id"]
     finally:
         env.close()
 
