@@ -62,7 +62,14 @@ PUBLIC = {
         "tasks",
     },
     "openenv_gym.vector": {"RemoteVectorEnv"},
-    "openenv_gym.wrappers": {"ChatMessages", "SB3VecEnv", "make_sb3_vec_env"},
+    "openenv_gym.wrappers": {
+        "ChatMessages",
+        "RecordAsyncEpisodes",
+        "RecordEpisodes",
+        "RecordVectorEpisodes",
+        "SB3VecEnv",
+        "make_sb3_vec_env",
+    },
     "openenv_gym.pettingzoo": {
         "AgentsVectorEnv",
         "RemoteAECEnv",
@@ -171,6 +178,7 @@ PUBLIC = {
         "ToolEnvironment",
         "ToolFailedError",
         "annotation_of",
+        "component_reward",
         "env_reward",
         "environment_factory",
         "extract_code",

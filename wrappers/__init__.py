@@ -1,6 +1,8 @@
 """Wrappers for remote environments, importable as ``openenv_gym.wrappers``.
 
-``ChatMessages`` turns a tool env's observations into a chat history. ``SB3VecEnv`` and
+``ChatMessages`` turns a tool env's observations into a chat history. ``RecordEpisodes``,
+``RecordVectorEpisodes`` and ``RecordAsyncEpisodes`` record episodes and pay the user's reward
+functions (:mod:`.recording`). ``SB3VecEnv`` and
 ``make_sb3_vec_env`` need Stable-Baselines3 (``pip install 'openenv-gym[sb3]'``); they load on
 first use, so importing this package does not import SB3 or torch.
 """
@@ -12,16 +14,27 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .chat import ChatMessages
+    from .recording import RecordAsyncEpisodes, RecordEpisodes, RecordVectorEpisodes
     from .sb3 import SB3VecEnv, make_sb3_vec_env
 
-__all__ = ["ChatMessages", "SB3VecEnv", "make_sb3_vec_env"]
+__all__ = [
+    "ChatMessages",
+    "RecordAsyncEpisodes",
+    "RecordEpisodes",
+    "RecordVectorEpisodes",
+    "SB3VecEnv",
+    "make_sb3_vec_env",
+]
 
 _SB3 = {"SB3VecEnv", "make_sb3_vec_env"}
+_RECORDING = {"RecordAsyncEpisodes", "RecordEpisodes", "RecordVectorEpisodes"}
 
 
 def __getattr__(name: str) -> Any:
     if name == "ChatMessages":
         return importlib.import_module(".chat", __name__).ChatMessages
+    if name in _RECORDING:
+        return getattr(importlib.import_module(".recording", __name__), name)
     if name in _SB3:
         try:
             module = importlib.import_module(".sb3", __name__)

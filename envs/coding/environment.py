@@ -39,6 +39,7 @@ from .harness import (
     reward_for,
     run_program,
     task_sandbox,
+    tests_composition,
 )
 from .tasks import MAX_PROMPT_LENGTH, MAX_TESTS, Task, select_tasks
 
@@ -155,6 +156,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
         check_episode_options(reward, max_episode_steps)
         self.mode = mode
         self.reward_mode = reward
+        self.reward_composition = tests_composition(reward) if mode == "tasks" else None
         self.max_episode_steps = max_episode_steps
         self.limits = Limits(**(limits or {}))
         self.task_set: TaskSet[Task] | None = None
@@ -226,6 +228,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
                 "task_id": task.task_id,
                 "difficulty": task.difficulty,
                 "tests": graded.passed,
+                "reward_components": {"tests": reward},
             },
         )
 

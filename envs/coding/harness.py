@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
+from openenv_gym.rewards import Composition, RewardPart
 from openenv_gym.sandbox import Limits, RunResult, Sandbox
 from openenv_gym.server.task_sets import TaskSource, choice_error, hidden_task_files
 
@@ -210,6 +211,17 @@ def reward_for(mode: RewardMode, graded: Graded, best_fraction: float, last_frac
     if mode == "improvement":
         return max(0.0, graded.fraction - best_fraction)
     return graded.fraction - last_fraction
+
+
+def tests_composition(mode: RewardMode) -> Composition:
+    """The reward's one part, ``"tests"``: what ``mode`` pays for the hidden tests a submission passes
+    (a step's ``info["reward_components"]["tests"]`` is its whole reward)."""
+    paid = {
+        "fraction": "the change in the fraction of hidden tests passed since the previous submission",
+        "binary": "1 for the submission that passes every hidden test, else 0",
+        "improvement": "the rise of the fraction of hidden tests passed over the episode's best",
+    }[mode]
+    return Composition((RewardPart("tests", 1.0, description=paid),))
 
 
 def examples_of(task: Task) -> Task:

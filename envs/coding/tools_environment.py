@@ -49,6 +49,7 @@ from .harness import (
     grade,
     run_program,
     task_sandbox,
+    tests_composition,
 )
 from .tasks import Task, select_tasks
 
@@ -125,6 +126,7 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
         # Two capped streams, each at most doubled by JSON's escapes, and room for the rest.
         self.max_tool_result_bytes = max(MAX_TOOL_RESULT_BYTES, 8 * self.limits.output_limit)
         self.reward_mode = reward
+        self.reward_composition = tests_composition(reward)
         self.max_episode_steps = max_episode_steps
         self.task_set = TaskSet(select_tasks(tasks, difficulties), splits=splits, split_seed=split_seed, split=split)
         self._examples: dict[str, Task | None] = {}
@@ -263,6 +265,7 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
                 done=graded.solved,
                 truncated=last and not graded.solved,
                 metadata={"task_id": task.task_id, "tests": graded.passed},
+                info={"reward_components": {"tests": reward}},
             )
 
     # --- internals ---------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from openenv_gym.rewards import Composition, RewardPart
 from openenv_gym.sandbox import Limits, RunResult, Sandbox
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 from openenv_gym.server.task_sets import TaskSet, TaskSource, episode_snapshot, hidden_task_files, restored_episode
@@ -132,6 +133,9 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
 
     observation_type = GitObservation
     state_type = GitState
+    reward_composition = Composition(
+        (RewardPart("checks", 1.0, description="the fraction of the task's checks the submitted repository passes"),)
+    )
     SUPPORTS_CONCURRENT_SESSIONS = True  # each session has its own sandbox
     blocking = True
 
@@ -372,6 +376,7 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
                 report,
                 reward=score,
                 done=True,
+                info={"reward_components": {"checks": score}},
                 metadata={
                     "task_id": task.task_id,
                     "checks": passed,

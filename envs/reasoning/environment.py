@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import Field
 
+from openenv_gym.rewards import Composition, RewardPart
 from openenv_gym.server import Action, Environment, EnvironmentMetadata, Observation, State, ToolResult, tool
 from openenv_gym.server.task_sets import TaskSet, TaskSource, episode_snapshot, load_task_set, restored_episode
 
@@ -83,6 +84,9 @@ class ReasoningGymEnvironment(Environment[AnswerAction, ReasoningObservation, Re
     SUPPORTS_CONCURRENT_SESSIONS = True  # sessions share the task set, read only
     blocking = True  # a verifier may take a while (a maze, a sudoku)
     max_episode_steps = 1  # one answer
+    reward_composition = Composition(
+        (RewardPart("verifier", 1.0, description="the reasoning-gym verifier's score of the answer, in [0, 1]"),)
+    )
 
     def __init__(
         self,
@@ -131,7 +135,7 @@ class ReasoningGymEnvironment(Environment[AnswerAction, ReasoningObservation, Re
         if len(text) > MAX_ANSWER_LENGTH:
             raise ValueError(f"the answer is longer than {MAX_ANSWER_LENGTH} characters")
         score, info = self._score(text)
-        return ToolResult(f"Your answer scored {score:.4g}.", reward=score, done=True, metadata=info)
+        return ToolResult(f"Your answer scored {score:.4g}.", reward=score, done=True, metadata=info, info=info)
 
     @property
     def state(self) -> ReasoningState:
@@ -170,8 +174,8 @@ class ReasoningGymEnvironment(Environment[AnswerAction, ReasoningObservation, Re
         self._state.answered = True
         self._state.step_count += 1
         info = self._about(task)
-        if not answer.strip():
-            info["score"] = 0.0  # no answer: nothing for a verifier to credit
+        if not answer.strip():  # no answer: nothing for a verifier to credit
+            info.update(score=0.0, reward_components={"verifier": 0.0})
             return 0.0, info
         try:
             from reasoning_gym import get_score_answer_fn
@@ -181,6 +185,7 @@ class ReasoningGymEnvironment(Environment[AnswerAction, ReasoningObservation, Re
             raw, info["grader_error"] = 0.0, type(exc).__name__
         score = min(max(raw, 0.0), 1.0) if math.isfinite(raw) else 0.0
         info["score"] = score
+        info["reward_components"] = {"verifier": score}
         return score, info
 
     @staticmethod

@@ -1,6 +1,6 @@
 """The ``openenv-gym`` command line: ``serve`` an env; ``init`` a new one, ``validate`` one; ``build``, ``ps``,
-``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``; ``mcp``: one env session's tools as a stdio MCP
-server; ``web``: a server's web debug page.
+``clean`` containers; ``pull``, ``push`` Hub envs; ``tasks``; ``replay``, ``rescore`` recorded episodes and
+``eval`` a policy; ``mcp``: one env session's tools as a stdio MCP server; ``web``: a server's web debug page.
 
 One module per command (or per small group of them), each with the parser of its arguments and the
 function that runs it; this module builds the parser and runs the command asked for.
@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from . import containers, hub, init, mcp, serve, tasks, validate, web
+from . import containers, episodes, hub, init, mcp, serve, tasks, validate, web
 from ._arguments import DEBUG_ENV_VAR, _UsageError, debug
 
 __all__ = ["build_parser", "main"]
@@ -28,6 +28,9 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "init": init.run,
     "validate": validate.run,
     "tasks": tasks.run,
+    "replay": episodes.replay,
+    "rescore": episodes.rescore,
+    "eval": episodes.evaluate,
     "mcp": mcp.run,
     "web": web.run,
 }
@@ -48,7 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     containers.add_build_parser(commands)
     hub.add_parsers(commands)
     containers.add_parsers(commands)
-    for command in (init, validate, tasks, mcp, web):
+    for command in (init, validate, tasks):
+        command.add_parser(commands)
+    episodes.add_parsers(commands)
+    for command in (mcp, web):
         command.add_parser(commands)
     return parser
 

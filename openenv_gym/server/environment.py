@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..protocol import ObservationFrame
 from ..protocol.tools import call_tool_observation, list_tools_observation
+from ..rewards import Composition
 from .tools import DEFAULT_TOOL_TIMEOUT, MAX_TOOL_RESULT_BYTES, Tool, ToolOutcome, collect_tools
 
 if TYPE_CHECKING:
@@ -110,6 +111,9 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             ``metadata["render_modes"]`` and ``["render_fps"]`` say; published in ``/schema``.
         max_episode_steps: the steps after which an episode is truncated, if the environment
             has such a time limit; published in ``/schema`` (the web page shows it).
+        reward_composition: for an env whose steps return ``info["reward_components"]``, how
+            its reward is made of them (:class:`openenv_gym.rewards.Composition`); published in
+            ``/schema["reward"]``.
     """
 
     action_type: ClassVar[type[Action]] = Action
@@ -128,6 +132,7 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
     render_modes: Sequence[str] = ()
     render_fps: float | None = None
     max_episode_steps: int | None = None
+    reward_composition: Composition | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -243,6 +248,7 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             reward=outcome.reward,
             done=outcome.done,
             truncated=outcome.truncated,
+            info=outcome.info,
             metadata=outcome.metadata or None,
         )
 
@@ -263,6 +269,8 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             result["render"] = {"modes": list(self.render_modes), "fps": self.render_fps}
         if self.max_episode_steps is not None:
             result["max_episode_steps"] = self.max_episode_steps
+        if self.reward_composition is not None:  # our extension: the reward's parts (openenv_gym.rewards)
+            result["reward"] = self.reward_composition.describe()
         tasks = self.task_catalog()
         if tasks is not None:  # our extension: a task env's task set (openenv_gym.tasks reads it)
             result["tasks"] = tasks

@@ -80,6 +80,8 @@ class ToolResult:
         metadata: extra facts for the client, sent in the observation's ``metadata``.
         is_error: the tool ran and reports a failure in ``value`` (MCP's ``isError``), as
             opposed to a call that could not run.
+        info: the step's ``info``, as a plain step's observation carries it (a scoring call's
+            ``reward_components``).
     """
 
     value: Any = None
@@ -88,6 +90,7 @@ class ToolResult:
     truncated: bool = False
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     is_error: bool = False
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,6 +276,7 @@ class ToolOutcome:
     done: bool = False
     truncated: bool = False
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 #: Runs a blocking call where the environment's calls run, within a time limit (raising TimeoutError).
@@ -341,4 +345,5 @@ async def run_tool(
         done=outcome.done,
         truncated=outcome.truncated,
         metadata=outcome.metadata,
+        info=outcome.info,
     )

@@ -57,7 +57,8 @@ the completions with the trainer's own generation (transformers, continuous batc
 as configured), turns each into an action (``action=``, the text by default), and runs one
 episode per completion, all at once on a pool: reset to the row's task, one step, session back
 to the pool. It returns ``prompt_ids``, ``completion_ids`` and ``logprobs`` plus, per row,
-``env_reward``, ``env_terminated``, ``env_truncated``, ``env_error`` and ``env_observation``,
+``env_reward``, ``env_terminated``, ``env_truncated``, ``env_error``, ``env_observation`` and
+``env_reward_components`` (the env's parts and those of ``rewards=`` functions of yours),
 which TRL passes to reward functions as keyword arguments: :func:`env_reward` gives the env's.
 An action the env's action space refuses is not sent (reward ``invalid_action_reward``, 0 by
 default); an episode whose session was lost has reward ``None``, which TRL leaves out.
@@ -69,7 +70,7 @@ from __future__ import annotations
 
 from ...errors import ToolFailedError
 from .environment import ToolCall, ToolEnvironment, environment_factory
-from .rollout import EnvRollout, env_reward, extract_code, prompt_text, rollout_func
+from .rollout import EnvRollout, component_reward, env_reward, extract_code, prompt_text, rollout_func
 from .signatures import annotation_of, tool_method
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "ToolEnvironment",
     "ToolFailedError",
     "annotation_of",
+    "component_reward",
     "env_reward",
     "environment_factory",
     "extract_code",

@@ -6,18 +6,20 @@ import asyncio
 import logging
 import re
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...async_env import make_async
 from ...errors import InvalidActionError
+from ...rewards import COMPONENTS_KEY, RewardFunction, reward_functions
+from ...wrappers.recording import EpisodeBook
 from .sessions import CALL_ERRORS, START_WAIT, Sessions, run_once, single_env_kwargs
 
 if TYPE_CHECKING:
     import datasets
 
-__all__ = ["EnvRollout", "env_reward", "extract_code", "prompt_text", "rollout_func"]
+__all__ = ["EnvRollout", "component_reward", "env_reward", "extract_code", "prompt_text", "rollout_func"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +50,26 @@ def env_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
     return [None if reward is None else float(reward) for reward in kwargs["env_reward"]]
 
 
+def component_reward(name: str) -> Callable[..., list[float | None]]:
+    """A TRL reward function giving one reward component of each completion's episode: one of the
+    env's (``info["reward_components"]``, e.g. ReasoningGym-v0's ``"verifier"``) or of the
+    ``rewards=`` functions of :func:`rollout_func`. It bears the component's name, so TRL logs it
+    as ``rewards/NAME/mean``; ``GRPOConfig(reward_weights=...)`` composes them.
+
+    ``None`` where the episode has no such component (a lost session): TRL leaves it out.
+    """
+
+    def reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
+        if "env_reward_components" not in kwargs:
+            raise KeyError(
+                "component_reward reads the 'env_reward_components' field a rollout_func of openenv_gym returns"
+            )
+        return [None if parts is None else parts.get(name) for parts in kwargs["env_reward_components"]]
+
+    reward.__name__ = reward.__qualname__ = name
+    return reward
+
+
 def prompt_text(observation: Any) -> str:
     """The prompt in a reset's observation: the text itself, or its ``"prompt"`` field."""
     if isinstance(observation, str):
@@ -75,6 +97,7 @@ class _Outcome:
     truncated: bool
     error: str | None
     observation: Any
+    components: dict[str, float] | None = None
 
 
 class EnvRollout:
@@ -92,6 +115,10 @@ class EnvRollout:
             :meth:`dataset` did not make.
         invalid_action_reward: the reward of an action the env's action space refuses (it is not
             sent: the model wrote something the env cannot take).
+        rewards: reward functions of yours (:class:`~openenv_gym.rewards.RewardFunction`, or
+            functions of the episode's :class:`~openenv_gym.trajectories.Trajectory`), computed
+            on each episode beside the env's own parts: both are in ``env_reward_components``,
+            which :func:`component_reward` hands to TRL one by one.
         **make_kwargs: ``gym.make``'s keyword arguments for the id, and the pool's.
     """
 
@@ -103,10 +130,12 @@ class EnvRollout:
         action: Callable[[str], Any] | None = None,
         reset_kwargs: Callable[[Any], Mapping[str, Any]] | None = None,
         invalid_action_reward: float = 0.0,
+        rewards: Sequence[RewardFunction | Callable[[Any], float]] = (),
         **make_kwargs: Any,
     ) -> None:
         self.env_id = env_id
         self.action = action
+        self.rewards = reward_functions(rewards)
         self.reset_kwargs = reset_kwargs
         self.invalid_action_reward = float(invalid_action_reward)
         self._make_kwargs = dict(make_kwargs)
@@ -187,12 +216,16 @@ class EnvRollout:
     async def _episode(self, reset: dict[str, Any], action: Any, wanted: int) -> _Outcome:
         env = await self._sessions.acquire(wanted)
         try:
-            await env.reset(**reset)
+            book = EpisodeBook(env.action_space, env.observation_space, stream="rollout", rewards=self.rewards)
+            book.start(reset.get("seed"), reset.get("options"), *(await env.reset(**reset)))
             try:
-                observation, reward, terminated, truncated, _ = await env.step(action)
+                observation, reward, terminated, truncated, info = await env.step(action)
             except InvalidActionError as exc:
-                return _Outcome(self.invalid_action_reward, False, False, f"invalid_action: {exc}", None)
-            return _Outcome(reward, terminated, truncated, None, observation)
+                return _Outcome(self.invalid_action_reward, False, False, f"invalid_action: {exc}", None, {})
+            # One step is the whole episode: the episode-level functions are paid on it too.
+            _, paid_info, _ = book.step(action, observation, reward, True, truncated, info)
+            components = dict(paid_info.get(COMPONENTS_KEY) or {})
+            return _Outcome(reward, terminated, truncated, None, observation, components)
         except CALL_ERRORS as exc:
             if env.failed is None:  # the env refused the reset or the step: a bug to see, not to score
                 raise
@@ -220,6 +253,7 @@ class EnvRollout:
             "env_truncated": [outcome.truncated for outcome in outcomes],
             "env_error": [outcome.error for outcome in outcomes],
             "env_observation": [outcome.observation for outcome in outcomes],
+            "env_reward_components": [outcome.components for outcome in outcomes],
         }
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
@@ -247,6 +281,6 @@ def rollout_func(env_id: str, **options: Any) -> EnvRollout:
     """A ``rollout_func`` for ``GRPOTrainer`` on the single-turn text env ``env_id``.
 
     ``options`` are :class:`EnvRollout`'s (``pool_size``, ``action``, ``reset_kwargs``,
-    ``invalid_action_reward``, and ``gym.make``'s keyword arguments).
+    ``invalid_action_reward``, ``rewards``, and ``gym.make``'s keyword arguments).
     """
     return EnvRollout(env_id, **options)

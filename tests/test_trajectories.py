@@ -1,0 +1,161 @@
+"""Recorded episodes: 100 of them (a vector env's and the async pool's) re-play with no divergence,
+a tampered record is caught, both file formats keep everything, and re-scoring offline gives the
+numbers the same reward functions paid live."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from dataclasses import replace
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import openenv_gym
+from openenv_gym.rewards import RewardFunction, rescored
+from openenv_gym.trajectories import Trajectory, TrajectoryWriter, read_trajectories, replay, write_trajectories
+from openenv_gym.wrappers import RecordAsyncEpisodes, RecordEpisodes, RecordVectorEpisodes
+from tests.utils import REPO_ROOT
+
+
+def upright(step) -> float:
+    """A step-level part: how near upright the pole is (1 at 0 rad)."""
+    return 1.0 - abs(float(step.observation[2])) / 0.21
+
+
+def short_episode(trajectory) -> float:
+    """An episode-level part: 1 for an episode of at most 20 steps."""
+    return float(trajectory.length <= 20)
+
+
+REWARDS = [RewardFunction(upright, per="step", weight=0.1), RewardFunction(short_episode, weight=-0.5)]
+
+
+def record_vector(path, episodes: int) -> list[Trajectory]:
+    envs = RecordVectorEpisodes(
+        gym.make_vec("openenv/CartPole-v1", num_envs=4, vector_backend="per_env"), path, rewards=REWARDS
+    )
+    envs.reset(seed=10)
+    actions = np.random.default_rng(0)
+    try:
+        while len(envs.episodes) < episodes:
+            envs.step(actions.integers(0, 2, size=4))
+    finally:
+        envs.close()
+    return envs.episodes
+
+
+def record_pool(path, episodes: int) -> None:
+    async def run() -> None:
+        with TrajectoryWriter(path) as writer:
+            async with openenv_gym.AsyncEnvPool("openenv/CartPole-v1", size=4) as pool:
+
+                async def one(index: int) -> None:
+                    async with RecordAsyncEpisodes(await pool.acquire(), writer, env_id="openenv/CartPole-v1") as env:
+                        await env.reset(seed=1000 + index)
+                        actions, done = np.random.default_rng(index), False
+                        while not done:
+                            _, _, terminated, truncated, _ = await env.step(int(actions.integers(0, 2)))
+                            done = terminated or truncated
+
+                await asyncio.gather(*(one(index) for index in range(episodes)))
+
+    asyncio.run(run())
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("episodes")
+    live = record_vector(folder / "vector.jsonl", 50)
+    record_pool(folder / "pool.parquet", 50)
+    return folder, live
+
+
+def test_a_hundred_recorded_episodes_replay_with_no_divergence(recorded):
+    folder, _ = recorded
+    vector = list(read_trajectories(folder / "vector.jsonl"))
+    pool = list(read_trajectories(folder / "pool.parquet"))
+    finished = [episode for episode in vector + pool if episode.done]
+    assert len(finished) >= 100
+    assert len({episode.stream for episode in vector}) == 4 and len({episode.stream for episode in pool}) == 50
+    assert sorted(episode.seed for episode in vector if episode.episode == 0) == [10, 11, 12, 13]
+    count, divergences = replay(vector + pool, lambda trajectory: gym.make(trajectory.env_id))
+    assert divergences == [] and count == len(vector) + len(pool)
+
+
+def test_a_tampered_record_is_reported_where_it_diverges(recorded):
+    folder, _ = recorded
+    pool = list(read_trajectories(folder / "pool.parquet"))[:3]
+    bad = replace(pool[1], actions=[*pool[1].actions[:4], 1 - pool[1].actions[4], *pool[1].actions[5:]])
+    count, divergences = replay([pool[0], bad, pool[2]], lambda trajectory: gym.make(trajectory.env_id))
+    assert count == 3 and len(divergences) == 1
+    (divergence,) = divergences
+    assert (divergence.stream, divergence.step, divergence.what) == (bad.stream, 4, "observation")
+    unseeded = replace(pool[0], seed=None)
+    assert replay([unseeded], lambda trajectory: gym.make(trajectory.env_id))[1][0].what == "unseeded"
+
+
+def test_jsonl_and_parquet_keep_the_same_records(recorded, tmp_path):
+    folder, _ = recorded
+    episodes = list(read_trajectories(folder / "vector.jsonl"))
+    write_trajectories(tmp_path / "copy.parquet", episodes)
+    assert [episode.to_record() for episode in read_trajectories(tmp_path / "copy.parquet")] == [
+        episode.to_record() for episode in episodes
+    ]
+    first = episodes[0]
+    observations = first.decoded_observations()
+    assert isinstance(observations[0], np.ndarray) and observations[0].dtype == np.float32
+    assert first.infos[-1] == {} and set(first.reward_components[-1]) == {"upright", "short_episode"}
+
+
+def test_rescoring_offline_gives_what_the_functions_paid_live(recorded):
+    """The vector episodes were paid REWARDS live; re-scored from their records with the same
+    functions, every step's reward and component is the same number."""
+    _, live = recorded
+    for episode in live:
+        again = rescored(episode, REWARDS)
+        assert again.rewards == episode.rewards and again.reward_components == episode.reward_components
+        plain = replace(episode, rewards=list(episode.env_rewards), reward_components=[{}] * episode.length)
+        assert rescored(plain, REWARDS).rewards == episode.rewards
+    assert any(ep.rewards != ep.env_rewards for ep in live)
+
+
+def test_the_wrappers_pay_the_functions_in_the_reward_and_the_info():
+    env = RecordEpisodes(gym.make("openenv/CartPole-v1"), rewards=REWARDS)
+    try:
+        env.reset(seed=3)
+        observation, reward, _, _, info = env.step(0)
+        assert info["reward_components"] == {"upright": 1.0 - abs(float(observation[2])) / 0.21}
+        assert reward == 1.0 + 0.1 * info["reward_components"]["upright"]
+    finally:
+        env.close()
+    assert len(env.episodes) == 1 and not env.episodes[0].done  # cut off at close, still written
+
+
+def test_replay_and_rescore_commands(recorded, tmp_path):
+    folder, _ = recorded
+    subset = tmp_path / "some.jsonl"
+    write_trajectories(subset, [e for e in read_trajectories(folder / "pool.parquet")][:5])
+    done = subprocess.run(
+        [sys.executable, "-m", "openenv_gym", "replay", str(subset)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("5 of 5 episodes re-played; 0 diverged")
+    out = tmp_path / "rescored.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "openenv_gym", "rescore", str(subset), "--reward", "tests.test_trajectories:short_episode",
+         "--weight", "-0.5", "--out", str(out)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    again = list(read_trajectories(out))
+    expected = [float(e.length <= 20) for e in read_trajectories(subset)]
+    assert [e.reward_components[-1]["short_episode"] for e in again] == expected
+    assert [e.total_reward for e in again] == [sum(e.env_rewards) - 0.5 * x for e, x in zip(again, expected)]
+    assert f"short_episode: mean {sum(expected) / 5:.6g} over 5 episodes" in done.stdout
