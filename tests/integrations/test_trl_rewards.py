@@ -7,11 +7,14 @@ import math
 from statistics import mean
 from typing import Any
 
+import gymnasium as gym
 import pytest
 from trl import GRPOTrainer
 
+import openenv_gym
 from openenv_gym.integrations.trl import component_reward, env_reward, rollout_func
 from openenv_gym.rewards import RewardFunction
+from openenv_gym.task_sampling import PassRateCurriculum
 from openenv_gym.trajectories import Trajectory
 from tests.integrations.test_trl import TRL_DEPRECATION, chat_tokenizer, grpo_config
 from tests.integrations.tiny_lm import overfit, tiny_model
@@ -76,4 +79,55 @@ def test_env_components_and_a_user_reward_reach_trls_logged_rewards(tmp_path):
         assert all(0 < parts["brevity"] <= 1 for step in seen for _, parts in step)
     finally:
         rollout.close()
+    assert wait_until(lambda: not (own_server_pids() - before), 15 * UNIT)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings(TRL_DEPRECATION)
+def test_a_task_sampler_picks_each_groups_task_and_hears_its_rewards(tmp_path):
+    """With a curriculum, each group of num_generations completions plays the task the sampler picked
+    (the rows only size the batch): a twin sampler fed the same group rewards picks the same tasks,
+    and each completion re-played on its task on a fresh env gets the reward the trainer saw."""
+    before = own_server_pids()
+    catalog = openenv_gym.tasks("openenv/ReasoningGym-v0", generators=["gcd"])
+    test_ids = catalog.ids(split="test")
+    rollout = rollout_func(
+        "openenv/ReasoningGym-v0", generators=["gcd"], sampler=PassRateCurriculum(test_ids, explore=0.5, seed=3)
+    )
+    try:
+        rows = rollout.dataset([{"options": {"task_id": task_id}} for task_id in test_ids[:2]])
+        tokenizer = chat_tokenizer([row["prompt"] for row in rows], "12<|im_end|>")
+        seen: list[list[tuple[str, str, float]]] = []
+
+        def record(completions: list[Any], env_task_id: list[str], env_reward: list[Any], **_: Any):
+            texts = [completion[0]["content"] for completion in completions]
+            seen.append(list(zip(env_task_id, texts, env_reward, strict=True)))
+            return [None] * len(completions)
+
+        trainer = GRPOTrainer(
+            model=tiny_model(tokenizer),
+            reward_funcs=[env_reward, record],
+            args=grpo_config(tmp_path, per_device_train_batch_size=4, max_completion_length=16),
+            train_dataset=rows,
+            processing_class=tokenizer,
+            rollout_func=rollout,
+        )
+        trainer.train()
+    finally:
+        rollout.close()
+    assert len(seen) == 2 and all(len(step) == 4 for step in seen)
+    twin = PassRateCurriculum(test_ids, explore=0.5, seed=3)
+    for step in seen:  # a batch's groups are sampled first, then the sampler hears each
+        groups = [step[0:2], step[2:4]]
+        assert [twin.sample() for _ in groups] == [group[0][0] for group in groups] == [group[1][0] for group in groups]
+        for group in groups:
+            twin.update(group[0][0], [reward for *_, reward in group])
+    assert twin.counts() == rollout.sampler.counts()
+    env = gym.make("openenv/ReasoningGym-v0", generators=["gcd"])
+    try:
+        for task_id, text, reward in (item for step in seen for item in step):
+            env.reset(options={"task_id": task_id})
+            assert env.step(text)[1] == reward
+    finally:
+        env.close()
     assert wait_until(lambda: not (own_server_pids() - before), 15 * UNIT)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ...async_env import make_async
 from ...errors import InvalidActionError
 from ...rewards import COMPONENTS_KEY, RewardFunction, reward_functions
+from ...task_sampling import TaskSampler
 from ...wrappers.recording import EpisodeBook
 from .sessions import CALL_ERRORS, START_WAIT, Sessions, run_once, single_env_kwargs
 
@@ -90,6 +91,13 @@ def _prompt_key(prompt: Any) -> str:
     raise TypeError(f"a prompt is text or chat messages ending with a text message, got {prompt!r}")
 
 
+def _with_text(prompt: Any, text: str) -> Any:
+    """``prompt`` (text, or chat messages ending with the user's) with the user's text replaced by ``text``."""
+    if isinstance(prompt, str):
+        return text
+    return [*prompt[:-1], {**prompt[-1], "content": text}]
+
+
 @dataclass(frozen=True)
 class _Outcome:
     reward: float | None
@@ -119,6 +127,12 @@ class EnvRollout:
             functions of the episode's :class:`~openenv_gym.trajectories.Trajectory`), computed
             on each episode beside the env's own parts: both are in ``env_reward_components``,
             which :func:`component_reward` hands to TRL one by one.
+        sampler: a task sampler (:mod:`openenv_gym.task_sampling`, e.g. ``PassRateCurriculum``)
+            that picks each GRPO group's task instead of the dataset: the rows then only set the
+            batch's size and the prompt's form (its system message), each group of
+            ``num_generations`` completions answers the sampled task's prompt, and the sampler
+            hears the group's env rewards. ``env_task_id`` says which task each completion had;
+            reward functions should read the ``env_*`` fields, not the rows' columns.
         **make_kwargs: ``gym.make``'s keyword arguments for the id, and the pool's.
     """
 
@@ -131,11 +145,14 @@ class EnvRollout:
         reset_kwargs: Callable[[Any], Mapping[str, Any]] | None = None,
         invalid_action_reward: float = 0.0,
         rewards: Sequence[RewardFunction | Callable[[Any], float]] = (),
+        sampler: TaskSampler | None = None,
         **make_kwargs: Any,
     ) -> None:
         self.env_id = env_id
         self.action = action
         self.rewards = reward_functions(rewards)
+        self.sampler = sampler
+        self._task_prompts: dict[str, str] = {}
         self.reset_kwargs = reset_kwargs
         self.invalid_action_reward = float(invalid_action_reward)
         self._make_kwargs = dict(make_kwargs)
@@ -261,16 +278,54 @@ class EnvRollout:
         # The trainer's own steps for its default rollout: the chat template (and tools) as it
         # applies them, and its configured generation backend. They are TRL's private methods,
         # stable across the 1.x releases this module supports (trl>=1.16,<2).
-        prompt_ids, images, multimodal_fields = trainer._tokenize_prompts(prompts)
         generations = trainer.num_generations if trainer.model.training else trainer.num_generations_eval
+        tasks: list[str] = []
+        if self.sampler is not None:
+            prompts, tasks = self._sampled(prompts, generations)
+        prompt_ids, images, multimodal_fields = trainer._tokenize_prompts(prompts)
         completion_ids, logprobs = trainer._generate_single_turn(prompt_ids, images, multimodal_fields, generations)
         texts = trainer.processing_class.batch_decode(completion_ids, skip_special_tokens=True)
-        return {
-            "prompt_ids": prompt_ids,
-            "completion_ids": completion_ids,
-            "logprobs": logprobs,
-            **self.run(prompts, texts),
-        }
+        outcome = self.run(prompts, texts)
+        if self.sampler is not None:
+            for start, task_id in zip(range(0, len(prompts), generations), tasks):
+                group = [r for r in outcome["env_reward"][start : start + generations] if r is not None]
+                if group:  # a group whose every session was lost says nothing of the task
+                    self.sampler.update(task_id, group)
+            outcome["env_task_id"] = [task for task in tasks for _ in range(generations)]
+        return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": logprobs, **outcome}
+
+    def _sampled(self, prompts: list[Any], generations: int) -> tuple[list[Any], list[str]]:
+        """``prompts`` with each group's task replaced by one the sampler picks, and those tasks.
+
+        Raises:
+            ValueError: the batch is not whole groups of one prompt each (as TRL's sampler makes them).
+            RuntimeError: the sampler has no task left (a sequential one, spent).
+        """
+        assert self.sampler is not None
+        if len(prompts) % generations or any(
+            prompts[start + i] != prompts[start]
+            for start in range(0, len(prompts), generations)
+            for i in range(generations)
+        ):
+            raise ValueError(f"a sampled rollout takes whole groups of {generations} copies of one prompt")
+        chosen: list[str] = []
+        for _ in range(len(prompts) // generations):
+            task_id = self.sampler.sample()
+            if task_id is None:
+                raise RuntimeError(f"{self!r}: the task sampler has no task left")
+            chosen.append(task_id)
+        missing = [task_id for task_id in dict.fromkeys(chosen) if task_id not in self._task_prompts]
+        if missing:  # every task's prompt once, from resets on one session (a sampler lists its tasks)
+            missing = [t for t in dict.fromkeys([*getattr(self.sampler, "tasks", ()), *missing]) if t not in self._task_prompts]
+            for task_id, row in zip(
+                missing, self.dataset([{"options": {"task_id": t}} for t in missing], conversational=False)
+            ):
+                self._task_prompts[task_id] = row["prompt"]
+        swapped = [
+            _with_text(prompts[start], self._task_prompts[task])
+            for start, task in zip(range(0, len(prompts), generations), chosen)
+        ]
+        return [prompt for prompt in swapped for _ in range(generations)], chosen
 
     def close(self) -> None:
         """Close every session and stop the servers; idempotent (also done at interpreter exit)."""
