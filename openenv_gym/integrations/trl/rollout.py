@@ -316,7 +316,9 @@ class EnvRollout:
             chosen.append(task_id)
         missing = [task_id for task_id in dict.fromkeys(chosen) if task_id not in self._task_prompts]
         if missing:  # every task's prompt once, from resets on one session (a sampler lists its tasks)
-            missing = [t for t in dict.fromkeys([*getattr(self.sampler, "tasks", ()), *missing]) if t not in self._task_prompts]
+            missing = [
+                t for t in dict.fromkeys([*getattr(self.sampler, "tasks", ()), *missing]) if t not in self._task_prompts
+            ]
             for task_id, row in zip(
                 missing, self.dataset([{"options": {"task_id": t}} for t in missing], conversational=False)
             ):
