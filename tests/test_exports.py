@@ -68,6 +68,7 @@ PUBLIC = {
         "RecordEpisodes",
         "RecordVectorEpisodes",
         "SB3VecEnv",
+        "SampleTasks",
         "make_sb3_vec_env",
     },
     "openenv_gym.pettingzoo": {

@@ -2,7 +2,8 @@
 
 ``ChatMessages`` turns a tool env's observations into a chat history. ``RecordEpisodes``,
 ``RecordVectorEpisodes`` and ``RecordAsyncEpisodes`` record episodes and pay the user's reward
-functions (:mod:`.recording`). ``SB3VecEnv`` and
+functions (:mod:`.recording`); ``SampleTasks`` resets a vector env's episodes to the tasks a sampler
+picks (:mod:`.task_sampling`). ``SB3VecEnv`` and
 ``make_sb3_vec_env`` need Stable-Baselines3 (``pip install 'openenv-gym[sb3]'``); they load on
 first use, so importing this package does not import SB3 or torch.
 """
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from .chat import ChatMessages
     from .recording import RecordAsyncEpisodes, RecordEpisodes, RecordVectorEpisodes
     from .sb3 import SB3VecEnv, make_sb3_vec_env
+    from .task_sampling import SampleTasks
 
 __all__ = [
     "ChatMessages",
@@ -23,6 +25,7 @@ __all__ = [
     "RecordEpisodes",
     "RecordVectorEpisodes",
     "SB3VecEnv",
+    "SampleTasks",
     "make_sb3_vec_env",
 ]
 
@@ -33,6 +36,8 @@ _RECORDING = {"RecordAsyncEpisodes", "RecordEpisodes", "RecordVectorEpisodes"}
 def __getattr__(name: str) -> Any:
     if name == "ChatMessages":
         return importlib.import_module(".chat", __name__).ChatMessages
+    if name == "SampleTasks":
+        return importlib.import_module(".task_sampling", __name__).SampleTasks
     if name in _RECORDING:
         return getattr(importlib.import_module(".recording", __name__), name)
     if name in _SB3:

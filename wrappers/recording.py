@@ -28,6 +28,8 @@ from openenv_gym.rewards import COMPONENTS_KEY, RewardFunction, StepView, reward
 from openenv_gym.spaces import encode, jsonable, space_to_json
 from openenv_gym.trajectories import Trajectory, TrajectoryWriter
 
+from .vector_items import info_of, item_of
+
 __all__ = ["EpisodeBook", "RecordAsyncEpisodes", "RecordEpisodes", "RecordVectorEpisodes"]
 
 RewardFunctions = Sequence[RewardFunction | Callable[[Any], float]]
@@ -255,7 +257,7 @@ class RecordVectorEpisodes(VectorWrapper):
         observations, infos = self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]  # vector envs take a seed per sub-env too
         seeds = _seeds(seed, self.num_envs)
         for index, book in enumerate(self.books):
-            book.start(seeds[index], options, _item(observations, index), _info_of(infos, index))
+            book.start(seeds[index], options, item_of(observations, index), info_of(infos, index))
         self._restarting[:] = False
         return observations, infos
 
@@ -264,7 +266,7 @@ class RecordVectorEpisodes(VectorWrapper):
         rewards = np.array(rewards, dtype=np.float64, copy=True)
         extra: dict[int, dict[str, float]] = {}
         for index, book in enumerate(self.books):
-            observation, info = _item(observations, index), _info_of(infos, index)
+            observation, info = item_of(observations, index), info_of(infos, index)
             if self._restarting[index]:  # NEXT_STEP: this result is the new episode's reset
                 book.start(None, None, observation, info)
                 continue
@@ -275,7 +277,12 @@ class RecordVectorEpisodes(VectorWrapper):
                     infos["final_info"][index] if "final_info" in infos else {},
                 )
             paid, info, ended = book.step(
-                _item(actions, index), observation, float(rewards[index]), terminations[index], truncations[index], info
+                item_of(actions, index),
+                observation,
+                float(rewards[index]),
+                terminations[index],
+                truncations[index],
+                info,
             )
             rewards[index] = paid
             if COMPONENTS_KEY in info:
@@ -283,7 +290,7 @@ class RecordVectorEpisodes(VectorWrapper):
             if ended is not None:
                 self._keep(ended)
                 if self.autoreset_mode == AutoresetMode.SAME_STEP:
-                    book.start(None, None, _item(observations, index), _info_of(infos, index))
+                    book.start(None, None, item_of(observations, index), info_of(infos, index))
         self._restarting = np.logical_or(terminations, truncations) & (self.autoreset_mode == AutoresetMode.NEXT_STEP)
         if extra:
             infos = {**infos, COMPONENTS_KEY: [extra.get(index, {}) for index in range(self.num_envs)]}
@@ -378,26 +385,3 @@ def _seeds(seed: int | Sequence[int | None] | None, count: int) -> list[int | No
     if isinstance(seed, (int, np.integer)):
         return [int(seed) + index for index in range(count)]
     return [None if item is None else int(item) for item in seed]
-
-
-def _item(batch: Any, index: int) -> Any:
-    """Sub-env ``index``'s part of a batched value (arrays, dicts of them, tuples of them)."""
-    if isinstance(batch, dict):
-        return {key: _item(value, index) for key, value in batch.items()}
-    if isinstance(batch, tuple):
-        return tuple(_item(value, index) for value in batch)
-    return batch[index]
-
-
-def _info_of(infos: Mapping[str, Any], index: int) -> dict[str, Any]:
-    """Sub-env ``index``'s info out of a vector env's (Gymnasium's ``key``/``_key`` mask layout)."""
-    found: dict[str, Any] = {}
-    for key, value in infos.items():
-        if key.startswith("_") or key in ("final_obs", "final_info"):
-            continue
-        mask = infos.get(f"_{key}")
-        if mask is not None and not mask[index]:
-            continue
-        item = _info_of(value, index) if isinstance(value, dict) else value[index]
-        found[key] = item.item() if isinstance(item, np.generic) else item
-    return found
