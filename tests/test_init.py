@@ -72,7 +72,7 @@ def test_the_scaffolds_own_tests_pass(scaffold: Path):
         timeout=300 * UNIT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    expected = 8 if (scaffold / "demo" / "environment.py").read_text().count("@tool") else 6
+    expected = 9 if (scaffold / "demo" / "environment.py").read_text().count("@tool") else 6
     assert re.search(rf"^{expected} passed in ", done.stdout, re.MULTILINE), done.stdout
 
 

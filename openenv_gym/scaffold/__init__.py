@@ -55,10 +55,13 @@ _VARIANT_VALUES = {
         "correct_reward": "1.0",
         "spaces_note": " and its `@tool` methods",
         "tests_note": ", tool calls and the turn limit",
-        "about": "Each episode picks a secret number from 1 to 100. The agent calls tools: `compare(number)` "
+        "about": "Each episode plays a task of a task set: a secret number from 1 to 20, 100 or 500 (easy, medium, "
+        "hard). The agent calls tools: `compare(number)` "
         "says whether the secret is higher, lower or equal, and `submit(answer)` ends the episode with "
         "reward 1.0 when it is right; 10 calls truncate it. `reset(seed=...)` makes an episode "
-        "repeatable. Through Gymnasium, an action is one tool call as JSON text and an observation the "
+        "repeatable; the task set has openenv-gym's task API: `openenv_gym.tasks(env)` lists it, "
+        '`reset(options={"task_id": ...})` or `{"split": "test", "index": 0}` picks a task, and `tasks=` '
+        "gives the env a set of your own. Through Gymnasium, an action is one tool call as JSON text and an observation the "
         "tool's result; `info[\"tools\"]` lists the tools in OpenAI's format. Add `@tool` methods to make "
         "it your env; the tests say what still holds.",
         "example_step": "text, reward, terminated, truncated, info = env.step("

@@ -205,7 +205,7 @@ def _takes_text(annotation: Any) -> bool:
 
 
 def select_task_set(
-    source: TaskSource, model: type[TaskT], builtin: Path, difficulties: Sequence[str] | None = None
+    source: TaskSource, model: type[TaskT], builtin: Path | None = None, difficulties: Sequence[str] | None = None
 ) -> list[TaskT]:
     """The tasks of ``source`` (as :func:`load_task_set` takes it) whose difficulty is one of ``difficulties`` (``None``: all).
 
