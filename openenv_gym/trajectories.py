@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "JSON_TEXT_COLUMNS",
     "Divergence",
     "Trajectory",
     "TrajectoryWriter",
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 #: Columns a Parquet file keeps as JSON text: nested values of mixed types, which Arrow cannot hold.
-_JSON_COLUMNS = (
+JSON_TEXT_COLUMNS = (
     "options",
     "spaces",
     "observations",
@@ -185,7 +186,7 @@ class TrajectoryWriter:
             self._file.flush()
         else:
             self._rows.append(
-                {key: json.dumps(value) if key in _JSON_COLUMNS else value for key, value in record.items()}
+                {key: json.dumps(value) if key in JSON_TEXT_COLUMNS else value for key, value in record.items()}
             )
         self.count += 1
 
@@ -220,7 +221,7 @@ def read_trajectories(path: str | Path) -> Iterator[Trajectory]:
 
         for number, row in enumerate(pq.read_table(path).to_pylist(), 1):
             decoded = {
-                key: json.loads(value) if key in _JSON_COLUMNS and isinstance(value, str) else value
+                key: json.loads(value) if key in JSON_TEXT_COLUMNS and isinstance(value, str) else value
                 for key, value in row.items()
             }
             yield _parsed(decoded, f"{path.name} row {number}")
