@@ -3,6 +3,8 @@ each group's returns; the episodes' ends autoreset in the same step."""
 
 from __future__ import annotations
 
+import asyncio
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -76,3 +78,29 @@ def test_the_env_must_not_autoreset_itself():
             SampleTasks(envs, PassRateCurriculum(["a"]))
     finally:
         envs.close()
+
+
+def test_task_groups_on_the_pool_play_the_sampled_task_and_report_their_returns():
+    """TaskGroup.start resets a group of pool sessions to the sampler's task; finish tells the
+    sampler the returns and gives the sessions back."""
+    from openenv_gym.task_groups import TaskGroup
+
+    local = ReasoningGymEnvironment(generators=["gcd"])
+    answers = {task.task_id: task.answer for task in local.task_set.tasks}
+    ids = sorted(answers)[:5]
+    sampler = Listening(ids)
+
+    async def run() -> None:
+        async with openenv_gym.AsyncEnvPool("openenv/ReasoningGym-v0", size=4, generators=["gcd"]) as pool:
+            for round_ in range(4):
+                group = await TaskGroup.start(pool, sampler, size=4, seed=round_)
+                assert {info["task_id"] for info in group.infos} == {group.task_id} == {sampler.sampled[-1]}
+                assert pool.in_use == 4
+                answers_given = [answers[group.task_id] if i % 2 else "0" for i in range(4)]
+                results = await asyncio.gather(*(env.step(a) for env, a in zip(group.envs, answers_given)))
+                await group.finish([reward for _, reward, *_ in results])
+                assert pool.in_use == 0
+                assert sampler.heard[-1] == (group.task_id, [reward for _, reward, *_ in results])
+
+    asyncio.run(run())
+    assert len(sampler.heard) == 4
