@@ -353,3 +353,26 @@ def test_tasks_lists_the_git_envs_tasks_with_env_git():
     assert [line.split("\t")[0] for line in easy.stdout.splitlines()] == task_ids(difficulties=["easy"])
     unknown = subprocess.run([CONSOLE_SCRIPT, "tasks", "--env", "gti"], capture_output=True, text=True, timeout=60)
     assert unknown.returncode == 2 and "invalid choice: 'gti'" in unknown.stderr
+
+
+def test_tasks_of_an_env_id_lists_what_its_server_publishes():
+    """`openenv-gym tasks ID` starts the env's server and lists its /schema task set with each split."""
+    import openenv_gym
+
+    kwargs = '{"generators": ["gcd", "maze"]}'
+    listed = subprocess.run(
+        [CONSOLE_SCRIPT, "tasks", "openenv/ReasoningGym-v0", "--env-kwargs", kwargs, "--split", "test"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    catalog = openenv_gym.tasks("openenv/ReasoningGym-v0", generators=["gcd", "maze"])
+    assert [line.split("\t") for line in listed.stdout.splitlines()] == [
+        [entry.task_id, entry.difficulty, "test"] for entry in catalog if entry.split == "test"
+    ]
+    refused = subprocess.run(
+        [CONSOLE_SCRIPT, "tasks", "openenv/CartPole-v1"], capture_output=True, text=True, timeout=120
+    )
+    assert refused.returncode == 1 and refused.stderr.startswith("openenv-gym tasks: error:")
+    assert "publishes no task set" in refused.stderr
