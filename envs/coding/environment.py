@@ -175,9 +175,8 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> CodeObservation:
         options = kwargs.get("options")
-        if self.task_set is None:
-            if options:
-                raise ValueError(f"free mode takes no reset options, got {sorted(options)}")
+        if self.task_set is None and options:
+            raise ValueError(f"free mode takes no reset options, got {sorted(options)}")
         if seed is not None:
             self._rng = random.Random(seed)
         task = self.task_set.pick(options, self._rng) if self.task_set is not None else None
