@@ -1,5 +1,5 @@
 # Three entry points, each doing its own set-up in .venv:
-#   make demo   trains SB3 PPO on 16 remote CartPole sub-envs and reports return and steps/s
+#   make demo   trains SB3 PPO on 16 remote CartPole sub-envs and reports return and steps/s (only the sb3 extra)
 #   make lint   ruff (lint and format) and mypy, as configured in pyproject.toml
 #   make fuzz   the protocol and spaces parsers under atheris for FUZZ_SECONDS (default 600); the
 #               inputs it finds go to .fuzz-corpus/, a crash to crash-<sha1> (add it to tests/fuzz/regressions/)
@@ -24,7 +24,13 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
 	touch $@
 
-demo: $(VENV)/.installed
+# The demo needs only the sb3 extra (Stable-Baselines3 and rich), not the test extra.
+$(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[sb3]"
+	touch $@
+
+demo: $(VENV)/.demo-installed
 	$(BIN)/python examples/train_ppo.py
 
 lint: $(VENV)/.installed
