@@ -24,7 +24,16 @@ if TYPE_CHECKING:
     from .block import Block, BlockCodec
     from .serving import Serving
 
-__all__ = ["batch_blocks", "list_tools", "make_blocks", "open_blocks", "plain_blocks", "tool_faces", "vector_blocks"]
+__all__ = [
+    "batch_blocks",
+    "list_tools",
+    "make_blocks",
+    "open_blocks",
+    "plain_blocks",
+    "tool_faces",
+    "transport_of",
+    "vector_blocks",
+]
 
 #: Where each server runs and which sub-envs it serves: ``(url, provider, (start, stop))``.
 Placed = Sequence[tuple[str, "Provider", tuple[int, int]]]
@@ -38,6 +47,7 @@ def make_blocks(
     *,
     copy: bool,
     wire_codec: str,
+    transport: str = "auto",
     **options: Any,
 ) -> tuple[BlockCodec, list[Block[Any]]]:
     """The blocks of the kind ``serving`` calls for (not connected yet), and their codec.
@@ -46,6 +56,8 @@ def make_blocks(
         batch_client: opens a batch session of sub-envs ``start:stop`` (``RemoteVectorEnv._batch_client``).
         name: the env's name, for errors; ``copy``: as :class:`~.batch_block.BatchCodec`'s.
         wire_codec: ``"binary"`` or ``"json"``, for batch and vector sessions.
+        transport: how a vector session's steps travel (:data:`~openenv_gym.client.vector_client.TRANSPORTS`);
+            other sessions take the WebSocket (``"shm"`` for them raises ``ValueError``).
         options: the sessions' own (timeouts, env id, autoreset mode); their envs are made in
             ``serving.render_mode``.
     """
@@ -53,7 +65,14 @@ def make_blocks(
     face, num_envs = serving.face, sum(stop - start for _, _, (start, stop) in placed)
     if serving.backend is not None:
         codec: BlockCodec = VectorCodec(face.action_space, face.observation_space, num_envs, name)
-        return codec, vector_blocks(placed, serving.backend, face.observation_space, codec=wire_codec, **options)
+        return codec, vector_blocks(
+            placed, serving.backend, face.observation_space, codec=wire_codec, transport=transport, **options
+        )
+    if transport == "shm":
+        raise ValueError(
+            "transport='shm' serves server-side vector envs; this one steps one env per sub-env "
+            f"({serving.metadata.get('vector_backend_reason', 'no vector backend')})"
+        )
     codec = BatchCodec(face, num_envs, name, copy=copy)
     if serving.batched:
         return codec, batch_blocks(placed, batch_client, codec=wire_codec, **options)
@@ -115,6 +134,17 @@ def vector_blocks(placed: Placed, backend: str, observation_space: gym.Space[Any
         )
         for url, provider, (start, stop) in placed
     ]
+
+
+def transport_of(blocks: Sequence[Block[Any]]) -> dict[str, str]:
+    """``metadata["transport"]`` (``"shm"``, ``"ws"``, or ``"mixed"``) and ``["transport_reason"]``:
+    how the connected blocks' steps travel, and why."""
+    clients = [block.client for block in blocks if isinstance(block, VectorBlock)]
+    if not clients:
+        return {"transport": "ws", "transport_reason": "one env per sub-env: its sessions take the WebSocket"}
+    kinds = {client.transport for client in clients}
+    reasons = dict.fromkeys(client.transport_reason for client in clients)
+    return {"transport": kinds.pop() if len(kinds) == 1 else "mixed", "transport_reason": "; ".join(reasons)}
 
 
 def plain_blocks(placed: Placed, tool_schema: dict[str, Any] | None, **options: Any) -> list[Block[Any]]:

@@ -21,6 +21,7 @@ from gymnasium.vector.utils import batch_space
 
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
 from openenv_gym.client.batch_client import BatchClient
+from openenv_gym.client.vector_client import TRANSPORTS
 from openenv_gym.env import ClosedEnvError, own_frame
 from openenv_gym.make_options import MakeOptions
 from openenv_gym.protocol import RenderFrame
@@ -33,7 +34,7 @@ from openenv_gym.redaction import hide_token_kwarg
 from .batching import attr_values, reset_mask, seed_list
 from .block import Block, StepTuple
 from .faults import FAILURE_INFO_KEY, ask_all, read_steps, recover_all, reset_all, send_all
-from .make_blocks import open_blocks
+from .make_blocks import open_blocks, transport_of
 from .send_recv import SendRecv
 from .serving import Serving, check_attached, vector_fleet
 
@@ -115,6 +116,11 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             that one, or ``ValueError`` saying why not. A server's K sub-envs are then one vector
             env of K, ``reset(seed=s)`` seeding the block at sub-env k with ``s + k``;
             ``metadata["vector_backend"]`` and ``["vector_backend_reason"]`` say which runs, and why.
+        transport: how a server-side vector env's steps travel: ``"auto"`` (default), through
+            shared memory when its server is on this host and offers it (the process provider's
+            are), else the WebSocket; ``"shm"``: shared memory or an error saying why not;
+            ``"ws"``: the WebSocket. Resets, render and errors always take the WebSocket.
+            ``metadata["transport"]`` and ``["transport_reason"]`` say which was taken, and why.
         render_mode: as for ``RemoteEnv`` (``"human"`` raises; servers without render modes take
             any, with a warning): every sub-env (or server-side vector env) is made in it, see
             :meth:`render`. ``metadata["render_modes"]`` and ``["render_fps"]`` are the servers' (a
@@ -159,6 +165,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         codec: str = "binary",
         batch_size: int | None = None,
         vector_backend: str = "auto",
+        transport: str = "auto",
         render_mode: str | None = None,
         open_timeout: float = DEFAULT_OPEN_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
@@ -168,6 +175,8 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
     ) -> None:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {list(TRANSPORTS)}, got {transport!r}")
         # What made it, for a fork of a sub-env (a new vector env of the same servers' kind).
         self._made_with: dict[str, Any] = {
             "server": server,
@@ -181,6 +190,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             "autoreset_mode": autoreset_mode,
             "tool_calls": tool_calls,
             "codec": codec,
+            "transport": transport,
             "render_mode": render_mode,
             "open_timeout": open_timeout,
             "call_timeout": call_timeout,
@@ -263,12 +273,14 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 self.action_space,
                 copy=self._copy,
                 wire_codec=codec,
+                transport=transport,
                 open_timeout=open_timeout,
                 call_timeout=call_timeout,
                 env_id=server,
                 autoreset_mode=WireAutoresetMode(self.autoreset_mode.value),
             )
             self._blocks += blocks
+            self.metadata.update(transport_of(self._blocks))
             self._pool = SendRecv(
                 self._blocks,
                 self._codec,

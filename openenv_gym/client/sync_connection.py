@@ -367,6 +367,14 @@ class SyncConnection(SessionClient[ReplyT]):
             self._read(self._deadline)
         return self._inbox.popleft()
 
+    def answered(self) -> bool:
+        """Whether a reply to the call in flight has begun to arrive, or the connection is gone."""
+        return bool(self._inbox) or self._sock is None
+
+    def waitable(self) -> Any:
+        """What turns readable when a reply arrives (for ``select``; call :meth:`answered` after)."""
+        return self._sock
+
     def close(self) -> None:
         """Send a close frame, close the WebSocket and the socket; idempotent, never raises."""
         with self._lock:
@@ -409,12 +417,18 @@ def replies_waiting(clients: Sequence[SyncConnection[Any]], timeout: float | Non
     :meth:`SyncConnection.complete` on those reads their replies with little or no wait. A client
     whose connection is gone counts as ready (``complete()`` then raises its error).
     """
-    waiting = {}
-    for index, client in enumerate(clients):
-        if client._inbox or client._sock is None:
-            return [i for i, c in enumerate(clients) if c._inbox or c._sock is None]
-        waiting[client._sock] = index
-    if not waiting:
-        return []
-    readable, _, _ = select.select(list(waiting), [], [], timeout)
-    return sorted(waiting[sock] for sock in readable)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    nap = 1e-3
+    while True:
+        waiting = {client.waitable(): index for index, client in enumerate(clients)}
+        ready = [index for index, client in enumerate(clients) if client.answered()]  # after waitable(): see there
+        if ready or not waiting:
+            return ready
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return []
+        # In naps that double: a shared-memory wake-up can be lost (see openenv_gym.protocol.shm).
+        readable, _, _ = select.select(list(waiting), [], [], nap if left is None else min(nap, left))
+        if readable:
+            return sorted(waiting[sock] for sock in readable)
+        nap = min(2 * nap, 1.0)

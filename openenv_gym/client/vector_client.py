@@ -2,24 +2,35 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from websockets.typing import Subprotocol
 
-from ..protocol import ClientSession, ErrorFrame, MessageType, RenderFrame
+from ..errors import ConnectionLostError, ProtocolError, RemoteError, RequestTimeoutError
+from ..protocol import ClientSession, ErrorCode, ErrorFrame, MessageType, RenderFrame
 from ..protocol.batch import AutoresetMode, batch_query
+from ..protocol.shm import ShmOffer, ShmOpenFrame
 from ..protocol.vector import VectorResetFrame, VectorResultFrame, VectorStepFrame, parse_vector_server_frame
+from ..urls import is_loopback_host, unix_socket_path
+from ._session import remote_error
 from .batch_client import BlockClient, BlockKind, codec_subprotocols
+from .shm_link import ShmLink
 
-__all__ = ["VectorClient", "VectorKind", "VectorReply"]
+__all__ = ["TRANSPORTS", "VectorClient", "VectorKind", "VectorReply"]
+
+#: What a vector session's steps may travel by: the WebSocket, shared memory (the same host
+#: only), or shared memory where the server offers it and can be reached, else the WebSocket.
+TRANSPORTS = ("auto", "ws", "shm")
 
 #: What a vector session answers, besides an error frame.
-VectorReply = VectorResultFrame | RenderFrame
+VectorReply = VectorResultFrame | RenderFrame | ShmOffer
 
 _REPLIES: dict[MessageType, type] = {
     MessageType.VECTOR_RESET: VectorResultFrame,
     MessageType.VECTOR_STEP: VectorResultFrame,
     MessageType.RENDER: RenderFrame,
+    MessageType.SHM_OPEN: ShmOffer,
 }
 
 
@@ -42,8 +53,12 @@ class VectorKind(BlockKind[VectorReply]):
         return ClientSession(parse_vector_server_frame, _REPLIES)
 
     def check(self, reply: VectorReply) -> VectorReply:
-        reply.check(self.envs)
+        if not isinstance(reply, ShmOffer):
+            reply.check(self.envs)
         return reply
+
+    def shm_open(self) -> str:
+        return self.session.send(MessageType.SHM_OPEN, ShmOpenFrame())
 
     def reset(self, frame: VectorResetFrame) -> str:
         return self.session.send(MessageType.VECTOR_RESET, frame)
@@ -66,6 +81,11 @@ class VectorClient(BlockClient[VectorReply]):
         autoreset_mode: the vector env's autoreset mode (one its backend serves).
         backend: the server-side vector env: ``"gymnasium"``, ``"ale"`` or ``"envpool"``.
         codec: ``"binary"`` or ``"json"``.
+        transport: how steps travel (resets, render and errors always take the WebSocket):
+            ``"ws"``; ``"shm"``, shared memory with a server on this host (the connection fails,
+            saying why, if the server cannot offer it); ``"auto"`` (default), shared memory when the
+            server is on a loopback address or Unix socket and offers it, else the WebSocket.
+            :attr:`transport_reason` says which was taken, and why.
         render_mode: have the vector env made in this render mode (see
             :class:`~openenv_gym.client.batch_client.BatchClient`).
         **settings: as for :class:`~openenv_gym.client.SessionClient`.
@@ -81,13 +101,125 @@ class VectorClient(BlockClient[VectorReply]):
         backend: str,
         codec: str = "json",
         *,
+        transport: str = "auto",
         render_mode: str | None = None,
         **settings: Any,
     ) -> None:
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {list(TRANSPORTS)}, got {transport!r}")
         query = batch_query(envs, autoreset_mode, backend, render_mode)
         super().__init__(
             VectorKind(envs, autoreset_mode, backend, query, codec_subprotocols(codec)), base_url, **settings
         )
+        self.requested_transport = transport
+        #: The shared-memory segment the steps go through, while connected with ``shm``.
+        self.link: ShmLink | None = None
+        #: Why the steps take the transport they take (after :meth:`connect`).
+        self.transport_reason = "not connected yet"
+        self._link_in_flight = False
+
+    @property
+    def transport(self) -> str:
+        """``"shm"`` while the steps go through shared memory, else ``"ws"``."""
+        return "shm" if self.link is not None else "ws"
+
+    def connect(self) -> VectorClient:
+        """Open the session and, unless ``transport="ws"``, move its steps to shared memory (see the class).
+
+        Raises:
+            ServerConnectError, RemoteError: as :meth:`SyncConnection.connect`.
+            ConnectionLostError: ``transport="shm"`` and the server cannot offer it or be reached
+                (the message says why); the connection is closed again.
+        """
+        with self._lock:
+            fresh = self._ws is None
+            super().connect()
+            if fresh:
+                self._take_transport()
+        return self
+
+    def _take_transport(self) -> None:
+        if self.requested_transport == "ws":
+            self.transport_reason = "transport='ws' asked for"
+            return
+        reason = self._shm_unreachable()
+        if reason is None:
+            try:
+                offer = self._round_trip(lambda: self.begin("shm_open", self.kind.shm_open), ShmOffer)
+                self.link = ShmLink.open(offer, self.envs, self.open_timeout)
+                self.transport_reason = "shared memory: the server is on this host"
+                return
+            except RemoteError as exc:  # the server cannot: its message says why
+                reason = exc.message
+            except (OSError, ProtocolError) as exc:
+                reason = f"the server's shared-memory socket cannot be reached from here: {exc}"
+        if self.requested_transport == "shm":
+            self.close()
+            raise ConnectionLostError(self.url, "shm_open", None, f"transport='shm' cannot be served: {reason}")
+        self.transport_reason = f"the WebSocket: {reason}"
+
+    def _shm_unreachable(self) -> str | None:
+        """Why the server cannot share memory with this process, as far as its address tells; None: it may."""
+        import urllib.parse
+
+        if unix_socket_path(self.url) is not None:
+            return None
+        host = urllib.parse.urlsplit(self.url).hostname
+        if not is_loopback_host(host):
+            return f"the server is at {host}, not on a loopback address of this host"
+        return None
+
+    def _drop(self, why: str) -> None:
+        link, self.link = self.link, None
+        self._link_in_flight = False
+        if link is not None:
+            link.close()
+        super()._drop(why)
+
+    def complete(self, timeout: float | None = None) -> Any:
+        """Read the reply to the request in flight (from shared memory, for a step there); see
+        :meth:`SyncConnection.complete`."""
+        if not self._link_in_flight:
+            return super().complete(timeout)
+        with self._lock:
+            assert self.link is not None
+            deadline = self._deadline if timeout is None else min(self._deadline, time.monotonic() + timeout)
+            try:
+                # The WebSocket is watched too: a connection cut under this client ends the step at once.
+                reply = self.link.receive(deadline, self._sock, lambda: self._read(deadline))
+            except TimeoutError:
+                if deadline < self._deadline:  # the caller's own shorter wait: the step stays asked
+                    raise TimeoutError(
+                        f"no reply to vector_step within {timeout:g} s yet; it is still in flight: call complete() again"
+                    ) from None
+                self._drop("the session was abandoned after vector_step timed out; make a new client")
+                raise RequestTimeoutError(self.url, "vector_step", self.call_timeout) from None
+            except ConnectionLostError as exc:
+                exc.call = "vector_step"
+                self._drop("the connection was closed earlier")
+                raise
+            except (OSError, ProtocolError) as exc:
+                self._drop("the shared-memory channel failed earlier")
+                raise ConnectionLostError(self.url, "vector_step", None, str(exc)) from exc
+            except BaseException:
+                self._drop("the session was abandoned when vector_step was interrupted; make a new client")
+                raise
+            self._link_in_flight = False
+            self._in_flight = False
+            if isinstance(reply, ErrorFrame):
+                raise remote_error(reply, self.env_id)
+            return reply
+
+    def answered(self) -> bool:
+        """Whether a reply to the request in flight has begun to arrive (or the connection is gone)."""
+        if self._link_in_flight and self.link is not None:
+            return self.link.answered()
+        return super().answered()
+
+    def waitable(self) -> Any:
+        if self._link_in_flight and self.link is not None:
+            return self.link.waitable()
+        return super().waitable()
 
     @property
     def backend(self) -> str:
@@ -102,8 +234,23 @@ class VectorClient(BlockClient[VectorReply]):
         self.begin("vector_reset", self.kind.reset, VectorResetFrame(seed, options, mask))
 
     def begin_vector_step(self, actions: Any) -> None:
-        """Send a ``vector_step`` with the batch of actions."""
-        self.begin("vector_step", self.kind.step, VectorStepFrame(actions))
+        """Send a ``vector_step`` with the batch of actions (through shared memory, if the session has it)."""
+        if self.link is None:
+            self.begin("vector_step", self.kind.step, VectorStepFrame(actions))
+            return
+        with self._lock:
+            if self._in_flight:
+                raise ProtocolError(ErrorCode.SESSION_ERROR.value, f"vector_step while {self._call} is in flight")
+            self._call, self._deadline = "vector_step", time.monotonic() + self.call_timeout
+            try:
+                self.link.send(actions)
+            except ValueError as exc:  # does not fit the segment: refused as the server refuses it, unasked
+                refusal = ErrorFrame(ErrorCode.VALIDATION_ERROR, f"invalid actions for {self.envs} sub-envs: {exc}")
+                raise remote_error(refusal, self.env_id) from exc
+            except OSError as exc:
+                self._drop("the shared-memory channel failed earlier")
+                raise ConnectionLostError(self.url, "vector_step", None, str(exc)) from exc
+            self._link_in_flight = self._in_flight = True
 
     def reset_vector(self, *args: Any, **kwargs: Any) -> VectorResultFrame:
         """:meth:`begin_vector_reset` and :meth:`complete` in one call."""

@@ -30,6 +30,9 @@ class MessageType(str, enum.Enum):
     VECTOR_RESET = "vector_reset"
     VECTOR_STEP = "vector_step"
     VECTOR_RESULT = "vector_result"
+    # A vector session's steps moved to shared memory on one host (openenv_gym.protocol.shm).
+    SHM_OPEN = "shm_open"
+    SHM_OFFER = "shm_offer"
     # Snapshots of a session's env (openenv_gym.protocol.snapshot): kept, restored, released.
     SNAPSHOT = "snapshot"
     RESTORE = "restore"

@@ -36,6 +36,7 @@ from ._json import data_object, dumps, elide, invalid
 from .batch import AutoresetMode
 from .codes import ErrorCode, MessageType
 from .frames import CloseFrame, ErrorFrame, RenderFrame, RenderRequest, parse_server_frame
+from .shm import ShmOffer, ShmOpenFrame
 
 __all__ = [
     "BACKEND_CHOICES",
@@ -193,7 +194,9 @@ def _load(message: str | bytes) -> dict[str, Any]:
     return frame
 
 
-def parse_vector_client_frame(message: str | bytes) -> VectorResetFrame | VectorStepFrame | RenderRequest | CloseFrame:
+def parse_vector_client_frame(
+    message: str | bytes,
+) -> VectorResetFrame | VectorStepFrame | RenderRequest | CloseFrame | ShmOpenFrame:
     """Parse one message a client sends on a vector session (text, or packed binary).
 
     Raises:
@@ -207,6 +210,8 @@ def parse_vector_client_frame(message: str | bytes) -> VectorResetFrame | Vector
         return CloseFrame()
     if kind == MessageType.RENDER.value:  # the vector env's render(), in its render mode
         return RenderRequest()
+    if kind == MessageType.SHM_OPEN.value:  # steps through shared memory (openenv_gym.protocol.shm)
+        return ShmOpenFrame()
     data = data_object(frame, str(kind))
     if kind == MessageType.VECTOR_STEP.value:
         if "actions" not in data:
@@ -223,11 +228,11 @@ def parse_vector_client_frame(message: str | bytes) -> VectorResetFrame | Vector
         return VectorResetFrame(seed, options, mask)
     raise ProtocolError(
         ErrorCode.UNKNOWN_TYPE.value,
-        f"Unknown message type: {kind} (a vector session takes vector_reset, vector_step, render and close)",
+        f"Unknown message type: {kind} (a vector session takes vector_reset, vector_step, render, shm_open and close)",
     )
 
 
-def parse_vector_server_frame(message: str | bytes) -> VectorResultFrame | RenderFrame | ErrorFrame:
+def parse_vector_server_frame(message: str | bytes) -> VectorResultFrame | RenderFrame | ShmOffer | ErrorFrame:
     """Parse one message a server sends on a vector session.
 
     Raises:
@@ -236,6 +241,8 @@ def parse_vector_server_frame(message: str | bytes) -> VectorResultFrame | Rende
     frame = _load(message)
     if frame.get("type") == MessageType.RENDER.value:
         return RenderFrame.from_object(frame)
+    if frame.get("type") == MessageType.SHM_OFFER.value:
+        return ShmOffer.from_data(data_object(frame, "shm_offer"))
     if frame.get("type") != MessageType.VECTOR_RESULT.value:
         if isinstance(message, str):
             parsed = parse_server_frame(message)

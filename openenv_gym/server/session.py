@@ -17,7 +17,7 @@ import inspect
 import logging
 import secrets
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from websockets.asyncio.server import ServerConnection
@@ -128,6 +128,10 @@ class Session:
         self.send_tracebacks = send_tracebacks
         #: The thread the session's environments run in.
         self.worker = Worker()
+        #: Where the environments' calls run instead, once a handler moved them to a thread of its
+        #: own (a vector session's shared-memory channel).
+        self.runner: Callable[..., Awaitable[Any]] | None = None
+        self.loop = asyncio.get_running_loop()
         self.busy = False
         self.last_active = asyncio.get_running_loop().time()
         #: Since when the reply being sent has waited for the client to take it (None: no reply
@@ -170,6 +174,8 @@ class Session:
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn`` in the worker thread, or on the loop for environments that do not block."""
+        if self.runner is not None:
+            return await self.runner(fn, *args, **kwargs)
         return await self.worker.call(self.handler.blocking, fn, *args, **kwargs)
 
     async def open(self) -> ErrorFrame | None:

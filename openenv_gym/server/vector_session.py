@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
+import logging
+import os
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +17,8 @@ from websockets.asyncio.server import ServerConnection
 from ..errors import ProtocolError
 from ..protocol import CloseFrame, ErrorCode, ErrorFrame, RenderRequest, ServerSession
 from ..protocol.batch import AutoresetMode
+from ..protocol.session import SessionState
+from ..protocol.shm import ShmOpenFrame, refused
 from ..protocol.vector import (
     VectorResetFrame,
     VectorResultFrame,
@@ -20,6 +26,7 @@ from ..protocol.vector import (
     parse_vector_client_frame,
 )
 from .session import Session, _execution_error, make_environments
+from .shm_channel import SHM_ACCEPT_TIMEOUT, ShmChannel, ShmOfferPending, layout_for
 from .vector_backends import VectorHost
 from .watch import SubEnvTransition, show_sub_env, sub_env_info
 
@@ -27,6 +34,8 @@ if TYPE_CHECKING:
     from .worker import Worker
 
 __all__ = ["VectorHandler", "VectorSession"]
+
+logger = logging.getLogger(__name__)
 
 
 class VectorHandler:
@@ -36,7 +45,10 @@ class VectorHandler:
     and its results go back as it returned them, arrays packed raw on a binary connection.
     Requests are checked before the vector env sees them: actions must fit the batched action
     space, so a bad one is a ``VALIDATION_ERROR`` that leaves the session usable. A ``render``
-    frame gets what the vector env's ``render()`` returns.
+    frame gets what the vector env's ``render()`` returns. A client on the same host may move the
+    steps to shared memory (``shm_open``, :mod:`openenv_gym.protocol.shm`): the vector env then
+    lives in the :class:`~openenv_gym.server.shm_channel.ShmChannel`'s thread, which every call
+    of it goes through.
     """
 
     kind = "vector"
@@ -53,6 +65,9 @@ class VectorHandler:
         self.host: VectorHost | None = None
         self._action_space: Any = None
         self._observation_space: Any = None  # batched, made when a watcher first needs it
+        #: The shared-memory channel, once a client took its offer; the offer until then.
+        self.channel: ShmChannel | None = None
+        self._offer: ShmOfferPending | None = None
 
     @property
     def blocking(self) -> bool:
@@ -73,12 +88,17 @@ class VectorHandler:
         return await make_environments(session, create, self.build)
 
     async def handle(self, session: Session, message: str | bytes) -> str | bytes | None:
+        if self._offer is not None:  # not taken before this request: withdrawn
+            self._offer.withdraw()
+            self._offer = None
         request = self.protocol.receive(message)
         if isinstance(request, ErrorFrame):
             return request.serialize()
         if isinstance(request, CloseFrame):
             return None
         assert self.host is not None
+        if isinstance(request, ShmOpenFrame):
+            return self._offer_shm(session)
         if isinstance(request, RenderRequest):
             return await session.render_reply(self.host.render)
         try:
@@ -107,6 +127,69 @@ class VectorHandler:
             return result.serialize_binary() if session.binary else result.serialize()
         except Exception as exc:  # a reply that cannot be encoded must not end the session
             return _execution_error("encoding the result", exc, session.send_tracebacks).serialize()
+
+    def _offer_shm(self, session: Session) -> str:
+        """Answer ``shm_open``: an offer of the segment, or why there is none."""
+        assert self.host is not None
+        if self.channel is not None:
+            return ErrorFrame.from_exception(
+                refused("this session's steps already go through shared memory")
+            ).serialize()
+        if not hasattr(os, "memfd_create"):
+            return ErrorFrame.from_exception(refused("this server's system has no memfd_create")).serialize()
+        layout = layout_for(self.host.single_action_space, self.host.single_observation_space, self.size)
+        if isinstance(layout, str):
+            return ErrorFrame.from_exception(refused(layout)).serialize()
+        pending = ShmOfferPending(layout)
+        self._offer = pending
+        pending.task = asyncio.get_running_loop().create_task(self._attach(session, pending))
+        return pending.frame().serialize()
+
+    async def _attach(self, session: Session, pending: ShmOfferPending) -> None:
+        """Wait for the client to take ``pending``; then its segment serves the steps."""
+        connection = await pending.taken(SHM_ACCEPT_TIMEOUT)
+        if connection is None or self._offer is not pending or self.host is None:
+            if connection is not None:
+                connection.close()
+            return
+        self._offer = None
+        channel = ShmChannel(
+            pending.layout,
+            lambda actions: self._shm_step(session, actions),
+            lambda exc: _execution_error("vector_step", exc, session.send_tracebacks),
+        )
+        self.channel = channel
+        session.runner = channel.run  # the env's calls run in the channel's thread from now on
+        try:
+            channel.start(connection)
+        except OSError:
+            logger.info("the client left before taking the shared-memory segment", exc_info=True)
+            connection.close()
+
+    def _shm_step(self, session: Session, actions: np.ndarray) -> Any:
+        """One step asked through shared memory, in the channel's thread."""
+        if self.host is None:
+            raise ProtocolError(ErrorCode.SESSION_ERROR.value, "the session is closing")
+        if self.protocol.state is not SessionState.READY:
+            raise ProtocolError(ErrorCode.SESSION_ERROR.value, "step before reset: send a vector_reset frame first")
+        checked = self._check_actions(actions)
+        session.busy = True
+        try:
+            observations, rewards, terminated, truncated, infos = self.host.step(checked)
+        finally:
+            session.busy = False
+            session.last_active = time.monotonic()  # the loop's clock
+        session.steps += 1
+        if session.watchers:  # rare: copies, for the loop to show
+            frame = VectorResultFrame(
+                copy.deepcopy(observations),
+                copy.deepcopy(infos),
+                np.array(rewards),
+                np.array(terminated),
+                np.array(truncated),
+            )
+            session.loop.call_soon_threadsafe(self._show_watchers, session, VectorStepFrame(checked.copy()), frame)
+        return observations, rewards, terminated, truncated, infos
 
     def _show_watchers(
         self, session: Session, request: VectorStepFrame | VectorResetFrame, result: VectorResultFrame
@@ -167,10 +250,20 @@ class VectorHandler:
             )
 
     async def close(self, worker: Worker) -> bool:
-        """Close the vector env, with its timeout."""
+        """Close the vector env, with its timeout (in the channel's thread, if it has one), and the channel."""
         self.protocol.close()
+        if self._offer is not None:
+            self._offer.withdraw()
+            self._offer = None
+        channel, self.channel = self.channel, None
+        if channel is not None:
+            channel.hang_up()  # the client's next step fails as a lost connection, not on a closed env
         host, self.host = self.host, None
-        return await worker.close_env(host) if host is not None else True
+        try:
+            return await worker.close_env(host, channel.run if channel else None) if host is not None else True
+        finally:
+            if channel is not None:
+                await asyncio.to_thread(channel.stop)
 
 
 def VectorSession(  # the class this was, kept for code that made one

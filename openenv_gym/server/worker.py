@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 __all__ = ["CLOSE_TIMEOUT", "Worker"]
@@ -56,10 +56,13 @@ class Worker:
         self._executor = _new_executor()
         raise TimeoutError
 
-    async def close_env(self, env: Any) -> bool:
-        """Run ``env.close()`` where its other calls ran; false if it overran :data:`CLOSE_TIMEOUT`."""
+    async def close_env(self, env: Any, run: Callable[[Callable[[], Any]], Awaitable[Any]] | None = None) -> bool:
+        """Run ``env.close()`` where its other calls ran (this thread, or ``run``'s, which runs a call
+        where the env moved to); false if it overran :data:`CLOSE_TIMEOUT`."""
         try:
-            if getattr(env, "blocking", True):
+            if run is not None:
+                await asyncio.wait_for(run(env.close), CLOSE_TIMEOUT)
+            elif getattr(env, "blocking", True):
                 loop = asyncio.get_running_loop()
                 await asyncio.wait_for(loop.run_in_executor(self._executor, env.close), CLOSE_TIMEOUT)
             else:

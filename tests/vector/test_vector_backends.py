@@ -34,13 +34,14 @@ def assert_same_step(actual: tuple, expected: tuple, step: int) -> None:
     assert_same_infos(actual[4], expected[4])
 
 
-@pytest.mark.parametrize("codec", ["binary", "json"])
-def test_one_server_equals_gymnasium_make_vec(codec):
+@pytest.mark.parametrize(("codec", "transport"), [("binary", "shm"), ("binary", "ws"), ("json", "ws")])
+def test_one_server_equals_gymnasium_make_vec(codec, transport):
     """With one server, auto picks CartPoleVectorEnv and 2,000 steps equal gymnasium.make_vec's, ends and all."""
-    remote = gym.make_vec("openenv/CartPole-v1", num_envs=16, servers=1, codec=codec)
+    remote = gym.make_vec("openenv/CartPole-v1", num_envs=16, servers=1, codec=codec, transport=transport)
     local = gym.make_vec("CartPole-v1", num_envs=16)
     try:
         assert remote.metadata["vector_backend"] == "gymnasium"
+        assert remote.metadata["transport"] == transport
         assert "CartPoleVectorEnv" in remote.metadata["vector_backend_reason"]
         assert remote.single_observation_space == local.single_observation_space
         assert remote.single_action_space == local.single_action_space
@@ -176,10 +177,11 @@ def test_a_dead_server_truncates_its_block_and_the_env_goes_on():
 
 
 @pytest.mark.filterwarnings("ignore:.*precision lowered by casting:UserWarning")  # EnvPool's own spaces
-def test_envpool_backend_equals_envpool_in_process():
+@pytest.mark.parametrize("transport", ["shm", "ws"])
+def test_envpool_backend_equals_envpool_in_process(transport):
     """vector_backend='envpool' serves envpool.make_gymnasium; reset(seed=s) makes the pool with seed s."""
     envpool = pytest.importorskip("envpool")  # installed by the test command (the bench extra)
-    remote = gym.make_vec("openenv/CartPole-v1", num_envs=8, servers=1, vector_backend="envpool")
+    remote = gym.make_vec("openenv/CartPole-v1", num_envs=8, servers=1, vector_backend="envpool", transport=transport)
     local = envpool.make_gymnasium("CartPole-v1", num_envs=8, seed=3, max_episode_steps=500)
     try:
         assert remote.metadata["vector_backend"] == "envpool"
@@ -196,14 +198,26 @@ def test_envpool_backend_equals_envpool_in_process():
         local.close()
 
 
-def test_atari_equals_ale_vector_env():
+@pytest.mark.parametrize(
+    ("transport", "autoreset_mode"), [("shm", "NextStep"), ("shm", "SameStep"), ("ws", "NextStep")]
+)
+def test_atari_equals_ale_vector_env(transport, autoreset_mode):
     """openenv/ALE-Pong-v5 through make_vec is ALE's AtariVectorEnv: frames and infos equal, seeded alike."""
     from ale_py.vector_env import AtariVectorEnv
 
-    remote = gym.make_vec("openenv/ALE-Pong-v5", num_envs=2, servers=1)
-    local = AtariVectorEnv("pong", num_envs=2, repeat_action_probability=0.25, max_num_frames_per_episode=108000)
+    remote = gym.make_vec(
+        "openenv/ALE-Pong-v5", num_envs=2, servers=1, transport=transport, autoreset_mode=autoreset_mode
+    )
+    local = AtariVectorEnv(
+        "pong",
+        num_envs=2,
+        repeat_action_probability=0.25,
+        max_num_frames_per_episode=108000,
+        autoreset_mode=gym.vector.AutoresetMode(autoreset_mode),
+    )
     try:
         assert remote.metadata["vector_backend"] == "gymnasium"
+        assert remote.metadata["transport"] == transport
         assert "AtariVectorEnv" in remote.metadata["vector_backend_reason"]
         assert remote.single_observation_space == local.single_observation_space  # 4 stacked 84x84 gray frames
         obs, infos = remote.reset(seed=11)

@@ -1,0 +1,279 @@
+"""A vector session's steps through shared memory: chosen on one host, private, checked by the server, cleaned up."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import openenv_gym  # noqa: F401  (registers the openenv/... ids)
+from openenv_gym.client import VectorClient
+from openenv_gym.client.shm_link import ShmLink, socket_address
+from openenv_gym.errors import ConnectionLostError, RemoteError, RequestTimeoutError
+from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
+from openenv_gym.protocol.shm import ShmLayout, ShmOffer
+from openenv_gym.providers import ProcessProvider
+from openenv_gym.server.shm_channel import layout_for
+from tests.utils import wait_until
+
+SEGMENT = "memfd:openenv-gym-shm"
+NEXT_STEP = WireAutoresetMode.NEXT_STEP
+
+
+def segments_mapped(pid: int) -> int:
+    """How many shared-memory segments process ``pid`` has mapped."""
+    with open(f"/proc/{pid}/maps") as maps:
+        return sum(SEGMENT in line for line in maps)
+
+
+def stop(pid: int) -> None:
+    """SIGSTOP ``pid`` and wait until every thread of it is stopped (a spinning one takes a moment)."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def states() -> set[str]:
+        found = set()
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/stat") as stat:
+                found.add(stat.read().rsplit(")", 1)[1].split()[0])
+        return found
+
+    assert wait_until(lambda: states() == {"T"}, timeout=10)
+
+
+@pytest.fixture
+def cartpole_server():
+    provider = ProcessProvider(target="CartPole-v1", max_episode_steps=500)
+    url = provider.start()
+    try:
+        yield provider, url
+    finally:
+        provider.stop()
+
+
+def test_make_vec_takes_shared_memory_on_this_host_and_says_so():
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, servers=1)
+    forced_ws = gym.make_vec("openenv/CartPole-v1", num_envs=4, servers=1, transport="ws")
+    try:
+        assert envs.metadata["transport"] == "shm"
+        assert "on this host" in envs.metadata["transport_reason"]
+        assert forced_ws.metadata["transport"] == "ws"
+        assert forced_ws.metadata["transport_reason"] == "transport='ws' asked for"
+        assert segments_mapped(os.getpid()) == 1  # the ws one maps none
+        for env in (envs, forced_ws):
+            env.reset(seed=0)
+        for action in np.random.default_rng(0).integers(0, 2, (100, 4)):
+            a, b = envs.step(action), forced_ws.step(action)
+            for got, want in zip(a[:4], b[:4]):
+                np.testing.assert_array_equal(got, want)
+    finally:
+        envs.close()
+        forced_ws.close()
+    assert segments_mapped(os.getpid()) == 0
+
+
+def test_shm_is_refused_where_it_cannot_serve_with_the_reason():
+    with pytest.raises(ValueError, match="transport='shm' serves server-side vector envs"):
+        gym.make_vec("openenv/CartPole-v1", num_envs=2, vector_backend="per_env", transport="shm")
+    with pytest.raises(ValueError, match="transport must be one of"):
+        gym.make_vec("openenv/CartPole-v1", num_envs=2, transport="tcp")
+    reason = layout_for(gym.spaces.Discrete(2), gym.spaces.Dict({"x": gym.spaces.Discrete(3)}), 4)
+    assert isinstance(reason, str) and "does not batch into one array" in reason
+    per_env = gym.make_vec("openenv/CartPole-v1", num_envs=2, vector_backend="per_env")
+    try:
+        assert per_env.metadata["transport"] == "ws"  # auto: the WebSocket, and why
+        assert "one env per sub-env" in per_env.metadata["transport_reason"]
+    finally:
+        per_env.close()
+
+
+def test_a_client_elsewhere_falls_back_to_the_websocket_or_fails_clearly(cartpole_server):
+    _, url = cartpole_server
+    client = VectorClient(url, 2, NEXT_STEP, "gymnasium")
+    assert client._shm_unreachable() is None  # a loopback server may share memory
+    client.address = client.address.replace("127.0.0.1", "10.1.2.3")
+    assert "not on a loopback address" in client._shm_unreachable()
+    # A server whose socket this process cannot reach (as from a container): auto falls back.
+    layout = ShmLayout(2, "<i8", (), "<f4", (4,), 4096).to_json()
+    unreachable = ShmOffer("@openenv-gym-shm-nobody-listens-here", "0" * 64, layout)
+    with pytest.raises(ConnectionRefusedError):
+        ShmLink.open(unreachable, 2, timeout=1.0)
+    strict = VectorClient(url, 2, NEXT_STEP, "gymnasium", transport="shm")
+    strict._shm_unreachable = lambda: "the server is at 10.1.2.3, not on a loopback address of this host"
+    with pytest.raises(ConnectionLostError, match=r"transport='shm' cannot be served: the server is at 10\.1\.2\.3"):
+        strict.connect()
+    lenient = VectorClient(url, 2, NEXT_STEP, "gymnasium")
+    lenient._shm_unreachable = strict._shm_unreachable
+    with lenient:
+        assert lenient.transport == "ws" and "10.1.2.3" in lenient.transport_reason
+        assert lenient.reset_vector(seed=0).observations.shape == (2, 4)
+
+
+def test_the_server_checks_every_request_it_reads_from_the_segment(cartpole_server):
+    """Fuzz: garbage in the actions and in every header field the client can write; each request
+    is answered (a step or a VALIDATION_ERROR), and the session goes on."""
+    _, url = cartpole_server
+    rng = np.random.default_rng(7)
+    with VectorClient(url, 8, NEXT_STEP, "gymnasium", codec="binary", transport="shm", call_timeout=30) as client:
+        link = client.link
+        assert link is not None
+        with pytest.raises(RemoteError) as before_reset:
+            client.step_vector(np.zeros(8, dtype=np.int64))
+        assert before_reset.value.code == "SESSION_ERROR"
+        client.reset_vector(seed=0)
+        answered = {"ok": 0, "refused": 0}
+        for _ in range(400):
+            raw = link.views.actions.view(np.uint8)
+            raw[:] = rng.integers(0, 256, raw.shape, dtype=np.uint8)
+            if rng.random() < 0.3:  # or actions that happen to be valid
+                link.views.actions[:] = rng.integers(0, 2, 8)
+            for field in ("status", "infos_bytes", "reward_dtype", "server_sleeping"):
+                link.views.header[field][0] = rng.integers(0, 2**32, dtype=np.uint64)  # the server's fields
+            link._seq = int(rng.integers(0, 2**62))  # any new number is a request
+            with client._lock:
+                client._call, client._deadline = "vector_step", time.monotonic() + 30
+                client._in_flight = client._link_in_flight = True
+                link.ask()
+            try:
+                result = client.complete()
+            except RemoteError as exc:
+                assert exc.code == "VALIDATION_ERROR" and "invalid actions" in exc.message
+                answered["refused"] += 1
+            else:
+                assert result.observations.shape == (8, 4)
+                answered["ok"] += 1
+        assert answered["ok"] > 50 and answered["refused"] > 200
+        assert client.step_vector(np.ones(8, dtype=np.int64)).rewards.tolist() == [1.0] * 8
+        for bad in (np.array([0, 1, 5, 0, 0, 0, 0, 0]), np.zeros(3, dtype=np.int64), np.zeros((8, 2), np.float32)):
+            with pytest.raises(RemoteError) as refused:
+                client.step_vector(bad)
+            assert refused.value.code == "VALIDATION_ERROR"
+        with pytest.raises(RemoteError, match="cannot hold"):
+            client.step_vector(np.full(8, 2**63 + 1, dtype=np.uint64))
+        assert client.step_vector(np.zeros(8, dtype=np.int64)).rewards.shape == (8,)
+
+
+def test_an_offer_is_for_its_client_only(cartpole_server):
+    """The ticket decides; an offer not taken before the next request is withdrawn; one taken is gone."""
+    _, url = cartpole_server
+    with VectorClient(url, 2, NEXT_STEP, "gymnasium", transport="ws") as client:
+        offer = client._round_trip(lambda: client.begin("shm_open", client.kind.shm_open), ShmOffer)
+        intruder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        intruder.settimeout(10)
+        intruder.connect(socket_address(offer.socket))
+        intruder.sendall(b"f" * 64)  # a wrong ticket: the server hangs up, handing nothing
+        assert intruder.recv(16) == b""
+        intruder.close()
+        client.reset_vector(seed=0)  # the next request withdraws the offer
+        with pytest.raises(OSError):
+            ShmLink.open(offer, 2, timeout=5.0)
+        taken = client._round_trip(lambda: client.begin("shm_open", client.kind.shm_open), ShmOffer)
+        link = ShmLink.open(taken, 2, timeout=5.0)
+        try:
+            with pytest.raises(OSError):  # taken: nobody else may take it
+                ShmLink.open(taken, 2, timeout=5.0)
+            assert ShmLayout.from_json(taken.layout, 2).size == link.layout.size
+        finally:
+            link.close()
+
+
+def test_a_stopped_server_times_out_and_a_killed_one_is_reported(cartpole_server):
+    provider, url = cartpole_server
+    client = VectorClient(url, 2, NEXT_STEP, "gymnasium", transport="shm", call_timeout=1.0)
+    client.connect()
+    client.reset_vector(seed=0)
+    client.step_vector(np.zeros(2, dtype=np.int64))
+    stop(provider.pid)
+    try:
+        with pytest.raises(RequestTimeoutError):
+            client.step_vector(np.zeros(2, dtype=np.int64))
+    finally:
+        os.kill(provider.pid, signal.SIGCONT)
+    assert client.link is None  # abandoned, its segment let go
+    assert wait_until(lambda: segments_mapped(os.getpid()) == 0, timeout=10)
+    client.connect()
+    client.reset_vector(seed=0)
+    stop(provider.pid)  # so that the step cannot be answered before the kill
+    client.begin_vector_step(np.zeros(2, dtype=np.int64))
+    os.kill(provider.pid, signal.SIGKILL)
+    with pytest.raises(ConnectionLostError):
+        client.complete()
+    client.close()
+    assert wait_until(lambda: segments_mapped(os.getpid()) == 0, timeout=10)
+
+
+@pytest.mark.parametrize("transport", ["shm", "ws"])
+def test_a_killed_server_mid_run_truncates_its_block_and_lets_go_of_its_segment(transport):
+    envs = gym.make_vec("openenv/CartPole-v1", num_envs=4, servers=2, transport=transport)
+    try:
+        assert envs.metadata["transport"] == transport
+        envs.reset(seed=0)
+        envs.step(np.zeros(4, dtype=np.int64))
+        os.kill(envs.unwrapped._providers[1].pid, signal.SIGKILL)
+        _, _, _, truncations, infos = envs.step(np.zeros(4, dtype=np.int64))
+        assert truncations.tolist() == [False, False, True, True]
+        assert "ConnectionLostError" in infos["remote_failure"][2]
+        assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist()[2:] == [0.0, 0.0]  # NextStep: the reset
+        assert envs.step(np.zeros(4, dtype=np.int64))[1].tolist() == [1.0] * 4
+        # The lost server's segment was let go; the new server's is in use.
+        assert wait_until(lambda: segments_mapped(os.getpid()) == (2 if transport == "shm" else 0), timeout=10)
+    finally:
+        envs.close()
+    assert segments_mapped(os.getpid()) == 0
+
+
+CLIENT = textwrap.dedent(
+    """
+    import sys, numpy as np
+    from openenv_gym.client import VectorClient
+    from openenv_gym.protocol.batch import AutoresetMode
+    client = VectorClient(sys.argv[1], 4, AutoresetMode.NEXT_STEP, "gymnasium", transport="shm").connect()
+    assert client.transport == "shm", client.transport_reason
+    client.reset_vector(seed=0)
+    print("stepping", flush=True)
+    while True:
+        client.step_vector(np.zeros(4, dtype=np.int64))
+    """
+)
+
+
+def test_a_killed_client_lets_the_server_release_the_session_and_its_segment(cartpole_server):
+    provider, url = cartpole_server
+    child = subprocess.Popen([sys.executable, "-c", CLIENT, url], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "stepping"
+        assert segments_mapped(provider.pid) == 1
+        os.kill(child.pid, signal.SIGKILL)  # mid-step, most likely
+        child.wait(timeout=30)
+        assert wait_until(lambda: segments_mapped(provider.pid) == 0, timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=30)
+        if child.stdout is not None:
+            child.stdout.close()
+    with VectorClient(url, 4, NEXT_STEP, "gymnasium", transport="shm") as client:  # the server serves on
+        client.reset_vector(seed=1)
+        assert client.step_vector(np.ones(4, dtype=np.int64)).rewards.tolist() == [1.0] * 4
+
+
+def test_steps_through_shared_memory_keep_the_session_from_being_reaped():
+    provider = ProcessProvider(target="CartPole-v1", max_episode_steps=500, idle_timeout=1.0)
+    url = provider.start()
+    try:
+        with VectorClient(url, 2, NEXT_STEP, "gymnasium", transport="shm") as client:
+            client.reset_vector(seed=0)
+            end = time.monotonic() + 3.0
+            while time.monotonic() < end:  # only shared-memory steps: the WebSocket is idle
+                client.step_vector(np.zeros(2, dtype=np.int64))
+                time.sleep(0.05)
+            client.reset_vector(seed=0)  # the WebSocket is still open
+    finally:
+        provider.stop()
