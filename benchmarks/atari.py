@@ -5,13 +5,14 @@ every config giving 84x84 grayscale frames, 4 stacked, 4 frames skipped per step
 
 * ALE's ``AtariVectorEnv("pong", N)`` in-process: ale-py's C++ vector env (its own threads);
 * ours: ``gym.make_vec("openenv/ALE-Pong-v5", num_envs=N)``: the same ``AtariVectorEnv`` on one
-  server (the default backend for ALE ids), frames packed as raw bytes both ways;
+  server (the default backend for ALE ids), its steps through shared memory (``transport="auto"``
+  on one host);
 * EnvPool's ``Pong-v5`` in-process, one thread per CPU (its defaults differ in details: no
   sticky actions, reward clipping; a benchmark-only dependency);
 * Gymnasium's ``AsyncVectorEnv`` over ``gym.make("ALE/Pong-v5", frameskip=1)`` wrapped in
   ``AtariPreprocessing`` and ``FrameStackObservation(4)``: one process per env (N <= 16).
 
-Then, per N, where a step of ours spends its time: ALE's step in-process, the server's packing,
+Then, per N, where a step of ours over the WebSocket (``transport="ws"``) spends its time: ALE's step in-process, the server's packing,
 the client's reading and joining, a frame echo server's round trip with a reply of the same size
 (the transport's floor), and the rest by difference. Each config: reset, warm-up steps, then ``--steps`` timed steps of seeded random actions; the
 configs take turns ``--rounds`` times; the table shows medians and the ratios the median of the
@@ -118,7 +119,7 @@ def where_time_goes(n: int, calls: int) -> str:
     message = result.serialize_binary()
     pack_us = _per_call_us(result.serialize_binary, calls)
     read_us = _per_call_us(lambda: join_batches([parse_vector_server_frame(message).observations]), calls)
-    envs = gym.make_vec("openenv/ALE-Pong-v5", num_envs=n)
+    envs = gym.make_vec("openenv/ALE-Pong-v5", num_envs=n, transport="ws")
     try:
         envs.reset(seed=0)
         total_us = _per_call_us(lambda: envs.step(actions), calls)

@@ -10,7 +10,8 @@ noisy machine:
 * EnvPool in-process, sync mode, one thread per CPU: ``envpool.make_gymnasium("CartPole-v1")``
   (a benchmark-only dependency, the ``envpool`` extra);
 * ours, server-side vector env: ``gym.make_vec("openenv/CartPole-v1", num_envs=N)``, whose
-  default backend is the same ``CartPoleVectorEnv`` on one server, arrays packed both ways;
+  default backend is the same ``CartPoleVectorEnv`` on one server, its steps through shared
+  memory (``transport="auto"`` on one host; ``benchmarks/fast_path.py`` compares the transports);
 * ours, batched per env: the same with ``vector_backend="per_env"`` (one Python env per sub-env
   in batch sessions on one server per CPU, as ``SyncVectorEnv``); each codec, N <= 256;
 * ours, JSON per-session: the same with ``batched=False`` (one OpenEnv WebSocket session per env,
@@ -31,9 +32,10 @@ its per-round ratios, with their range. Targets, printed and never asserted: at 
 batched >= 10x AsyncVectorEnv and >= 0.5x SyncVectorEnv, ours JSON per-session >= 4x
 openenv-core's aggregate, ours server-side vector env >= 2x SyncVectorEnv; at 256 envs ours
 server-side vector env >= 1.0x EnvPool and >= 4x SyncVectorEnv. Then, per N, where a step of the
-server-side vector env spends its time: the vector env's own step (in-process), the server's
-decoding, check and encoding, the client's, and the rest (the WebSocket round trip and both
-sessions; a frame echo server's round trip is printed beside it as the transport's floor).
+server-side vector env over the WebSocket (``transport="ws"``) spends its time: the vector env's
+own step (in-process), the server's decoding, check and encoding, the client's, and the rest (the
+WebSocket round trip and both sessions; a frame echo server's round trip is printed beside it as
+the transport's floor).
 Run from the repository root::
 
     .venv/bin/python benchmarks/vector.py                 # full run: three rounds of every config
@@ -207,7 +209,8 @@ def where_time_goes(n: int) -> str:
         join_infos([(0, n, parsed.infos)], n)
 
     server_us, client_us = _per_call_us(server), _per_call_us(client)
-    envs = gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, vector_backend="gymnasium")
+    over_ws = {"transport": "ws"} if "transport" in inspect.signature(RemoteVectorEnv.__init__).parameters else {}
+    envs = gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, vector_backend="gymnasium", **over_ws)
     try:
         envs.reset(seed=0)
         total_us = _per_call_us(lambda: envs.step(actions), calls=300)

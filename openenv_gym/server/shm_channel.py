@@ -304,7 +304,8 @@ class ShmChannel:
                 .serialize()
                 .encode()
             )
-        views.infos[: len(payload)] = np.frombuffer(payload, np.uint8)
+        if payload:
+            views.infos[: len(payload)] = np.frombuffer(payload, np.uint8)
         header["infos_bytes"][0] = len(payload)
         header["status"][0] = status
         header["reward_dtype"][0] = reward_dtype
