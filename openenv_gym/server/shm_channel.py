@@ -240,17 +240,21 @@ class ShmChannel:
 
     def _wait(self, request: np.ndarray, reply: np.ndarray) -> None:
         """Wait for the next request or call: a short spin if requests have come quickly, then sleep."""
+
+        def idle() -> bool:  # no request to answer (none, or hung up) and no call to run
+            return (request[0] == reply[0] or self._hung_up) and self._calls.empty()
+
         started = time.perf_counter()
         budget = self._spinner.budget()
         if budget:
             end = started + budget
-            while request[0] == reply[0] and self._calls.empty() and time.perf_counter() < end:
+            while idle() and time.perf_counter() < end:
                 pass
-        if request[0] == reply[0] and self._calls.empty():
+        if idle():
             sleeping = self.views.header["server_sleeping"]
             sleeping[0] = 1
             fence()
-            if request[0] == reply[0]:  # looked again after saying so: a request now wakes us
+            if idle():  # looked again after saying so: a request now wakes us
                 waits: list[Any] = [self._wake_read]
                 if not self.peer_gone and self._sock is not None:
                     waits.append(self._sock)

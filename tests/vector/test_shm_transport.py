@@ -277,3 +277,38 @@ def test_steps_through_shared_memory_keep_the_session_from_being_reaped():
             client.reset_vector(seed=0)  # the WebSocket is still open
     finally:
         provider.stop()
+
+
+def test_a_hung_up_channel_with_a_request_pending_sleeps_until_stopped():
+    """After hang_up (the session closing), a request left in the segment is not answered, and the
+    thread waits for its stop without burning a core; calls still run there."""
+    from openenv_gym.protocol import ErrorFrame
+    from openenv_gym.server.shm_channel import ShmChannel
+
+    layout = ShmLayout(2, "<i8", (), "<f4", (4,), 4096)
+    answered = []
+    channel = ShmChannel(layout, lambda actions: answered.append(actions) or (), lambda exc: ErrorFrame("E", str(exc)))
+    ours, theirs = socket.socketpair()
+    try:
+        channel.start(theirs)
+        channel.hang_up()
+        channel.views.header["request_seq"][0] = 5  # a request nobody will answer now
+        tid = channel._thread.native_id
+
+        def cpu_ticks() -> int:
+            with open(f"/proc/self/task/{tid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])  # utime + stime
+
+        time.sleep(0.2)
+        before = cpu_ticks()
+        time.sleep(1.0)
+        assert cpu_ticks() - before < 10  # clock ticks (1/100 s): a spinning thread takes ~100
+        assert answered == [] and channel.views.header["reply_seq"][0] == 0
+        import asyncio
+
+        assert asyncio.run(channel.run(lambda: "ran")) == "ran"
+    finally:
+        channel.stop()
+        ours.close()
+    assert not channel.serving
