@@ -37,7 +37,7 @@ import gymnasium as gym
 import numpy as np
 
 import openenv_gym  # noqa: F401  (registers the openenv/... ids)
-from vector import _per_call_us, machine, time_vector
+from vector import _per_call_us, machine, time_vector, where_time_goes
 
 ENV_ID = "CartPole-v1"
 SHM, WS = "ours, shared memory", "ours, WebSocket"
@@ -65,17 +65,12 @@ def makers(n: int, envpool: Any) -> dict[str, Callable[[], Any]]:
     return made
 
 
-def breakdown(n: int) -> list[str]:
-    """One step at N=n taken apart, per transport: each part timed alone, the rest by difference."""
+def shm_breakdown(n: int) -> str:
+    """One step at N=n through shared memory taken apart: each part timed alone, the rest by
+    difference (the WebSocket's is :func:`vector.where_time_goes`)."""
     from gymnasium.vector.utils import batch_space
 
     from openenv_gym.protocol.shm import ShmLayout
-    from openenv_gym.protocol.vector import (
-        VectorResultFrame,
-        VectorStepFrame,
-        parse_vector_client_frame,
-        parse_vector_server_frame,
-    )
     from openenv_gym.spaces import mismatch
     from openenv_gym.vector.batching import join_batches, join_infos
 
@@ -86,63 +81,39 @@ def breakdown(n: int) -> list[str]:
     env_us = _per_call_us(lambda: local.step(actions))
     observations, rewards, terminated, truncated, infos = local.step(actions)
     local.close()
-    result = VectorResultFrame(observations, infos, rewards, terminated, truncated)
-    request, reply = VectorStepFrame(actions).serialize_binary(), result.serialize_binary()
     segment = ShmLayout(n, "<i8", (), "<f4", (4,), 2**16)
     views = segment.views(bytearray(segment.size))
 
-    def joined(parts: tuple[Any, ...]) -> None:
-        for value in parts:
-            join_batches([value])
+    def server() -> None:  # what the channel's thread does around the env's step
+        np.copyto(views.actions, actions)
+        mismatch(space, views.actions)
+        np.copyto(views.observations, observations)
+        np.copyto(views.rewards.view(np.float32)[:n], rewards)
+        np.copyto(views.terminated, terminated)
+        np.copyto(views.truncated, truncated)
+
+    def client() -> None:  # the client's check, write, read and join
+        mismatch(space, actions)
+        np.copyto(views.actions, actions)
+        for value in (views.observations, views.rewards, views.terminated, views.truncated):
+            join_batches([value.copy()])
         join_infos([(0, n, infos)], n)
 
-    parts = {
-        "ws": (
-            lambda: (mismatch(space, parse_vector_client_frame(request).actions), result.serialize_binary()),
-            lambda: (
-                mismatch(space, actions),
-                VectorStepFrame(actions).serialize_binary(),
-                joined(_frame_arrays(parse_vector_server_frame(reply))),
-            ),
-        ),
-        "shm": (
-            lambda: (
-                np.copyto(views.actions, actions),
-                mismatch(space, views.actions),
-                np.copyto(views.observations, observations),
-                np.copyto(views.rewards.view(np.float32)[:n], rewards),
-                np.copyto(views.terminated, terminated),
-                np.copyto(views.truncated, truncated),
-            ),
-            lambda: (
-                mismatch(space, actions),
-                np.copyto(views.actions, actions),
-                joined(tuple(a.copy() for a in (views.observations, views.rewards, views.terminated, views.truncated))),
-            ),
-        ),
-    }
-    lines = []
-    for transport, (server, client) in parts.items():
-        server_us, client_us = _per_call_us(server), _per_call_us(client)
-        envs = gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, vector_backend="gymnasium", transport=transport)
-        try:
-            envs.reset(seed=0)
-            for _ in range(200):
-                envs.step(actions)
-            total_us = _per_call_us(lambda envs=envs: envs.step(actions), calls=500)
-        finally:
-            envs.close()
-        rest = total_us - env_us - server_us - client_us
-        lines.append(
-            f"{transport:<4} N={n}: total {total_us:5.0f} = vector env step {env_us:4.0f} + server's work around it "
-            f"{server_us:3.0f} + client's {client_us:3.0f} + the rest {rest:4.0f} "
-            + ("(waking the other side)" if transport == "shm" else "(round trip and both sessions)")
-        )
-    return lines
-
-
-def _frame_arrays(frame: Any) -> tuple[Any, ...]:
-    return frame.observations, frame.rewards, frame.terminated, frame.truncated
+    server_us, client_us = _per_call_us(server), _per_call_us(client)
+    envs = gym.make_vec(f"openenv/{ENV_ID}", num_envs=n, vector_backend="gymnasium", transport="shm")
+    try:
+        envs.reset(seed=0)
+        for _ in range(200):
+            envs.step(actions)
+        total_us = _per_call_us(lambda: envs.step(actions), calls=500)
+    finally:
+        envs.close()
+    rest = total_us - env_us - server_us - client_us
+    return (
+        f"N={n:<5} total {total_us:6.0f} = vector env step {env_us:5.0f} + server copy/check/copy "
+        f"{server_us:4.0f} + client check/write/read/join {client_us:4.0f} + the rest {rest:5.0f} "
+        "(waking the other side, and the env's step in another process)"
+    )
 
 
 def main() -> None:
@@ -190,8 +161,8 @@ def main() -> None:
         print(f"  N={n:<5} {ours} / {peer:<32} {mid:5.2f}x  [{each}]  {verdict}")
     if 256 in sizes:
         print("\nwhere one step spends its time at N=256 (us; parts timed alone, medians of 5 runs):")
-        for line in breakdown(256):
-            print("  " + line)
+        print("  ws   " + where_time_goes(256))
+        print("  shm  " + shm_breakdown(256))
     print(f"\nafter the run: {machine()}; {time.strftime('%Y-%m-%d %H:%M:%S')}")
 
 

@@ -53,7 +53,7 @@ class ShmLink:
         self._seq = int(self.views.header["reply_seq"][0])
         self._spinner = Spinner()
         self._sent_at = 0.0
-        self._rewards = [self.views.rewards.view(name)[: layout.num_envs] for name in REWARD_DTYPES]
+        self._rewards = self.views.reward_slots()
 
     @classmethod
     def open(cls, offer: ShmOffer, num_envs: int, timeout: float) -> ShmLink:

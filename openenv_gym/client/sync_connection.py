@@ -427,7 +427,7 @@ def replies_waiting(clients: Sequence[SyncConnection[Any]], timeout: float | Non
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             return []
-        # In naps that double: a shared-memory wake-up can be lost (see openenv_gym.protocol.shm).
+        # In naps that double, as a shared-memory sleeper's (see openenv_gym.protocol.shm).
         readable, _, _ = select.select(list(waiting), [], [], nap if left is None else min(nap, left))
         if readable:
             return sorted(waiting[sock] for sock in readable)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+import urllib.parse
 from typing import Any
 
 from websockets.typing import Subprotocol
 
-from ..errors import ConnectionLostError, ProtocolError, RemoteError, RequestTimeoutError
+from ..errors import ConnectionLostError, ProtocolError, RemoteError
 from ..protocol import ClientSession, ErrorCode, ErrorFrame, MessageType, RenderFrame
 from ..protocol.batch import AutoresetMode, batch_query
 from ..protocol.shm import ShmOffer, ShmOpenFrame
@@ -160,8 +161,6 @@ class VectorClient(BlockClient[VectorReply]):
 
     def _shm_unreachable(self) -> str | None:
         """Why the server cannot share memory with this process, as far as its address tells; None: it may."""
-        import urllib.parse
-
         if unix_socket_path(self.url) is not None:
             return None
         host = urllib.parse.urlsplit(self.url).hostname
@@ -176,39 +175,26 @@ class VectorClient(BlockClient[VectorReply]):
             link.close()
         super()._drop(why)
 
-    def complete(self, timeout: float | None = None) -> Any:
-        """Read the reply to the request in flight (from shared memory, for a step there); see
-        :meth:`SyncConnection.complete`."""
+    def _next_message(self) -> Any:
+        """The reply to the call in flight: from shared memory for a step there (a frame, already
+        read), else the WebSocket's next message. :meth:`complete` maps the failures, as for both."""
         if not self._link_in_flight:
-            return super().complete(timeout)
-        with self._lock:
-            assert self.link is not None
-            deadline = self._deadline if timeout is None else min(self._deadline, time.monotonic() + timeout)
-            try:
-                # The WebSocket is watched too: a connection cut under this client ends the step at once.
-                reply = self.link.receive(deadline, self._sock, lambda: self._read(deadline))
-            except TimeoutError:
-                if deadline < self._deadline:  # the caller's own shorter wait: the step stays asked
-                    raise TimeoutError(
-                        f"no reply to vector_step within {timeout:g} s yet; it is still in flight: call complete() again"
-                    ) from None
-                self._drop("the session was abandoned after vector_step timed out; make a new client")
-                raise RequestTimeoutError(self.url, "vector_step", self.call_timeout) from None
-            except ConnectionLostError as exc:
-                exc.call = "vector_step"
-                self._drop("the connection was closed earlier")
-                raise
-            except (OSError, ProtocolError) as exc:
-                self._drop("the shared-memory channel failed earlier")
-                raise ConnectionLostError(self.url, "vector_step", None, str(exc)) from exc
-            except BaseException:
-                self._drop("the session was abandoned when vector_step was interrupted; make a new client")
-                raise
-            self._link_in_flight = False
-            self._in_flight = False
-            if isinstance(reply, ErrorFrame):
-                raise remote_error(reply, self.env_id)
-            return reply
+            return super()._next_message()
+        assert self.link is not None
+        try:
+            # The WebSocket is watched too: a connection cut under this client ends the step at once.
+            reply = self.link.receive(self._deadline, self._sock, lambda: self._read(self._deadline))
+        except ProtocolError as exc:  # a malformed segment: the channel is not to be trusted further
+            raise ConnectionLostError(self.url, self._call, None, str(exc)) from exc
+        self._link_in_flight = False
+        return reply
+
+    def _finish(self, reply: Any) -> Any:
+        if isinstance(reply, (str, bytes)):
+            return super()._finish(reply)
+        if isinstance(reply, ErrorFrame):  # written by the server into the segment
+            raise remote_error(reply, self.env_id)
+        return reply
 
     def answered(self) -> bool:
         """Whether a reply to the request in flight has begun to arrive (or the connection is gone)."""

@@ -6,11 +6,12 @@ and a wake-up. The WebSocket stays the control channel (the handshake, resets, r
 close). Opening it, on a vector session that has made its vector env::
 
     -> {"type":"shm_open"}
-    <- {"type":"shm_offer","data":{"socket":"/tmp/openenv-gym-shm-.../7c1f...sock",
+    <- {"type":"shm_offer","data":{"socket":"@openenv-gym-shm-7c1f...",
         "ticket":"<64 hex digits>","layout":{...}}}
 
-The client connects to that Unix socket (in a directory only the server's user may enter) and
-writes the ticket; the server answers with one byte and the segment's file descriptor (a
+The client connects to that Unix socket (``@``: Linux's abstract namespace, so no file is left
+behind and another network namespace cannot reach it) and writes the ticket; the server checks
+the ticket and that the peer runs as its own user, and answers with one byte and the segment's file descriptor (a
 ``memfd``, passed with ``SCM_RIGHTS``: the segment has no name anyone else could open, and the
 kernel frees it when both sides are gone, however they end). An offer not taken before the
 session's next request is withdrawn. From then on a step is:
@@ -26,8 +27,9 @@ makes that safe) before it sleeps on the socket; one going to sleep says so in t
 (``client_sleeping``, ``server_sleeping``), and the other then sends a byte to wake it after
 its write. Each side puts a full memory fence (:func:`fence`) between writing its flag or number
 and reading the other's, so the two cannot both miss; a sleeper still looks again after 1 ms,
-2 ms, 4 ms... (up to a second). The socket's end is the other side's death. Rewards keep their dtype (``reward_dtype``, an index
-into :data:`REWARD_DTYPES`); infos are :func:`openenv_gym.protocol.arrays.pack`'s bytes.
+2 ms, 4 ms... (up to a second). The socket's end is the other side's death. Rewards keep their
+dtype (``reward_dtype``, an index into :data:`REWARD_DTYPES`); infos are
+:func:`openenv_gym.protocol.arrays.pack`'s bytes.
 """
 
 from __future__ import annotations
@@ -39,9 +41,9 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProtocolError
 from ._json import dumps, invalid
 from .codes import ErrorCode, MessageType
+from .frames import ErrorFrame
 
 if TYPE_CHECKING:  # numpy loads when a segment is laid out, not with the protocol
     import numpy as np
@@ -277,6 +279,11 @@ class ShmViews:
     truncated: np.ndarray
     infos: np.ndarray
 
+    def reward_slots(self) -> list[np.ndarray]:
+        """The rewards slot viewed in each of :data:`REWARD_DTYPES`, by its index."""
+        n = len(self.rewards)
+        return [self.rewards.view(name)[:n] for name in REWARD_DTYPES]
+
 
 @dataclass(frozen=True)
 class ShmOpenFrame:
@@ -317,6 +324,6 @@ class ShmOffer:
         return f"shm_offer socket={self.socket}"
 
 
-def refused(reason: str) -> ProtocolError:
+def refused(reason: str) -> ErrorFrame:
     """The error a server answers ``shm_open`` with when it cannot serve shared memory, and why."""
-    return ProtocolError(ErrorCode.VALIDATION_ERROR.value, f"shared memory refused: {reason}")
+    return ErrorFrame(ErrorCode.VALIDATION_ERROR, f"shared memory refused: {reason}")

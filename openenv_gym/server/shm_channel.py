@@ -45,7 +45,7 @@ from ..protocol.shm import (
     new_ticket,
 )
 
-__all__ = ["SHM_ACCEPT_TIMEOUT", "ShmChannel", "ShmOfferPending", "layout_for", "offer"]
+__all__ = ["SHM_ACCEPT_TIMEOUT", "ShmChannel", "ShmOfferPending", "layout_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -141,11 +141,6 @@ class ShmOfferPending:
             self.task.cancel()
 
 
-def offer(layout: ShmLayout) -> ShmOfferPending:
-    """Start listening for the client that will take ``layout``'s segment."""
-    return ShmOfferPending(layout)
-
-
 class ShmChannel:
     """The segment of one vector session and the thread that serves it.
 
@@ -169,10 +164,7 @@ class ShmChannel:
         self.views = layout.views(self._map)
         self._actions = np.empty_like(self.views.actions)  # the server's own copy, checked
         # Each reward dtype's index in the header and view of the slot (keyed by dtype: its .name is slow).
-        self._rewards = {
-            np.dtype(name): (code, self.views.rewards.view(name)[: layout.num_envs])
-            for code, name in enumerate(REWARD_DTYPES)
-        }
+        self._rewards = {slot.dtype: (code, slot) for code, slot in enumerate(self.views.reward_slots())}
         self._calls: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._sock: socket.socket | None = None

@@ -132,14 +132,12 @@ class VectorHandler:
         """Answer ``shm_open``: an offer of the segment, or why there is none."""
         assert self.host is not None
         if self.channel is not None:
-            return ErrorFrame.from_exception(
-                refused("this session's steps already go through shared memory")
-            ).serialize()
+            return refused("this session's steps already go through shared memory").serialize()
         if not hasattr(os, "memfd_create"):
-            return ErrorFrame.from_exception(refused("this server's system has no memfd_create")).serialize()
+            return refused("this server's system has no memfd_create").serialize()
         layout = layout_for(self.host.single_action_space, self.host.single_observation_space, self.size)
         if isinstance(layout, str):
-            return ErrorFrame.from_exception(refused(layout)).serialize()
+            return refused(layout).serialize()
         pending = ShmOfferPending(layout)
         self._offer = pending
         pending.task = asyncio.get_running_loop().create_task(self._attach(session, pending))
