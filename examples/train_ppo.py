@@ -1,4 +1,4 @@
-"""Train Stable-Baselines3 PPO on remote CartPole: 16 sub-envs in env servers, one batched step each.
+"""Train Stable-Baselines3 PPO on remote CartPole: 16 sub-envs as one vector env on an env server, stepped through shared memory.
 
 Run with ``make demo`` (or ``.venv/bin/python examples/train_ppo.py``). The environment servers
 start behind ``gym.make_vec``; PPO trains with a progress bar, then the script evaluates the

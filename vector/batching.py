@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from openenv_gym.protocol.vector import VectorResultFrame
+from openenv_gym.protocol.vector import OWN_VECTOR_ENVS, VectorResultFrame
 
 # ALE's ids exist once ale-py is imported; a trainer need not import it to guess the layout.
 _ALE_MODES = ("NextStep", "SameStep")
@@ -160,6 +160,8 @@ def likely_one_vector_env(server: str | None, requested: str, mode: str) -> bool
 
     try:
         spec = gym.spec(server)
+        if isinstance(spec.entry_point, str) and spec.entry_point in OWN_VECTOR_ENVS:
+            return True  # openenv-gym's own vector env serves every mode
         if spec.vector_entry_point is None:
             return False
         entry_point: Any = spec.vector_entry_point

@@ -108,17 +108,25 @@ class SB3VecEnv(VecEnv):
 
     def _split_infos(self, infos: dict[str, Any]) -> list[dict[str, Any]]:
         """Gymnasium's ``{key: array, "_key": mask}`` as one dict per sub-env."""
-        return [self._info_of(infos, index) for index in range(self.num_envs)]
+        per_env: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        self._split_into(per_env, infos)
+        return per_env
 
-    def _info_of(self, infos: dict[str, Any], index: int) -> dict[str, Any]:
-        result = {}
+    def _split_into(self, per_env: list[dict[str, Any]], infos: dict[str, Any]) -> None:
+        # Key by key, only the sub-envs a key's mask selects: most steps most keys are for few.
         for key, values in infos.items():
             if key.startswith("_"):
                 continue
             mask = infos.get(f"_{key}")
-            if mask is None or mask[index]:
-                result[key] = self._info_of(values, index) if isinstance(values, dict) else values[index]
-        return result
+            indices = range(self.num_envs) if mask is None else np.flatnonzero(mask).tolist()
+            if isinstance(values, dict):
+                inner: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+                self._split_into(inner, values)
+                for index in indices:
+                    per_env[index][key] = inner[index]
+            else:
+                for index in indices:
+                    per_env[index][key] = values[index]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         """Every sub-env's RGB frame, as ``DummyVecEnv`` gives them (``None`` each, with a warning,

@@ -40,6 +40,7 @@ from .shm import ShmOffer, ShmOpenFrame
 
 __all__ = [
     "BACKEND_CHOICES",
+    "OWN_VECTOR_ENVS",
     "VECTOR_BACKENDS",
     "VectorResetFrame",
     "VectorResultFrame",
@@ -49,8 +50,14 @@ __all__ = [
     "parse_vector_server_frame",
 ]
 
-#: The server-side vector envs a server may offer.
-VECTOR_BACKENDS = ("gymnasium", "envpool", "ale")
+#: The server-side vector envs a server may offer: ``"openenv_gym"`` is openenv-gym's own,
+#: for the Gymnasium entry points in :data:`OWN_VECTOR_ENVS`.
+VECTOR_BACKENDS = ("gymnasium", "envpool", "ale", "openenv_gym")
+#: Gymnasium entry points openenv-gym vectorizes itself, and its vector env for each: every
+#: autoreset mode, each sub-env stepping as the single env seeded ``seed + k`` would.
+OWN_VECTOR_ENVS = {
+    "gymnasium.envs.classic_control.cartpole:CartPoleEnv": "openenv_gym.envs.cartpole_vector:CartPoleVectorEnv",
+}
 #: What a client may ask for: one of those, ``"per_env"`` (one env per sub-env, as
 #: ``SyncVectorEnv``), or ``"auto"`` (Gymnasium's own choice, see :func:`choose_vector_backend`).
 BACKEND_CHOICES = ("auto", "per_env", *VECTOR_BACKENDS)
@@ -67,7 +74,8 @@ def choose_vector_backend(
 
     ``"auto"`` follows ``gymnasium.make_vec``: the env's ``vector_entry_point`` when it has one
     that serves ``autoreset_mode`` (and renders in ``render_mode``, if one is asked for), else
-    one env per sub-env (which serves every mode). EnvPool is used only when asked for.
+    openenv-gym's own vector env of it (:data:`OWN_VECTOR_ENVS`) on the same terms, else one env
+    per sub-env (which serves every mode). EnvPool is used only when asked for.
 
     Args:
         requested: one of :data:`BACKEND_CHOICES`.
@@ -88,20 +96,7 @@ def choose_vector_backend(
         return None, "per_env asked for: one env per sub-env, as SyncVectorEnv"
     mode = autoreset_mode.value
     if requested == "auto":
-        native = offered.get("gymnasium")
-        if native is None:
-            return None, "the env has no vector_entry_point: one env per sub-env"
-        if mode not in native.get("autoreset_modes", ()):
-            return None, (
-                f"its vector_entry_point ({native.get('entry_point')}) serves autoreset modes "
-                f"{native.get('autoreset_modes')}, not {mode}: one env per sub-env"
-            )
-        if render_mode is not None and render_mode not in native.get("render_modes", ()):
-            return None, (
-                f"its vector_entry_point ({native.get('entry_point')}) renders {native.get('render_modes', [])}, "
-                f"not {render_mode!r}: one env per sub-env"
-            )
-        return "gymnasium", f"the env's vector_entry_point ({native.get('entry_point')})"
+        return _auto_backend(mode, offered, render_mode)
     backend = offered.get(requested)
     if backend is None:
         why = (unavailable or {}).get(requested, "the server does not offer it")
@@ -116,6 +111,28 @@ def choose_vector_backend(
             "use vector_backend='per_env' (one env per sub-env, each rendering its own frame)"
         )
     return requested, f"{requested} asked for ({backend.get('entry_point')})"
+
+
+_AUTO_BACKENDS = (("gymnasium", "the env's vector_entry_point"), ("openenv_gym", "openenv-gym's own vector env"))
+
+
+def _auto_backend(mode: str, offered: dict[str, dict[str, Any]], render_mode: str | None) -> tuple[str | None, str]:
+    """``"auto"``'s choice: the first of :data:`_AUTO_BACKENDS` that serves ``mode`` and ``render_mode``."""
+    why_not = []
+    for name, what in _AUTO_BACKENDS:
+        backend = offered.get(name)
+        if backend is None:
+            if name == "gymnasium":
+                why_not.append("the env has no vector_entry_point")
+            continue
+        label = f"{what} ({backend.get('entry_point')})"
+        if mode not in backend.get("autoreset_modes", ()):
+            why_not.append(f"{label} serves autoreset modes {backend.get('autoreset_modes')}, not {mode}")
+        elif render_mode is not None and render_mode not in backend.get("render_modes", ()):
+            why_not.append(f"{label} renders {backend.get('render_modes', [])}, not {render_mode!r}")
+        else:
+            return name, "; ".join([*why_not, label])
+    return None, "; ".join(why_not) + ": one env per sub-env"
 
 
 @dataclass(frozen=True)

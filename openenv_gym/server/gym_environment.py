@@ -20,7 +20,7 @@ from .gym_snapshots import dump_state, load_state, made, probe, release_replaced
 __all__ = ["GymAction", "GymEnvironment", "docstring_summary", "make_gym_env"]
 
 # Modules whose environments are cheap enough to step on the event loop.
-_MICROSECOND_ENVS = ("gymnasium.envs.classic_control.", "gymnasium.envs.toy_text.")
+_MICROSECOND_ENVS = ("gymnasium.envs.classic_control.", "gymnasium.envs.toy_text.", "openenv_gym.envs.cartpole_vector")
 
 
 class GymAction(Action):

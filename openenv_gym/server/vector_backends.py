@@ -1,4 +1,4 @@
-"""Server-side vector envs for a Gymnasium id: Gymnasium's ``vector_entry_point``, ALE, EnvPool.
+"""Server-side vector envs for a Gymnasium id: Gymnasium's ``vector_entry_point``, ALE, EnvPool, openenv-gym's own.
 
 :class:`VectorBackends` says which of them can serve an id (and why not), builds one probe of
 each to publish its spaces, autoreset modes and render modes in ``/schema["vector_backends"]``,
@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from ..protocol.vector import OWN_VECTOR_ENVS
 from ..spaces import space_to_json
 from .gym_environment import _MICROSECOND_ENVS
 
@@ -124,6 +125,11 @@ class VectorBackends:
             except ImportError as exc:
                 raise ValueError(f"ale-py is not installed: {exc}") from exc
             return AtariVectorEnv
+        if name == "openenv_gym":
+            own = OWN_VECTOR_ENVS.get(self.spec.entry_point) if isinstance(self.spec.entry_point, str) else None
+            if own is None:
+                raise ValueError(f"openenv-gym has no vector env of its own for {self.spec.entry_point}")
+            return gym.envs.registration.load_env_creator(own)
         if name == "envpool":
             try:
                 import envpool
@@ -168,7 +174,7 @@ class VectorBackends:
         """Build backend ``name`` with ``num_envs`` sub-envs in autoreset ``mode``.
 
         Args:
-            name: ``"gymnasium"``, ``"ale"`` or ``"envpool"``.
+            name: one of :data:`~openenv_gym.protocol.vector.VECTOR_BACKENDS`.
             num_envs: the number of sub-envs.
             mode: Gymnasium's ``AutoresetMode`` or the wire's (the same values).
             render_mode: the vector env's ``render_mode`` (one of its entry's ``render_modes``).
@@ -196,14 +202,15 @@ class VectorBackends:
     def describe(self) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
         """The backends offered (spaces, autoreset modes, entry point) and why the others are not.
 
-        Gymnasium's and ALE's were built (one sub-env in each autoreset mode) to find this out.
+        Gymnasium's, ALE's and openenv-gym's own were built (one sub-env in each autoreset mode)
+        to find this out.
         EnvPool is not imported here (that alone takes over a second): when installed, it is
         offered with its one autoreset mode and no spaces, which :meth:`describe_one` adds.
         """
         if self._description is None:
             offered: dict[str, dict[str, Any]] = {}
             unavailable: dict[str, str] = {}
-            for name in ("gymnasium", "ale"):
+            for name in ("gymnasium", "ale", "openenv_gym"):
                 try:
                     offered[name] = self.describe_one(name)
                 except Exception as exc:  # any reason it cannot be built is a reason not to offer it

@@ -27,6 +27,11 @@ CARTPOLE = {
         "render_modes": ["rgb_array"],
     }
 }
+OWN_CARTPOLE = {
+    "entry_point": "openenv_gym.envs.cartpole_vector:CartPoleVectorEnv",
+    "autoreset_modes": ["NextStep", "SameStep", "Disabled"],
+    "render_modes": ["rgb_array"],
+}
 ATARI = {
     "gymnasium": {"entry_point": "ale_py:AtariVectorEnv", "autoreset_modes": ["NextStep", "SameStep"]},
     "ale": {"entry_point": "ale_py:AtariVectorEnv", "autoreset_modes": ["NextStep", "SameStep"]},
@@ -39,6 +44,16 @@ ATARI = {
     [
         ("auto", AutoresetMode.NEXT_STEP, CARTPOLE, "gymnasium", "vector_entry_point (cartpole:CartPoleVectorEnv)"),
         ("auto", AutoresetMode.SAME_STEP, CARTPOLE, None, "not SameStep: one env per sub-env"),
+        (
+            "auto",
+            AutoresetMode.SAME_STEP,
+            {**CARTPOLE, "openenv_gym": OWN_CARTPOLE},
+            "openenv_gym",
+            "serves autoreset modes ['NextStep'], not SameStep; openenv-gym's own vector env (openenv_gym.envs",
+        ),
+        ("auto", AutoresetMode.NEXT_STEP, {**CARTPOLE, "openenv_gym": OWN_CARTPOLE}, "gymnasium", "vector_entry_point"),
+        ("auto", AutoresetMode.SAME_STEP, {"openenv_gym": OWN_CARTPOLE}, "openenv_gym", "no vector_entry_point; "),
+        ("openenv_gym", AutoresetMode.NEXT_STEP, {**CARTPOLE, "openenv_gym": OWN_CARTPOLE}, "openenv_gym", "asked for"),
         ("auto", AutoresetMode.NEXT_STEP, {}, None, "no vector_entry_point"),
         ("auto", AutoresetMode.NEXT_STEP, {"envpool": ATARI["envpool"]}, None, "no vector_entry_point"),
         ("per_env", AutoresetMode.NEXT_STEP, ATARI, None, "per_env asked for"),
@@ -72,8 +87,10 @@ def test_a_forced_backend_that_cannot_serve_is_a_clear_error(requested, mode, me
         ("rgb_array_list", None, "renders ['rgb_array'], not 'rgb_array_list': one env per sub-env"),
     ],
 )
-def test_auto_takes_a_vector_env_only_if_it_renders_the_mode(render_mode, chosen, reason):
-    name, why = choose_vector_backend("auto", AutoresetMode.NEXT_STEP, CARTPOLE, render_mode=render_mode)
+@pytest.mark.parametrize("own", [False, True])
+def test_auto_takes_a_vector_env_only_if_it_renders_the_mode(render_mode, chosen, reason, own):
+    offered = {**CARTPOLE, "openenv_gym": OWN_CARTPOLE} if own else CARTPOLE
+    name, why = choose_vector_backend("auto", AutoresetMode.NEXT_STEP, offered, render_mode=render_mode)
     assert name == chosen and reason in why
 
 

@@ -258,7 +258,7 @@ def test_render_answers_every_sub_env_s_frame(cartpole_server):
             "render_mode=rgb_array_list is not one of the gymnasium vector env's ['rgb_array']",
         ),
         # Found by the live fuzzer: a backend no server knows was a FACTORY_ERROR and close 1011.
-        ("envs=2&backend=nope", "backend=nope: expected one of ['gymnasium', 'envpool', 'ale']"),
+        ("envs=2&backend=nope", "backend=nope: expected one of ['gymnasium', 'envpool', 'ale', 'openenv_gym']"),
     ],
 )
 def test_a_query_the_server_cannot_serve_is_refused(cartpole_server, query, message):

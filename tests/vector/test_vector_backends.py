@@ -1,4 +1,4 @@
-"""Server-side vector envs behind make_vec: Gymnasium's vector_entry_point, ALE's AtariVectorEnv, EnvPool."""
+"""Server-side vector envs behind make_vec: Gymnasium's vector_entry_point, ALE's AtariVectorEnv, EnvPool, openenv-gym's own."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from openenv_gym.errors import InvalidActionError, RemoteError
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
+from tests.equivalence import assert_same
 
 
 def assert_same_infos(actual: dict, expected: dict) -> None:
@@ -85,15 +86,39 @@ def test_each_block_equals_a_vector_env_of_its_size():
         remote.close()
 
 
-def test_auto_falls_back_to_per_env_for_same_step_and_says_why():
-    """SameStep (what SB3 needs) is not CartPoleVectorEnv's mode: auto steps one env per sub-env and says so."""
-    envs = gym.make_vec("openenv/CartPole-v1", num_envs=2, autoreset_mode="SameStep")
+@pytest.mark.parametrize(("servers", "transport"), [(1, "shm"), (1, "ws"), (2, "shm")])
+def test_same_step_is_served_by_openenv_gyms_own_vector_env(servers, transport):
+    """SameStep (what SB3 needs) is not CartPoleVectorEnv's mode: auto takes openenv-gym's own, says why, and
+    2,000 steps equal SyncVectorEnv of CartPole-v1 in SameStep (final_obs and all), on one server or split."""
+    remote = gym.make_vec(
+        "openenv/CartPole-v1",
+        num_envs=6,
+        servers=servers,
+        autoreset_mode="SameStep",
+        max_episode_steps=40,
+        transport=transport,
+    )
+    local = gym.vector.SyncVectorEnv(
+        [lambda: gym.make("CartPole-v1", max_episode_steps=40)] * 6, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
+    )
     try:
-        assert envs.metadata["vector_backend"] == "per_env"
-        assert "NextStep" in envs.metadata["vector_backend_reason"]
-        assert "SameStep" in envs.metadata["vector_backend_reason"]
+        assert remote.metadata["vector_backend"] == "openenv_gym"
+        assert remote.metadata["transport"] == transport
+        reason = remote.metadata["vector_backend_reason"]
+        assert "not SameStep" in reason and "openenv_gym.envs.cartpole_vector:CartPoleVectorEnv" in reason
+        assert len(remote.unwrapped._blocks) == servers
+        assert_same(remote.reset(seed=21), local.reset(seed=21), "reset")
+        rng, terminations, truncations = np.random.default_rng(4), 0, 0
+        for step in range(2000):
+            actions = rng.integers(0, 2, 6)
+            result = remote.step(actions)
+            assert_same(result, local.step(actions), f"step {step}")
+            terminations += int(result[2].sum())
+            truncations += int(result[3].sum())
+        assert terminations > 200 and truncations > 10  # each kind of end, with its final_obs, compared
     finally:
-        envs.close()
+        remote.close()
+        local.close()
 
 
 @pytest.mark.parametrize(

@@ -15,13 +15,16 @@ from openenv_gym.wrappers import SB3VecEnv, make_sb3_vec_env
 LIMIT = 20
 
 
-def test_matches_dummy_vec_env():
-    """Observations, rewards, dones, terminal_observation and TimeLimit.truncated match DummyVecEnv."""
-    remote = SB3VecEnv(
-        gym.make_vec("openenv/CartPole-v1", num_envs=4, max_episode_steps=LIMIT, autoreset_mode="SameStep")
+@pytest.mark.parametrize(("vector_backend", "served_by"), [("auto", "openenv_gym"), ("per_env", "per_env")])
+def test_matches_dummy_vec_env(vector_backend, served_by):
+    """Observations, rewards, dones, terminal_observation and TimeLimit.truncated match DummyVecEnv, whether
+    a server-side vector env (openenv-gym's CartPole, through shared memory) or one env per sub-env serves."""
+    remote = make_sb3_vec_env(
+        "openenv/CartPole-v1", n_envs=4, monitor=False, max_episode_steps=LIMIT, vector_backend=vector_backend
     )
     local = DummyVecEnv([lambda: gym.make("CartPole-v1", max_episode_steps=LIMIT) for _ in range(4)])
     try:
+        assert remote.venv.metadata["vector_backend"] == served_by
         remote.seed(7)
         local.seed(7)
         np.testing.assert_array_equal(remote.reset(), local.reset())
