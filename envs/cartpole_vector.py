@@ -19,6 +19,8 @@ from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv as _Gymnas
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 
+from openenv_gym.protocol.batch import ended_sub_env_error
+
 __all__ = ["CartPoleVectorEnv"]
 
 _DEFAULT_LOW, _DEFAULT_HIGH = -0.05, 0.05  # CartPoleEnv.reset's bounds when no options give them
@@ -37,7 +39,9 @@ class CartPoleVectorEnv(_GymnasiumCartPoleVectorEnv):
 
     ``reset(seed=s)`` seeds sub-env ``k`` with ``s + k`` (a list seeds each); ``options`` takes
     CartPoleEnv's ``low``/``high`` and ``reset_mask`` (reset only those sub-envs; an autoreset
-    draws from the default bounds, as ``SyncVectorEnv``'s ``env.reset()`` does).
+    draws from the default bounds, as ``SyncVectorEnv``'s ``env.reset()`` does). With autoreset
+    disabled, stepping while a sub-env that ended awaits its masked reset raises
+    :class:`~openenv_gym.errors.EpisodeEndedError` (``SyncVectorEnv`` asserts).
 
     Example:
         >>> import gymnasium as gym
@@ -115,6 +119,8 @@ class CartPoleVectorEnv(_GymnasiumCartPoleVectorEnv):
             raise ValueError(f"{action!r} ({type(action)}) is not in {self.action_space}")
         if self.state is None:
             raise RuntimeError("reset() the vector env before step()")
+        if self.autoreset_mode is AutoresetMode.DISABLED and self.prev_done.any():
+            raise ended_sub_env_error(int(np.flatnonzero(self.prev_done)[0]))
         restarting = np.flatnonzero(self.prev_done).tolist() if self.autoreset_mode is AutoresetMode.NEXT_STEP else []
 
         # CartPoleEnv.step's operations in its order, on every sub-env at once.

@@ -30,6 +30,7 @@ __all__ = [
     "reset_mask",
     "seed_list",
     "slice_batch",
+    "take_batches",
 ]
 
 
@@ -51,6 +52,14 @@ def join_batches(values: list[Any]) -> Any:
     if isinstance(first, tuple):
         return tuple(join_batches([value[index] for value in values]) for index in range(len(first)))
     return np.concatenate(values) if len(values) > 1 else np.array(first)
+
+
+def take_batches(values: list[Any]) -> Any:
+    """:func:`join_batches`, except that one block's array made for this result alone (writable and
+    owning its data: a shared-memory reply's copy out of the segment) is handed on, not copied again."""
+    if len(values) == 1 and isinstance(values[0], np.ndarray) and values[0].flags.owndata and values[0].flags.writeable:
+        return values[0]
+    return join_batches(values)
 
 
 def join_infos(parts: list[tuple[int, int, dict[str, Any]]], num_envs: int) -> dict[str, Any]:
@@ -111,7 +120,7 @@ def lost_result(last: VectorResultFrame, reason: str, key: str) -> VectorResultF
     size = len(last.terminated) if last.terminated is not None else _batch_length(last.observations)
     reward_dtype = last.rewards.dtype if last.rewards is not None else np.float64
     return VectorResultFrame(
-        last.observations,
+        join_batches([last.observations]),  # a copy: the caller may hold (and write) the last ones
         _failure_infos(size, reason, key),
         np.zeros(size, dtype=reward_dtype),
         np.zeros(size, dtype=np.bool_),

@@ -25,7 +25,7 @@ from openenv_gym.protocol.batch import BatchCallFrame, Mask, Seeds
 from openenv_gym.protocol.vector import VectorResultFrame, choose_vector_backend
 from openenv_gym.spaces import mismatch, space_from_json
 
-from .batching import block_seed, join_batches, join_infos, join_taken, lost_result, slice_batch
+from .batching import block_seed, join_batches, join_infos, join_taken, lost_result, slice_batch, take_batches
 from .block import Block, StepTuple
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ class VectorCodec:
     def assemble_step(self, blocks: list[Block[Any]], results: list[VectorResultFrame]) -> StepTuple:
         for block, result in zip(blocks, results):
             block.remember(result)
-        self.observations = join_batches([result.observations for result in results])  # new arrays every step
+        self.observations = take_batches([result.observations for result in results])  # new arrays every step
         parts = [(block.start, block.size, result.infos) for block, result in zip(blocks, results)]
         return (
             self.observations,

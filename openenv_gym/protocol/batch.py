@@ -73,6 +73,7 @@ __all__ = [
     "Mask",
     "Seeds",
     "batch_query",
+    "ended_sub_env_error",
     "parse_batch_client_frame",
     "parse_batch_query",
     "parse_batch_server_frame",
@@ -96,6 +97,14 @@ class AutoresetMode(str, enum.Enum):
     DISABLED = "Disabled"
 
 
+def ended_sub_env_error(index: int) -> EpisodeEndedError:
+    """What stepping sub-env ``index`` raises once it ended, autoreset disabled, before a masked reset."""
+    return EpisodeEndedError(
+        ErrorCode.EPISODE_ENDED.value,
+        f"sub-env {index} ended: reset it with reset_mask before stepping (autoreset_mode=Disabled)",
+    )
+
+
 class AutoresetRule:
     """Gymnasium's autoreset for one sub-env, as ``gymnasium.vector.SyncVectorEnv`` applies it.
 
@@ -111,10 +120,7 @@ class AutoresetRule:
     def check_can_step(self, index: int) -> None:
         """Raise :class:`EpisodeEndedError` if autoreset is disabled and this sub-env ended without a reset."""
         if self.ended and self.mode is AutoresetMode.DISABLED:
-            raise EpisodeEndedError(
-                ErrorCode.EPISODE_ENDED.value,
-                f"sub-env {index} ended: reset it with reset_mask before stepping (autoreset_mode=Disabled)",
-            )
+            raise ended_sub_env_error(index)
 
     def resets_instead_of_stepping(self) -> bool:
         """True when this step must reset the sub-env instead (``NextStep`` after an episode end)."""

@@ -8,6 +8,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 from openenv_gym.envs.cartpole_vector import CartPoleVectorEnv
+from openenv_gym.errors import EpisodeEndedError
 from tests.equivalence import assert_same
 
 
@@ -99,6 +100,13 @@ def test_bad_actions_masks_and_seeds_are_clear_errors():
         env.reset(options={"reset_mask": np.array([1, 0, 1])})
     with pytest.raises(ValueError, match="2 seeds for 3 sub-envs"):
         env.reset(seed=[1, 2])
+    disabled = CartPoleVectorEnv(3, max_episode_steps=1, autoreset_mode="Disabled")
+    disabled.reset(seed=0)
+    assert disabled.step(np.zeros(3, dtype=np.int64))[3].all()
+    with pytest.raises(EpisodeEndedError, match="sub-env 0 ended: reset it with reset_mask"):
+        disabled.step(np.zeros(3, dtype=np.int64))
+    disabled.reset(options={"reset_mask": np.array([True, True, True])})
+    disabled.step(np.zeros(3, dtype=np.int64))  # reset: it steps again
 
 
 def test_served_as_the_openenv_gym_backend_in_every_mode():
