@@ -96,14 +96,15 @@ class SB3VecEnv(VecEnv):
             observations, rewards, terminations, truncations, infos = self.venv.step(self._actions)
         dones = np.logical_or(terminations, truncations)
         per_env = self._split_infos(infos)
-        for index, info in enumerate(per_env):
-            if dones[index]:
+        time_limits = np.logical_and(truncations, np.logical_not(terminations)).tolist()
+        for index, (info, done) in enumerate(zip(per_env, dones.tolist())):
+            if done:
                 # As DummyVecEnv: the step's own info, the last observation, and the reset's info
                 # kept apart in reset_infos.
                 final_obs, final_info = info.pop("final_obs", None), info.pop("final_info", {})
                 self.reset_infos[index] = info
                 info = per_env[index] = {**final_info, "terminal_observation": final_obs}
-            info["TimeLimit.truncated"] = bool(truncations[index] and not terminations[index])
+            info["TimeLimit.truncated"] = time_limits[index]
         return observations, np.asarray(rewards, dtype=np.float32), dones, per_env
 
     def _split_infos(self, infos: dict[str, Any]) -> list[dict[str, Any]]:

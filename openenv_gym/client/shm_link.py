@@ -211,6 +211,15 @@ class ShmLink:
         infos = arrays.unpack(payload) if size else {}
         if not isinstance(infos, dict):
             raise ProtocolError("VALIDATION_ERROR", "the reply's infos must be an object")
+        moved = int(header["final_obs"][0])
+        if moved not in (0, 1):
+            raise invalid(f"final_obs must be 0 or 1 in the segment, not {moved}")
+        if moved:  # Gymnasium's object array and mask, rebuilt from the rows
+            mask = views.final_mask.view(np.uint8) != 0
+            final = np.empty(len(mask), dtype=object)
+            for row in np.flatnonzero(mask).tolist():
+                final[row] = views.final_obs[row].copy()
+            infos = {"final_obs": final, "_final_obs": mask, **infos}
         return VectorResultFrame(
             views.observations.copy(),
             infos,

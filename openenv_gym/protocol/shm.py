@@ -29,7 +29,11 @@ its write. Each side puts a full memory fence (:func:`fence`) between writing it
 and reading the other's, so the two cannot both miss; a sleeper still looks again after 1 ms,
 2 ms, 4 ms... (up to a second). The socket's end is the other side's death. Rewards keep their
 dtype (``reward_dtype``, an index into :data:`REWARD_DTYPES`); infos are
-:func:`openenv_gym.protocol.arrays.pack`'s bytes.
+:func:`openenv_gym.protocol.arrays.pack`'s bytes, except a SameStep autoreset's last
+observations: when every one Gymnasium's ``infos["final_obs"]`` holds is an observation of the
+segment's dtype and shape, they travel as rows of the ``final_obs`` batch with ``final_mask``
+saying which (header ``final_obs`` = 1), and the reader rebuilds Gymnasium's object array and
+its ``_final_obs`` mask: an object array packed item by item cost more than the step.
 """
 
 from __future__ import annotations
@@ -88,6 +92,7 @@ HEADER = (
     ("reward_dtype", "<u4", 24),
     ("client_sleeping", "<u4", 28),
     ("server_sleeping", "<u4", 32),
+    ("final_obs", "<u4", 36),
 )
 _HEADER_BYTES = 64
 
@@ -188,6 +193,8 @@ class ShmLayout:
             ("terminated", np.dtype(np.bool_), (n,)),
             ("truncated", np.dtype(np.bool_), (n,)),
             ("infos", np.dtype(np.uint8), (self.infos_capacity,)),
+            ("final_mask", np.dtype(np.bool_), (n,)),
+            ("final_obs", np.dtype(self.observation_dtype), (n, *self.observation_shape)),
         ]
 
     def offsets(self) -> dict[str, int]:
@@ -278,6 +285,8 @@ class ShmViews:
     terminated: np.ndarray
     truncated: np.ndarray
     infos: np.ndarray
+    final_mask: np.ndarray
+    final_obs: np.ndarray
 
     def reward_slots(self) -> list[np.ndarray]:
         """The rewards slot viewed in each of :data:`REWARD_DTYPES`, by its index."""

@@ -51,7 +51,8 @@ logger = logging.getLogger(__name__)
 
 #: How long an offer waits for its client to connect.
 SHM_ACCEPT_TIMEOUT = 10.0
-#: Bytes kept for each reply's infos: this much, plus room for a batch of observations.
+#: Bytes kept for each reply's infos: this much, plus room for a batch of observations (a
+#: SameStep ``final_obs`` that cannot go in its own rows, say of another dtype).
 INFOS_BASE_CAPACITY = 64 * 2**10
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
@@ -74,13 +75,46 @@ def layout_for(single_action_space: Any, single_observation_space: Any, size: in
             return f"the {what} space {space} does not batch into one array of numbers"
         batches.append(batch)
     actions, observations = batches
-    capacity = INFOS_BASE_CAPACITY + 2 * observations.nbytes  # room for a SameStep final_obs
+    capacity = INFOS_BASE_CAPACITY + 2 * observations.nbytes
     layout = ShmLayout(
         size, actions.dtype.str, actions.shape[1:], observations.dtype.str, observations.shape[1:], capacity
     )
     if layout.size > MAX_SEGMENT_BYTES:
         return f"a segment of {layout.size} bytes is more than {MAX_SEGMENT_BYTES}"
     return layout
+
+
+_FINAL_OBS_KEYS = ("final_obs", "_final_obs")
+
+
+def final_obs_rows(infos: dict[str, Any], batch: np.ndarray) -> list[int] | None:
+    """The sub-envs whose SameStep last observation ``infos["final_obs"]`` holds, if they can travel
+    as rows of ``batch`` (the segment's ``final_obs``): Gymnasium's object array of observations
+    of ``batch``'s dtype and row shape exactly where ``infos["_final_obs"]`` is true, ``None``
+    elsewhere. ``None`` when they cannot: the infos then carry them, packed item by item.
+
+    Example:
+        >>> batch = np.zeros((3, 2), np.float32)
+        >>> final = np.array([None, np.ones(2, np.float32), None], dtype=object)
+        >>> final_obs_rows({"final_obs": final, "_final_obs": np.array([False, True, False])}, batch)
+        [1]
+        >>> final_obs_rows({"final_obs": final, "_final_obs": np.array([True, True, False])}, batch) is None
+        True
+    """
+    final, mask = infos.get("final_obs"), infos.get("_final_obs")
+    n = len(batch)
+    if type(final) is not np.ndarray or final.dtype != object or final.shape != (n,):
+        return None
+    if type(mask) is not np.ndarray or mask.dtype != np.bool_ or mask.shape != (n,):
+        return None
+    rows, dtype, shape = [], batch.dtype, batch.shape[1:]
+    for row, (item, present) in enumerate(zip(final.tolist(), mask.tolist())):
+        if item is None and not present:
+            continue
+        if not present or type(item) is not np.ndarray or item.dtype != dtype or item.shape != shape:
+            return None
+        rows.append(row)
+    return rows
 
 
 class ShmOfferPending:
@@ -284,6 +318,14 @@ class ShmChannel:
             np.copyto(slot, rewards)
             np.copyto(views.terminated, terminated)
             np.copyto(views.truncated, truncated)
+            rows = final_obs_rows(infos, views.final_obs) if "final_obs" in infos else None
+            if rows is not None:
+                final = infos["final_obs"]
+                for row in rows:
+                    views.final_obs[row] = final[row]
+                views.final_mask[:] = infos["_final_obs"]
+                infos = {key: value for key, value in infos.items() if key not in _FINAL_OBS_KEYS}
+            header["final_obs"][0] = rows is not None
             payload = arrays.pack(infos) if infos else b""
         except ProtocolError as exc:
             status, payload = STATUS_ERROR, ErrorFrame.from_exception(exc).serialize().encode()

@@ -320,3 +320,83 @@ def test_a_hung_up_channel_with_a_request_pending_sleeps_until_stopped():
         channel.stop()
         ours.close()
     assert not channel.serving
+
+
+def channel_and_link(layout: ShmLayout, step):
+    """A channel serving ``step`` and the link reading it, in this process (a socket pair between them)."""
+    import mmap
+
+    from openenv_gym.protocol import ErrorFrame
+    from openenv_gym.server.shm_channel import ShmChannel
+
+    channel = ShmChannel(layout, step, lambda exc: ErrorFrame("EXECUTION_ERROR", str(exc)))
+    ours, theirs = socket.socketpair()
+    channel.start(theirs)
+    _, fds, _, _ = socket.recv_fds(ours, 1, 1)
+    segment = mmap.mmap(fds[0], layout.size)
+    os.close(fds[0])
+    ours.setblocking(False)
+    return channel, ShmLink(ours, segment, layout)
+
+
+def same_step_infos(final_items: list, extra: dict) -> dict:
+    final = np.empty(len(final_items), dtype=object)
+    for index, item in enumerate(final_items):
+        final[index] = item
+    mask = np.array([item is not None for item in final_items])
+    return {"final_obs": final, "_final_obs": mask, **extra}
+
+
+@pytest.mark.parametrize(
+    ("final_items", "in_rows"),
+    [
+        ([None, np.full(4, 1.5, np.float32), None], True),  # SameStep's usual: rows of the segment
+        ([np.arange(4, dtype=np.float32), None, np.full(4, -2.0, np.float32)], True),
+        ([None, np.full(4, 1.5, np.float64), None], False),  # another dtype: packed item by item
+        ([None, np.full(3, 1.5, np.float32), None], False),  # another shape
+        ([None, "not an observation", None], False),
+    ],
+)
+def test_samestep_final_observations_arrive_as_gymnasium_gave_them(final_items, in_rows):
+    """final_obs travels as rows of the segment when it can, packed with the infos otherwise; either
+    way the client gets Gymnasium's object array, its mask and the other infos, equal to what was sent."""
+    from tests.equivalence import assert_same
+
+    layout = ShmLayout(3, "<i8", (), "<f4", (4,), 4096)
+    extra = {"final_info": {}, "_final_info": np.array([item is not None for item in final_items]), "x": np.ones(3)}
+    sent = same_step_infos(final_items, extra)
+    ended = np.array([item is not None for item in final_items])
+    result = (np.zeros((3, 4), np.float32), np.ones(3), ended, np.zeros(3, bool), sent)
+    channel, link = channel_and_link(layout, lambda actions: result)
+    try:
+        link.send(np.zeros(3, dtype=np.int64))
+        reply = link.receive(time.monotonic() + 10)
+        assert int(link.views.header["final_obs"][0]) == in_rows
+        assert_same(reply.infos, sent, "infos")
+        assert list(reply.infos) == list(sent)  # Gymnasium's key order kept
+        if in_rows:  # copies out of the segment, the caller's own
+            assert all(item is None or item.flags.writeable for item in reply.infos["final_obs"])
+        link.send(np.zeros(3, dtype=np.int64))  # the next step's infos say nothing of the last one's
+        result = (*result[:4], {})
+        assert link.receive(time.monotonic() + 10).infos == {}
+    finally:
+        channel.stop()
+        link.close()
+
+
+def test_a_final_obs_flag_no_server_writes_is_refused():
+    """The client reads the final_obs flag as it reads the status: a value other than 0 or 1 is malformed."""
+    from openenv_gym.errors import ProtocolError
+
+    layout = ShmLayout(2, "<i8", (), "<f4", (4,), 4096)
+    result = (np.zeros((2, 4), np.float32), np.ones(2), np.zeros(2, bool), np.zeros(2, bool), {})
+    channel, link = channel_and_link(layout, lambda actions: result)
+    try:
+        link.send(np.zeros(2, dtype=np.int64))
+        assert link.receive(time.monotonic() + 10).infos == {}
+        link.views.header["final_obs"][0] = 7
+        with pytest.raises(ProtocolError, match="final_obs must be 0 or 1"):
+            link.receive(time.monotonic() + 10)  # the same reply, read again
+    finally:
+        channel.stop()
+        link.close()
