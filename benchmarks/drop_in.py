@@ -63,38 +63,28 @@ def sync_makers() -> dict[str, Callable[[], Any]]:
     }
 
 
-def time_sb3(make: Callable[[], Any], warmup: np.ndarray, timed: np.ndarray) -> float:
-    """env-steps/s of the SB3 VecEnv ``make()`` builds, over the timed action rows."""
-    venv = make()
-    try:
-        venv.seed(0)
-        venv.reset()
-        for actions in warmup:
-            venv.step(actions)
-        total = 0.0
-        start = time.perf_counter()
-        for actions in timed:
-            total += float(venv.step(actions)[1].sum())
-        seconds = time.perf_counter() - start
-    finally:
-        venv.close()
-    if total <= 0:
-        raise RuntimeError("no reward at all: the steps did not run")
-    return timed.size / seconds
+def start_sb3(venv: Any) -> None:
+    venv.seed(0)
+    venv.reset()
 
 
-def time_gym(make: Callable[[], Any], warmup: np.ndarray, timed: np.ndarray) -> float:
-    """env-steps/s of the Gymnasium vector env ``make()`` builds, over the timed action rows."""
+def start_gym(envs: Any) -> None:
+    envs.reset(seed=0)
+
+
+def time_steps(make: Callable[[], Any], start: Callable[[Any], None], warmup: np.ndarray, timed: np.ndarray) -> float:
+    """env-steps/s of the vector env ``make()`` builds (an SB3 ``VecEnv`` or a Gymnasium one: both
+    return the rewards second), seeded by ``start``, over the timed action rows."""
     envs = make()
     try:
-        envs.reset(seed=0)
+        start(envs)
         for actions in warmup:
             envs.step(actions)
         total = 0.0
-        start = time.perf_counter()
+        started = time.perf_counter()
         for actions in timed:
             total += float(envs.step(actions)[1].sum())
-        seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - started
     finally:
         envs.close()
     if total <= 0:
@@ -110,13 +100,13 @@ def main() -> None:
     args = p.parse_args()
     print(f"{machine()}; CartPole-v1; {args.rounds} rounds of {args.steps} timed steps after {args.warmup}")
     rng = np.random.default_rng(0)
-    groups = [(SB3_ENVS, sb3_makers(), time_sb3), (SYNC_ENVS, sync_makers(), time_gym)]
+    groups = [(SB3_ENVS, sb3_makers(), start_sb3), (SYNC_ENVS, sync_makers(), start_gym)]
     rates: dict[tuple[str, int], float] = {}
     for turn in range(args.rounds):
-        for n, makers, timer in groups:
+        for n, makers, start in groups:
             warm, timed = rng.integers(0, 2, (args.warmup, n)), rng.integers(0, 2, (args.steps, n))
             for label, make in makers.items():
-                rates[label, turn] = timer(make, warm, timed)
+                rates[label, turn] = time_steps(make, start, warm, timed)
                 print(f"  round {turn + 1}: {label:<26} n={n:<3} {rates[label, turn]:>10,.0f} env-steps/s", flush=True)
     print("\nratios (median of the rounds; each round's in brackets)")
     for ours, peer, target in TARGETS:
