@@ -376,8 +376,8 @@ def test_samestep_final_observations_arrive_as_gymnasium_gave_them(final_items, 
         assert list(reply.infos) == list(sent)  # Gymnasium's key order kept
         if in_rows:  # copies out of the segment, the caller's own
             assert all(item is None or item.flags.writeable for item in reply.infos["final_obs"])
-        link.send(np.zeros(3, dtype=np.int64))  # the next step's infos say nothing of the last one's
-        result = (*result[:4], {})
+        result = (*result[:4], {})  # the next step's infos say nothing of the last one's
+        link.send(np.zeros(3, dtype=np.int64))
         assert link.receive(time.monotonic() + 10).infos == {}
     finally:
         channel.stop()
