@@ -10,8 +10,9 @@ All in one run so the ratios hold on a noisy machine, the configs taking turns `
 * SB3, local: ``stable_baselines3.common.env_util.make_vec_env("CartPole-v1", n_envs=16)``
   (``DummyVecEnv`` of ``Monitor``-wrapped CartPoles, what SB3's own examples build);
 * SyncVectorEnv, ours: ``gym.vector.SyncVectorEnv([lambda: gym.make("openenv/CartPole-v1")] * 4)``,
-  as single-file PPO scripts build it: one ``RemoteEnv`` (one session, one WebSocket round trip
-  per step) per sub-env;
+  as single-file PPO scripts build it: one ``RemoteEnv`` (one server, one session) per sub-env,
+  each step through shared memory (resets over the WebSocket);
+* SyncVectorEnv, ours over ws: the same with ``transport="ws"``, a WebSocket round trip per step;
 * SyncVectorEnv, local: the same of ``gym.make("CartPole-v1")``.
 
 Each config: seeded, reset, warm-up steps, then timed steps of seeded random actions
@@ -39,9 +40,15 @@ from vector import machine
 
 SB3_ENVS, SYNC_ENVS = 16, 4
 SB3_OURS, SB3_PER_ENV, SB3_LOCAL = "SB3, ours", "SB3, ours per env", "SB3, local DummyVecEnv"
-SYNC_OURS, SYNC_LOCAL = "SyncVectorEnv, ours", "SyncVectorEnv, local"
+SYNC_OURS, SYNC_WS, SYNC_LOCAL = "SyncVectorEnv, ours", "SyncVectorEnv, ours over ws", "SyncVectorEnv, local"
 #: (ours, peer, target)
-TARGETS = [(SB3_OURS, SB3_LOCAL, 2.0), (SB3_PER_ENV, SB3_LOCAL, None), (SYNC_OURS, SYNC_LOCAL, 0.6)]
+TARGETS = [
+    (SB3_OURS, SB3_LOCAL, 2.0),
+    (SB3_PER_ENV, SB3_LOCAL, None),
+    (SYNC_OURS, SYNC_LOCAL, 0.6),
+    (SYNC_WS, SYNC_LOCAL, None),
+    (SYNC_OURS, SYNC_WS, None),
+]
 
 
 def sb3_makers() -> dict[str, Callable[[], Any]]:
@@ -59,6 +66,9 @@ def sb3_makers() -> dict[str, Callable[[], Any]]:
 def sync_makers() -> dict[str, Callable[[], Any]]:
     return {
         SYNC_OURS: lambda: gym.vector.SyncVectorEnv([lambda: gym.make("openenv/CartPole-v1")] * SYNC_ENVS),
+        SYNC_WS: lambda: gym.vector.SyncVectorEnv(
+            [lambda: gym.make("openenv/CartPole-v1", transport="ws")] * SYNC_ENVS
+        ),
         SYNC_LOCAL: lambda: gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * SYNC_ENVS),
     }
 
@@ -114,7 +124,7 @@ def main() -> None:
         mid = statistics.median(rounds)
         verdict = f"target >= {target:g}x: {'met' if mid >= target else 'NOT met'}" if target else "(no target)"
         each = ", ".join(f"{r:.2f}" for r in rounds)
-        print(f"  {ours} / {peer:<24} {mid:5.2f}x  [{each}]  {verdict}")
+        print(f"  {ours:<27} / {peer:<24} {mid:5.2f}x  [{each}]  {verdict}")
     print(f"\nafter the run: {machine()}; {time.strftime('%Y-%m-%d %H:%M:%S')}")
 
 

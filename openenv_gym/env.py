@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, SupportsFloat
 import gymnasium as gym
 
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, EnvClient, http_get_json
-from .errors import EnvMismatchError, OpenEnvGymError, ServerConnectError
+from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, ServerConnectError
 from .face import Face, PublishedSpaces, SchemaSpaces, SpacesFace, wants_tool_face, wire_action
 from .make_options import MakeOptions
 from .providers import Provider, URLProvider
@@ -361,6 +361,12 @@ class RemoteEnv(gym.Env[Any, Any]):
         turn_timeout: for a game this session makes: seconds a turn may wait for a player; one
             that overruns it, or leaves, ends the game for the others (truncated, with
             ``info["game_failure"]`` saying why).
+        transport: how steps travel (resets and every other call take the WebSocket): ``"auto"``
+            (default) takes shared memory with an openenv-gym server on this host that offers
+            it (a Gymnasium env whose spaces batch into arrays), else the WebSocket; ``"ws"``;
+            ``"shm"`` fails, saying why, where shared memory cannot be had. :attr:`transport`
+            and :attr:`transport_reason` say which was taken, and why. The results are the same
+            either way: the info a step returns is its JSON form.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium.Env declares it so
@@ -399,6 +405,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         game_token: str | None = None,
         opponents: dict[str, str] | None = None,
         turn_timeout: float | None = None,
+        transport: str = "auto",
         **kwargs: Any,
     ) -> None:
         del sessions_per_server  # a single env holds one session; the argument is for make_vec
@@ -420,7 +427,12 @@ class RemoteEnv(gym.Env[Any, Any]):
         (self.base_url,) = fleet.start()
         token = token or fleet.token
         self._client = EnvClient(
-            self.base_url, open_timeout=open_timeout, call_timeout=call_timeout, env_id=server, token=token
+            self.base_url,
+            open_timeout=open_timeout,
+            call_timeout=call_timeout,
+            env_id=server,
+            token=token,
+            transport=transport,
         )
         self._closer = weakref.finalize(self, _shutdown, self._client, fleet)
         self._snapshot_support: dict[str, Any] | None = None  # /schema["snapshot"], read on first use
@@ -437,6 +449,11 @@ class RemoteEnv(gym.Env[Any, Any]):
                 agent,
             )
             self._client.kind.take_seat(seat)
+            no_shm = shm_refusal(face, seat)
+            if no_shm is not None:
+                if transport == "shm":
+                    raise ValueError(f"transport='shm' cannot be served: {no_shm}")
+                self._client.keep_to_websocket(no_shm)
             if render_mode is not None:
                 self._ask_render_mode(render_mode, open_timeout, token)
             self._client.connect()
@@ -473,6 +490,16 @@ class RemoteEnv(gym.Env[Any, Any]):
             kwargs["options"] = options
         return self._face.reset_result(self._client.reset(**kwargs))
 
+    @property
+    def transport(self) -> str:
+        """``"shm"`` while the steps go through shared memory with the server, else ``"ws"``."""
+        return self._client.transport
+
+    @property
+    def transport_reason(self) -> str:
+        """Why the steps take the transport they take."""
+        return self._client.transport_reason
+
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         """Send ``action``: a value of ``action_space`` (a ``Dict`` action as a plain ``dict``), or
         the fields of the server's own action model as a dict (OpenEnv's ``{"code": ...}``); with
@@ -484,6 +511,14 @@ class RemoteEnv(gym.Env[Any, Any]):
             ClosedEnvError: the env was closed.
         """
         self._check_open("step")
+        if self._client.link is not None:  # only a face of published spaces takes shared memory
+            assert isinstance(self._face, PublishedSpaces)
+            try:
+                value = self._face.space_value(action)
+            except InvalidActionError as exc:
+                exc.env_id = self.spec.id if self.spec is not None else self.server
+                raise
+            return self._face.row_result(self._client.step_shared(value))
         self._client.kind.check_can_step()
         wire = wire_action(self._face, action, self.spec.id if self.spec is not None else self.server)
         if isinstance(wire, tuple):  # a malformed tool call, answered without a round trip
@@ -647,6 +682,19 @@ class RemoteEnv(gym.Env[Any, Any]):
         twin._closer = weakref.finalize(twin, twin._client.close)
         twin._client.connect()
         return twin
+
+
+def shm_refusal(face: Face, seat: dict[str, str]) -> str | None:
+    """Why a plain session of this face cannot take shared memory, or None if its server may offer it."""
+    if isinstance(face, SchemaSpaces):
+        return "the server publishes no Gymnasium spaces (an OpenEnv server)"
+    if not isinstance(face, PublishedSpaces):
+        return "a tool call's step takes the WebSocket"
+    if face.own_action_model:
+        return "the server's actions have a model of their own"
+    if seat:
+        return "a seat in a game takes turns on the WebSocket"
+    return None
 
 
 def own_frame(frame: Any) -> Any:

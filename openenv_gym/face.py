@@ -26,6 +26,7 @@ from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, to_wir
 
 if TYPE_CHECKING:
     from .protocol import ObservationFrame
+    from .protocol.vector import VectorResultFrame
     from .spaces.schema import SchemaSpace
 
 __all__ = [
@@ -198,18 +199,52 @@ class PublishedSpaces(SpacesFace):
         # ({"action": ...}, nothing required) is checked against the space like any action.
         self._own_model = bool(self._required) and ACTION_FIELD not in self._fields
 
+    @property
+    def own_action_model(self) -> bool:
+        """Whether the server's actions have a model of their own (OpenEnv's ``{"code": ...}``)
+        besides the Gymnasium action's ``{"action": value}``."""
+        return self._own_model
+
     def action_to_wire(self, action: Any) -> dict[str, Any]:
+        if (
+            self._own_model
+            and isinstance(action, dict)
+            and not isinstance(self.action_space, gym.spaces.Dict)
+            and action.keys() != {ACTION_FIELD}
+            and self._required <= action.keys() <= self._fields
+        ):
+            # The fields of the server's own action model: sent as they are, and the server validates them.
+            return dict(action)
+        return to_wire(self.action_space, self.space_value(action), ACTION_FIELD)
+
+    def space_value(self, action: Any) -> Any:
+        """``action`` as a value of the action space (given in its wire form, ``{"action": value}``,
+        it is unwrapped), checked against it.
+
+        Raises:
+            InvalidActionError: it is not in the action space.
+        """
         value = action
-        if isinstance(action, dict) and not isinstance(self.action_space, gym.spaces.Dict):
-            if action.keys() == {ACTION_FIELD}:
-                value = action[ACTION_FIELD]  # given in its wire form, {"action": value}
-            elif self._own_model and self._required <= action.keys() <= self._fields:
-                # The fields of the server's own action model: sent as they are, and the server validates them.
-                return dict(action)
+        if (
+            isinstance(action, dict)
+            and not isinstance(self.action_space, gym.spaces.Dict)
+            and action.keys() == {ACTION_FIELD}
+        ):
+            value = action[ACTION_FIELD]
         problem = mismatch(self.action_space, value)
         if problem is not None:
             raise InvalidActionError(action, self.action_space, problem)
-        return to_wire(self.action_space, value, ACTION_FIELD)
+        return value
+
+    def row_result(self, result: VectorResultFrame) -> StepResult:
+        """``step``'s return for a step's results through shared memory (a batch of one), as
+        :meth:`step_result` returns them for its frame: the same types, the info as JSON."""
+        observation = result.observations[0, ...]
+        if isinstance(self.observation_space, gym.spaces.Discrete):
+            observation = observation[()]  # a scalar, as the wire's decoding gives
+        rewards, terminated, truncated = result.rewards, result.terminated, result.truncated
+        assert rewards is not None and terminated is not None and truncated is not None
+        return observation, float(rewards[0]), bool(terminated[0]), bool(truncated[0]), result.infos
 
     def observation_from_wire(self, data: Any) -> Any:
         return from_wire(self.observation_space, data, OBSERVATION_FIELD)

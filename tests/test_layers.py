@@ -222,6 +222,7 @@ PLAIN_ENV_MODULES = {
     "openenv_gym.client.session_kind": "the plain session's kind",
     "openenv_gym.client.sync_connection": "the blocking connection",
     "openenv_gym.client.sync_client": "EnvClient",
+    "openenv_gym.client.shm_connection": "the connection whose steps may take shared memory (the link loads when taken)",
     # the frames of a plain session and their codecs
     "openenv_gym.protocol": "the wire package",
     "openenv_gym.protocol._json": "JSON helpers the frames share",
@@ -229,6 +230,7 @@ PLAIN_ENV_MODULES = {
     "openenv_gym.protocol.codes": "message types and error codes",
     "openenv_gym.protocol.frames": "reset/step/state/render/error frames",
     "openenv_gym.protocol.session": "ClientSession",
+    "openenv_gym.protocol.shm": "shm_open and shm_offer, which a plain session may exchange",
     "openenv_gym.protocol.snapshot": "snapshot/restore frames: the session's replies include them",
     "openenv_gym.spaces": "the spaces package",
     "openenv_gym.spaces.codec": "spaces and their values <-> JSON",

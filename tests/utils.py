@@ -1,10 +1,12 @@
-"""Shared test helpers: a time unit, process counting, a server on a loop thread, openenv-core servers."""
+"""Shared test helpers: a time unit, process counting, shared-memory segments, a server on a loop thread, openenv-core servers."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import select
+import signal
 import socket
 import subprocess
 import sys
@@ -116,6 +118,51 @@ def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 
             return True
         time.sleep(interval)
     return predicate()
+
+
+#: What a shared-memory segment's mapping is called in ``/proc/<pid>/maps``.
+SEGMENT = "memfd:openenv-gym-shm"
+
+
+def segments_mapped(pid: int) -> int:
+    """How many shared-memory segments process ``pid`` has mapped."""
+    with open(f"/proc/{pid}/maps") as maps:
+        return sum(SEGMENT in line for line in maps)
+
+
+def stop(pid: int) -> None:
+    """SIGSTOP ``pid`` and wait until every thread of it is stopped (a spinning one takes a moment)."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def states() -> set[str]:
+        found = set()
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/stat") as stat:
+                found.add(stat.read().rsplit(")", 1)[1].split()[0])
+        return found
+
+    assert wait_until(lambda: states() == {"T"}, timeout=10)
+
+
+def kill_stepping_client(script: str, url: str, server_pid: int) -> None:
+    """Run ``script`` with ``url`` (a client that prints ``stepping`` once it steps through shared
+    memory, then steps on) in a child process, SIGKILL it mid-run, and check the server at
+    ``server_pid`` lets go of the session's segment."""
+    child = subprocess.Popen([sys.executable, "-c", script, url], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        assert select.select([child.stdout], [], [], 120)[0], "the client did not start stepping"
+        assert child.stdout.readline().strip() == "stepping"
+        assert segments_mapped(server_pid) == 1
+        os.kill(child.pid, signal.SIGKILL)  # mid-step, most likely
+        child.wait(timeout=30)
+        assert wait_until(lambda: segments_mapped(server_pid) == 0, timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=30)
+        if child.stdout is not None:
+            child.stdout.close()
 
 
 @contextlib.contextmanager

@@ -14,12 +14,16 @@ from typing import Any, Generic, TypeVar
 
 from websockets.typing import Subprotocol
 
-from ..protocol import ClientSession, ErrorFrame
+from ..protocol import ClientSession, ErrorFrame, MessageType
 from ..protocol.arrays import BINARY_SUBPROTOCOL
+from ..protocol.shm import ShmOffer, ShmOpenFrame, parse_plain_server_frame
 
 __all__ = ["PlainKind", "SessionKind", "with_query"]
 
 ReplyT = TypeVar("ReplyT")
+
+#: What a plain session answers: OpenEnv's replies, and a shared-memory offer.
+_PLAIN_REPLIES = {**ClientSession.REPLIES, MessageType.SHM_OPEN: ShmOffer}
 
 #: A request a kind sends before any call (its name and the frame's builder), or None.
 Opening = tuple[str, Callable[[], str | bytes]] | None
@@ -92,7 +96,7 @@ class PlainKind(SessionKind[Any]):
         self.seat: dict[str, str] = {}
 
     def new_session(self) -> ClientSession[Any]:
-        return ClientSession()
+        return ClientSession(parse_plain_server_frame, _PLAIN_REPLIES)
 
     def url(self, address: str) -> str:
         params = dict(self.seat)
@@ -130,6 +134,9 @@ class PlainKind(SessionKind[Any]):
 
     def state(self) -> str:
         return self.session.send_state()
+
+    def shm_open(self) -> str:
+        return self.session.send(MessageType.SHM_OPEN, ShmOpenFrame())
 
     def render(self) -> str:
         return self.session.send_render()

@@ -39,7 +39,8 @@ def socket_address(name: str) -> str:
 
 
 class ShmLink:
-    """The segment of one vector session, mapped, and the socket that wakes each side.
+    """The segment of one session (a vector session's, or a plain one's: a batch of one), mapped,
+    and the socket that wakes each side.
 
     Made by :meth:`open` from the server's offer. :meth:`send` writes a step's actions,
     :meth:`receive` waits for and reads its results.
@@ -111,6 +112,11 @@ class ShmLink:
                 raise ValueError(f"values that {views.actions.dtype} cannot hold")
             actions = converted
         np.copyto(views.actions, actions)  # the server checks the bounds
+        self.ask()
+
+    def send_one(self, action: Any) -> None:
+        """Write a plain session's action (a value of its action space, checked by the caller) and ask for the step."""
+        self.views.actions[0] = action
         self.ask()
 
     def ask(self) -> None:

@@ -1,21 +1,28 @@
-"""`EnvClient`: the synchronous ``/ws`` session client, a :class:`SyncConnection` handed a :class:`PlainKind`."""
+"""`EnvClient`: the synchronous ``/ws`` session client, a connection handed a :class:`PlainKind`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol import ObservationFrame, RenderFrame, StateFrame
 from ..protocol.snapshot import SnapshotFrame
 from .session_kind import PlainKind
-from .sync_connection import SyncConnection, replies_waiting
+from .shm_connection import ShmConnection
+from .sync_connection import replies_waiting
+
+if TYPE_CHECKING:
+    from ..protocol.vector import VectorResultFrame
 
 __all__ = ["EnvClient", "replies_waiting"]
 
 
-class EnvClient(SyncConnection[Any]):
+class EnvClient(ShmConnection[Any]):
     """A synchronous session with one environment server (ours or OpenEnv's).
 
-    Arguments as :class:`~openenv_gym.client.SessionClient`, without ``kind``. Calls are
+    Arguments as :class:`~openenv_gym.client.SessionClient`, without ``kind``; and
+    ``transport``: ``"ws"`` (default), or ``"auto"``/``"shm"`` to move the steps of a Gymnasium
+    env served by openenv-gym on this host to shared memory (:meth:`step_shared`; see
+    :class:`~openenv_gym.client.VectorClient`). Calls are
     serialized by a lock, so a client may be shared between threads. Every wait is bounded:
     connecting by ``open_timeout``, each call by ``call_timeout``. After a timeout the session is
     abandoned (a late reply could be taken for the next call's) and later calls raise
@@ -30,8 +37,32 @@ class EnvClient(SyncConnection[Any]):
 
     kind: PlainKind
 
-    def __init__(self, base_url: str, **settings: Any) -> None:
-        super().__init__(PlainKind(), base_url, **settings)
+    def __init__(self, base_url: str, *, transport: str = "ws", **settings: Any) -> None:
+        super().__init__(PlainKind(), base_url, transport=transport, **settings)
+
+    def _shm_open(self) -> str:
+        return self.kind.shm_open()
+
+    @property
+    def _shm_envs(self) -> int:
+        return 1
+
+    def step_shared(self, action: Any) -> VectorResultFrame:
+        """Apply one action through shared memory (:attr:`transport` must be ``"shm"``): a value of
+        the env's action space, already checked against it. The reply is a batch of one: the
+        observation, reward and flags as arrays of one row, ``infos`` the env's info as JSON.
+
+        Raises:
+            EpisodeEndedError: the episode ended: reset first.
+            RemoteError, RequestTimeoutError, ConnectionLostError: as :meth:`step`.
+        """
+        self.kind.check_can_step()
+        with self._lock:
+            self._begin_link_step("step", lambda link: link.send_one(action))
+            result = self.complete()
+        if result.terminated[0] or result.truncated[0]:
+            self.kind.end_episode()
+        return result  # type: ignore[no-any-return]
 
     def begin_reset(self, **kwargs: Any) -> None:
         """Send a reset (connecting first if needed); :meth:`complete` reads its observation."""

@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import time
-import urllib.parse
 from typing import Any
 
 from websockets.typing import Subprotocol
 
-from ..errors import ConnectionLostError, ProtocolError, RemoteError
 from ..protocol import ClientSession, ErrorCode, ErrorFrame, MessageType, RenderFrame
 from ..protocol.batch import AutoresetMode, batch_query
 from ..protocol.shm import ShmOffer, ShmOpenFrame
 from ..protocol.vector import VectorResetFrame, VectorResultFrame, VectorStepFrame, parse_vector_server_frame
-from ..urls import is_loopback_host, unix_socket_path
 from ._session import remote_error
 from .batch_client import BlockClient, BlockKind, codec_subprotocols
-from .shm_link import ShmLink
+from .shm_connection import TRANSPORTS, ShmConnection
 
 __all__ = ["TRANSPORTS", "VectorClient", "VectorKind", "VectorReply"]
-
-#: What a vector session's steps may travel by: the WebSocket, shared memory (the same host
-#: only), or shared memory where the server offers it and can be reached, else the WebSocket.
-TRANSPORTS = ("auto", "ws", "shm")
 
 #: What a vector session answers, besides an error frame.
 VectorReply = VectorResultFrame | RenderFrame | ShmOffer
@@ -70,7 +62,7 @@ class VectorKind(BlockKind[VectorReply]):
         return self.session.send(MessageType.VECTOR_STEP, frame)
 
 
-class VectorClient(BlockClient[VectorReply]):
+class VectorClient(BlockClient[VectorReply], ShmConnection[VectorReply]):
     """Reset or step one server-side vector env of ``envs`` sub-envs, one frame per call.
 
     Results stay arrays: observations, rewards and flags as the vector env returned them, infos
@@ -106,106 +98,20 @@ class VectorClient(BlockClient[VectorReply]):
         render_mode: str | None = None,
         **settings: Any,
     ) -> None:
-        if transport not in TRANSPORTS:
-            raise ValueError(f"transport must be one of {list(TRANSPORTS)}, got {transport!r}")
         query = batch_query(envs, autoreset_mode, backend, render_mode)
         super().__init__(
-            VectorKind(envs, autoreset_mode, backend, query, codec_subprotocols(codec)), base_url, **settings
+            VectorKind(envs, autoreset_mode, backend, query, codec_subprotocols(codec)),
+            base_url,
+            transport=transport,
+            **settings,
         )
-        self.requested_transport = transport
-        #: The shared-memory segment the steps go through, while connected with ``shm``.
-        self.link: ShmLink | None = None
-        #: Why the steps take the transport they take (after :meth:`connect`).
-        self.transport_reason = "not connected yet"
-        self._link_in_flight = False
+
+    def _shm_open(self) -> str:
+        return self.kind.shm_open()
 
     @property
-    def transport(self) -> str:
-        """``"shm"`` while the steps go through shared memory, else ``"ws"``."""
-        return "shm" if self.link is not None else "ws"
-
-    def connect(self) -> VectorClient:
-        """Open the session and, unless ``transport="ws"``, move its steps to shared memory (see the class).
-
-        Raises:
-            ServerConnectError, RemoteError: as :meth:`SyncConnection.connect`.
-            ConnectionLostError: ``transport="shm"`` and the server cannot offer it or be reached
-                (the message says why); the connection is closed again.
-        """
-        with self._lock:
-            fresh = self._ws is None
-            super().connect()
-            if fresh:
-                self._take_transport()
-        return self
-
-    def _take_transport(self) -> None:
-        if self.requested_transport == "ws":
-            self.transport_reason = "transport='ws' asked for"
-            return
-        reason = self._shm_unreachable()
-        if reason is None:
-            try:
-                offer = self._round_trip(lambda: self.begin("shm_open", self.kind.shm_open), ShmOffer)
-                self.link = ShmLink.open(offer, self.envs, self.open_timeout)
-                self.transport_reason = "shared memory: the server is on this host"
-                return
-            except RemoteError as exc:  # the server cannot: its message says why
-                reason = exc.message
-            except (OSError, ProtocolError) as exc:
-                reason = f"the server's shared-memory socket cannot be reached from here: {exc}"
-        if self.requested_transport == "shm":
-            self.close()
-            raise ConnectionLostError(self.url, "shm_open", None, f"transport='shm' cannot be served: {reason}")
-        self.transport_reason = f"the WebSocket: {reason}"
-
-    def _shm_unreachable(self) -> str | None:
-        """Why the server cannot share memory with this process, as far as its address tells; None: it may."""
-        if unix_socket_path(self.url) is not None:
-            return None
-        host = urllib.parse.urlsplit(self.url).hostname
-        if not is_loopback_host(host):
-            return f"the server is at {host}, not on a loopback address of this host"
-        return None
-
-    def _drop(self, why: str) -> None:
-        link, self.link = self.link, None
-        self._link_in_flight = False
-        if link is not None:
-            link.close()
-        super()._drop(why)
-
-    def _next_message(self) -> Any:
-        """The reply to the call in flight: from shared memory for a step there (a frame, already
-        read), else the WebSocket's next message. :meth:`complete` maps the failures, as for both."""
-        if not self._link_in_flight:
-            return super()._next_message()
-        assert self.link is not None
-        try:
-            # The WebSocket is watched too: a connection cut under this client ends the step at once.
-            reply = self.link.receive(self._deadline, self._sock, lambda: self._read(self._deadline))
-        except ProtocolError as exc:  # a malformed segment: the channel is not to be trusted further
-            raise ConnectionLostError(self.url, self._call, None, str(exc)) from exc
-        self._link_in_flight = False
-        return reply
-
-    def _finish(self, reply: Any) -> Any:
-        if isinstance(reply, (str, bytes)):
-            return super()._finish(reply)
-        if isinstance(reply, ErrorFrame):  # written by the server into the segment
-            raise remote_error(reply, self.env_id)
-        return reply
-
-    def answered(self) -> bool:
-        """Whether a reply to the request in flight has begun to arrive (or the connection is gone)."""
-        if self._link_in_flight and self.link is not None:
-            return self.link.answered()
-        return super().answered()
-
-    def waitable(self) -> Any:
-        if self._link_in_flight and self.link is not None:
-            return self.link.waitable()
-        return super().waitable()
+    def _shm_envs(self) -> int:
+        return self.envs
 
     @property
     def backend(self) -> str:
@@ -224,19 +130,11 @@ class VectorClient(BlockClient[VectorReply]):
         if self.link is None:
             self.begin("vector_step", self.kind.step, VectorStepFrame(actions))
             return
-        with self._lock:
-            if self._in_flight:
-                raise ProtocolError(ErrorCode.SESSION_ERROR.value, f"vector_step while {self._call} is in flight")
-            self._call, self._deadline = "vector_step", time.monotonic() + self.call_timeout
-            try:
-                self.link.send(actions)
-            except ValueError as exc:  # does not fit the segment: refused as the server refuses it, unasked
-                refusal = ErrorFrame(ErrorCode.VALIDATION_ERROR, f"invalid actions for {self.envs} sub-envs: {exc}")
-                raise remote_error(refusal, self.env_id) from exc
-            except OSError as exc:
-                self._drop("the shared-memory channel failed earlier")
-                raise ConnectionLostError(self.url, "vector_step", None, str(exc)) from exc
-            self._link_in_flight = self._in_flight = True
+        try:
+            self._begin_link_step("vector_step", lambda link: link.send(actions))
+        except ValueError as exc:  # does not fit the segment: refused as the server refuses it, unasked
+            refusal = ErrorFrame(ErrorCode.VALIDATION_ERROR, f"invalid actions for {self.envs} sub-envs: {exc}")
+            raise remote_error(refusal, self.env_id) from exc
 
     def reset_vector(self, *args: Any, **kwargs: Any) -> VectorResultFrame:
         """:meth:`begin_vector_reset` and :meth:`complete` in one call."""

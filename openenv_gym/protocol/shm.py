@@ -1,9 +1,11 @@
-"""The shared-memory transport of a vector session on one host (pure, no I/O).
+"""The shared-memory transport of a session on one host (pure, no I/O).
 
-When a client and its server share a host, a vector session's steps need no WebSocket: the
-actions and the results live in one shared segment the server lays out, and a step is a write
-and a wake-up. The WebSocket stays the control channel (the handshake, resets, render, errors,
-close). Opening it, on a vector session that has made its vector env::
+When a client and its server share a host, a session's steps need no WebSocket: the actions
+and the results live in one shared segment the server lays out, and a step is a write and a
+wake-up. The WebSocket stays the control channel (the handshake, resets, render, errors,
+close). A vector session's segment holds its K sub-envs; a plain ``/ws`` session of a Gymnasium
+env (:func:`parse_plain_client_frame`) is laid out as a batch of one, its infos the env's own
+``info`` as the WebSocket would carry it. Opening it, on a session that has made its env::
 
     -> {"type":"shm_open"}
     <- {"type":"shm_offer","data":{"socket":"@openenv-gym-shm-7c1f...",
@@ -45,9 +47,10 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._json import dumps, invalid
+from ..errors import ProtocolError
+from ._json import data_object, dumps, invalid, load_object
 from .codes import ErrorCode, MessageType
-from .frames import ErrorFrame
+from .frames import ClientFrame, ErrorFrame, ServerFrame, parse_client_frame, parse_server_frame
 
 if TYPE_CHECKING:  # numpy loads when a segment is laid out, not with the protocol
     import numpy as np
@@ -69,6 +72,8 @@ __all__ = [
     "array_kind_ok",
     "fence",
     "new_ticket",
+    "parse_plain_client_frame",
+    "parse_plain_server_frame",
     "refused",
 ]
 
@@ -296,7 +301,7 @@ class ShmViews:
 
 @dataclass(frozen=True)
 class ShmOpenFrame:
-    """A client asks for its vector session's steps to go through shared memory."""
+    """A client asks for its session's steps to go through shared memory."""
 
     def serialize(self) -> str:
         return dumps({"type": MessageType.SHM_OPEN.value})
@@ -336,3 +341,33 @@ class ShmOffer:
 def refused(reason: str) -> ErrorFrame:
     """The error a server answers ``shm_open`` with when it cannot serve shared memory, and why."""
     return ErrorFrame(ErrorCode.VALIDATION_ERROR, f"shared memory refused: {reason}")
+
+
+def parse_plain_client_frame(message: str | bytes) -> ClientFrame | ShmOpenFrame:
+    """:func:`~openenv_gym.protocol.frames.parse_client_frame`, and ``shm_open`` (a plain session
+    of openenv-gym's may move its steps to shared memory; OpenEnv's frames are left as they are).
+
+    Example:
+        >>> parse_plain_client_frame('{"type":"shm_open"}')
+        ShmOpenFrame()
+    """
+    try:
+        return parse_client_frame(message)
+    except ProtocolError as exc:  # the usual frames pay nothing for the rare one
+        if exc.code == ErrorCode.UNKNOWN_TYPE.value and _message_type(message) == MessageType.SHM_OPEN.value:
+            return ShmOpenFrame()
+        raise
+
+
+def parse_plain_server_frame(message: str | bytes) -> ServerFrame | ShmOffer:
+    """:func:`~openenv_gym.protocol.frames.parse_server_frame`, and ``shm_offer``."""
+    try:
+        return parse_server_frame(message)
+    except ProtocolError as exc:
+        if exc.code == ErrorCode.UNKNOWN_TYPE.value and _message_type(message) == MessageType.SHM_OFFER.value:
+            return ShmOffer.from_data(data_object(load_object(message), "shm_offer"))
+        raise
+
+
+def _message_type(message: str | bytes) -> Any:
+    return load_object(message).get("type")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from ..protocol import ObservationFrame
 from ..spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, jsonable, to_wire
@@ -132,8 +133,19 @@ class GymEnvironment(Environment[Any, Any, State]):
         )
 
     def step(self, action: Any) -> ObservationFrame:
-        observation, reward, terminated, truncated, info = self.env.step(action)
+        return self.step_frame(*self.step_gym(action))
+
+    def step_gym(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        """The wrapped env's step, counted: what a step through shared memory answers with."""
+        result = self.env.step(action)
         self._step_count += 1
+        self.last_observation = result[0]
+        return result
+
+    def step_frame(
+        self, observation: Any, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any]
+    ) -> ObservationFrame:
+        """The observation frame of a step's results (``reward`` a Python float, ``info`` JSON)."""
         return ObservationFrame(
             observation=self._wire(observation),
             reward=float(reward),
@@ -238,6 +250,24 @@ class GymEnvironment(Environment[Any, Any, State]):
             inside = space.contains(action)
         if not inside:
             raise ValueError(f"action {data!r:.200} is outside the action space {space}")
+        return action
+
+    def action_of_row(self, row: np.ndarray) -> Any:
+        """The action one row of a batch of actions holds (shared memory's form: the space's batched
+        dtype), checked as :meth:`parse_action` checks a wire action.
+
+        Raises:
+            ValueError: it is outside the action space.
+        """
+        if self._discrete is not None:
+            start, stop, dtype = self._discrete
+            action = dtype(row)
+            inside = start <= action < stop
+        else:
+            action = row.copy()  # the row is reused by the next step; the env may keep its action
+            inside = self.action_space.contains(action)
+        if not inside:
+            raise ValueError(f"action {action!r:.200} is outside the action space {self.action_space}")
         return action
 
     def observation_frame(self, observation: ObservationFrame) -> ObservationFrame:

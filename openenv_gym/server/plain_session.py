@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pydantic
 
 from ..errors import ProtocolError, SnapshotRefusedError
@@ -25,10 +28,15 @@ from ..protocol import (
 )
 from ..protocol.batch import AutoresetMode
 from ..protocol.session import EPISODE_ENDED_MESSAGE
+from ..protocol.shm import ShmOpenFrame, parse_plain_client_frame
 from ..protocol.snapshot import ReleaseRequest, RestoreRequest, SnapshotFrame, SnapshotRequest
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
+from ..spaces import ACTION_FIELD, jsonable, to_wire
 from .environment import Environment
+from .gym_environment import GymEnvironment
 from .session import _accepted_kwargs, _execution_error, make_environments
+from .shm_channel import layout_for
+from .shm_steps import ShmSteps
 from .snapshots import Kept, SessionSnapshots
 from .tools import ToolOutcome, run_tool
 
@@ -47,7 +55,12 @@ _TOOLS_CALL_REFUSALS = {
 
 class PlainHandler:
     """One environment per connection, made by ``factory``; OpenEnv's frames, our tools and MCP,
-    and snapshots kept in ``snapshots`` (none: the session refuses them)."""
+    and snapshots kept in ``snapshots`` (none: the session refuses them).
+
+    A client on the same host may move the steps of a Gymnasium env whose spaces batch into
+    arrays to shared memory (``shm_open``, :mod:`openenv_gym.protocol.shm`); every other frame
+    still takes the WebSocket, and the env then lives in the channel's thread.
+    """
 
     kind = "plain"
     size = 1
@@ -58,10 +71,14 @@ class PlainHandler:
     ) -> None:
         self.factory = factory
         self.env: Environment[Any, Any, Any] | None = None
-        self.protocol = ServerSession()
+        self.protocol = ServerSession(parse_plain_client_frame)
         self.snapshots = snapshots
         #: The observation frame last sent (a snapshot keeps it, a restore answers with it).
         self._last_frame: str | None = None
+        #: The results of the last step through shared memory, made a frame only when one is asked for.
+        self._last_step: tuple[Any, ...] | None = None
+        #: The shared-memory offer, then channel, once a client asks for one.
+        self.shm = ShmSteps("step")
 
     @property
     def blocking(self) -> bool:
@@ -80,9 +97,12 @@ class PlainHandler:
     async def handle(self, session: Session, message: str | bytes) -> str | bytes | None:
         env = self.env
         assert env is not None, "handle() before open()"
+        self.shm.withdraw()  # an offer not taken before this request
         request = self.protocol.receive(message)
         if isinstance(request, ErrorFrame):
             return request.serialize()
+        if isinstance(request, ShmOpenFrame):
+            return self._offer_shm(session, env)
         if isinstance(request, McpFrame):
             return (await self._mcp(session, env, request.data)).serialize()
         if isinstance(request, StepFrame):
@@ -95,7 +115,7 @@ class PlainHandler:
             except Exception as exc:
                 return _execution_error("reset", exc, session.send_tracebacks).serialize()
             self.protocol.reset_succeeded()
-            self._last_frame = reply
+            self._took_frame(reply)
             session.observed("reset", None, reply)
             return reply
         if isinstance(request, StateRequest):
@@ -145,8 +165,9 @@ class PlainHandler:
                 ErrorCode.EXECUTION_ERROR,
                 f"snapshot: {type(env).__name__}.snapshot() returned {type(state).__name__}, not bytes",
             ).serialize()
-        assert self._last_frame is not None  # the session rules refuse a snapshot before a reset
-        kept = Kept(state, self._last_frame, self.protocol.state is SessionState.ENDED, session.render_mode)
+        last_frame = self._last_reply(env)
+        assert last_frame is not None  # the session rules refuse a snapshot before a reset
+        kept = Kept(state, last_frame, self.protocol.state is SessionState.ENDED, session.render_mode)
         sealed = snapshots.travelling(kept) if portable else None  # before it is kept: it may be refused
         snapshot_id = snapshots.keep(kept)
         return SnapshotFrame(
@@ -172,7 +193,7 @@ class PlainHandler:
             self.protocol.reset_needed()
             return _execution_error("restore (reset before stepping)", exc, session.send_tracebacks).serialize()
         self.protocol.restored(kept.ended)
-        self._last_frame = kept.frame
+        self._took_frame(kept.frame)
         return kept.frame
 
     async def _step(self, session: Session, env: Environment[Any, Any, Any], request: StepFrame) -> str:
@@ -185,7 +206,7 @@ class PlainHandler:
             self.protocol.stepped(frame.done, frame.truncated)
             reply = frame.serialize()
             if isinstance(tool_request, CallToolRequest):
-                self._last_frame = reply
+                self._took_frame(reply)
             session.observed("step", request.action, reply)
             return reply
         try:
@@ -205,7 +226,7 @@ class PlainHandler:
         except Exception as exc:
             return _execution_error("step", exc, session.send_tracebacks).serialize()
         self.protocol.stepped(frame.done, frame.truncated)
-        self._last_frame = reply
+        self._took_frame(reply)
         session.observed("step", request.action, reply)
         return reply
 
@@ -233,8 +254,60 @@ class PlainHandler:
             return McpFrame(jsonrpc.error_response(request_id, jsonrpc.JsonRpcCode.INVALID_REQUEST, refusal))
         outcome = await self._call_tool(session, env, request)
         self.protocol.stepped(outcome.done, outcome.truncated)
-        self._last_frame = env.tool_frame(outcome).serialize()
+        self._took_frame(env.tool_frame(outcome).serialize())
         return McpFrame(jsonrpc.call_response(request_id, outcome.result, outcome.error))
+
+    # Shared memory --------------------------------------------------------------------------
+
+    def _took_frame(self, reply: str) -> None:
+        self._last_frame, self._last_step = reply, None
+
+    def _last_reply(self, env: Environment[Any, Any, Any]) -> str | None:
+        """The observation frame of the episode's last reset or step, however it travelled."""
+        if self._last_step is not None:
+            assert isinstance(env, GymEnvironment)
+            self._took_frame(env.step_frame(*self._last_step).serialize())
+        return self._last_frame
+
+    def _offer_shm(self, session: Session, env: Environment[Any, Any, Any]) -> str:
+        """Answer ``shm_open``: an offer of the segment (a batch of one), or why there is none."""
+        if not isinstance(env, GymEnvironment) or env.tools:
+            layout: Any = "only a Gymnasium env without tools steps through shared memory"
+        else:
+            layout = layout_for(env.action_space, env.observation_space, 1)
+        return self.shm.offer(session, layout, lambda actions: self._shm_step(session, actions))
+
+    def _shm_step(self, session: Session, actions: np.ndarray) -> Any:
+        """One step asked through shared memory, in the channel's thread: the checks and the
+        bookkeeping of a step frame's, and its results as a batch of one (``info`` as JSON)."""
+        env = self.env
+        if env is None:
+            raise ProtocolError(ErrorCode.SESSION_ERROR.value, "the session is closing")
+        if self.protocol.state is SessionState.OPEN:
+            raise ProtocolError(ErrorCode.SESSION_ERROR.value, "step before reset: send a reset frame first")
+        if self.protocol.state is SessionState.ENDED:
+            raise ProtocolError(ErrorCode.EPISODE_ENDED.value, EPISODE_ENDED_MESSAGE)
+        assert isinstance(env, GymEnvironment)
+        try:
+            action = env.action_of_row(actions[0])
+        except ValueError as exc:
+            raise ProtocolError(ErrorCode.VALIDATION_ERROR.value, f"invalid action: {exc}") from exc
+        session.busy = True
+        try:
+            observation, reward, terminated, truncated, info = env.step_gym(action)
+        finally:
+            session.busy = False
+            session.last_active = time.monotonic()  # the loop's clock
+        terminated, truncated, info = bool(terminated), bool(truncated), jsonable(info) if info else {}
+        self.protocol.stepped(terminated, truncated)
+        self._last_step = (observation, reward, terminated, truncated, info)
+        if session.watchers:  # rare: the frame a WebSocket step would have sent, for the loop to show
+            reply = env.step_frame(*self._last_step).serialize()
+            wire = to_wire(env.action_space, action, ACTION_FIELD)
+            session.loop.call_soon_threadsafe(session.observed, "step", wire, reply)
+        else:
+            session.steps += 1
+        return observation, np.float64(reward), terminated, truncated, info
 
     def frame_of(self, sub_env: int) -> Any:
         assert self.env is not None
@@ -244,5 +317,10 @@ class PlainHandler:
         self.protocol.close()
         if self.snapshots is not None:
             self.snapshots.close()
+        channel = self.shm.hang_up()
         env, self.env = self.env, None
-        return await worker.close_env(env) if env is not None else True
+        try:
+            return await worker.close_env(env, channel.run if channel else None) if env is not None else True
+        finally:
+            if channel is not None:
+                await asyncio.to_thread(channel.stop)

@@ -1,8 +1,8 @@
-"""`ShmChannel`: a vector session's steps through shared memory, in a thread of its own.
+"""`ShmChannel`: a session's steps through shared memory, in a thread of its own.
 
 Once a client takes the session's offer (see :mod:`openenv_gym.protocol.shm`), the channel's
-thread owns the vector env: it answers steps from the segment and runs every other call of the
-env (reset, render, close) that the session hands it, so the env is still only ever called from
+thread owns the env (a vector env, or a plain session's): it answers steps from the segment and
+runs every other call of the env (reset, render, close) that the session hands it, so the env is still only ever called from
 one thread. It never trusts the segment: the actions are copied out before they are checked,
 and nothing else the client writes is read but the request number.
 """
@@ -176,13 +176,21 @@ class ShmOfferPending:
 
 
 class ShmChannel:
-    """The segment of one vector session and the thread that serves it.
+    """The segment of one session and the thread that serves it.
+
+    The thread watches the segment for a moment before it sleeps (a :class:`Spinner`) only while
+    it is the process's one channel: a watching thread holds the GIL, which the others' steps,
+    and the event loop, would wait for.
 
     Args:
         layout: the segment's layout.
         step: checks and steps (raises :class:`ProtocolError` for a bad request); runs in the thread.
         error_frame: the frame of an exception the step raised (with or without its traceback).
     """
+
+    #: How many channels of this process have a running thread.
+    running = 0
+    _running_lock = threading.Lock()
 
     def __init__(self, layout: ShmLayout, step: StepFn, error_frame: Callable[[BaseException], ErrorFrame]) -> None:
         self.layout = layout
@@ -239,6 +247,8 @@ class ShmChannel:
     def _run(self) -> None:
         header = self.views.header
         request, reply = header["request_seq"], header["reply_seq"]
+        with ShmChannel._running_lock:
+            ShmChannel.running += 1
         try:
             while not self._stopping:
                 self._run_calls()
@@ -249,6 +259,8 @@ class ShmChannel:
         except Exception:
             logger.exception("the shared-memory channel failed")
         finally:
+            with ShmChannel._running_lock:
+                ShmChannel.running -= 1
             self._run_calls()  # a call queued as it stopped still gets its answer
 
     def _run_calls(self) -> None:
@@ -271,7 +283,7 @@ class ShmChannel:
             return (request[0] == reply[0] or self._hung_up) and self._calls.empty()
 
         started = time.perf_counter()
-        budget = self._spinner.budget()
+        budget = self._spinner.budget() if ShmChannel.running == 1 else 0.0
         if budget:
             end = started + budget
             while idle() and time.perf_counter() < end:

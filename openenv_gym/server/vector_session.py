@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-import logging
-import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -18,7 +16,7 @@ from ..errors import ProtocolError
 from ..protocol import CloseFrame, ErrorCode, ErrorFrame, RenderRequest, ServerSession
 from ..protocol.batch import AutoresetMode
 from ..protocol.session import SessionState
-from ..protocol.shm import ShmOpenFrame, refused
+from ..protocol.shm import ShmOpenFrame
 from ..protocol.vector import (
     VectorResetFrame,
     VectorResultFrame,
@@ -26,7 +24,8 @@ from ..protocol.vector import (
     parse_vector_client_frame,
 )
 from .session import Session, _execution_error, make_environments
-from .shm_channel import SHM_ACCEPT_TIMEOUT, ShmChannel, ShmOfferPending, layout_for
+from .shm_channel import layout_for
+from .shm_steps import ShmSteps
 from .vector_backends import VectorHost
 from .watch import SubEnvTransition, show_sub_env, sub_env_info
 
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
     from .worker import Worker
 
 __all__ = ["VectorHandler", "VectorSession"]
-
-logger = logging.getLogger(__name__)
 
 
 class VectorHandler:
@@ -65,9 +62,8 @@ class VectorHandler:
         self.host: VectorHost | None = None
         self._action_space: Any = None
         self._observation_space: Any = None  # batched, made when a watcher first needs it
-        #: The shared-memory channel, once a client took its offer; the offer until then.
-        self.channel: ShmChannel | None = None
-        self._offer: ShmOfferPending | None = None
+        #: The shared-memory offer, then channel, once a client asks for one.
+        self.shm = ShmSteps("vector_step")
 
     @property
     def blocking(self) -> bool:
@@ -88,9 +84,7 @@ class VectorHandler:
         return await make_environments(session, create, self.build)
 
     async def handle(self, session: Session, message: str | bytes) -> str | bytes | None:
-        if self._offer is not None:  # not taken before this request: withdrawn
-            self._offer.withdraw()
-            self._offer = None
+        self.shm.withdraw()  # an offer not taken before this request
         request = self.protocol.receive(message)
         if isinstance(request, ErrorFrame):
             return request.serialize()
@@ -131,38 +125,8 @@ class VectorHandler:
     def _offer_shm(self, session: Session) -> str:
         """Answer ``shm_open``: an offer of the segment, or why there is none."""
         assert self.host is not None
-        if self.channel is not None:
-            return refused("this session's steps already go through shared memory").serialize()
-        if not hasattr(os, "memfd_create"):
-            return refused("this server's system has no memfd_create").serialize()
         layout = layout_for(self.host.single_action_space, self.host.single_observation_space, self.size)
-        if isinstance(layout, str):
-            return refused(layout).serialize()
-        pending = ShmOfferPending(layout)
-        self._offer = pending
-        pending.task = asyncio.get_running_loop().create_task(self._attach(session, pending))
-        return pending.frame().serialize()
-
-    async def _attach(self, session: Session, pending: ShmOfferPending) -> None:
-        """Wait for the client to take ``pending``; then its segment serves the steps."""
-        connection = await pending.taken(SHM_ACCEPT_TIMEOUT)
-        if connection is None or self._offer is not pending or self.host is None:
-            if connection is not None:
-                connection.close()
-            return
-        self._offer = None
-        channel = ShmChannel(
-            pending.layout,
-            lambda actions: self._shm_step(session, actions),
-            lambda exc: _execution_error("vector_step", exc, session.send_tracebacks),
-        )
-        self.channel = channel
-        session.runner = channel.run  # the env's calls run in the channel's thread from now on
-        try:
-            channel.start(connection)
-        except OSError:
-            logger.info("the client left before taking the shared-memory segment", exc_info=True)
-            connection.close()
+        return self.shm.offer(session, layout, lambda actions: self._shm_step(session, actions))
 
     def _shm_step(self, session: Session, actions: np.ndarray) -> Any:
         """One step asked through shared memory, in the channel's thread."""
@@ -250,12 +214,7 @@ class VectorHandler:
     async def close(self, worker: Worker) -> bool:
         """Close the vector env, with its timeout (in the channel's thread, if it has one), and the channel."""
         self.protocol.close()
-        if self._offer is not None:
-            self._offer.withdraw()
-            self._offer = None
-        channel, self.channel = self.channel, None
-        if channel is not None:
-            channel.hang_up()  # the client's next step fails as a lost connection, not on a closed env
+        channel = self.shm.hang_up()
         host, self.host = self.host, None
         try:
             return await worker.close_env(host, channel.run if channel else None) if host is not None else True

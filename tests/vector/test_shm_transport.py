@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import select
 import signal
 import socket
-import subprocess
-import sys
 import textwrap
 import time
 
@@ -23,30 +20,9 @@ from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.shm import ShmLayout, ShmOffer
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.server.shm_channel import layout_for
-from tests.utils import wait_until
+from tests.utils import kill_stepping_client, segments_mapped, stop, wait_until
 
-SEGMENT = "memfd:openenv-gym-shm"
 NEXT_STEP = WireAutoresetMode.NEXT_STEP
-
-
-def segments_mapped(pid: int) -> int:
-    """How many shared-memory segments process ``pid`` has mapped."""
-    with open(f"/proc/{pid}/maps") as maps:
-        return sum(SEGMENT in line for line in maps)
-
-
-def stop(pid: int) -> None:
-    """SIGSTOP ``pid`` and wait until every thread of it is stopped (a spinning one takes a moment)."""
-    os.kill(pid, signal.SIGSTOP)
-
-    def states() -> set[str]:
-        found = set()
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/stat") as stat:
-                found.add(stat.read().rsplit(")", 1)[1].split()[0])
-        return found
-
-    assert wait_until(lambda: states() == {"T"}, timeout=10)
 
 
 @pytest.fixture
@@ -252,21 +228,7 @@ CLIENT = textwrap.dedent(
 
 def test_a_killed_client_lets_the_server_release_the_session_and_its_segment(cartpole_server):
     provider, url = cartpole_server
-    child = subprocess.Popen([sys.executable, "-c", CLIENT, url], stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        assert select.select([child.stdout], [], [], 120)[0], "the client did not start stepping"
-        assert child.stdout.readline().strip() == "stepping"
-        assert segments_mapped(provider.pid) == 1
-        os.kill(child.pid, signal.SIGKILL)  # mid-step, most likely
-        child.wait(timeout=30)
-        assert wait_until(lambda: segments_mapped(provider.pid) == 0, timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(timeout=30)
-        if child.stdout is not None:
-            child.stdout.close()
+    kill_stepping_client(CLIENT, url, provider.pid)
     with VectorClient(url, 4, NEXT_STEP, "gymnasium", transport="shm") as client:  # the server serves on
         client.reset_vector(seed=1)
         assert client.step_vector(np.ones(4, dtype=np.int64)).rewards.tolist() == [1.0] * 4

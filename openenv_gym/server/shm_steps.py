@@ -1,0 +1,85 @@
+"""`ShmSteps`: how a session's steps move to shared memory: its offer, then its channel.
+
+A vector session and a plain session of a Gymnasium env each keep one. ``shm_open`` on the
+WebSocket gets an offer (or the reason there is none); once the client takes it, a
+:class:`~openenv_gym.server.shm_channel.ShmChannel` answers the steps from the segment and
+every other call of the env runs in its thread (the session's runner), so the env is still
+only ever called from one thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import TYPE_CHECKING
+
+from ..protocol.shm import ShmLayout, refused
+from .session import _execution_error
+from .shm_channel import SHM_ACCEPT_TIMEOUT, ShmChannel, ShmOfferPending, StepFn
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["ShmSteps"]
+
+logger = logging.getLogger(__name__)
+
+
+class ShmSteps:
+    """One session's shared-memory offer, then its channel (``call``: the step's name in errors)."""
+
+    def __init__(self, call: str) -> None:
+        self.call = call
+        #: The channel, once a client took the offer.
+        self.channel: ShmChannel | None = None
+        self._offer: ShmOfferPending | None = None
+
+    def withdraw(self) -> None:
+        """Withdraw an offer still waiting (one not taken before the session's next request is void)."""
+        if self._offer is not None:
+            self._offer.withdraw()
+            self._offer = None
+
+    def offer(self, session: Session, layout: ShmLayout | str, step: StepFn) -> str:
+        """Answer ``shm_open``: an offer of a segment of ``layout`` whose steps ``step`` answers,
+        or the refusal saying why there is none (``layout`` may be that reason)."""
+        if self.channel is not None:
+            return refused("this session's steps already go through shared memory").serialize()
+        if not hasattr(os, "memfd_create"):
+            return refused("this server's system has no memfd_create").serialize()
+        if isinstance(layout, str):
+            return refused(layout).serialize()
+        pending = ShmOfferPending(layout)
+        self._offer = pending
+        pending.task = asyncio.get_running_loop().create_task(self._attach(session, pending, step))
+        return pending.frame().serialize()
+
+    async def _attach(self, session: Session, pending: ShmOfferPending, step: StepFn) -> None:
+        """Wait for the client to take ``pending``; then its segment serves the steps."""
+        connection = await pending.taken(SHM_ACCEPT_TIMEOUT)
+        if connection is None or self._offer is not pending or not session.live:
+            if connection is not None:
+                connection.close()
+            return
+        self._offer = None
+        channel = ShmChannel(
+            pending.layout, step, lambda exc: _execution_error(self.call, exc, session.send_tracebacks)
+        )
+        self.channel = channel
+        session.runner = channel.run  # the env's calls run in the channel's thread from now on
+        try:
+            channel.start(connection)
+        except OSError:
+            logger.info("the client left before taking the shared-memory segment", exc_info=True)
+            connection.close()
+
+    def hang_up(self) -> ShmChannel | None:
+        """As the session closes: withdraw the offer and answer no more steps (the client's next one
+        fails as a lost connection, not on a closed env). Returns the channel, whose thread still
+        runs calls (the env's close), for the caller to :meth:`~ShmChannel.stop` after."""
+        self.withdraw()
+        channel, self.channel = self.channel, None
+        if channel is not None:
+            channel.hang_up()
+        return channel
