@@ -13,7 +13,10 @@ All in one run so the ratios hold on a noisy machine, the configs taking turns `
   as single-file PPO scripts build it: one ``RemoteEnv`` (one server, one session) per sub-env,
   each step through shared memory (resets over the WebSocket);
 * SyncVectorEnv, ours over ws: the same with ``transport="ws"``, a WebSocket round trip per step;
-* SyncVectorEnv, local: the same of ``gym.make("CartPole-v1")``.
+* SyncVectorEnv, local: the same of ``gym.make("CartPole-v1")``;
+* one env, ours / ours over ws / local: one ``gym.make("openenv/CartPole-v1")`` (shared memory),
+  the same with ``transport="ws"``, and ``gym.make("CartPole-v1")``, stepped alone (reset at
+  each episode's end), as an agent loop steps one env.
 
 Each config: seeded, reset, warm-up steps, then timed steps of seeded random actions
 (env-steps/s = n_envs * steps / seconds); each ratio is the median of its rounds, every round
@@ -41,6 +44,7 @@ from vector import machine
 SB3_ENVS, SYNC_ENVS = 16, 4
 SB3_OURS, SB3_PER_ENV, SB3_LOCAL = "SB3, ours", "SB3, ours per env", "SB3, local DummyVecEnv"
 SYNC_OURS, SYNC_WS, SYNC_LOCAL = "SyncVectorEnv, ours", "SyncVectorEnv, ours over ws", "SyncVectorEnv, local"
+ONE_OURS, ONE_WS, ONE_LOCAL = "one env, ours", "one env, ours over ws", "one env, local"
 #: (ours, peer, target)
 TARGETS = [
     (SB3_OURS, SB3_LOCAL, 2.0),
@@ -48,6 +52,8 @@ TARGETS = [
     (SYNC_OURS, SYNC_LOCAL, 0.6),
     (SYNC_WS, SYNC_LOCAL, None),
     (SYNC_OURS, SYNC_WS, None),
+    (ONE_OURS, ONE_LOCAL, None),
+    (ONE_OURS, ONE_WS, None),
 ]
 
 
@@ -70,6 +76,14 @@ def sync_makers() -> dict[str, Callable[[], Any]]:
             [lambda: gym.make("openenv/CartPole-v1", transport="ws")] * SYNC_ENVS
         ),
         SYNC_LOCAL: lambda: gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")] * SYNC_ENVS),
+    }
+
+
+def one_env_makers() -> dict[str, Callable[[], Any]]:
+    return {
+        ONE_OURS: lambda: gym.make("openenv/CartPole-v1"),
+        ONE_WS: lambda: gym.make("openenv/CartPole-v1", transport="ws"),
+        ONE_LOCAL: lambda: gym.make("CartPole-v1"),
     }
 
 
@@ -102,6 +116,27 @@ def time_steps(make: Callable[[], Any], start: Callable[[Any], None], warmup: np
     return timed.size / seconds
 
 
+def time_one_env(make: Callable[[], Any], warmup: np.ndarray, timed: np.ndarray) -> float:
+    """steps/s of the single env ``make()`` builds, reset at each end, over the timed actions."""
+    env = make()
+    try:
+        env.reset(seed=0)
+        for actions in (warmup, timed):
+            total = 0.0
+            started = time.perf_counter()
+            for action in actions[:, 0].tolist():
+                _, reward, terminated, truncated, _ = env.step(action)
+                total += reward
+                if terminated or truncated:
+                    env.reset()
+            seconds = time.perf_counter() - started
+    finally:
+        env.close()
+    if total <= 0:
+        raise RuntimeError("no reward at all: the steps did not run")
+    return timed.shape[0] / seconds
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--steps", type=int, default=2000, help="timed vector steps per config and round (default 2000)")
@@ -110,13 +145,16 @@ def main() -> None:
     args = p.parse_args()
     print(f"{machine()}; CartPole-v1; {args.rounds} rounds of {args.steps} timed steps after {args.warmup}")
     rng = np.random.default_rng(0)
-    groups = [(SB3_ENVS, sb3_makers(), start_sb3), (SYNC_ENVS, sync_makers(), start_gym)]
+    groups = [(SB3_ENVS, sb3_makers(), start_sb3), (SYNC_ENVS, sync_makers(), start_gym), (1, one_env_makers(), None)]
     rates: dict[tuple[str, int], float] = {}
     for turn in range(args.rounds):
         for n, makers, start in groups:
             warm, timed = rng.integers(0, 2, (args.warmup, n)), rng.integers(0, 2, (args.steps, n))
             for label, make in makers.items():
-                rates[label, turn] = time_steps(make, start, warm, timed)
+                if start is None:
+                    rates[label, turn] = time_one_env(make, warm, timed)
+                else:
+                    rates[label, turn] = time_steps(make, start, warm, timed)
                 print(f"  round {turn + 1}: {label:<26} n={n:<3} {rates[label, turn]:>10,.0f} env-steps/s", flush=True)
     print("\nratios (median of the rounds; each round's in brackets)")
     for ours, peer, target in TARGETS:

@@ -7,7 +7,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pydantic
 
 from ..errors import ProtocolError, SnapshotRefusedError
@@ -28,19 +27,19 @@ from ..protocol import (
 )
 from ..protocol.batch import AutoresetMode
 from ..protocol.session import EPISODE_ENDED_MESSAGE
-from ..protocol.shm import ShmOpenFrame, parse_plain_client_frame
+from ..protocol.shm import ShmOpenFrame, parse_plain_client_frame, refused
 from ..protocol.snapshot import ReleaseRequest, RestoreRequest, SnapshotFrame, SnapshotRequest
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
-from ..spaces import ACTION_FIELD, jsonable, to_wire
 from .environment import Environment
-from .gym_environment import GymEnvironment
 from .session import _accepted_kwargs, _execution_error, make_environments
-from .shm_channel import layout_for
 from .shm_steps import ShmSteps
 from .snapshots import Kept, SessionSnapshots
 from .tools import ToolOutcome, run_tool
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from .gym_environment import GymEnvironment
     from .session import Session
     from .worker import Worker
 
@@ -264,30 +263,33 @@ class PlainHandler:
 
     def _last_reply(self, env: Environment[Any, Any, Any]) -> str | None:
         """The observation frame of the episode's last reset or step, however it travelled."""
-        if self._last_step is not None:
-            assert isinstance(env, GymEnvironment)
-            self._took_frame(env.step_frame(*self._last_step).serialize())
+        if self._last_step is not None:  # only a GymEnvironment steps through shared memory
+            self._took_frame(env.step_frame(*self._last_step).serialize())  # type: ignore[attr-defined]
         return self._last_frame
 
     def _offer_shm(self, session: Session, env: Environment[Any, Any, Any]) -> str:
         """Answer ``shm_open``: an offer of the segment (a batch of one), or why there is none."""
-        if not isinstance(env, GymEnvironment) or env.tools:
-            layout: Any = "only a Gymnasium env without tools steps through shared memory"
-        else:
-            layout = layout_for(env.action_space, env.observation_space, 1)
-        return self.shm.offer(session, layout, lambda actions: self._shm_step(session, actions))
+        # Loaded here: a server of another env (Echo's) runs without numpy or gymnasium.
+        from .gym_environment import GymEnvironment
+        from .shm_channel import layout_for
 
-    def _shm_step(self, session: Session, actions: np.ndarray) -> Any:
-        """One step asked through shared memory, in the channel's thread: the checks and the
-        bookkeeping of a step frame's, and its results as a batch of one (``info`` as JSON)."""
-        env = self.env
-        if env is None:
+        if not isinstance(env, GymEnvironment) or env.tools:
+            return refused("only a Gymnasium env without tools steps through shared memory").serialize()
+        layout = layout_for(env.action_space, env.observation_space, 1)
+        return self.shm.offer(session, layout, lambda actions: self._shm_step(session, actions, env))
+
+    def _shm_step(self, session: Session, actions: np.ndarray, env: GymEnvironment) -> Any:
+        """One step of ``env`` (the session's) asked through shared memory, in the channel's thread:
+        the checks and the bookkeeping of a step frame's, and its results as a batch of one
+        (``info`` as JSON)."""
+        from ..spaces import ACTION_FIELD, jsonable, to_wire
+
+        if self.env is None:
             raise ProtocolError(ErrorCode.SESSION_ERROR.value, "the session is closing")
         if self.protocol.state is SessionState.OPEN:
             raise ProtocolError(ErrorCode.SESSION_ERROR.value, "step before reset: send a reset frame first")
         if self.protocol.state is SessionState.ENDED:
             raise ProtocolError(ErrorCode.EPISODE_ENDED.value, EPISODE_ENDED_MESSAGE)
-        assert isinstance(env, GymEnvironment)
         try:
             action = env.action_of_row(actions[0])
         except ValueError as exc:
@@ -307,7 +309,7 @@ class PlainHandler:
             session.loop.call_soon_threadsafe(session.observed, "step", wire, reply)
         else:
             session.steps += 1
-        return observation, np.float64(reward), terminated, truncated, info
+        return observation, float(reward), terminated, truncated, info
 
     def frame_of(self, sub_env: int) -> Any:
         assert self.env is not None

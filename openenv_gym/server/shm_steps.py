@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 from ..protocol.shm import ShmLayout, refused
 from .session import _execution_error
-from .shm_channel import SHM_ACCEPT_TIMEOUT, ShmChannel, ShmOfferPending, StepFn
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the channel (numpy) loads with the first offer: a server of Echo runs without it
     from .session import Session
+    from .shm_channel import ShmChannel, ShmOfferPending, StepFn
 
 __all__ = ["ShmSteps"]
 
@@ -50,6 +50,8 @@ class ShmSteps:
             return refused("this server's system has no memfd_create").serialize()
         if isinstance(layout, str):
             return refused(layout).serialize()
+        from .shm_channel import ShmOfferPending
+
         pending = ShmOfferPending(layout)
         self._offer = pending
         pending.task = asyncio.get_running_loop().create_task(self._attach(session, pending, step))
@@ -57,6 +59,8 @@ class ShmSteps:
 
     async def _attach(self, session: Session, pending: ShmOfferPending, step: StepFn) -> None:
         """Wait for the client to take ``pending``; then its segment serves the steps."""
+        from .shm_channel import SHM_ACCEPT_TIMEOUT, ShmChannel
+
         connection = await pending.taken(SHM_ACCEPT_TIMEOUT)
         if connection is None or self._offer is not pending or not session.live:
             if connection is not None:
