@@ -140,7 +140,8 @@ class CartPoleVectorEnv(_GymnasiumCartPoleVectorEnv):
             x = x + self.tau * x_dot
             theta_dot = theta_dot + self.tau * thetaacc
             theta = theta + self.tau * theta_dot
-        self.state = np.stack((x, x_dot, theta, theta_dot))
+        state = self.state  # x, x_dot... are new arrays now: the rows can take them
+        state[0], state[1], state[2], state[3] = x, x_dot, theta, theta_dot
 
         # CartPoleEnv's x < -limit or x > limit, the same for every float (NaN included).
         terminated = (np.abs(x) > self.x_threshold) | (np.abs(theta) > self.theta_threshold_radians)
@@ -161,10 +162,15 @@ class CartPoleVectorEnv(_GymnasiumCartPoleVectorEnv):
         infos: dict[str, Any] = {}
         done = terminated | truncated
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
-            for k in np.flatnonzero(done).tolist():  # as SyncVectorEnv: the last observation kept, a new episode begun
-                infos = self._add_info(infos, {"final_obs": observations[k].copy(), "final_info": {}}, k)
-                self._start(k)
-                observations[k] = self.state[:, k].astype(np.float32)
+            ended = np.flatnonzero(done).tolist()
+            if ended:  # as SyncVectorEnv: the last observation kept, a new episode begun
+                final = np.full(self.num_envs, None, dtype=object)
+                for k in ended:
+                    final[k] = observations[k].copy()
+                    self._start(k)
+                    observations[k] = state[:, k].astype(np.float32)
+                # What SyncVectorEnv's _add_info makes of each ended env's {"final_obs", "final_info": {}}.
+                infos = {"final_obs": final, "_final_obs": done.copy(), "final_info": {}, "_final_info": done.copy()}
         else:
             self.prev_done = done
         return observations, rewards, terminated, truncated, infos
