@@ -162,7 +162,7 @@ class ShmLink:
         if budget:
             end = time.perf_counter() + budget
             while reply[0] != self._seq and time.perf_counter() < end:
-                pass
+                os.sched_yield()  # the GIL and the core, to whatever else runs here, for a moment
         if reply[0] != self._seq:
             self._sleep_until_answered(deadline, control, on_control)
         self._spinner.record(time.perf_counter() - self._sent_at)

@@ -287,7 +287,7 @@ class ShmChannel:
         if budget:
             end = started + budget
             while idle() and time.perf_counter() < end:
-                pass
+                os.sched_yield()  # lets the session's loop (a reset on the WebSocket) take the GIL
         if idle():
             sleeping = self.views.header["server_sleeping"]
             sleeping[0] = 1
