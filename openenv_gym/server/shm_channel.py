@@ -2,9 +2,9 @@
 
 Once a client takes the session's offer (see :mod:`openenv_gym.protocol.shm`), the channel's
 thread owns the env (a vector env, or a plain session's): it answers steps from the segment and
-runs every other call of the env (reset, render, close) that the session hands it, so the env is still only ever called from
-one thread. It never trusts the segment: the actions are copied out before they are checked,
-and nothing else the client writes is read but the request number.
+runs every other call of the env (reset, render, close) that the session hands it, so the env is
+still only ever called from one thread. It never trusts the segment: the actions are copied out
+before they are checked, and nothing else the client writes is read but the request number.
 """
 
 from __future__ import annotations
@@ -179,8 +179,8 @@ class ShmChannel:
     """The segment of one session and the thread that serves it.
 
     The thread watches the segment for a moment before it sleeps (a :class:`Spinner`) only while
-    it is the process's one channel: a watching thread holds the GIL, which the others' steps,
-    and the event loop, would wait for.
+    it is the process's one channel: each look takes the GIL, and two watching threads would pass
+    it back and forth while the others' steps wait for it.
 
     Args:
         layout: the segment's layout.
