@@ -44,7 +44,9 @@ def _error_info(kind: str, message: str) -> dict[str, Any]:
 
 
 def _error_text(message: str) -> str:
-    return f"Error: {message}"
+    """What the model reads of an error: the message, said to be one once (OpenEnv's servers
+    already begin theirs with "Error calling tool ...")."""
+    return message if message[:5].lower() == "error" else f"Error: {message}"
 
 
 class ToolFace:

@@ -88,7 +88,7 @@ def test_record_video_records_remote_frames(tmp_path):
     ("mode", "message"),
     [
         ("human", "render_mode='human' would open a window on the server; watch the env in a browser at http://"),
-        ("ansi", "renders ['human', 'rgb_array', 'rgb_array_list']"),
+        ("ansi", "renders ['rgb_array', 'rgb_array_list']"),
     ],
 )
 def test_modes_the_server_cannot_give_are_refused(mode, message):
@@ -248,7 +248,7 @@ def test_a_list_mode_the_vector_env_lacks_steps_one_env_per_sub_env():
             {"render_mode": "human"},
             "render_mode='human' would open a window on the server; watch the env in a browser at http://127.0.0.1:",
         ),
-        ({"render_mode": "ansi"}, "renders ['human', 'rgb_array', 'rgb_array_list']"),
+        ({"render_mode": "ansi"}, "renders ['rgb_array', 'rgb_array_list']"),
         (
             {"render_mode": "rgb_array_list", "vector_backend": "gymnasium"},
             "vector_backend='gymnasium' renders ['rgb_array'], not render_mode='rgb_array_list': use vector_backend='per_env'",

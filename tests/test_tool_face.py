@@ -10,6 +10,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import openenv_gym
+from openenv_gym.protocol.tools import CALL_FORMS
 from openenv_gym.spaces import ToolCallSpace, UnicodeText
 from openenv_gym.wrappers import ChatMessages
 from tests.tool_envs import ToolboxEnvironment
@@ -102,7 +103,9 @@ def test_a_bad_call_is_an_error_observation_and_the_episode_goes_on(echo, action
     """What every LLM trainer does: the model sees its mistake, with reward 0, not terminated."""
     echo.reset()
     observation, reward, terminated, truncated, info = echo.step(action)
-    assert observation.startswith("Error: ") and message in observation
+    assert observation.startswith("Error: ") and message in observation and "\n" not in observation
+    if error_type == "invalid_tool_call":  # a call that cannot be read says what one looks like
+        assert observation.endswith(f"; {CALL_FORMS}")
     assert (reward, terminated, truncated) == (0.0, False, False)
     assert info["error"]["error_type"] == error_type and message in info["error"]["message"]
     assert echo.step('{"name": "echo_message", "arguments": {"message": "still here"}}')[0] == "still here"
@@ -177,6 +180,7 @@ def test_tool_failures_reach_the_model_as_observations(toolbox, call, error_type
     toolbox.reset()
     observation, reward, terminated, _, info = toolbox.step(call)
     assert message in observation and info["error"]["error_type"] == error_type
+    assert observation.startswith("Error") and observation.lower().count("error") == 1  # said once
     assert (reward, terminated) == (0.0, False)
     assert toolbox.step('{"name": "add", "arguments": {"a": 7}}')[0] == "7"
 

@@ -23,6 +23,7 @@ from ..errors import ToolCallError
 from ._json import dumps, invalid
 
 __all__ = [
+    "CALL_FORMS",
     "LIST_TOOLS",
     "RESERVED_TOOL_NAMES",
     "TOOL_CALL_CLOSE",
@@ -46,6 +47,12 @@ RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
 
 #: The tags around a call in a Hermes / Qwen chat template's completion.
 TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
+
+#: What a model is told a call looks like when its call cannot be read.
+CALL_FORMS = (
+    'write one call as JSON, {"name": "<tool>", "arguments": {...}}, '
+    f"alone or inside {TOOL_CALL_OPEN}...{TOOL_CALL_CLOSE}"
+)
 
 #: The step action that lists an environment's tools.
 LIST_TOOLS: dict[str, Any] = {"type": "list_tools"}
@@ -245,27 +252,32 @@ def parse_tool_call(action: str | Mapping[str, Any]) -> tuple[str, dict[str, Any
         try:
             call = json.loads(action)
         except ValueError as exc:
-            raise ToolCallError(f"the tool call is not valid JSON ({exc})") from None
+            raise _unreadable(f"the tool call is not valid JSON ({exc})") from None
         except RecursionError:
-            raise ToolCallError("the tool call is not valid JSON (nested too deeply)") from None
+            raise _unreadable("the tool call is not valid JSON (nested too deeply)") from None
     if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
         call = call["function"]
     if not isinstance(call, Mapping):
-        raise ToolCallError(f"a tool call is a JSON object, got {type(call).__name__}")
+        raise _unreadable(f"a tool call is a JSON object, got {type(call).__name__}")
     name = call.get("name", call.get("tool_name"))
     if not isinstance(name, str) or not name:
-        raise ToolCallError('a tool call needs a "name": the tool to call')
+        raise _unreadable('a tool call needs a "name": the tool to call')
     extra = call.keys() - {"name", "tool_name", "arguments", "type", "id"}
     if extra:
-        raise ToolCallError(f"unexpected keys {sorted(extra)} in the tool call: it has only name and arguments")
+        raise _unreadable(f"unexpected keys {sorted(extra)} in the tool call: it has only name and arguments")
     arguments = call.get("arguments", {})
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
         except ValueError as exc:
-            raise ToolCallError(f"the arguments of the tool call are not valid JSON ({exc})") from None
+            raise _unreadable(f"the arguments of the tool call are not valid JSON ({exc})") from None
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        raise ToolCallError(f'the "arguments" of a tool call are a JSON object, got {type(arguments).__name__}')
+        raise _unreadable(f'the "arguments" of a tool call are a JSON object, got {type(arguments).__name__}')
     return name, arguments
+
+
+def _unreadable(problem: str) -> ToolCallError:
+    """The error of a call that cannot be read: what is wrong, then what a call looks like, in one line."""
+    return ToolCallError(f"{problem}; {CALL_FORMS}")

@@ -490,7 +490,14 @@ class EnvServer:
 
     @staticmethod
     def _check_render_mode(render_mode: str, modes: list[str] | None, whose: str) -> None:
-        """Refuse a render mode the published ``modes`` lack (``None``: not described yet)."""
+        """Refuse a render mode the published ``modes`` lack (``None``: not described yet), and
+        ``human`` always (none publish it)."""
+        if render_mode == "human":
+            raise ProtocolError(
+                ErrorCode.VALIDATION_ERROR.value,
+                "render_mode=human would open a window where the env runs: ask rgb_array for its frames, "
+                "or watch the session on this server's /web page",
+            )
         if modes is not None and render_mode not in modes:
             raise ProtocolError(
                 ErrorCode.VALIDATION_ERROR.value, f"render_mode={render_mode} is not one of {whose} {modes}"

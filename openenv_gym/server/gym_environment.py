@@ -83,7 +83,9 @@ class GymEnvironment(Environment[Any, Any, State]):
             raise TypeError(f"expected a gymnasium.Env, got {type(self.env).__name__}")
         self.action_space = self.env.action_space
         self.observation_space = self.env.observation_space
-        modes = list(self.env.metadata.get("render_modes", []))
+        # "human" opens a window where the env runs: no mode a session can use (its frames reach a
+        # client as rgb_array, and the web page shows them).
+        modes = [mode for mode in self.env.metadata.get("render_modes", []) if mode != "human"]
         # gym.make serves "<mode>_list" for these by wrapping the env in RenderCollection.
         self.render_modes = modes + [f"{mode}_list" for mode in ("rgb_array", "ansi") if mode in modes]
         self.render_fps = self.env.metadata.get("render_fps")

@@ -252,7 +252,7 @@ class VectorBackends:
                 if self._renders(name, entry_point):  # what a vector session may ask with &render_mode=
                     metadata = getattr(host.env, "metadata", {})
                     render = {
-                        "render_modes": list(metadata.get("render_modes", [])),
+                        "render_modes": [mode for mode in metadata.get("render_modes", []) if mode != "human"],
                         "render_fps": metadata.get("render_fps"),
                     }
             finally:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.envs.classic_control import CartPoleEnv
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
@@ -251,8 +252,16 @@ def test_render_answers_every_sub_env_s_frame(cartpole_server):
     [
         (
             "envs=2&render_mode=ansi",
-            "render_mode=ansi is not one of this env's ['human', 'rgb_array', 'rgb_array_list']",
+            "render_mode=ansi is not one of this env's ['rgb_array', 'rgb_array_list']",
         ),
+        *[  # offered by no session: a window would open where the env runs
+            (
+                query,
+                "render_mode=human would open a window where the env runs: ask rgb_array for its frames, "
+                "or watch the session on this server's /web page",
+            )
+            for query in ("envs=2&render_mode=human", "envs=2&backend=gymnasium&render_mode=human")
+        ],
         (
             "envs=2&backend=gymnasium&render_mode=rgb_array_list",
             "render_mode=rgb_array_list is not one of the gymnasium vector env's ['rgb_array']",
@@ -270,6 +279,15 @@ def test_a_query_the_server_cannot_serve_is_refused(cartpole_server, query, mess
         assert reply == {"type": "error", "data": {"message": message, "code": "VALIDATION_ERROR"}}
         closed = closed_with(websocket)
     assert closed.rcvd is not None and closed.rcvd.code == 1008
+
+
+def test_no_render_mode_a_session_cannot_use_is_published(cartpole_server):
+    """CartPole's own metadata lists "human": /schema (and so the web page) offers only what a session may ask."""
+    schema = http_get_json(cartpole_server.url, "/schema")
+    assert "human" in CartPoleEnv.metadata["render_modes"]
+    assert schema["render"]["modes"] == ["rgb_array", "rgb_array_list"]
+    backends = schema["vector_backends"]
+    assert backends and all("human" not in entry.get("render_modes", []) for entry in backends.values())
 
 
 # Autoreset --------------------------------------------------------------------------------------
