@@ -6,7 +6,7 @@ import dataclasses
 import pickle
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -18,7 +18,7 @@ from . import gym_snapshots
 from .environment import Action, Environment, EnvironmentMetadata, State
 from .gym_snapshots import dump_state, load_state, made, probe, release_replaced, snapshot_method
 
-__all__ = ["GymAction", "GymEnvironment", "docstring_summary", "make_gym_env"]
+__all__ = ["GymAction", "GymEnvironment", "docstring_summary", "make_gym_env", "session_render_modes"]
 
 # Modules whose environments are cheap enough to step on the event loop.
 _MICROSECOND_ENVS = ("gymnasium.envs.classic_control.", "gymnasium.envs.toy_text.", "openenv_gym.envs.cartpole_vector")
@@ -43,6 +43,18 @@ def make_gym_env(env_id: str, max_episode_steps: int | None = -1, **kwargs: Any)
         return gym.make(env_id, **kwargs)
     spec = gym.spec(env_id)
     return gym.make(dataclasses.replace(spec, max_episode_steps=max_episode_steps), **kwargs)
+
+
+def session_render_modes(metadata: Mapping[str, Any]) -> list[str]:
+    """The render modes in a Gymnasium env's ``metadata`` that a session may ask for: all but
+    ``"human"``, which opens a window where the env runs (its frames reach a client as
+    ``rgb_array``, and the web page shows them).
+
+    Example:
+        >>> session_render_modes({"render_modes": ["human", "rgb_array"]})
+        ['rgb_array']
+    """
+    return [mode for mode in metadata.get("render_modes", []) if mode != "human"]
 
 
 def docstring_summary(doc: str | None, limit: int = 300) -> str:
@@ -83,9 +95,7 @@ class GymEnvironment(Environment[Any, Any, State]):
             raise TypeError(f"expected a gymnasium.Env, got {type(self.env).__name__}")
         self.action_space = self.env.action_space
         self.observation_space = self.env.observation_space
-        # "human" opens a window where the env runs: no mode a session can use (its frames reach a
-        # client as rgb_array, and the web page shows them).
-        modes = [mode for mode in self.env.metadata.get("render_modes", []) if mode != "human"]
+        modes = session_render_modes(self.env.metadata)
         # gym.make serves "<mode>_list" for these by wrapping the env in RenderCollection.
         self.render_modes = modes + [f"{mode}_list" for mode in ("rgb_array", "ansi") if mode in modes]
         self.render_fps = self.env.metadata.get("render_fps")
@@ -128,6 +138,7 @@ class GymEnvironment(Environment[Any, Any, State]):
     ) -> ObservationFrame:
         observation, info = self.env.reset(seed=seed, options=options)
         self._episode_id, self._step_count = episode_id or str(uuid.uuid4()), 0
+        self.last_observation = observation
         return ObservationFrame(
             observation=self._wire(observation),
             reward=None,
@@ -153,16 +164,24 @@ class GymEnvironment(Environment[Any, Any, State]):
             reward=float(reward),
             done=bool(terminated),
             truncated=bool(truncated),
-            info=jsonable(info) if info else {},
+            info=self.info_json(info),
         )
 
+    @staticmethod
+    def info_json(info: dict[str, Any]) -> dict[str, Any]:
+        """A step's ``info`` as the JSON its frame carries."""
+        return jsonable(info) if info else {}
+
     def _wire(self, observation: Any) -> dict[str, Any]:
-        self.last_observation = observation
         return self.wire_form(observation) if self.wire_observations else {}
 
     def wire_form(self, observation: Any) -> dict[str, Any]:
         """The JSON object that carries ``observation`` on the wire."""
         return to_wire(self.observation_space, observation, OBSERVATION_FIELD)
+
+    def action_wire_form(self, action: Any) -> dict[str, Any]:
+        """The JSON object that carries ``action`` on the wire (a step frame's ``data``)."""
+        return to_wire(self.action_space, action, ACTION_FIELD)
 
     @property
     def state(self) -> State:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -282,8 +281,6 @@ class PlainHandler:
         """One step of ``env`` (the session's) asked through shared memory, in the channel's thread:
         the checks and the bookkeeping of a step frame's, and its results as a batch of one
         (``info`` as JSON)."""
-        from ..spaces import ACTION_FIELD, jsonable, to_wire
-
         if self.env is None:
             raise ProtocolError(ErrorCode.SESSION_ERROR.value, "the session is closing")
         if self.protocol.state is SessionState.OPEN:
@@ -300,13 +297,12 @@ class PlainHandler:
         finally:
             session.busy = False
             session.last_active = time.monotonic()  # the loop's clock
-        terminated, truncated, info = bool(terminated), bool(truncated), jsonable(info) if info else {}
+        terminated, truncated, info = bool(terminated), bool(truncated), env.info_json(info)
         self.protocol.stepped(terminated, truncated)
         self._last_step = (observation, reward, terminated, truncated, info)
         if session.watchers:  # rare: the frame a WebSocket step would have sent, for the loop to show
             reply = env.step_frame(*self._last_step).serialize()
-            wire = to_wire(env.action_space, action, ACTION_FIELD)
-            session.loop.call_soon_threadsafe(session.observed, "step", wire, reply)
+            session.loop.call_soon_threadsafe(session.observed, "step", env.action_wire_form(action), reply)
         else:
             session.steps += 1
         return observation, float(reward), terminated, truncated, info
@@ -319,10 +315,5 @@ class PlainHandler:
         self.protocol.close()
         if self.snapshots is not None:
             self.snapshots.close()
-        channel = self.shm.hang_up()
         env, self.env = self.env, None
-        try:
-            return await worker.close_env(env, channel.run if channel else None) if env is not None else True
-        finally:
-            if channel is not None:
-                await asyncio.to_thread(channel.stop)
+        return await self.shm.close(worker, env)

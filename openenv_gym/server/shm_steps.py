@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.shm import ShmLayout, refused
 from .session import _execution_error
@@ -20,6 +20,7 @@ from .session import _execution_error
 if TYPE_CHECKING:  # the channel (numpy) loads with the first offer: a server of Echo runs without it
     from .session import Session
     from .shm_channel import ShmChannel, ShmOfferPending, StepFn
+    from .worker import Worker
 
 __all__ = ["ShmSteps"]
 
@@ -78,12 +79,16 @@ class ShmSteps:
             logger.info("the client left before taking the shared-memory segment", exc_info=True)
             connection.close()
 
-    def hang_up(self) -> ShmChannel | None:
-        """As the session closes: withdraw the offer and answer no more steps (the client's next one
-        fails as a lost connection, not on a closed env). Returns the channel, whose thread still
-        runs calls (the env's close), for the caller to :meth:`~ShmChannel.stop` after."""
+    async def close(self, worker: Worker, env: Any) -> bool:
+        """As the session closes: withdraw the offer, answer no more steps (the client's next one
+        fails as a lost connection, not on a closed env), close ``env`` (if any) where its calls
+        ran, with its timeout, then stop the channel. False if the env's close overran it."""
         self.withdraw()
         channel, self.channel = self.channel, None
         if channel is not None:
             channel.hang_up()
-        return channel
+        try:
+            return await worker.close_env(env, channel.run if channel else None) if env is not None else True
+        finally:
+            if channel is not None:
+                await asyncio.to_thread(channel.stop)

@@ -18,7 +18,7 @@ from gymnasium.vector import AutoresetMode
 
 from ..protocol.vector import OWN_VECTOR_ENVS
 from ..spaces import space_to_json
-from .gym_environment import _MICROSECOND_ENVS
+from .gym_environment import _MICROSECOND_ENVS, session_render_modes
 
 __all__ = ["VectorBackends", "VectorHost"]
 
@@ -252,7 +252,7 @@ class VectorBackends:
                 if self._renders(name, entry_point):  # what a vector session may ask with &render_mode=
                     metadata = getattr(host.env, "metadata", {})
                     render = {
-                        "render_modes": [mode for mode in metadata.get("render_modes", []) if mode != "human"],
+                        "render_modes": session_render_modes(metadata),
                         "render_fps": metadata.get("render_fps"),
                     }
             finally:

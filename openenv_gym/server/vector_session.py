@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import itertools
 import time
@@ -214,13 +213,8 @@ class VectorHandler:
     async def close(self, worker: Worker) -> bool:
         """Close the vector env, with its timeout (in the channel's thread, if it has one), and the channel."""
         self.protocol.close()
-        channel = self.shm.hang_up()
         host, self.host = self.host, None
-        try:
-            return await worker.close_env(host, channel.run if channel else None) if host is not None else True
-        finally:
-            if channel is not None:
-                await asyncio.to_thread(channel.stop)
+        return await self.shm.close(worker, host)
 
 
 def VectorSession(  # the class this was, kept for code that made one
