@@ -19,7 +19,16 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ENTRY_POINT_GROUP", "CatalogEntry", "builtin_entries", "catalog", "register", "register_plugins"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "CatalogEntry",
+    "builtin_entries",
+    "catalog",
+    "catalog_entry",
+    "gymnasium_ids",
+    "register",
+    "register_plugins",
+]
 
 ENTRY_POINT_GROUP = "openenv_gym.envs"
 _REMOTE_ENV = "openenv_gym.env:make_remote_env"
@@ -82,7 +91,33 @@ class CatalogEntry:
         return cls(**fields)
 
 
-_CLASSIC_CONTROL = ("CartPole-v1", "MountainCar-v0", "Acrobot-v1", "Pendulum-v1", "MountainCarContinuous-v0")
+#: Gymnasium's own families of envs, by the module their entry points live in, and the package each
+#: needs to make its envs (``None``: Gymnasium's own dependencies).
+_GYMNASIUM_FAMILIES = {
+    "gymnasium.envs.classic_control.": None,
+    "gymnasium.envs.toy_text.": None,
+    "gymnasium.envs.box2d.": "Box2D",
+    "gymnasium.envs.mujoco.": "mujoco",
+}
+
+
+def gymnasium_ids() -> list[str]:
+    """The ids of Gymnasium's own registry whose envs can be made here: classic control and toy text
+    always, Box2D and MuJoCo when their package is installed (looked up, not imported: importing
+    Box2D is slow and warns). Each has its ``openenv/`` twin in the catalog."""
+    import gymnasium as gym  # see _gym_register
+
+    installed = {
+        family: package is None or importlib.util.find_spec(package) is not None
+        for family, package in _GYMNASIUM_FAMILIES.items()
+    }
+    return [
+        env_id
+        for env_id, spec in gym.registry.items()
+        if spec.namespace is None
+        and isinstance(spec.entry_point, str)
+        and any(spec.entry_point.startswith(family) and found for family, found in installed.items())
+    ]
 
 
 def ale_games() -> list[str]:
@@ -187,10 +222,19 @@ def builtin_entries() -> list[CatalogEntry]:
             description="Any running OpenEnv-protocol server: base_url= (make_vec: base_urls=[...] or base_url=)",
         ),
     ]
-    entries += [CatalogEntry.from_gymnasium(gym_id) for gym_id in _CLASSIC_CONTROL]
+    entries += [CatalogEntry.from_gymnasium(gym_id) for gym_id in gymnasium_ids()]
     entries += [ale_entry(game) for game in ale_games()]
     entries += pettingzoo_entries()
     return entries
+
+
+def catalog_entry(name: str) -> CatalogEntry | None:
+    """The catalog's entry that ``name`` names: its id (``"openenv/Echo-v0"``) or that id without
+    ``openenv/`` (``"Echo-v0"``); ``None`` if none. ``serve`` and ``validate`` resolve ids through this,
+    so both run what ``gym.make`` would start a server of."""
+    import gymnasium  # noqa: F401 - its import registers the catalog (see _gym_register)
+
+    return catalog.get(name) or catalog.get(f"openenv/{name}")
 
 
 def register(entry: CatalogEntry) -> None:

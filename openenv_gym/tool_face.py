@@ -123,7 +123,7 @@ class ToolFace:
     def reset_result(self, frame: ObservationFrame) -> tuple[str, dict[str, Any]]:
         """The prompt and info of a reset's ``frame``: its ``prompt``, else the text an env whose
         observation is one Text sends as ``observation`` (ReasoningGym-v0's question)."""
-        metadata = frame.metadata or frame.observation.get("metadata") or {}
+        metadata = frame.metadata or {}  # the parser moves OpenEnv's, inside the observation, there
         prompt = frame.observation.get("prompt", metadata.get("prompt", frame.observation.get(OBSERVATION_FIELD, "")))
         info = {**frame.info, "tools": self.openai_tools()}
         if metadata:
@@ -140,7 +140,7 @@ class ToolFace:
             "tool_name": observation.get("tool_name"),
             "tool_result": self._result(result),
         }
-        metadata = frame.metadata or observation.get("metadata")
+        metadata = frame.metadata
         if metadata:
             info["metadata"] = self._result(metadata)
         if isinstance(error, dict):

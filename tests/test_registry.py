@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import openenv_gym
-from openenv_gym.registry import CatalogEntry, builtin_entries, register
+from openenv_gym.registry import CatalogEntry, builtin_entries, gymnasium_ids, register
 from tests.utils import REPO_ROOT
 
 EXPECTED_IDS = {
@@ -22,11 +25,8 @@ EXPECTED_IDS = {
     "openenv/Git-v0",
     "openenv/ReasoningGym-v0",
     "openenv/Remote-v0",
-    "openenv/CartPole-v1",
-    "openenv/MountainCar-v0",
-    "openenv/Acrobot-v1",
-    "openenv/Pendulum-v1",
-    "openenv/MountainCarContinuous-v0",
+    # Gymnasium's own ids, every family installed (the test dependencies add Box2D and MuJoCo).
+    *(f"openenv/{env_id}" for env_id in gymnasium_ids()),
     # PettingZoo's (a test dependency): one seat with gym.make, every agent with openenv_gym.pettingzoo.
     "openenv/ConnectFour-v3",
     "openenv/TicTacToe-v3",
@@ -71,6 +71,77 @@ def test_import_registers_the_catalog():
     assert spec.entry_point == "openenv_gym.env:make_remote_env"
     assert spec.kwargs["server"] == "CartPole-v1"
     assert spec.reward_threshold == gym.spec("CartPole-v1").reward_threshold
+
+
+def test_every_installed_id_of_gymnasiums_own_registry_has_its_twin():
+    """Classic control, toy text, Box2D and MuJoCo (both installed by the test dependencies): each id
+    Gymnasium registers has its ``openenv/`` twin, with the spec's time limit and threshold."""
+    own = {
+        env_id
+        for env_id, spec in gym.registry.items()
+        if spec.namespace is None
+        and isinstance(spec.entry_point, str)
+        and spec.entry_point.startswith("gymnasium.envs.")
+    }
+    assert set(gymnasium_ids()) == own
+    assert {"FrozenLake-v1", "Taxi-v4", "Blackjack-v1", "LunarLander-v3", "CarRacing-v3", "Hopper-v5"} <= own
+    for env_id in own:
+        twin = openenv_gym.catalog[f"openenv/{env_id}"]
+        assert twin.server == env_id
+        assert (twin.max_episode_steps, twin.reward_threshold) == (
+            gym.spec(env_id).max_episode_steps,
+            gym.spec(env_id).reward_threshold,
+        )
+
+
+def test_a_family_whose_package_is_not_installed_has_no_twins(monkeypatch):
+    """Box2D and MuJoCo are looked up, not imported: without one, its ids are left out."""
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *rest: None if name == "mujoco" else find_spec(name, *rest)
+    )
+    ids = gymnasium_ids()
+    assert "Hopper-v5" not in ids and "Humanoid-v4" not in ids
+    assert {"LunarLander-v3", "FrozenLake-v1", "CartPole-v1"} <= set(ids)
+
+
+@pytest.mark.parametrize("env_id", ["FrozenLake-v1", "Taxi-v4", "Blackjack-v1", "LunarLander-v3", "Hopper-v5"])
+def test_a_twin_steps_as_the_local_env_does(env_id):
+    """Toy text, Box2D and MuJoCo twins: the same seeded episode as Gymnasium's own env."""
+    with warnings.catch_warnings():
+        # Box2D's SWIG module warns while it is imported, and a warning made an error crashes that import.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        local = gym.make(env_id)
+    remote = gym.make(f"openenv/{env_id}")
+    try:
+        assert remote.observation_space == local.observation_space and remote.action_space == local.action_space
+        remote.action_space.seed(5)
+        for got, want in zip(remote.reset(seed=11), local.reset(seed=11), strict=True):
+            assert_equal_nested(got, want)
+        for _ in range(30):
+            action = remote.action_space.sample()
+            got, want = remote.step(action), local.step(action)
+            for got_part, want_part in zip(got[:4], want[:4], strict=True):
+                assert_equal_nested(got_part, want_part)
+            if got[2] or got[3]:
+                break
+    finally:
+        remote.close()
+        local.close()
+
+
+def assert_equal_nested(got, want) -> None:
+    """Equal values, arrays compared element by element (MuJoCo's float64 bit for bit)."""
+    if isinstance(want, dict):
+        assert set(got) == set(want)
+        for key in want:
+            assert_equal_nested(got[key], want[key])
+    elif isinstance(want, tuple):
+        assert len(got) == len(want)
+        for got_item, want_item in zip(got, want, strict=True):
+            assert_equal_nested(got_item, want_item)
+    else:
+        np.testing.assert_array_equal(got, want)
 
 
 def test_catalog_is_data_driven():

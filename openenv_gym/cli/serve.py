@@ -33,7 +33,8 @@ def add_parser(commands: Any) -> None:
     serve = commands.add_parser(
         "serve",
         help="serve an environment on a WebSocket (/ws) with /health, /schema and /metadata",
-        description="Serve TARGET: a registered Gymnasium id (CartPole-v1) or module:attr naming "
+        description="Serve TARGET: an id of openenv-gym's catalog (openenv/CodingTools-v0 serves the env "
+        "the id names, with its tools, as validate does), a registered Gymnasium id (CartPole-v1) or module:attr naming "
         f"an openenv_gym.server.Environment subclass or factory (modules of the current directory import, as "
         f"with python -m). With {ACCEPT_FLAG} (and --token-env), "
         "TARGET may be left out: the server then runs only the sub-env factories clients send pickled.",
@@ -42,7 +43,7 @@ def add_parser(commands: Any) -> None:
         "target",
         nargs="?",
         default=None,
-        help=f"a Gymnasium id, or module:attr (none, or {PICKLED_FACTORIES_TARGET}, with {ACCEPT_FLAG})",
+        help=f"an openenv/ or Gymnasium id, or module:attr (none, or {PICKLED_FACTORIES_TARGET}, with {ACCEPT_FLAG})",
     )
     for flag, keywords in ServerOptions.flags():
         serve.add_argument(flag, **keywords)

@@ -312,7 +312,10 @@ def parse_client_frame(message: str | bytes) -> ClientFrame:
 def parse_server_frame(message: str | bytes) -> ServerFrame:
     """Parse one message sent by a server (ours or OpenEnv's).
 
-    OpenEnv's ``metadata`` fields, inside the observation and beside it, are tolerated.
+    OpenEnv's ``metadata``, inside the observation and beside it, becomes the frame's ``metadata``
+    (the one beside it when both are sent): it is never an observation field, so a Gymnasium face's
+    spaces never see it. Inside it, copies of the observation's own fields (ours add them to a tool
+    env's reset for OpenEnv's tool client) are dropped.
 
     Raises:
         ProtocolError: if the message is not a well-formed server frame.
@@ -324,14 +327,22 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
     if kind == "observation":
         data = data_object(frame, "observation")
         observation = data.get("observation", {})
+        observation = observation if observation is not None else {}
+        metadata = data.get("metadata")
+        if isinstance(observation, dict) and "metadata" in observation:
+            observation = dict(observation)
+            inside = observation.pop("metadata")
+            if metadata is None and isinstance(inside, dict):
+                copies = {name for name, value in inside.items() if name in observation and observation[name] == value}
+                metadata = {name: value for name, value in inside.items() if name not in copies} or None
         info = data.get("info")
         result = ObservationFrame(
-            observation=observation if observation is not None else {},
+            observation=observation,
             reward=data.get("reward"),
             done=data.get("done", False),
             truncated=data.get("truncated", False),
             info=info if info is not None else {},
-            metadata=data.get("metadata"),
+            metadata=metadata,
         )
         result.check()
         return result

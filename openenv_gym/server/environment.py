@@ -10,6 +10,7 @@ property. Our additions: ``truncated`` and ``info`` on the observation, and opti
 from __future__ import annotations
 
 import abc
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -232,6 +233,23 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             truncated=observation.truncated,
             info=observation.info,
             metadata=observation.metadata or None,
+        )
+
+    def reset_frame(self, observation: ObsT) -> ObservationFrame:
+        """The observation frame that answers a reset: :meth:`observation_frame`'s, and for an env with
+        tools, the observation's own fields (the task's prompt) also in the ``metadata`` inside it.
+
+        OpenEnv's tool client keeps only that ``metadata`` of an observation that is neither a tool
+        list nor a tool's result (openenv-core 0.3's ``MCPToolClient._parse_result``): without the
+        copy, its users would never see the task.
+        """
+        frame = self.observation_frame(observation)
+        if not self.tools:
+            return frame
+        fields = {name: value for name, value in frame.observation.items() if name != "metadata"}
+        metadata = {**fields, **(frame.observation.get("metadata") or {})}
+        return (
+            dataclasses.replace(frame, observation={**frame.observation, "metadata": metadata}) if metadata else frame
         )
 
     def tools_frame(self) -> ObservationFrame:

@@ -109,7 +109,7 @@ class PlainHandler:
             try:
                 kwargs = _accepted_kwargs(env.reset, request.kwargs)
                 observation = await session.call(env.reset, **kwargs)
-                reply = env.observation_frame(observation).serialize()
+                reply = env.reset_frame(observation).serialize()
             except Exception as exc:
                 return _execution_error("reset", exc, session.send_tracebacks).serialize()
             self.protocol.reset_succeeded()

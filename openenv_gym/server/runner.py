@@ -41,9 +41,11 @@ def load_factory(
     what a server may do with it: render modes, concurrent sessions, vector backends.
 
     ``target`` is ``"module:attr"`` naming an ``Environment`` subclass or a callable returning
-    an ``Environment``, a ``gymnasium.Env`` or a PettingZoo env, a registered Gymnasium id
-    (``"CartPole-v1"``, ``"module:Id-v0"``), or a PettingZoo env: an id of its registries
-    (``"classic/connect_four-v3"``) or its module (``"pettingzoo.classic.connect_four_v3"``). Gymnasium environments are served through
+    an ``Environment``, a ``gymnasium.Env`` or a PettingZoo env, an id of openenv-gym's catalog
+    (``"openenv/CodingTools-v0"``: what the entry's server runs, not the Gymnasium face a client
+    makes of it), a registered Gymnasium id (``"CartPole-v1"``, ``"module:Id-v0"``), or a PettingZoo
+    env: an id of its registries (``"classic/connect_four-v3"``) or its module
+    (``"pettingzoo.classic.connect_four_v3"``). Gymnasium environments are served through
     :class:`~openenv_gym.server.gym_environment.GymEnvironment`; PettingZoo envs through
     multi-agent sessions and, on ``/ws``, one agent's seat (:mod:`~openenv_gym.server.seat_env`).
 
@@ -82,6 +84,10 @@ def load_factory(
             return _adapting_factory(found, env_kwargs, inline)
         # "module:Id-v0" is Gymnasium's form for an id that importing module registers.
         env_id = attr
+    catalogued = _catalog_target(env_id, env_kwargs)
+    if catalogued is not None:
+        server, server_kwargs = catalogued
+        return load_factory(server, max_episode_steps=max_episode_steps, env_kwargs=server_kwargs, inline=inline)
 
     import gymnasium as gym
 
@@ -112,6 +118,21 @@ def load_factory(
         concurrent_sessions=True,
         vector_backends=VectorBackends(env_id, max_episode_steps, env_kwargs),
     )
+
+
+def _catalog_target(env_id: str, env_kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """What an ``openenv/`` id of the catalog serves, and with which keyword arguments: the env the
+    id names (CodingTools' class, with its tools), not the Gymnasium face a client makes of it. The
+    same resolution as ``validate``'s (:func:`~openenv_gym.registry.catalog_entry`). ``None`` when
+    ``env_id`` is no catalog id, or names what it serves already (``CartPole-v1``)."""
+    from ..registry import catalog_entry
+
+    entry = catalog_entry(env_id)
+    if entry is None or entry.server == env_id:
+        return None
+    if entry.server is None:
+        raise ValueError(f"{entry.id} starts no server of its own: it attaches to a running server by base_url=")
+    return entry.server, {**(entry.kwargs.get("env_kwargs") or {}), **env_kwargs}
 
 
 def _pettingzoo_served(target: str, env_kwargs: dict[str, Any]) -> ServedEnv:

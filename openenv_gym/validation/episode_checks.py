@@ -88,6 +88,8 @@ def _frame_problem(reply: Any, space: Any, face: Face) -> str | None:
         return f"its info is {short(data['info'])}, not a JSON object"
     if face.spaces is None:
         return None
+    # OpenEnv's metadata inside the observation is never one of its fields (as parse_server_frame reads it).
+    observation = {field: value for field, value in observation.items() if field != "metadata"}
     try:
         value = face.spaces.observation_from_wire(observation)
     except Exception as exc:

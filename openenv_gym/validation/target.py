@@ -94,11 +94,9 @@ def resolve_target(text: str) -> Target:
         )
     if text.startswith((".", "/", "~")):
         raise ValueError(f"{text}: no such directory (a directory of an env holds its openenv.yaml)")
-    import gymnasium  # noqa: F401 - its import registers openenv-gym's catalog
+    from ..registry import catalog_entry
 
-    from ..registry import catalog
-
-    entry = catalog.get(text) or catalog.get(f"openenv/{text}")
+    entry = catalog_entry(text)
     if entry is None:
         return Target(text, "app", app=text)
     if entry.server is None:

@@ -168,14 +168,15 @@ def test_observation_frame_round_trips(frame: ObservationFrame) -> None:
 
 
 def test_parse_openenv_010_observation_with_metadata() -> None:
-    """An OpenEnv 0.10 frame with observation.metadata and a metadata sibling is accepted."""
+    """An OpenEnv 0.10 frame with observation.metadata and a metadata sibling is accepted; the
+    metadata is the frame's, not an observation field."""
     message = (
         '{"type":"observation","data":{"observation":{"echoed_message":"hi","metadata":{"step":1}},'
         '"reward":0.2,"done":false,"metadata":{"step":1}}}'
     )
     frame = parse_server_frame(message)
     assert frame == ObservationFrame(
-        observation={"echoed_message": "hi", "metadata": {"step": 1}},
+        observation={"echoed_message": "hi"},
         reward=0.2,
         done=False,
         truncated=False,
@@ -328,3 +329,16 @@ def test_error_frame_str_with_enum_code_shows_wire_code() -> None:
     """str() of an ErrorFrame built with an ErrorCode member shows the bare wire code."""
     reply = ServerSession().receive('{"type":"step","data":{}}')
     assert str(reply) == "error SESSION_ERROR: step before reset: send a reset frame first"
+
+
+def test_metadata_only_inside_the_observation_is_the_frames_without_copies_of_its_fields() -> None:
+    """OpenEnv 0.3 servers send metadata only inside the observation; ours copy a tool env's reset
+    fields there for OpenEnv's tool client. The parser keeps what is not a copy."""
+    inside_only = (
+        '{"type":"observation","data":{"observation":{"x":1,"metadata":{"step":1}},"reward":null,"done":false}}'
+    )
+    assert parse_server_frame(inside_only) == ObservationFrame({"x": 1}, metadata={"step": 1})
+    copies = '{"type":"observation","data":{"observation":{"prompt":"p","metadata":{"prompt":"p","k":2}}}}'
+    assert parse_server_frame(copies) == ObservationFrame({"prompt": "p"}, metadata={"k": 2})
+    only_copies = '{"type":"observation","data":{"observation":{"prompt":"p","metadata":{"prompt":"p"}}}}'
+    assert parse_server_frame(only_copies) == ObservationFrame({"prompt": "p"})

@@ -199,9 +199,11 @@ def test_a_call_before_reset_is_a_session_error(session):
 
 
 def test_the_reset_observation_carries_the_prompt_and_its_metadata(session):
-    """The prompt is the observation's; metadata reaches the client inside it and beside it."""
+    """The prompt is the observation's; metadata reaches the client inside it and beside it, and inside
+    it also carries the prompt, where OpenEnv's MCPToolClient keeps a reset's observation."""
     data = session.send({"type": "reset"})["data"]
-    assert data["observation"] == {"prompt": "Add 2 and 3, then submit the sum.", "metadata": {"task": "sum"}}
+    prompt = "Add 2 and 3, then submit the sum."
+    assert data["observation"] == {"prompt": prompt, "metadata": {"prompt": prompt, "task": "sum"}}
     assert data["metadata"] == {"task": "sum"}
 
 

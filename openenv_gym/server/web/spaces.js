@@ -134,8 +134,11 @@ export function actionToWire(space, value) {
 
 /** An observation out of its wire form: a Dict space's fields, else the `observation` field. */
 export function observationFromWire(space, data) {
-  if (!space || space.type === "Dict" || !data || typeof data !== "object") return data;
-  return OBSERVATION_FIELD in data ? data[OBSERVATION_FIELD] : data;
+  if (!data || typeof data !== "object" || Array.isArray(data)) return data;
+  // OpenEnv's metadata inside an observation is never one of its fields (as the Python client reads it).
+  const { metadata: _metadata, ...fields } = data;
+  if (!space || space.type === "Dict") return fields;
+  return OBSERVATION_FIELD in fields ? fields[OBSERVATION_FIELD] : fields;
 }
 
 // Form controls -------------------------------------------------------------------------------
