@@ -61,12 +61,13 @@ class ConnectionLimit:
 
     Args:
         limit: the most connections held at once; at least 1.
+        base: the connection class counted (websockets' own by default).
 
     Raises:
         ValueError: ``limit`` is below 1.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, base: type[ServerConnection] = ServerConnection) -> None:
         if limit < 1:
             raise ValueError(f"max_connections must be at least 1, got {limit}")
         self.limit = limit
@@ -74,16 +75,16 @@ class ConnectionLimit:
         self.open = 0
         #: Connections refused since the server started.
         self.refused = 0
-        self.connection_class = self._connection_class()
+        self.connection_class = self._connection_class(base)
 
     def __repr__(self) -> str:
         return f"ConnectionLimit({self.open}/{self.limit} open, {self.refused} refused)"
 
-    def _connection_class(self) -> type[ServerConnection]:
+    def _connection_class(self, base: type[ServerConnection]) -> type[ServerConnection]:
         counter = self
         refusal = _refusal(self.limit)
 
-        class LimitedConnection(ServerConnection):
+        class LimitedConnection(base):  # type: ignore[valid-type,misc]
             def connection_made(self, transport: asyncio.BaseTransport) -> None:
                 super().connection_made(transport)
                 counter.open += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import http
@@ -11,7 +12,7 @@ import logging
 import os
 import secrets
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
@@ -22,6 +23,7 @@ from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.agents import AGENTS_PATH, parse_agents_query
 from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
+from ..protocol.http_api import HTTP_ROUTES, WEBSOCKET_PATHS
 from ..protocol.pickled import check_pickles_allowed, names_factories, wants_pickled_factories
 from ..protocol.vector import VECTOR_BACKENDS
 from ..redaction import RedactingLogger
@@ -31,6 +33,8 @@ from .batch_session import BatchHandler
 from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment
 from .exposure import INSECURE_WARNING
+from .http_api import DOCS_POLICY, StatelessRoutes, docs_page
+from .http_bodies import BodyReadingConnection
 from .options import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -76,10 +80,20 @@ def _select_subprotocol(connection: ServerConnection, offered: Sequence[str]) ->
     return BINARY_SUBPROTOCOL if BINARY_SUBPROTOCOL in offered else None
 
 
-def _json_response(status: int, body: Any) -> Response:
-    payload = json.dumps(body).encode()
-    headers = Headers([("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+def _response(status: int, content_type: str, payload: bytes) -> Response:
+    headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(payload)))])
     return Response(status, http.HTTPStatus(status).phrase, headers, payload)
+
+
+def _json_response(status: int, body: Any) -> Response:
+    return _response(status, "application/json", json.dumps(body).encode())
+
+
+def _wrong_method(path: str, methods: tuple[str, ...]) -> Response:
+    """405, with the methods ``path`` takes in ``Allow`` (as FastAPI answers)."""
+    response = _json_response(405, {"detail": "Method Not Allowed", "message": f"{path} takes {', '.join(methods)}"})
+    response.headers["Allow"] = ", ".join(methods)
+    return response
 
 
 class EnvServer:
@@ -184,7 +198,10 @@ class EnvServer:
         self.max_frame_bytes = options.max_frame_bytes
         max_connections = options.max_connections
         #: The open connections and the limit on them.
-        self.connections = ConnectionLimit(default_max_connections() if max_connections is None else max_connections)
+        self.connections = ConnectionLimit(
+            default_max_connections() if max_connections is None else max_connections,
+            BodyReadingConnection.configured(self.handshake_timeout, self.max_frame_bytes),
+        )
         send_tracebacks, web = options.send_tracebacks, options.web
         self.send_tracebacks = local if send_tracebacks is None else send_tracebacks
         self.web = local if web is None else web
@@ -192,6 +209,8 @@ class EnvServer:
         self.sessions: set[Session] = set()
         self._closing_sessions: set[Session] = set()  # connection ended, environment still closing
         self._slots: asyncio.Condition | None = None  # made in start(), on the serving loop
+        self._stateless_envs = 0  # envs of stateless HTTP requests (StatelessRoutes), each a slot
+        self._stateless = StatelessRoutes(self)
         #: Whether an environment's close() overran its timeout (its thread may still be stuck).
         self.stuck = False
         self._server: Server | None = None
@@ -251,7 +270,7 @@ class EnvServer:
             "ping_interval": None,  # the idle reaper, not pings, decides when a session is gone
             "max_queue": MAX_QUEUE,
             "write_limit": WRITE_LIMIT,
-            "open_timeout": self.handshake_timeout,
+            "open_timeout": None,  # BodyReadingConnection times the request's arrival (handshake_timeout)
             "create_connection": self.connections.connection_class,
             "select_subprotocol": _select_subprotocol,
             # websockets logs handshake lines at DEBUG: the login's ?token= and the credential headers go.
@@ -327,17 +346,34 @@ class EnvServer:
         token check has refused a request without the token.
         """
         try:
-            return await self._route(request)
+            response = await self._route(request, getattr(connection, "request_body", b""))
         except Exception as exc:
             path = request.path.partition("?")[0]  # the query may hold a token (the page's login)
             logger.warning("refused a malformed request for %s: %s: %s", path, type(exc).__name__, exc)
             detail = exc.message if isinstance(exc, ProtocolError) else "the server could not read it"
-            return _json_response(400, {"message": f"malformed request: {detail}"})
+            response = _json_response(400, {"detail": "Bad Request", "message": f"malformed request: {detail}"})
+        if response is not None:  # an HTTP answer: websockets closes the connection after it
+            response.headers["Connection"] = "close"
+        return response
 
-    async def _route(self, request: Request) -> Response | None:
+    def _methods(self, path: str) -> tuple[str, ...] | None:
+        """The methods ``path`` takes; ``None`` for a path that is no route."""
+        if path in HTTP_ROUTES:
+            return HTTP_ROUTES[path]
+        if path in (*WEBSOCKET_PATHS, BATCH_PATH, WATCH_PATH) or (
+            path == AGENTS_PATH and self.served.agents is not None
+        ):
+            return ("GET",)  # a WebSocket handshake
+        if path == SESSIONS_PATH or is_web_path(path):
+            return ("GET",)
+        return None
+
+    async def _route(self, request: Request, body: bytes = b"") -> Response | None:
         path, _, query = request.path.partition("?")
         if path == "/health":  # open: health probes carry no secrets, and it tells none
-            return _json_response(200, {"status": "healthy"})
+            return (
+                _json_response(200, {"status": "healthy"}) if request.method == "GET" else _wrong_method(path, ("GET",))
+            )
         refusal = browser_refusal(request, is_loopback_host(self.host) and self.unix_socket is None)
         if refusal is not None:
             return refusal
@@ -349,6 +385,9 @@ class EnvServer:
                 return login or _json_response(401, {"message": "wrong token"})
             if not has_token(request, self._token, cookie):
                 return _json_response(401, {"message": "this server needs its token: Authorization: Bearer <token>"})
+        methods = self._methods(path)
+        if methods is not None and request.method not in methods:
+            return _wrong_method(path, methods)
         if path.startswith("/web") and not self.web:
             return _json_response(404, {"message": "the web page is off on this server; serve --web turns it on"})
         if path in ("/ws", BATCH_PATH, WATCH_PATH) or (path == AGENTS_PATH and self.served.agents is not None):
@@ -368,8 +407,21 @@ class EnvServer:
                 frame = factory_error(self.factory, exc, self.send_tracebacks)
                 return _json_response(500, frame.data())
             return _json_response(200, description[path[1:]])
-        routes = "/ws, /health, /schema, /metadata" + (" or /web" if self.web else "")
-        return _json_response(404, {"message": f"no route {path}; try {routes}"})
+        if path == "/docs":
+            status, document = await self._stateless.openapi()
+            if status != 200:
+                return _json_response(status, document)
+            response = _response(200, "text/html; charset=utf-8", docs_page(document))
+            response.headers["Content-Security-Policy"] = DOCS_POLICY
+            return response
+        if path in HTTP_ROUTES:
+            status, answer = await self._stateless.answer(request.method, path, body)
+            response = _json_response(status, answer)
+            if status == 503:
+                response.headers["Retry-After"] = "1"
+            return response
+        routes = "/ws, /health, /schema, /metadata, /reset, /step, /state, /docs" + (" or /web" if self.web else "")
+        return _json_response(404, {"detail": "Not Found", "message": f"no route {path}; try {routes}"})
 
     async def _schema_with_backend(self, schema: dict[str, Any], path: str) -> Response:
         """``/schema?vector_backend=NAME``: the schema with that backend described in full (EnvPool's
@@ -397,8 +449,21 @@ class EnvServer:
 
     @property
     def active_sessions(self) -> int:
-        """Environments held by open sessions (a batch session holds several)."""
-        return sum(session.size for session in self.sessions)
+        """Environments held by open sessions (a batch session holds several) and by stateless HTTP requests."""
+        return sum(session.size for session in self.sessions) + self._stateless_envs
+
+    @contextlib.asynccontextmanager
+    async def stateless_slot(self) -> AsyncIterator[bool]:
+        """Hold a session slot for a stateless HTTP request's env while it lives; ``False``: all are taken."""
+        if self.active_sessions >= self.max_sessions:
+            yield False
+            return
+        self._stateless_envs += 1
+        try:
+            yield True
+        finally:
+            self._stateless_envs -= 1
+            await self._slots_changed()
 
     def _new_session(self, connection: ServerConnection) -> Session:
         """The session a handshake asked for; raises ProtocolError for a bad batch query."""
