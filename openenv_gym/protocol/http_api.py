@@ -77,6 +77,7 @@ class ErrorResponse(BaseModel):
 HTTP_ROUTES: dict[str, tuple[str, ...]] = {
     "/reset": ("POST",),
     "/step": ("POST",),
+    "/mcp": ("POST",),
     "/state": ("GET",),
     "/health": ("GET",),
     "/schema": ("GET",),
@@ -242,6 +243,16 @@ def openapi_document(env_schema: dict[str, Any], metadata: dict[str, Any], versi
                 "operationId": "step",
                 "requestBody": {"required": True, "content": {_JSON: {"schema": _ref("StepRequest")}}},
                 "responses": _responses(json_body(_ref("ObservationResponse"), "The step's result"), 422, 500, 503),
+            }
+        },
+        "/mcp": {
+            "post": {
+                "tags": ["MCP"],
+                "summary": "MCP's JSON-RPC: tools/list and tools/call on a fresh environment, or in a session "
+                "(openenv/session/create, a session_id in the params, openenv/session/close)",
+                "operationId": "mcp",
+                "requestBody": {"required": True, "content": {_JSON: {"schema": free_form}}},
+                "responses": {"200": json_body(free_form, "The JSON-RPC response, an error included")},
             }
         },
         "/state": {

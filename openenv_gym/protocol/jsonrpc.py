@@ -40,6 +40,7 @@ class JsonRpcCode(int, enum.Enum):
     METHOD_NOT_FOUND = -32601
     INVALID_PARAMS = -32602
     INTERNAL_ERROR = -32603
+    SERVER_ERROR = -32000  # the first of the implementation's own: OpenEnv's "at capacity"
 
 
 @dataclass(frozen=True)

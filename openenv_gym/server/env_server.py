@@ -35,6 +35,7 @@ from .environment import Environment
 from .exposure import INSECURE_WARNING
 from .http_api import DOCS_POLICY, StatelessRoutes, docs_page
 from .http_bodies import BodyReadingConnection
+from .http_mcp import HttpMcp
 from .options import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -209,8 +210,9 @@ class EnvServer:
         self.sessions: set[Session] = set()
         self._closing_sessions: set[Session] = set()  # connection ended, environment still closing
         self._slots: asyncio.Condition | None = None  # made in start(), on the serving loop
-        self._stateless_envs = 0  # envs of stateless HTTP requests (StatelessRoutes), each a slot
+        self._http_envs = 0  # envs of HTTP requests and HTTP MCP sessions, each holding a slot
         self._stateless = StatelessRoutes(self)
+        self._mcp = HttpMcp(self)
         #: Whether an environment's close() overran its timeout (its thread may still be stuck).
         self.stuck = False
         self._server: Server | None = None
@@ -296,6 +298,7 @@ class EnvServer:
         if self._server is not None:
             self._server.close(close_connections=True)
             await self._server.wait_closed()
+        await self._mcp.close_all()
 
     async def __aenter__(self) -> EnvServer:
         await self.start()
@@ -407,6 +410,8 @@ class EnvServer:
                 frame = factory_error(self.factory, exc, self.send_tracebacks)
                 return _json_response(500, frame.data())
             return _json_response(200, description[path[1:]])
+        if path == "/mcp":  # JSON-RPC: every answer is a 200, errors included, as OpenEnv's
+            return _json_response(200, await self._mcp.answer(body))
         if path == "/docs":
             status, document = await self._stateless.openapi()
             if status != 200:
@@ -420,7 +425,9 @@ class EnvServer:
             if status == 503:
                 response.headers["Retry-After"] = "1"
             return response
-        routes = "/ws, /health, /schema, /metadata, /reset, /step, /state, /docs" + (" or /web" if self.web else "")
+        routes = "/ws, /health, /schema, /metadata, /reset, /step, /state, /mcp, /docs" + (
+            " or /web" if self.web else ""
+        )
         return _json_response(404, {"detail": "Not Found", "message": f"no route {path}; try {routes}"})
 
     async def _schema_with_backend(self, schema: dict[str, Any], path: str) -> Response:
@@ -450,20 +457,31 @@ class EnvServer:
     @property
     def active_sessions(self) -> int:
         """Environments held by open sessions (a batch session holds several) and by stateless HTTP requests."""
-        return sum(session.size for session in self.sessions) + self._stateless_envs
+        return sum(session.size for session in self.sessions) + self._http_envs
+
+    def take_slot(self) -> bool:
+        """Hold one session slot for the env of an HTTP request or of an HTTP MCP session; ``False``:
+        all are taken. :meth:`release_slot` gives it back."""
+        if self.active_sessions >= self.max_sessions:
+            return False
+        self._http_envs += 1
+        return True
+
+    async def release_slot(self) -> None:
+        """Give back a slot :meth:`take_slot` held."""
+        self._http_envs -= 1
+        await self._slots_changed()
 
     @contextlib.asynccontextmanager
     async def stateless_slot(self) -> AsyncIterator[bool]:
         """Hold a session slot for a stateless HTTP request's env while it lives; ``False``: all are taken."""
-        if self.active_sessions >= self.max_sessions:
+        if not self.take_slot():
             yield False
             return
-        self._stateless_envs += 1
         try:
             yield True
         finally:
-            self._stateless_envs -= 1
-            await self._slots_changed()
+            await self.release_slot()
 
     def _new_session(self, connection: ServerConnection) -> Session:
         """The session a handshake asked for; raises ProtocolError for a bad batch query."""

@@ -134,7 +134,7 @@ def test_openapi_json_is_a_valid_openapi_3_document_of_the_routes(servers, env):
     assert (status, headers["content-type"]) == (200, "application/json")
     validate(document)  # raises if it is not valid OpenAPI 3.1
     assert document["openapi"].startswith("3.")
-    assert set(document["paths"]) == {"/reset", "/step", "/state", "/metadata", "/schema", "/health"}
+    assert set(document["paths"]) == {"/reset", "/step", "/mcp", "/state", "/metadata", "/schema", "/health"}
     schemas = document["components"]["schemas"]
     assert schemas["StepRequest"]["properties"]["action"]["$ref"] == "#/components/schemas/Action"
     assert schemas["ResetRequest"]["properties"]["seed"]["anyOf"][0] == {"minimum": 0, "type": "integer"}
