@@ -131,6 +131,43 @@ def test_the_envs_tools_and_reset_are_listed_and_called_and_nothing_is_left():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("env_id", "tool", "arguments", "expected"),
+    [
+        ("openenv/CodingTools-v0", "run_python", {"code": "print(6 * 7)"}, {"stdout": "42\n", "exit_code": 0}),
+        (
+            "openenv/Git-v0",
+            "run",
+            {"command": "git rev-parse --is-inside-work-tree"},
+            {"stdout": "true\n", "exit_code": 0},
+        ),
+    ],
+)
+def test_the_sdk_plays_a_task_env_its_reset_gives_the_task(env_id, tool, arguments, expected):
+    """CodingTools and Git through the SDK's client: reset shows the task's prompt, a tool runs in
+    the sandbox, and an empty submission is scored 0 (Git's ends the episode; CodingTools lets the
+    agent try again)."""
+
+    async def session() -> tuple[set[str], str, types.CallToolResult, types.CallToolResult]:
+        async with bridge(env_id) as client:
+            with anyio.fail_after(30 * UNIT):
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+            reset = await call(client, "reset", {"seed": 1})
+            ran = await call(client, tool, arguments)
+            submit_arguments = {"code": ""} if env_id == "openenv/CodingTools-v0" else {}
+            submitted = await call(client, "submit", submit_arguments)
+            return listed, text(reset), ran, submitted
+
+    listed, prompt, ran, submitted = run_async(session(), timeout=2 * SESSION_TIMEOUT)
+    assert {"reset", tool, "submit"} <= listed
+    assert "submit" in prompt and len(prompt) > 100
+    assert not ran.is_error
+    assert {key: ran.structured_content[key] for key in expected} == expected
+    assert submitted.meta[REWARD_KEY] == 0.0
+    assert submitted.meta[DONE_KEY] is (env_id == "openenv/Git-v0")
+
+
+@pytest.mark.slow
 def test_calls_that_fail_are_error_results_and_the_session_goes_on():
     """An unknown tool, arguments that miss the schema and bad reset arguments give isError
     results with the reason as text, not protocol errors; the next call works."""
