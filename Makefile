@@ -1,6 +1,7 @@
 # Three entry points, each doing its own set-up in .venv:
 #   make demo   trains SB3 PPO on 16 remote CartPole sub-envs and reports return and steps/s (only the sb3 extra)
 #   make lint   ruff (lint and format) and mypy, as configured in pyproject.toml
+#   make docs   the documentation site (MkDocs, Material, mkdocstrings), built strictly into build/site
 #   make fuzz   the protocol and spaces parsers under atheris for FUZZ_SECONDS (default 600); the
 #               inputs it finds go to .fuzz-corpus/, a crash to crash-<sha1> (add it to tests/fuzz/regressions/)
 #   make test   lint, then the whole test suite (what CI runs): it starts a Docker Engine when
@@ -12,7 +13,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo lint test images bench fuzz clean
+.PHONY: demo lint docs test images bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,10 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# Strict: a warning (a broken link, a docstring that does not fit its signature) fails the build.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 test: $(VENV)/.installed lint
 	@/sbin/ldconfig -p | grep -q 'libseccomp\.so\.2 ' || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2 >/dev/null; }

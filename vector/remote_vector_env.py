@@ -91,9 +91,6 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         num_envs: the number of sub-environments.
         base_urls: running servers to use instead of starting any, each given a contiguous block
             of sub-envs (a URL may repeat); ``base_url``: one for all (``base_urls=[base_url]``).
-        json_schema_fallback, provider, provider_kwargs, env_kwargs, tool_calls, token,
-            open_timeout, call_timeout, startup_timeout: as for :class:`~openenv_gym.env.RemoteEnv`
-            (each sub-env's, each server's); a tool env's sub-envs get a plain session each.
         max_episode_steps: the time limit of the servers this env starts (``gym.make_vec`` passes
             the spec's); servers given by URL keep their own.
         autoreset_mode: a ``gymnasium.vector.AutoresetMode`` (or its value); default NEXT_STEP.
@@ -125,6 +122,11 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             any, with a warning): every sub-env (or server-side vector env) is made in it, see
             :meth:`render`. ``metadata["render_modes"]`` and ``["render_fps"]`` are the servers' (a
             vector backend's own; ``"auto"`` steps one env per sub-env if that cannot render it).
+
+    ``json_schema_fallback``, ``provider``, ``provider_kwargs``, ``env_kwargs``, ``tool_calls``,
+    ``token``, ``open_timeout``, ``call_timeout`` and ``startup_timeout`` are as for
+    :class:`~openenv_gym.env.RemoteEnv` (each sub-env's, each server's); a tool env's sub-envs get a
+    plain session each.
     """
 
     _spec: EnvSpec | None = None

@@ -4,7 +4,7 @@ The forward listens on this machine's loopback only and relays bytes as they are
 page's origin stays ``127.0.0.1``, its token cookie and the WebSocket upgrade pass through
 untouched. It relays what it gets: the hop to the server is as (un)encrypted as the server
 speaks, plain HTTP for ours, so over an untrusted network prefer SSH, ``ssh -L
-8000:localhost:8000 host`` to a server bound to the remote machine's loopback (see the README).
+8000:localhost:8000 host`` to a server bound to the remote machine's loopback (see docs/web-page.md).
 Each relayed connection must name a loopback ``Host``, so that a site whose name a browser has
 been made to resolve to 127.0.0.1 (DNS rebinding) cannot drive the server through the forward.
 """

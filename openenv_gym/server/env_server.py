@@ -108,51 +108,55 @@ class EnvServer:
             or a :class:`~openenv_gym.server.served_env.ServedEnv` saying what it allows.
         options: every option below at once, as a :class:`~openenv_gym.server.options.ServerOptions`;
             keyword arguments replace its fields.
-        host: the address to bind; loopback unless told otherwise.
-        unix_socket: listen on this Unix socket path instead of ``host``/``port`` (made
+        **option_values: :class:`~openenv_gym.server.options.ServerOptions`' fields, one by one.
+
+    Keyword Args:
+        host (str): the address to bind; loopback unless told otherwise.
+        unix_socket (str | None): listen on this Unix socket path instead of ``host``/``port`` (made
             connectable for every user who can reach its directory).
-        token: when set, every request but ``GET /health`` must carry ``Authorization: Bearer
+        token (str | None): when set, every request but ``GET /health`` must carry ``Authorization: Bearer
             <token>`` (HTTP 401 otherwise). A server bound beyond loopback (a ``host`` that
             :func:`~openenv_gym.urls.is_loopback_host` does not name; a Unix socket is
             local) needs one, unless ``insecure`` says otherwise.
-        insecure: serve beyond loopback without a token: anyone who reaches the port may run the
+        insecure (bool): serve beyond loopback without a token: anyone who reaches the port may run the
             env. :meth:`start` then logs a warning. For a network that admits only trusted peers
             (a container whose port is published on loopback only, a private cluster network).
-        port: the port to bind; 0 picks a free one (read :attr:`port` after :meth:`start`).
-        max_sessions: sessions served at once; more are refused with ``CAPACITY_REACHED``.
+        port (int): the port to bind; 0 picks a free one (read :attr:`port` after :meth:`start`).
+        max_sessions (int | None): sessions served at once; more are refused with ``CAPACITY_REACHED``.
             Defaults to 1 when the factory declares ``SUPPORTS_CONCURRENT_SESSIONS = False`` (as
             ``Environment`` does unless a subclass says otherwise), else 64. A session whose
             connection ended holds its slot until its environment is closed; a newcomer that
             fits once the closing ones are gone waits for them (at most the close timeout,
             10 s) instead of being refused, so a client whose connection was cut comes back at once.
-        idle_timeout: seconds a session may wait between frames before its environment is
+        idle_timeout (float | None): seconds a session may wait between frames before its environment is
             released and the connection closed (code 1001); ``None`` never reaps. A step that runs
             long is not idleness.
-        max_frame_bytes: the largest frame accepted; a bigger one closes the connection with
+        max_frame_bytes (int): the largest frame accepted; a bigger one closes the connection with
             code 1009 and a reason naming both sizes.
-        max_connections: TCP connections held at once, at whatever stage (in their handshake,
+        max_connections (int | None): TCP connections held at once, at whatever stage (in their handshake,
             HTTP requests, sessions, watchers, closing); past it a connection is answered ``503``
             with ``Retry-After`` and closed before its request is read. Defaults to 4096, or half
             of the open-file limit (``ulimit -n``) when that is lower
             (:func:`~openenv_gym.server.connections.default_max_connections`).
-        handshake_timeout: seconds from accepting a connection to the end of its HTTP request
-            and WebSocket handshake (websockets' ``open_timeout``); a connection that sends
-            nothing, or half a request, is closed then. It never holds a session slot.
-        send_timeout: seconds a reply may wait for the client to take it (its buffers and the
+        handshake_timeout (float): seconds from accepting a connection to the end of its HTTP request
+            (its body included); a connection that sends nothing, or half a request, is closed
+            then. What a route does once it has the request is not counted. It never holds a
+            session slot.
+        send_timeout (float | None): seconds a reply may wait for the client to take it (its buffers and the
             server's ``WRITE_LIMIT`` full); then the connection is dropped and the environment
             released. ``None`` waits forever.
-        send_tracebacks: include the server-side traceback in ``EXECUTION_ERROR`` frames.
+        send_tracebacks (bool | None): include the server-side traceback in ``EXECUTION_ERROR`` frames.
             Defaults to true on loopback only: a server exposed to a network does not show its
             internals to whoever connects.
-        target: what the server serves (``openenv-gym serve TARGET``: a Gymnasium id or
+        target (str | None): what the server serves (``openenv-gym serve TARGET``: a Gymnasium id or
             ``"module:attr"``), published as ``target`` in ``/metadata`` so a client that asks for
             one env can tell it reached a server of another. ``/metadata`` publishes
             ``max_sessions`` and ``idle_timeout`` too.
-        accept_pickled_factories: open batch sessions whose sub-envs are made from factories the
+        accept_pickled_factories (bool): open batch sessions whose sub-envs are made from factories the
             client sends pickled (``/ws/batch?...&factories=pickled``, see
             :mod:`openenv_gym.protocol.pickled`). Unpickling runs the client's code, so this needs
             ``token``; without it, such sessions are refused.
-        web: serve the web debug page at ``/web``, its list of live sessions and watch mode.
+        web (bool | None): serve the web debug page at ``/web``, its list of live sessions and watch mode.
             Defaults to true on loopback only; beyond it, true needs ``token``. With a token, a
             browser logs in once at ``/web?token=<token>`` (see :mod:`openenv_gym.server.web_access`).
 
