@@ -1,6 +1,7 @@
 # Three entry points, each doing its own set-up in .venv:
 #   make demo   trains SB3 PPO on 16 remote CartPole sub-envs and reports return and steps/s (only the sb3 extra)
 #   make lint   ruff (lint and format) and mypy, as configured in pyproject.toml
+#   make check  lint, then the fast tiers of the suite (under 3 minutes): for every change
 #   make docs   the documentation site (MkDocs, Material, mkdocstrings), built strictly into build/site
 #   make fuzz   the protocol and spaces parsers under atheris for FUZZ_SECONDS (default 600); the
 #               inputs it finds go to .fuzz-corpus/, a crash to crash-<sha1> (add it to tests/fuzz/regressions/)
@@ -13,7 +14,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo lint docs test images bench fuzz clean
+.PHONY: demo lint check docs test images bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +39,16 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# The fast tiers: the pure layers (protocol, spaces) and their fuzzing, errors, faces and rewards,
+# the import graph, the catalog and the docs build. No server process, container or cluster.
+CHECK_TESTS := tests/protocol tests/spaces tests/fuzz openenv_gym/protocol openenv_gym/spaces \
+	tests/test_errors.py tests/test_urls.py tests/test_manifest.py tests/test_face.py tests/test_task_sampling.py \
+	tests/test_rewards.py tests/server/test_options.py tests/test_layers.py tests/test_lazy_imports.py \
+	tests/test_registry.py tests/test_doctest_collection.py tests/test_docs_site.py
+
+check: lint
+	$(BIN)/python -m pytest -m "not slow" $(CHECK_TESTS)
 
 # Strict: a warning (a broken link, a docstring that does not fit its signature) fails the build.
 docs: $(VENV)/.installed

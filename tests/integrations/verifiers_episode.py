@@ -55,7 +55,12 @@ def policy_server(actions: list[dict]) -> http.server.ThreadingHTTPServer:
                 return
             base = {"id": name, "object": "chat.completion.chunk", "created": created, "model": "scripted"}
             chunks = [
-                {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": None}]},
+                {
+                    **base,
+                    "choices": [
+                        {"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": None}
+                    ],
+                },
                 {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
                 {**base, "choices": [], "usage": usage},
             ]
@@ -96,7 +101,9 @@ async def episode(base_url: str, reset: dict, policy_url: str, max_turns: int) -
     env = load_environment(config)
     task = next(iter(env.taskset))
     os.environ.setdefault("SCRIPTED_POLICY_KEY", "none")
-    context = ModelContext(model="scripted", client=EvalClientConfig(base_url=policy_url, api_key_var="SCRIPTED_POLICY_KEY"))
+    context = ModelContext(
+        model="scripted", client=EvalClientConfig(base_url=policy_url, api_key_var="SCRIPTED_POLICY_KEY")
+    )
     async with env.serving():
         result = await env.run_episode(task, context)
     (trace,) = result.traces
@@ -111,7 +118,12 @@ async def episode(base_url: str, reset: dict, policy_url: str, max_turns: int) -
 
 
 def main() -> None:
-    base_url, reset, actions, max_turns = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
+    base_url, reset, actions, max_turns = (
+        sys.argv[1],
+        json.loads(sys.argv[2]),
+        json.loads(sys.argv[3]),
+        int(sys.argv[4]),
+    )
     server = policy_server(actions)
     try:
         policy_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
