@@ -372,7 +372,7 @@ class RayProvider(Provider):
         _join(self.ray_address)
         if self._actor is not None:
             try:
-                return self._reachable(self._call("start", self.startup_timeout + PING_TIMEOUT))
+                return self._restarted_by_actor()
             except ProviderError:
                 self.kill()  # its server runs but cannot be reached: try a new placement
             except RayError:
@@ -413,6 +413,25 @@ class RayProvider(Provider):
         except ProviderError:
             self.kill()
             raise
+
+    def _restarted_by_actor(self) -> str:
+        """The URL of the live actor's server, restarted by the actor if it died.
+
+        A server killed an instant ago can still look alive to its actor (on a loaded node the
+        process is not gone yet), which then hands back the old address: if that does not answer,
+        the actor kills what is left of the server and starts a new one, once, before the caller
+        gives up on the actor.
+
+        Raises:
+            ProviderError: the server the actor started again does not answer from here either.
+            RayError: the actor or its node is lost.
+        """
+        url = self._call("start", self.startup_timeout + PING_TIMEOUT)
+        try:
+            return self._reachable(url)
+        except ProviderError:
+            self._call("kill", PING_TIMEOUT)
+            return self._reachable(self._call("start", self.startup_timeout + PING_TIMEOUT))
 
     def _place_actor(self) -> None:
         options: dict[str, Any] = {**_actor_resources(self.request), "name": ACTOR_NAME_PREFIX + uuid.uuid4().hex}

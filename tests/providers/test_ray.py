@@ -255,6 +255,24 @@ def test_a_server_that_dies_is_restarted_by_its_own_actor():
         envs.close()
 
 
+def test_a_server_that_looks_alive_but_does_not_answer_is_replaced_by_its_own_actor():
+    """A server killed an instant ago can still look alive to its actor (a loaded node has not
+    reaped it yet): one that cannot answer (here stopped with SIGSTOP) is killed and started again
+    by the same actor, not by a new one."""
+    provider = RayProvider("CartPole-v1", **LOOPBACK)
+    try:
+        provider.start()
+        provider.startup_timeout = 5.0 * UNIT  # how long the stopped server's /health is waited for
+        name, pid = provider.actor_name, provider.server_pid
+        os.kill(pid, signal.SIGSTOP)
+        url = provider.start()
+        assert http_get_json(url, "/health") == {"status": "healthy"}
+        assert provider.actor_name == name and provider.server_pid not in (None, pid)
+        assert wait_until(lambda: not pid_alive(pid), 10 * UNIT)
+    finally:
+        provider.stop()
+
+
 def test_a_bad_token_is_refused():
     """The server an actor starts requires the run's token: none or a wrong one gets HTTP 401."""
     provider = RayProvider("CartPole-v1", **LOOPBACK)
