@@ -101,7 +101,9 @@ class EnvServer:
     """Serve an environment factory over OpenEnv's wire protocol.
 
     Each WebSocket connection to ``/ws`` is a session with its own environment instance. The
-    same port answers ``GET /health``, ``GET /schema`` and ``GET /metadata``.
+    same port answers ``GET /health``, ``GET /schema`` and ``GET /metadata``, and OpenEnv's HTTP
+    API: ``POST /reset``, ``/step`` and ``/mcp``, ``GET /state``, ``/openapi.json`` and ``/docs``
+    (:mod:`~openenv_gym.server.http_api`, :mod:`~openenv_gym.server.http_mcp`).
 
     Args:
         factory: makes one environment per session (an ``Environment`` subclass or any callable),

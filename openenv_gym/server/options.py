@@ -155,7 +155,7 @@ class ServerOptions:
     )
     handshake_timeout: float = option(
         DEFAULT_HANDSHAKE_TIMEOUT,
-        "seconds a connection has to send its request and finish the WebSocket handshake "
+        "seconds a connection has to send its whole request (a WebSocket handshake's, or an HTTP body) "
         f"(default: {DEFAULT_HANDSHAKE_TIMEOUT:g})",
         SECONDS,
     )
