@@ -39,6 +39,7 @@ __all__ = [
     "StateFrame",
     "StateRequest",
     "StepFrame",
+    "observation_fields",
     "parse_client_frame",
     "parse_server_frame",
 ]
@@ -309,6 +310,16 @@ def parse_client_frame(message: str | bytes) -> ClientFrame:
     raise ProtocolError(ErrorCode.UNKNOWN_TYPE.value, f"Unknown message type: {kind}")
 
 
+def observation_fields(observation: dict[str, Any]) -> dict[str, Any]:
+    """An observation's own fields: OpenEnv's ``metadata`` inside it is never one of them.
+
+    Example:
+        >>> observation_fields({"prompt": "p", "metadata": {"prompt": "p"}})
+        {'prompt': 'p'}
+    """
+    return {name: value for name, value in observation.items() if name != "metadata"}
+
+
 def parse_server_frame(message: str | bytes) -> ServerFrame:
     """Parse one message sent by a server (ours or OpenEnv's).
 
@@ -330,8 +341,7 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
         observation = observation if observation is not None else {}
         metadata = data.get("metadata")
         if isinstance(observation, dict) and "metadata" in observation:
-            observation = dict(observation)
-            inside = observation.pop("metadata")
+            inside, observation = observation["metadata"], observation_fields(observation)
             if metadata is None and isinstance(inside, dict):
                 copies = {name for name, value in inside.items() if name in observation and observation[name] == value}
                 metadata = {name: value for name, value in inside.items() if name not in copies} or None

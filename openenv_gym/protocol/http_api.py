@@ -15,6 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.json_schema import models_json_schema
 
+from .frames import observation_fields
+
 __all__ = [
     "HTTP_ROUTES",
     "WEBSOCKET_PATHS",
@@ -150,8 +152,11 @@ def response_body(observation: dict[str, Any], reward: Any, done: bool) -> dict[
         >>> response_body({"x": 1, "metadata": {"k": 2}}, True, False)
         {'observation': {'x': 1}, 'reward': 1.0, 'done': False}
     """
-    fields = {name: value for name, value in observation.items() if name != "metadata"}
-    return {"observation": fields, "reward": None if reward is None else float(reward), "done": bool(done)}
+    return {
+        "observation": observation_fields(observation),
+        "reward": None if reward is None else float(reward),
+        "done": bool(done),
+    }
 
 
 # OpenAPI ---------------------------------------------------------------------------------------

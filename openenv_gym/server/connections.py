@@ -11,13 +11,14 @@ fails the session of a well-behaved client).
 from __future__ import annotations
 
 import asyncio
+import http
 import json
 import resource
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 
-__all__ = ["ConnectionLimit", "default_max_connections"]
+__all__ = ["ConnectionLimit", "closing_response", "default_max_connections"]
 
 # The default is this many, or half the open-file limit when that is lower: the other half is
 # the environments' (files, pipes, subprocesses), the listening socket's and the log's.
@@ -39,18 +40,28 @@ def default_max_connections() -> int:
     return max(1, min(MAX_CONNECTIONS_CAP, soft // 2))
 
 
+def closing_response(status: int, body: dict[str, Any], headers: tuple[tuple[str, str], ...] = ()) -> bytes:
+    """A whole HTTP response with a JSON body that closes the connection, written before (or
+    without) any route: a refusal at the connection limit, a body too large.
+
+    Example:
+        >>> closing_response(413, {"message": "too large"}).startswith(b"HTTP/1.1 413 Request Entity Too Large")
+        True
+    """
+    payload = json.dumps(body).encode()
+    lines = [
+        f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}",
+        *(f"{name}: {value}" for name, value in headers),
+        "Content-Type: application/json",
+        f"Content-Length: {len(payload)}",
+        "Connection: close",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + payload
+
+
 def _refusal(limit: int) -> bytes:
-    body = json.dumps(
-        {"message": f"server at its connection limit ({limit} open): try again later", "max_connections": limit}
-    ).encode()
-    head = (
-        "HTTP/1.1 503 Service Unavailable\r\n"
-        f"Retry-After: {RETRY_AFTER_S}\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        "Connection: close\r\n\r\n"
-    )
-    return head.encode() + body
+    body = {"message": f"server at its connection limit ({limit} open): try again later", "max_connections": limit}
+    return closing_response(503, body, (("Retry-After", str(RETRY_AFTER_S)),))
 
 
 class ConnectionLimit:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..protocol import ObservationFrame
+from ..protocol.frames import observation_fields
 from ..protocol.tools import call_tool_observation, list_tools_observation
 from ..rewards import Composition
 from .tools import DEFAULT_TOOL_TIMEOUT, MAX_TOOL_RESULT_BYTES, Tool, ToolOutcome, collect_tools
@@ -246,15 +247,18 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
         frame = self.observation_frame(observation)
         if not self.tools:
             return frame
-        fields = {name: value for name, value in frame.observation.items() if name != "metadata"}
-        metadata = {**fields, **(frame.observation.get("metadata") or {})}
+        metadata = {**observation_fields(frame.observation), **(frame.observation.get("metadata") or {})}
         return (
             dataclasses.replace(frame, observation={**frame.observation, "metadata": metadata}) if metadata else frame
         )
 
+    def tool_descriptions(self) -> list[dict[str, Any]]:
+        """Each tool's name, description and input schema, as ``tools/list`` and ``/schema`` give them."""
+        return [tool.describe() for tool in self.tools.values()]
+
     def tools_frame(self) -> ObservationFrame:
         """The observation that answers ``list_tools``."""
-        return ObservationFrame(list_tools_observation([tool.describe() for tool in self.tools.values()]))
+        return ObservationFrame(list_tools_observation(self.tool_descriptions()))
 
     def tool_frame(self, outcome: ToolOutcome) -> ObservationFrame:
         """The observation that answers one ``call_tool``."""
@@ -282,7 +286,7 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
             "state": self.state_type.model_json_schema(),
         }
         if self.tools:  # our extension: a client learns it may call tools without asking
-            result["tools"] = [tool.describe() for tool in self.tools.values()]
+            result["tools"] = self.tool_descriptions()
         if self.render_modes:  # our extension: what a session may ask with /ws?render_mode=
             result["render"] = {"modes": list(self.render_modes), "fps": self.render_fps}
         if self.max_episode_steps is not None:

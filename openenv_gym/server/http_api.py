@@ -9,7 +9,6 @@ a request gets 503 with ``Retry-After``.
 
 from __future__ import annotations
 
-import asyncio
 import html
 import json
 import logging
@@ -20,6 +19,7 @@ import pydantic
 
 from ..protocol.http_api import ResetRequest, StepRequest, openapi_document, parse_body, response_body
 from .session import _accepted_kwargs, factory_error
+from .worker import Worker
 
 if TYPE_CHECKING:
     from .env_server import EnvServer
@@ -59,19 +59,20 @@ class StatelessRoutes:
             if isinstance(request, list):
                 return 422, {"detail": request}
             kwargs = request.model_dump(exclude_unset=True)
-            return await self._with_env(lambda env: self._reset(env, kwargs))
+            return await self._with_env(lambda env, worker: self._reset(env, worker, kwargs))
         if path == "/step":
             request = parse_body(StepRequest, body, optional=False)
             if isinstance(request, list):
                 return 422, {"detail": request}
             assert isinstance(request, StepRequest)
             action, kwargs = request.action, request.model_dump(exclude_unset=True, exclude={"action"})
-            return await self._with_env(lambda env: self._step(env, action, kwargs))
+            return await self._with_env(lambda env, worker: self._step(env, worker, action, kwargs))
         assert path == "/state", path
         return await self._with_env(self._state)
 
-    async def _with_env(self, use: Callable[[Environment[Any, Any, Any]], Awaitable[Answer]]) -> Answer:
-        """``use`` a fresh environment that holds a session slot, and close it."""
+    async def _with_env(self, use: Callable[[Environment[Any, Any, Any], Worker], Awaitable[Answer]]) -> Answer:
+        """``use`` a fresh environment that holds a session slot, and close it; it is made, called and
+        closed in one thread of its own (a ``Worker``), as a session's is."""
         server = self._server
         async with server.stateless_slot() as held:
             if not held:
@@ -81,26 +82,31 @@ class StatelessRoutes:
                     "active_sessions": server.active_sessions,
                     "max_sessions": server.max_sessions,
                 }
+            worker = Worker()
             try:
-                env = await asyncio.to_thread(server.factory)
+                env = await worker.call(True, server.factory)
             except Exception as exc:
+                worker.shutdown()
                 logger.exception("making an environment for an HTTP request failed")
                 frame = factory_error(server.factory, exc, server.send_tracebacks)
                 return 500, {"detail": "Internal Server Error", "message": frame.message, **frame.details}
             try:
-                return await use(env)
+                return await use(env, worker)
             finally:
-                await asyncio.to_thread(env.close)
+                await worker.close_env(env)
+                worker.shutdown()
 
-    async def _reset(self, env: Environment[Any, Any, Any], kwargs: dict[str, Any]) -> Answer:
+    async def _reset(self, env: Environment[Any, Any, Any], worker: Worker, kwargs: dict[str, Any]) -> Answer:
         try:
-            observation = await asyncio.to_thread(env.reset, **_accepted_kwargs(env.reset, kwargs))
+            observation = await worker.call(True, env.reset, **_accepted_kwargs(env.reset, kwargs))
             frame = env.reset_frame(observation)
         except Exception as exc:
             return self._failed("reset", exc, "")
         return 200, response_body(frame.observation, frame.reward, frame.done)
 
-    async def _step(self, env: Environment[Any, Any, Any], action: dict[str, Any], kwargs: dict[str, Any]) -> Answer:
+    async def _step(
+        self, env: Environment[Any, Any, Any], worker: Worker, action: dict[str, Any], kwargs: dict[str, Any]
+    ) -> Answer:
         try:
             parsed = env.parse_action(action)
         except pydantic.ValidationError as exc:
@@ -108,15 +114,15 @@ class StatelessRoutes:
         except Exception as exc:  # a Gymnasium env's action that does not fit its space
             return 422, {"detail": [{"type": "value_error", "loc": [], "msg": str(exc), "input": action}]}
         try:
-            observation = await asyncio.to_thread(env.step, parsed, **_accepted_kwargs(env.step, kwargs))
+            observation = await worker.call(True, env.step, parsed, **_accepted_kwargs(env.step, kwargs))
             frame = env.observation_frame(observation)
         except Exception as exc:
             return self._failed("step", exc, f"; {STATELESS_STEP}")
         return 200, response_body(frame.observation, frame.reward, frame.done)
 
-    async def _state(self, env: Environment[Any, Any, Any]) -> Answer:
+    async def _state(self, env: Environment[Any, Any, Any], worker: Worker) -> Answer:
         try:
-            return 200, await asyncio.to_thread(env.state_data)
+            return 200, await worker.call(True, env.state_data)
         except Exception as exc:
             return self._failed("state", exc, "")
 

@@ -17,7 +17,6 @@ client has to send its request.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any, ClassVar
 
 import h11
@@ -25,23 +24,13 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request
 
+from .connections import closing_response
+
 __all__ = ["MAX_HEAD_BYTES", "BodyReadingConnection"]
 
 #: The most bytes of a request line and headers read before the request is refused (websockets
 #: refuses longer heads of its own requests too).
 MAX_HEAD_BYTES = 16 * 1024
-
-
-def _refusal(status: int, reason: str, message: str) -> bytes:
-    """A whole HTTP response that closes the connection, for a request refused before any route."""
-    body = json.dumps({"message": message}).encode()
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        "Connection: close\r\n\r\n"
-    )
-    return head.encode() + body
 
 
 def _has_body(request: h11.Request) -> bool:
@@ -109,11 +98,11 @@ class BodyReadingConnection(ServerConnection):
                 elif isinstance(event, h11.Data):
                     self._body += event.data
                     if len(self._body) > self.max_body_bytes:
-                        return self._refuse(413, "Content Too Large", f"a body is at most {self.max_body_bytes} bytes")
+                        return self._refuse(413, f"a body is at most {self.max_body_bytes} bytes")
                 elif isinstance(event, h11.EndOfMessage):
                     return self._hand_over()
                 else:  # ConnectionClosed: the client stopped sending mid-request
-                    return self._refuse(400, "Bad Request", "the request ended before its body did")
+                    return self._refuse(400, "the request ended before its body did")
         except h11.RemoteProtocolError:
             # Not HTTP h11 can read (or a head too long): websockets refuses it as it always has.
             self._to_websockets()
@@ -143,9 +132,9 @@ class BodyReadingConnection(ServerConnection):
         self.request = Request(head.target.decode("ascii", "replace"), headers, head.method.decode("ascii"), protocol)
         self.request_rcvd.set_result(None)
 
-    def _refuse(self, status: int, reason: str, message: str) -> None:
+    def _refuse(self, status: int, message: str) -> None:
         self.data_received = self._ignore  # type: ignore[method-assign]
-        self._write(_refusal(status, reason, message))
+        self._write(closing_response(status, {"message": message}))
         assert isinstance(self.transport, asyncio.Transport)
         self.transport.close()
 

@@ -21,6 +21,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import jsonrpc
+from ..protocol.frames import observation_fields
 from ..protocol.jsonrpc import JsonRpcCode
 from ..protocol.tools import CallToolRequest, ListToolsRequest
 from .session import _accepted_kwargs
@@ -101,7 +102,7 @@ class HttpMcp:
                 return self._at_capacity(request_id)
             worker = Worker()
             try:
-                env = await asyncio.to_thread(server.factory)
+                env = await worker.call(True, server.factory)
             except Exception as exc:
                 worker.shutdown()
                 logger.exception("making an environment for POST /mcp failed")
@@ -112,7 +113,7 @@ class HttpMcp:
                 if isinstance(request, ListToolsRequest):
                     return _tools(request_id, env)
                 await worker.call(True, env.reset)  # a task env picks its task at reset
-                return await _call(request_id, env, request, worker)
+                return (await _call_and_end(request_id, env, request, worker))[0]
             except Exception as exc:
                 return jsonrpc.error_response(request_id, JsonRpcCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
             finally:
@@ -127,7 +128,7 @@ class HttpMcp:
             return self._at_capacity(request_id)
         worker = Worker()
         try:
-            env = await asyncio.to_thread(server.factory)
+            env = await worker.call(True, server.factory)
         except Exception as exc:
             await server.release_slot()
             worker.shutdown()
@@ -151,8 +152,9 @@ class HttpMcp:
         session_id = str(uuid.uuid4())
         self._sessions[session_id] = _McpSession(env, worker, asyncio.get_running_loop().time())
         self._start_reaping()
-        observation_fields = {name: value for name, value in frame.observation.items() if name != "metadata"}
-        return jsonrpc.result_response(request_id, {"session_id": session_id, "observation": observation_fields})
+        return jsonrpc.result_response(
+            request_id, {"session_id": session_id, "observation": observation_fields(frame.observation)}
+        )
 
     async def _close_named(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         session_id = params.get("session_id")
@@ -258,14 +260,7 @@ def _no_tools(request_id: Any) -> dict[str, Any]:
 
 
 def _tools(request_id: Any, env: Environment[Any, Any, Any]) -> dict[str, Any]:
-    tools = [tool.describe() for tool in env.tools.values()]
-    return jsonrpc.result_response(request_id, jsonrpc.list_tools_result(tools))
-
-
-async def _call(
-    request_id: Any, env: Environment[Any, Any, Any], request: CallToolRequest, worker: Worker
-) -> dict[str, Any]:
-    return (await _call_and_end(request_id, env, request, worker))[0]
+    return jsonrpc.result_response(request_id, jsonrpc.list_tools_result(env.tool_descriptions()))
 
 
 async def _call_and_end(

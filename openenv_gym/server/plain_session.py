@@ -245,8 +245,7 @@ class PlainHandler:
         if isinstance(request, jsonrpc.JsonRpcError):
             return McpFrame(request.response(request_id))
         if isinstance(request, ListToolsRequest):
-            tools = [tool.describe() for tool in env.tools.values()]
-            return McpFrame(jsonrpc.result_response(request_id, jsonrpc.list_tools_result(tools)))
+            return McpFrame(jsonrpc.result_response(request_id, jsonrpc.list_tools_result(env.tool_descriptions())))
         refusal = _TOOLS_CALL_REFUSALS.get(self.protocol.state)
         if refusal is not None:
             return McpFrame(jsonrpc.error_response(request_id, jsonrpc.JsonRpcCode.INVALID_REQUEST, refusal))

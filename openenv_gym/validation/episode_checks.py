@@ -9,6 +9,7 @@ from typing import Any
 
 from ..client import EnvClient
 from ..errors import UnsupportedSpaceError
+from ..protocol.frames import observation_fields
 from .access import Face, exchange, face_of, get_json, one_line, raw_session, session_client, settled, short
 from .result import CheckResult
 from .target import Subject
@@ -88,8 +89,7 @@ def _frame_problem(reply: Any, space: Any, face: Face) -> str | None:
         return f"its info is {short(data['info'])}, not a JSON object"
     if face.spaces is None:
         return None
-    # OpenEnv's metadata inside the observation is never one of its fields (as parse_server_frame reads it).
-    observation = {field: value for field, value in observation.items() if field != "metadata"}
+    observation = observation_fields(observation)  # as parse_server_frame reads it
     try:
         value = face.spaces.observation_from_wire(observation)
     except Exception as exc:
