@@ -54,6 +54,12 @@ check: lint
 docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
+# The suite in two parts: first the tests that may run beside others, spread over TEST_WORKERS
+# pytest-xdist workers (most tests wait on servers, containers and sandboxes rather than compute;
+# each file stays on one worker, so its module fixtures start once), then alone the tests marked
+# serial, whose checks see the whole machine. Both parts run even when the first fails.
+TEST_WORKERS ?= 2
+
 test: $(VENV)/.installed lint
 	@/sbin/ldconfig -p | grep -q 'libseccomp\.so\.2 ' || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2 >/dev/null; }
 	@command -v ip >/dev/null && command -v iptables >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null; }
@@ -63,7 +69,10 @@ test: $(VENV)/.installed lint
 	@if ! bash scripts/browser.sh; then \
 		if [ -n "$$CI" ]; then echo "make test: CI runs the browser tests, and Chromium could not be installed" >&2; exit 1; \
 		else echo "make test: no Chromium: the web page's browser tests will be skipped" >&2; fi; fi
-	$(BIN)/python -m pytest
+	@parallel=0; serial=0; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not serial" || parallel=$$?; \
+	$(BIN)/python -m pytest -m serial || serial=$$?; \
+	exit $$(( parallel || serial ))
 
 # The images the Docker tests use; each is rebuilt only when openenv-gym's code changed.
 images: $(VENV)/.installed

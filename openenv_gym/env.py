@@ -226,8 +226,17 @@ def check_served(base_url: str, expected: str | None, timeout: float, token: str
     except ServerConnectError:  # no /metadata (an older server): nothing says what it serves
         return
     served = metadata.get("target") if isinstance(metadata, dict) else None
-    if isinstance(served, str) and expected not in (served, metadata.get("name")):
+    if isinstance(served, str) and expected not in (served, metadata.get("name")) and not _serves(served, expected):
         raise EnvMismatchError(base_url, expected, served)
+
+
+def _serves(served: str, expected: str) -> bool:
+    """Whether a server started as ``serve SERVED`` serves ``expected``: a catalog id is served as
+    the env its entry names (``serve openenv/CodingTools-v0`` serves the tool env's class)."""
+    from .registry import catalog_entry
+
+    entry = catalog_entry(served)
+    return entry is not None and entry.server == expected
 
 
 _render_warned = False

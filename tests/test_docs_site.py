@@ -51,3 +51,26 @@ def test_no_page_loads_anything_from_another_host(site):
         text = page.read_text()
         for tag in re.findall(r"<(?:script|link)[^>]*>", text):
             assert "://" not in tag, (page, tag)
+
+
+def test_sphinx_roles_become_links_or_code(site):
+    """The docstrings' ``:class:`~x.Y``` roles are never printed as written: a documented target is a
+    link to its entry (on this page or another), any other is its name in code."""
+    out, _ = site
+    for page in (out / "reference").rglob("*.html"):
+        assert not re.search(r":(?:class|func|meth|attr|mod|data|exc):`", page.read_text()), page
+    reference = (out / "reference" / "env" / "index.html").read_text()
+    assert re.search(r'<a class="autorefs[^"]*"[^>]*href="\.\./errors/#openenv_gym\.errors\.\w+"', reference)
+    assert re.search(
+        r'<a class="autorefs[^"]*"[^>]*href="#openenv_gym\.env\.RemoteEnv\.\w+"><code>\w+\(\)</code>', reference
+    )
+
+
+def test_a_role_is_rewritten_as_an_optional_reference_in_code():
+    from scripts.griffe_sphinx_roles import rewrite_roles
+
+    rewritten = rewrite_roles("See :meth:`step` and :class:`~openenv_gym.env.RemoteEnv`.", "openenv_gym.env.RemoteEnv")
+    assert rewritten == (
+        'See <autoref identifier="openenv_gym.env.RemoteEnv.step" optional><code>step()</code></autoref> and '
+        '<autoref identifier="openenv_gym.env.RemoteEnv" optional><code>RemoteEnv</code></autoref>.'
+    )

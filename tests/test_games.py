@@ -256,6 +256,7 @@ def test_a_game_with_an_opponent_seat_and_a_named_policy() -> None:
             gym.make(CONNECT_FOUR, base_url=server.url, agent="player_1", opponents={"player_0": "nobody"})
 
 
+@pytest.mark.slow
 def test_parallel_games_gather_every_players_action() -> None:
     """Pistonball with two players in threads and the third piston the server's: each step waits for both."""
     with served("butterfly/pistonball-v6") as server:

@@ -29,7 +29,7 @@ from openenv_gym.client import DEFAULT_CALL_TIMEOUT, http_get_json
 from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.integrations.mcp import DONE_KEY, ERROR_TYPE_KEY, REWARD_KEY, TRUNCATED_KEY
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
-from tests.utils import REPO_ROOT, UNIT, pid_alive, run_async, running_server, server_pids, stop_process, wait_until
+from tests.utils import REPO_ROOT, UNIT, all_server_pids, pid_alive, run_async, running_server, stop_process, wait_until
 
 BRIDGE = [sys.executable, "-m", "openenv_gym", "mcp"]
 ECHO_TARGET = "openenv_gym.envs.echo:EchoEnvironment"
@@ -63,7 +63,7 @@ def bridge_pids() -> set[int]:
 
 def servers_of(pid: int) -> set[int]:
     """The `openenv_gym serve` processes whose parent is ``pid`` (the servers a bridge started)."""
-    return {server for server in server_pids() if parent_pid(server) == pid}
+    return {server for server in all_server_pids() if parent_pid(server) == pid}
 
 
 @contextlib.asynccontextmanager

@@ -8,11 +8,13 @@ started for ``ray_address="auto"``, and the Docker snippets use the engine ``mak
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,36 @@ SNIPPETS = list(
         for code in re.findall(r"^```python\n(.*?)^```$", document.read_text(), flags=re.S | re.M)
     )
 )
+
+# Snippets of a library that cannot share the test environment run in a virtual environment of their
+# own (the own_venv fixture), found by the import that names the library.
+OWN_VENVS = {"import gem\n": "gem-llm==0.1.0"}
+
+# What a snippet takes as the reader's own, made here and run before it. TRL's: a model name, a
+# GRPOConfig and dataset rows. The model is a 2-layer Qwen2 and a tokenizer made on the spot (no
+# download), saved where GRPOTrainer loads a model by name (the snippet's working directory); one
+# step of training each.
+READERS_OWN = {
+    "GRPOTrainer(model": f"""\
+import sys
+sys.path.insert(0, {str(REPO_ROOT)!r})
+from datasets import Dataset
+from trl import GRPOConfig
+from openenv_gym.envs.coding import task_ids as _task_ids
+from tests.integrations.tiny_lm import tiny_model, tiny_tokenizer
+
+_tokenizer = tiny_tokenizer(["def f(x):\\n    return x\\n", '<tool_call>{{"name": "submit"}}</tool_call>'])
+model = "tiny-model"  # a folder in the snippet's working directory
+tiny_model(_tokenizer).save_pretrained(model)
+_tokenizer.save_pretrained(model)
+args = GRPOConfig(
+    output_dir="grpo-output", report_to="none", use_cpu=True, max_steps=1, per_device_train_batch_size=2,
+    num_generations=2, max_completion_length=16, save_strategy="no", disable_tqdm=True,
+    activation_checkpointing=False, max_tool_calling_iterations=1,
+)
+rows = Dataset.from_list([{{"prompt": [{{"role": "user", "content": ""}}], "task_id": t}} for t in _task_ids()[:2]])
+""",
+}
 
 CARTPOLE_MANIFEST = """\
 spec_version: 1
@@ -96,6 +128,32 @@ def ray_cluster() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
+def own_venv() -> Callable[[str], Path]:
+    """The Python of a virtual environment under ``build/`` holding a library that cannot share the
+    test environment (it pins older releases of packages the test extra holds) and openenv-gym with
+    its core dependencies; made once, and kept while the library and pyproject.toml are the same."""
+
+    def python_with(requirement: str) -> Path:
+        venv = REPO_ROOT / "build" / "snippet-venvs" / re.sub(r"\W+", "-", requirement)
+        python, marker = venv / "bin" / "python", venv / ".installed"
+        stamp = f"{requirement}\n{hashlib.sha256((REPO_ROOT / 'pyproject.toml').read_bytes()).hexdigest()}"
+        if not (python.exists() and marker.exists() and marker.read_text() == stamp):
+            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120 * UNIT)
+            installed = subprocess.run(
+                [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement, "-e", "."],
+                cwd=REPO_ROOT,
+                capture_output=True,
+                text=True,
+                timeout=900 * UNIT,
+            )
+            assert installed.returncode == 0, installed.stderr[-3000:]
+            marker.write_text(stamp)
+        return python
+
+    return python_with
+
+
+@pytest.fixture(scope="module")
 def docker_engine() -> None:
     """The Docker Engine the Docker snippets need (skipped without one, except in CI)."""
     from openenv_gym.providers.docker.provider import DockerUnavailableError, docker_client
@@ -108,19 +166,51 @@ def docker_engine() -> None:
         pytest.skip(f"no Docker Engine here: {exc}")
 
 
+# A snippet for inside a Kubernetes cluster looks its servers up by a headless Service's name: it runs
+# where that name resolves to local "pods" (tests/headless_service.py, in namespaces of its own).
+SERVICE_NAME = '"cartpole-env"'
+
+
+def headless_service() -> list[str]:
+    """The command prefix that gives tests/headless_service.py new mount and network namespaces (it
+    needs root: it mounts its own /etc/hosts); skips without root, except in CI, where it fails."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        reason = "the headless Service's snippet needs root and unshare (new mount and network namespaces)"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run it: {reason}")
+        pytest.skip(reason)
+    return ["unshare", "--mount", "--net"]
+
+
+def snippet_param(code: str) -> object:
+    """A snippet as a test parameter; one on Ray runs in the suite's serial part, as Ray's own tests
+    do (its cluster is found machine-wide by ``ray_address="auto"``)."""
+    marks = [pytest.mark.serial] if 'provider="ray"' in code else []
+    return pytest.param(code, id=snippet_id(code), marks=marks)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("code", SNIPPETS, ids=[snippet_id(code) for code in SNIPPETS])
-def test_snippet_runs_as_written(code: str, hf_home: Path, request: pytest.FixtureRequest, tmp_path: Path):
+@pytest.mark.parametrize("code", [snippet_param(code) for code in SNIPPETS])
+def test_snippet_runs_as_written(
+    code: str, hf_home: Path, own_venv: Callable[[str], Path], request: pytest.FixtureRequest, tmp_path: Path
+):
     """The snippet runs in a fresh interpreter outside the repository and exits 0, leaking no socket and
     printing no Gymnasium warning."""
     if 'provider="docker"' in code:
         request.getfixturevalue("docker_engine")
     if 'provider="ray"' in code:
         request.getfixturevalue("ray_cluster")
+    requirement = next((own for imported, own in OWN_VENVS.items() if imported in code), None)
+    python = own_venv(requirement) if requirement else Path(sys.executable)
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "always::ResourceWarning"}
     env.pop("HF_TOKEN", None)
+    preamble = "".join(own for used, own in READERS_OWN.items() if used in code)
+    (tmp_path / "snippet.py").write_text(preamble + code)
+    command = [str(python), "snippet.py"]
+    if SERVICE_NAME in code:
+        command = [*headless_service(), *command[:1], str(REPO_ROOT / "tests" / "headless_service.py"), "snippet.py"]
     done = subprocess.run(
-        [sys.executable, "-c", code],
+        command,
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -60,6 +60,7 @@ def test_ansi_and_list_modes_as_gymnasium_defines_them():
         pong.close()
 
 
+@pytest.mark.slow
 def test_the_env_checker_passes_with_its_render_check():
     env = gym.make("openenv/ALE-Pong-v5", render_mode="rgb_array")
     try:

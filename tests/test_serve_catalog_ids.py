@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import gymnasium  # noqa: F401 - its import registers openenv-gym's catalog
 import pytest
 from openenv.core.mcp_client import MCPToolClient  # a test dependency: openenv-gym[test]
@@ -72,3 +74,22 @@ def test_serving_a_tool_envs_id_gives_openenvs_tool_client_its_tools_and_task(en
             assert sorted(tool.name for tool in env.list_tools()) == tools
             result = env.call_tool(call[0], **call[1])
     assert {key: result[key] for key in expected} == expected
+
+
+@pytest.mark.parametrize("served", ["openenv/CodingTools-v0", "CodingTools-v0"])
+def test_gym_make_of_the_id_attaches_to_a_server_of_the_id(served):
+    """``gym.make(id, base_url=...)`` takes a server started as ``serve ID`` as one of that env (its
+    ``/metadata`` names the id, gym.make expects the class the id names), and refuses another env's."""
+    import gymnasium as gym
+
+    from openenv_gym.errors import EnvMismatchError
+
+    with ProcessProvider(served) as url:
+        env = gym.make("openenv/CodingTools-v0", base_url=url)
+        try:
+            prompt, info = env.reset(seed=0)
+            assert "submit" in prompt and [tool["function"]["name"] for tool in info["tools"]][-1] == "submit"
+        finally:
+            env.close()
+        with pytest.raises(EnvMismatchError, match=re.escape("not 'openenv_gym.envs.git:GitEnvironment'")):
+            gym.make("openenv/Git-v0", base_url=url)

@@ -98,6 +98,7 @@ def assert_same(first: list, second: list) -> None:
             np.testing.assert_array_equal(info_a[key], info_b[key])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ENVS))
 def test_a_restored_or_forked_env_replays_the_run_it_was_taken_from(name, monkeypatch):
     monkeypatch.setenv(SNAPSHOT_KEY_ENV_VAR, "a key both servers share")

@@ -73,6 +73,7 @@ def recorded(tmp_path_factory):
     return folder, live
 
 
+@pytest.mark.slow
 def test_a_hundred_recorded_episodes_replay_with_no_divergence(recorded):
     folder, _ = recorded
     vector = list(read_trajectories(folder / "vector.jsonl"))

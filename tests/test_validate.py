@@ -122,6 +122,7 @@ def by_status(rows: dict[str, CheckResult]) -> dict[str, str]:
     return {name: row.status.value for name, row in rows.items()}
 
 
+@pytest.mark.slow
 def test_the_cli_prints_a_table_for_cartpole_and_exits_0(cli):
     """`openenv-gym validate openenv/CartPole-v1` serves it, prints one PASS line per check and a summary, exits 0."""
     code, rows, output = cli("openenv/CartPole-v1")

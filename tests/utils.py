@@ -28,8 +28,24 @@ UNIT = float(os.environ.get("OPENENV_GYM_TEST_UNIT", "1.0"))
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def server_pids() -> set[int]:
-    """PIDs of every running `openenv_gym serve` process on this machine."""
+# Under pytest-xdist each worker process has this variable, and every process it starts inherits it.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def started_by_this_worker(pid: int) -> bool:
+    """Whether ``pid`` was started, directly or not, by this pytest-xdist worker (always true
+    outside xdist): its environment at exec carries the worker's name, as a server's does."""
+    if XDIST_WORKER is None:
+        return True
+    try:
+        environment = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"PYTEST_XDIST_WORKER={XDIST_WORKER}".encode() in environment
+
+
+def all_server_pids() -> set[int]:
+    """PIDs of every running `openenv_gym serve` process on this machine, whoever started it."""
     pids = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -43,11 +59,17 @@ def server_pids() -> set[int]:
     return pids
 
 
+def server_pids() -> set[int]:
+    """PIDs of every running `openenv_gym serve` process on this machine (of this worker's, under
+    pytest-xdist: a test's "no server left" must not count the servers of tests beside it)."""
+    return {pid for pid in all_server_pids() if started_by_this_worker(pid)}
+
+
 def own_server_pids() -> set[int]:
     """PIDs of the `openenv_gym serve` processes this test process started (others on the machine,
     such as a second test run's, are not counted)."""
     own = set()
-    for pid in server_pids():
+    for pid in all_server_pids():
         try:
             status = Path(f"/proc/{pid}/status").read_text()
         except OSError:
@@ -58,7 +80,10 @@ def own_server_pids() -> set[int]:
 
 
 def sandbox_pids() -> set[int]:
-    """PIDs of every sandbox worker, and of every process a sandbox run left, on this machine."""
+    """PIDs of every sandbox worker, and of every process a sandbox run left, on this machine.
+
+    Machine-wide even under pytest-xdist (a run's processes have a clean environment and their own
+    uid): a test that compares it before and after is marked ``serial``."""
     from openenv_gym.sandbox.sandbox import SANDBOX_UID_BASE
 
     pids = set()

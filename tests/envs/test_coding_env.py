@@ -333,6 +333,7 @@ def test_free_mode_through_openenv_client():
     assert (failed.observation.exit_code, failed.observation.stderr) == (1, "bye\n")
 
 
+@pytest.mark.serial  # counts every sandbox process on the machine
 def test_closing_leaves_no_sandbox_behind():
     before = sandbox_pids()
     env = gym.make("openenv/Coding-v0")

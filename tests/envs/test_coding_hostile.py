@@ -41,6 +41,8 @@ from tests.envs.hostile_cases import (
 from tests.utils import UNIT, pid_alive, sandbox_pids, server_pids, wait_until
 
 ENV_ID = "openenv/Coding-v0"
+# Its checks count every sandbox process and every run's process on the machine.
+pytestmark = pytest.mark.serial
 
 
 @dataclasses.dataclass

@@ -285,6 +285,7 @@ LOOP = "while True:\n    pass\n"
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # counts every sandbox process on the machine
 def test_a_call_past_its_time_limit_is_a_timeout_error_and_the_session_lives_on():
     """A call's own limit, then the env's (tool_timeout_s): each overrun is a ``timeout`` error.
 
@@ -347,6 +348,7 @@ def hostile() -> Iterator[Hostile]:
     assert wait_until(lambda: not (sandbox_pids() - before), 10 * UNIT), "the session's sandbox outlived the server"
 
 
+@pytest.mark.serial  # counts every sandbox process on the machine
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_code_through_run_python_is_contained_and_the_session_lives_on(hostile, name):
     case = HOSTILE[name]

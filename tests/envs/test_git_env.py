@@ -388,6 +388,7 @@ def test_without_a_sandbox_the_workspace_is_a_private_directory_removed_when_the
     assert not os.path.exists(os.path.dirname(workspace))  # closed with the server
 
 
+@pytest.mark.serial  # counts every sandbox process on the machine
 def test_a_server_killed_with_sigkill_leaves_no_sandbox_behind():
     """bubblewrap dies with its parent, and the repository with the sandbox's memory: nothing is left on the host."""
     before = sandbox_pids()

@@ -82,6 +82,7 @@ def test_the_tool_face_offers_answer():
         env.close()
 
 
+@pytest.mark.slow
 def test_two_servers_make_the_same_questions_and_another_seed_others():
     """Each server is a process with its own hash salt: the items still come out equal for one
     data_seed (a subprocess with another PYTHONHASHSEED makes them too)."""

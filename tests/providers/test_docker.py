@@ -216,6 +216,7 @@ def test_an_owner_that_exits_removes_its_container(docker):
     assert wait_until(lambda: not docker.containers.list(all=True, filters={"id": container_id}), 10 * UNIT)
 
 
+@pytest.mark.serial  # `clean` and its check see every owner's containers on the engine
 def test_containers_of_a_sigkilled_owner_are_listed_then_cleaned(docker):
     owner = _run_owner("hang")
     try:

@@ -31,7 +31,12 @@ ray = pytest.importorskip("ray")
 UNSUPPORTED = namespaces_supported()
 if UNSUPPORTED is not None and os.environ.get("CI"):
     raise RuntimeError(f"CI runs the multi-host tests as root, but: {UNSUPPORTED}")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(UNSUPPORTED is not None, reason=str(UNSUPPORTED))]
+# serial: the trainer's Ray node and its namespaces' cleanup are machine-wide (see test_ray.py)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.serial,
+    pytest.mark.skipif(UNSUPPORTED is not None, reason=str(UNSUPPORTED)),
+]
 
 HOSTS = 3
 NUM_ENVS = 24

@@ -30,7 +30,9 @@ from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.equivalence import assert_lockstep, assert_same, assert_same_trajectory, play
 from tests.utils import REPO_ROOT, UNIT, pid_alive, wait_until
 
-pytestmark = pytest.mark.slow
+# serial: Ray's nodes are found machine-wide (ray_address="auto", `ray stop`), so one Ray test module
+# runs at a time, beside no other
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 LOOPBACK = {"host": "127.0.0.1"}
 CUSTOM = "env_node"  # a custom resource the test cluster has two of

@@ -159,6 +159,7 @@ def score(submitter: Submitter, code: str) -> tuple[float, str]:
     return reward, shown
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_an_attack_scores_no_more_than_the_honest_program(submitter, name):
     attack = ATTACKS[name]

@@ -327,6 +327,7 @@ def test_close_leaves_no_process_and_is_idempotent():
     assert wait_until(lambda: not [p for p in sandbox_pids() if _uid(p) == SANDBOX_UID_BASE + pid], 5 * UNIT)
 
 
+@pytest.mark.serial  # counts every sandbox process on the machine
 def test_an_owner_killed_with_sigkill_leaves_no_sandbox_behind():
     script = (
         "import sys, time\n"
