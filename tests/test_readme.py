@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.hf_cache import seed_hf_cache
-from tests.utils import REPO_ROOT, UNIT
+from tests.utils import REPO_ROOT, UNIT, kept_venv
 
 README = REPO_ROOT / "README.md"
 #: The README and every page of the documentation site.
@@ -135,20 +135,8 @@ def own_venv() -> Callable[[str], Path]:
 
     def python_with(requirement: str) -> Path:
         venv = REPO_ROOT / "build" / "snippet-venvs" / re.sub(r"\W+", "-", requirement)
-        python, marker = venv / "bin" / "python", venv / ".installed"
-        stamp = f"{requirement}\n{hashlib.sha256((REPO_ROOT / 'pyproject.toml').read_bytes()).hexdigest()}"
-        if not (python.exists() and marker.exists() and marker.read_text() == stamp):
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120 * UNIT)
-            installed = subprocess.run(
-                [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement, "-e", "."],
-                cwd=REPO_ROOT,
-                capture_output=True,
-                text=True,
-                timeout=900 * UNIT,
-            )
-            assert installed.returncode == 0, installed.stderr[-3000:]
-            marker.write_text(stamp)
-        return python
+        pyproject = hashlib.sha256((REPO_ROOT / "pyproject.toml").read_bytes()).hexdigest()
+        return kept_venv(venv, [requirement, "-e", str(REPO_ROOT)], stamp=f"{requirement}\n{pyproject}")
 
     return python_with
 

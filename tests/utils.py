@@ -108,6 +108,24 @@ def our_containers(client) -> list:
     return client.containers.list(all=True, filters={"label": f"{OWNER_PID}={os.getpid()}"})
 
 
+def kept_venv(venv: Path, requirements: list[str], stamp: str) -> Path:
+    """The Python of a virtual environment at ``venv`` holding ``requirements`` (pip's arguments),
+    for a library that cannot share the test environment; made once, and kept while ``stamp`` (what
+    it was made from) is the same."""
+    python, marker = venv / "bin" / "python", venv / ".installed"
+    if not (python.exists() and marker.exists() and marker.read_text() == stamp):
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120 * UNIT)
+        installed = subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements],
+            capture_output=True,
+            text=True,
+            timeout=900 * UNIT,
+        )
+        assert installed.returncode == 0, installed.stderr[-3000:]
+        marker.write_text(stamp)
+    return python
+
+
 def pid_alive(pid: int) -> bool:
     """Whether ``pid`` is a live process (zombies count as dead)."""
     try:

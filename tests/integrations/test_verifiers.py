@@ -15,13 +15,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from openenv_gym.providers import ProcessProvider
-from tests.utils import REPO_ROOT, UNIT
+from tests.utils import REPO_ROOT, UNIT, kept_venv
 
 VERIFIERS = "verifiers[openenv]==0.4.0"
 VENV = REPO_ROOT / "build" / "verifiers-venv"
@@ -43,19 +42,7 @@ def anti_diagonal_sums(matrix):
 @pytest.fixture(scope="module")
 def verifiers_python() -> Path:
     """The Python of a virtual environment holding verifiers (and uv, which it runs its harness with)."""
-    python = VENV / "bin" / "python"
-    marker = VENV / ".installed"
-    if not (python.exists() and marker.exists() and marker.read_text() == VERIFIERS):
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True, timeout=120 * UNIT)
-        installed = subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", VERIFIERS, "uv"],
-            capture_output=True,
-            text=True,
-            timeout=900 * UNIT,
-        )
-        assert installed.returncode == 0, installed.stderr[-3000:]
-        marker.write_text(VERIFIERS)
-    return python
+    return kept_venv(VENV, [VERIFIERS, "uv"], stamp=VERIFIERS)
 
 
 def run_episode(python: Path, url: str, reset: dict, actions: list[dict], max_turns: int) -> dict:
