@@ -55,9 +55,10 @@ docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The suite in two parts: first the tests that may run beside others, spread over TEST_WORKERS
-# pytest-xdist workers (most tests wait on servers, containers and sandboxes rather than compute;
-# each file stays on one worker, so its module fixtures start once), then alone the tests marked
-# serial, whose checks see the whole machine. Both parts run even when the first fails.
+# pytest-xdist workers (one pytest process leaves a core idle while a test waits on a server, a
+# container or a sandbox; each file stays on one worker, so its module fixtures start once), then
+# alone the tests marked serial, whose checks see the whole machine. Both parts run even when the
+# first fails.
 TEST_WORKERS ?= 2
 
 test: $(VENV)/.installed lint
