@@ -195,8 +195,8 @@ def test_snippet_runs_as_written(
     preamble = "".join(own for used, own in READERS_OWN.items() if used in code)
     (tmp_path / "snippet.py").write_text(preamble + code)
     command = [str(python), "snippet.py"]
-    if SERVICE_NAME in code:
-        command = [*headless_service(), *command[:1], str(REPO_ROOT / "tests" / "headless_service.py"), "snippet.py"]
+    if SERVICE_NAME in code:  # the wrapper runs the snippet, with the same Python, once the "pods" serve
+        command = [*headless_service(), str(python), str(REPO_ROOT / "tests" / "headless_service.py"), "snippet.py"]
     done = subprocess.run(
         command,
         cwd=tmp_path,
