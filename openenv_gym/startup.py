@@ -25,6 +25,8 @@ __all__ = [
     "READY_PREFIX",
     "SNAPSHOT_KEY_ENV_VAR",
     "TOKEN_ENV_VAR",
+    "TOKEN_FILE_FLAG",
+    "serve_flags",
     "shared_snapshot_key",
 ]
 
@@ -32,6 +34,8 @@ READY_PREFIX = "openenv-gym server listening on "
 FAILED_PREFIX = "openenv-gym server cannot create its environment: "
 FAILED_LINE = "openenv-gym serve: cannot create the environment: "
 TOKEN_ENV_VAR = "OPENENV_GYM_SERVER_TOKEN"
+#: The ``openenv-gym serve`` flag naming a file that holds the token (a Swarm or Kubernetes secret).
+TOKEN_FILE_FLAG = "--token-file"
 #: Servers sealing portable snapshots with the key this variable holds restore each other's.
 SNAPSHOT_KEY_ENV_VAR = "OPENENV_GYM_SNAPSHOT_KEY"
 _process_snapshot_key: list[str] = []  # drawn once per process, when first needed
@@ -60,3 +64,35 @@ ACCEPT_FLAG = "--accept-pickled-factories"
 #: What a server started only to run pickled factories serves: no environment of its own. No
 #: Gymnasium id or module can have this name.
 PICKLED_FACTORIES_TARGET = "@pickled-factories"
+
+
+def serve_flags(
+    *,
+    max_episode_steps: int | None = -1,
+    env_kwargs: dict[str, object] | None = None,
+    max_sessions: int | None = None,
+    idle_timeout: float | None = None,
+    token_from: list[str] | None = None,
+    accept_pickled_factories: bool = False,
+) -> list[str]:
+    """The ``openenv-gym serve`` flags every starter passes after its own listening flags.
+
+    Args:
+        max_episode_steps: ``-1`` keeps a Gymnasium spec's limit, ``None`` removes it.
+        idle_timeout: seconds before an idle session is reaped; ``None``: never.
+        token_from: where the server reads its token: ``["--token-env", VAR]`` or
+            ``[TOKEN_FILE_FLAG, PATH]``; ``None``: it requires none.
+        accept_pickled_factories: add :data:`ACCEPT_FLAG` (it needs a token).
+    """
+    import json
+
+    flags = ["--max-episode-steps", "none" if max_episode_steps is None else str(max_episode_steps)]
+    if env_kwargs:
+        flags += ["--env-kwargs", json.dumps(env_kwargs)]
+    if max_sessions is not None:
+        flags += ["--max-sessions", str(max_sessions)]
+    flags += ["--idle-timeout", "none" if idle_timeout is None else str(idle_timeout)]
+    flags += token_from or []
+    if accept_pickled_factories:
+        flags.append(ACCEPT_FLAG)
+    return flags

@@ -24,6 +24,25 @@ def docker():
     client.close()
 
 
+@pytest.fixture(scope="module")
+def swarm(docker):
+    """The test engine as a Docker Swarm manager, for one module: made a single-node swarm
+    (``docker swarm init --advertise-addr 127.0.0.1``) if it is in none, and left again afterwards,
+    as it was found. Swarm mode is the whole engine's, so its users run in the suite's serial part."""
+    from openenv_gym.providers.docker.swarm import swarm_manager
+
+    state = docker.info()["Swarm"]["LocalNodeState"]
+    if state == "inactive":
+        docker.swarm.init(advertise_addr="127.0.0.1", listen_addr="127.0.0.1:2377")
+    try:
+        swarm_manager(docker)  # a worker, or a swarm in another state, is not ours to change
+        yield docker
+    finally:
+        if state == "inactive":
+            docker.swarm.leave(force=True)
+    assert docker.info()["Swarm"]["LocalNodeState"] == state
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist, the files with the most slow tests first (each file runs on one worker,
     handed out in this order): a long file handed out last would leave the other worker idle

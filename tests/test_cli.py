@@ -289,7 +289,8 @@ class StubContainers:
 
 
 def test_ps_lists_processes_then_containers(monkeypatch, capsys):
-    """With an engine, ps prints the process table, a blank line, then the containers with their owners."""
+    """With an engine, ps prints the process table, a blank line, then the containers with their owners
+    (no services: the engine is in no swarm)."""
     import socket
     import types
 
@@ -298,7 +299,8 @@ def test_ps_lists_processes_then_containers(monkeypatch, capsys):
     from openenv_gym.providers import process
 
     monkeypatch.setattr(process, "server_processes", lambda: [])
-    monkeypatch.setattr(containers, "docker_client", lambda: types.SimpleNamespace(containers=StubContainers()))
+    engine = types.SimpleNamespace(containers=StubContainers(), info=lambda: {"Swarm": {"LocalNodeState": "inactive"}})
+    monkeypatch.setattr(containers, "docker_client", lambda: engine)
     with pytest.raises(SystemExit) as exited:
         cli.main(["ps"])
     assert exited.value.code == 0

@@ -134,6 +134,7 @@ PUBLIC = {
         "ProcessProvider",
         "Provider",
         "RayProvider",
+        "SwarmProvider",
         "URLProvider",
         "make_provider",
         "make_providers",

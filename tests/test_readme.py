@@ -172,8 +172,9 @@ def headless_service() -> list[str]:
 
 def snippet_param(code: str) -> object:
     """A snippet as a test parameter; one on Ray runs in the suite's serial part, as Ray's own tests
-    do (its cluster is found machine-wide by ``ray_address="auto"``)."""
-    marks = [pytest.mark.serial] if 'provider="ray"' in code else []
+    do (its cluster is found machine-wide by ``ray_address="auto"``), and so does one on Docker Swarm
+    (the engine's swarm mode is machine-wide)."""
+    marks = [pytest.mark.serial] if 'provider="ray"' in code or 'provider="swarm"' in code else []
     return pytest.param(code, id=snippet_id(code), marks=marks)
 
 
@@ -188,6 +189,8 @@ def test_snippet_runs_as_written(
         request.getfixturevalue("docker_engine")
     if 'provider="ray"' in code:
         request.getfixturevalue("ray_cluster")
+    if 'provider="swarm"' in code:
+        request.getfixturevalue("swarm")
     requirement = next((own for imported, own in OWN_VENVS.items() if imported in code), None)
     python = own_venv(requirement) if requirement else Path(sys.executable)
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "always::ResourceWarning"}

@@ -10,7 +10,16 @@ from typing import Any
 from ..errors import OpenEnvGymError
 from ..server.options import AT_LEAST_ONE, SECONDS
 
-__all__ = ["AT_LEAST_ONE", "DEBUG_ENV_VAR", "SECONDS", "_UsageError", "debug", "env_kwargs", "token_from_env"]
+__all__ = [
+    "AT_LEAST_ONE",
+    "DEBUG_ENV_VAR",
+    "SECONDS",
+    "_UsageError",
+    "debug",
+    "env_kwargs",
+    "token_from_env",
+    "token_from_file",
+]
 
 # Set to show the traceback of a failed command instead of its one-line error.
 DEBUG_ENV_VAR = "OPENENV_GYM_DEBUG"
@@ -48,6 +57,24 @@ def token_from_env(variable: str | None, *, error: str = "", pop: bool = False, 
     token = os.environ.pop(variable, None) if pop else os.environ.get(variable)
     if not token:
         raise _UsageError(f"{error}--token-env {variable}: that variable is not set{hint}")
+    return token
+
+
+def token_from_file(path: str | None) -> str | None:
+    """The token in file ``path`` (``--token-file``; a trailing newline dropped), or ``None`` when none is named.
+
+    Raises:
+        _UsageError: the file cannot be read, or holds no token.
+    """
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as file:
+            token = file.read().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _UsageError(f"--token-file {path}: cannot read the token: {exc}") from None
+    if not token:
+        raise _UsageError(f"--token-file {path}: the file is empty")
     return token
 
 

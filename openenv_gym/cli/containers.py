@@ -35,13 +35,15 @@ def add_parsers(commands: Any) -> None:
         "user, started by hand or by the process provider (pid, target, listening address, owner: the "
         "parent process; 'stops with it' for the provider's), read from /proc (Linux); then the containers "
         "on this Docker Engine, running or not (id, status, target, owner host:pid, '(gone)' once it died, "
-        "published ports). Without an engine only the processes are listed.",
+        "published ports); on a Docker Swarm manager, the services of the Swarm provider too (id, name, "
+        "target, owner, their tasks' states). Without an engine only the processes are listed.",
     )
     commands.add_parser(
         "clean",
-        help="remove the containers whose owner process is gone",
-        description="Remove the containers of openenv-gym whose owner process is gone (killed, crashed). "
-        "Owners remove their own containers on close and at exit; this catches the ones left behind.",
+        help="remove the containers and swarm services whose owner process is gone",
+        description="Remove the containers of openenv-gym whose owner process is gone (killed, crashed), and "
+        "on a Docker Swarm manager the Swarm provider's services and their secrets too. Owners remove their "
+        "own on close and at exit; this catches the ones left behind.",
     )
 
 
@@ -90,7 +92,7 @@ def _table(rows: list[tuple[str, ...]]) -> None:
 
 
 def ps(args: argparse.Namespace) -> int:
-    from ..providers.docker.owners import owned_containers
+    from ..providers.docker.owners import owned_containers, owned_services
     from ..providers.docker.provider import DockerUnavailableError
     from ..providers.process import server_processes
 
@@ -104,24 +106,38 @@ def ps(args: argparse.Namespace) -> int:
             rows.append((str(server.pid), server.target, " ".join(server.addresses) or "?", owner))
         _table(rows)
     try:
-        containers = owned_containers(docker_client())
+        client = docker_client()
+        containers, services = owned_containers(client), owned_services(client)
     except DockerUnavailableError as exc:
         print(f"openenv-gym ps: containers not listed: {exc}", file=sys.stderr)
         return 0
     print()
     rows = [("CONTAINER", "STATUS", "TARGET", "OWNER", "PORTS")]
     for item in containers:
-        owner = f"{item.owner_host}:{item.owner_pid}" + ("" if item.owner_alive else " (gone)")
-        rows.append((item.id, item.status, item.target, owner, item.ports))
+        rows.append((item.id, item.status, item.target, _owner(item), item.ports))
     _table(rows)
+    if services:  # on a swarm manager only
+        print()
+        rows = [("SERVICE", "NAME", "TARGET", "OWNER", "TASKS")]
+        for service in services:
+            rows.append((service.id, service.name, service.target, _owner(service), service.tasks))
+        _table(rows)
     return 0
 
 
-def clean(args: argparse.Namespace) -> int:
-    from ..providers.docker.owners import reap
+def _owner(item: Any) -> str:
+    return f"{item.owner_host}:{item.owner_pid}" + ("" if item.owner_alive else " (gone)")
 
-    removed = reap(docker_client())
+
+def clean(args: argparse.Namespace) -> int:
+    from ..providers.docker.owners import reap, reap_services
+
+    client = docker_client()
+    services = reap_services(client)  # first: a removed service's task containers go with it
+    removed = reap(client)
     print(
         f"removed {len(removed)} container(s) of owners that are gone" + (": " + " ".join(removed) if removed else "")
     )
+    if services:
+        print(f"removed {len(services)} swarm service(s) of owners that are gone: " + " ".join(services))
     return 0

@@ -9,8 +9,8 @@ import sys
 from typing import Any
 
 from ..server.options import COMMAND_LINE, ServerOptions
-from ..startup import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET
-from ._arguments import _UsageError, env_kwargs, token_from_env
+from ..startup import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET, TOKEN_FILE_FLAG
+from ._arguments import _UsageError, env_kwargs, token_from_env, token_from_file
 
 __all__ = ["add_parser", "run"]
 
@@ -47,12 +47,20 @@ def add_parser(commands: Any) -> None:
     )
     for flag, keywords in ServerOptions.flags():
         serve.add_argument(flag, **keywords)
-    serve.add_argument(
+    token = serve.add_mutually_exclusive_group()
+    token.add_argument(
         "--token-env",
         default=None,
         metavar="VAR",
         help="require the token held by environment variable VAR (Authorization: Bearer) on every "
         "request but /health; needed when binding beyond loopback, unless --insecure",
+    )
+    token.add_argument(
+        TOKEN_FILE_FLAG,
+        default=None,
+        metavar="PATH",
+        help="as --token-env, with the token read from file PATH (a Docker Swarm or Kubernetes secret, "
+        "e.g. /run/secrets/NAME); a trailing newline is not part of it",
     )
     serve.add_argument(
         "--max-episode-steps",
@@ -79,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Taken out of the environment, so nothing the env starts (agent code, a subprocess) inherits it.
     hint = f"; set it to the token clients will present (in a container: docker run -e {args.token_env}=...)"
-    token = token_from_env(args.token_env, pop=True, hint=hint)
+    token = token_from_env(args.token_env, pop=True, hint=hint) or token_from_file(args.token_file)
     no_target = args.target in (None, PICKLED_FACTORIES_TARGET)
     options = ServerOptions.from_arguments(
         args, token=token, target=PICKLED_FACTORIES_TARGET if no_target else args.target

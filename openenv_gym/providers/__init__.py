@@ -1,5 +1,5 @@
-"""Providers: where environment servers run (a local process by default, a Docker container, a Ray
-cluster, or an existing URL)."""
+"""Providers: where environment servers run (a local process by default, a Docker container, a Docker
+Swarm service, a Ray cluster, or an existing URL)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .url import URLProvider
 
 if TYPE_CHECKING:
     from .docker import DockerProvider
+    from .docker.swarm import SwarmProvider
     from .process import ProcessProvider
     from .ray_provider import RayProvider
 
@@ -22,6 +23,7 @@ __all__ = [
     "ProcessProvider",
     "Provider",
     "RayProvider",
+    "SwarmProvider",
     "URLProvider",
     "make_provider",
     "make_providers",
@@ -33,6 +35,7 @@ __all__ = [
 _PROVIDERS: dict[str, str] = {
     "process": ".process:ProcessProvider",
     "docker": ".docker:DockerProvider",
+    "swarm": ".docker.swarm:SwarmProvider",
     "url": ".url:URLProvider",
     "ray": ".ray_provider:RayProvider",
 }
@@ -59,7 +62,7 @@ def _build(name: str, build: Any, **kwargs: Any) -> Any:
 
 
 def make_provider(name: str, **kwargs: Any) -> Provider:
-    """Build the provider registered under ``name`` (``"process"``, ``"docker"``, ``"ray"`` or ``"url"``).
+    """Build the provider registered under ``name`` (``"process"``, ``"docker"``, ``"swarm"``, ``"ray"`` or ``"url"``).
 
     Raises:
         ValueError: no provider has that name.
@@ -144,5 +147,11 @@ def start_options(
 # A provider's module loads when it is first used: the process provider's (the default) is not
 # needed to attach to a running server, and Docker's and Ray's import the docker SDK or Ray.
 __getattr__, __dir__ = lazy_exports(
-    __name__, {"ProcessProvider": ".process", "DockerProvider": ".docker", "RayProvider": ".ray_provider"}
+    __name__,
+    {
+        "ProcessProvider": ".process",
+        "DockerProvider": ".docker",
+        "SwarmProvider": ".docker.swarm",
+        "RayProvider": ".ray_provider",
+    },
 )

@@ -33,6 +33,7 @@ from ..startup import (
     READY_PREFIX,
     SNAPSHOT_KEY_ENV_VAR,
     TOKEN_ENV_VAR,
+    serve_flags,
     shared_snapshot_key,
 )
 from ..urls import is_loopback_host
@@ -179,17 +180,14 @@ class ProcessProvider(Provider):
         """The command line that starts the server and reports readiness on ``ready_fd``."""
         command = [self.python, "-m", "openenv_gym", "serve", self.target, "--host", self.host, "--port", "0"]
         command += ["--exit-on-stdin-eof", "--ready-fd", str(ready_fd)]
-        command += ["--max-episode-steps", "none" if self.max_episode_steps is None else str(self.max_episode_steps)]
-        if self.env_kwargs:
-            command += ["--env-kwargs", json.dumps(self.env_kwargs)]
-        if self.max_sessions is not None:
-            command += ["--max-sessions", str(self.max_sessions)]
-        command += ["--idle-timeout", "none" if self.idle_timeout is None else str(self.idle_timeout)]
-        if self.token is not None:
-            command += ["--token-env", TOKEN_ENV_VAR]
-        if self.accept_pickled_factories:
-            command.append(ACCEPT_FLAG)
-        return command
+        return command + serve_flags(
+            max_episode_steps=self.max_episode_steps,
+            env_kwargs=self.env_kwargs,
+            max_sessions=self.max_sessions,
+            idle_timeout=self.idle_timeout,
+            token_from=None if self.token is None else ["--token-env", TOKEN_ENV_VAR],
+            accept_pickled_factories=self.accept_pickled_factories,
+        )
 
     def start(self) -> str:
         if self.base_url is not None and self.is_alive():

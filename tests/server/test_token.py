@@ -15,8 +15,9 @@ from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.errors import ServerConnectError
 from openenv_gym.protocol.batch import AutoresetMode
 from openenv_gym.server.env_server import bearer_token_matches
+from openenv_gym.urls import unix_url
 from tests.testing_env import CounterEnvironment
-from tests.utils import run_async, running_server
+from tests.utils import UNIT, run_async, running_server, wait_until
 
 TOKEN = "a-per-run-token"
 
@@ -83,6 +84,51 @@ def test_serve_reads_the_token_from_the_environment_not_argv():
         capture_output=True, text=True, timeout=60, env=env,
     )  # fmt: skip
     assert result.returncode == 2 and "--token-env MISSING_TOKEN_VAR: that variable is not set" in result.stderr
+
+
+def test_serve_reads_the_token_from_a_file_a_secret_is_mounted_as(tmp_path):
+    """``--token-file`` (a Swarm or Kubernetes secret): its trailing newline is not part of the token."""
+    secret, socket_path = tmp_path / "token", str(tmp_path / "server.sock")
+    secret.write_text(TOKEN + "\n")
+    command = [sys.executable, "-m", "openenv_gym", "serve", "CartPole-v1", "--unix-socket", socket_path]
+    with subprocess.Popen([*command, "--token-file", str(secret)], stderr=subprocess.PIPE) as server:
+        try:
+            assert wait_until(lambda: os.path.exists(socket_path), 60 * UNIT)
+            url = unix_url(socket_path)
+            assert wait_until(lambda: _healthy(url), 30 * UNIT)
+            for wrong in (None, TOKEN[:-1]):
+                with pytest.raises(ServerConnectError, match="HTTP 401"):
+                    http_get_json(url, "/schema", token=wrong)
+            assert "action" in http_get_json(url, "/schema", token=TOKEN)
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return http_get_json(url, "/health") == {"status": "healthy"}
+    except ServerConnectError:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("content", "arguments", "message"),
+    [
+        (None, [], "--token-file {path}: cannot read the token: [Errno 2] No such file or directory"),
+        ("\n", [], "--token-file {path}: the file is empty"),
+        (TOKEN, ["--token-env", "SOME_VAR"], "argument --token-file: not allowed with argument --token-env"),
+    ],
+)
+def test_a_token_file_that_cannot_serve_is_refused_before_anything_starts(tmp_path, content, arguments, message):
+    path = tmp_path / "token"
+    if content is not None:
+        path.write_text(content)
+    result = subprocess.run(
+        [sys.executable, "-m", "openenv_gym", "serve", "CartPole-v1", "--port", "0", *arguments, "--token-file", str(path)],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "SOME_VAR": TOKEN},
+    )  # fmt: skip
+    assert result.returncode == 2 and message.format(path=path) in result.stderr
 
 
 def test_remote_env_and_vector_env_present_the_token():

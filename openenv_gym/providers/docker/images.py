@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ __all__ = [
     "build_env_image",
     "build_local_base",
     "build_runtime_image",
+    "ensure_image",
     "env_image",
 ]
 
@@ -49,6 +51,7 @@ RUNTIME_IMAGE = f"openenv-gym/runtime:{VERSION}"
 SERVER_UID = 10001  # the unprivileged user env servers run as in their containers
 SOURCE_LABEL = "openenv-gym.source"  # digest of the code an image was built from
 _SOURCE_TREE = Path(__file__).resolve().parents[3]  # openenv_gym/providers/docker/images.py -> the checkout
+_ensure_lock = threading.Lock()
 WHEELHOUSE_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "openenv-gym" / "wheelhouse"
 
 
@@ -310,3 +313,34 @@ WORKDIR /tmp
 EXPOSE 8000
 ENTRYPOINT ["python3", "-m", "openenv_gym", "serve"]
 """
+
+
+def ensure_image(client: Any, image: str, *, build: bool = True) -> None:
+    """Make sure ``image`` is in the engine's cache: one of ours, current with this code (built when
+    missing or stale, if ``build``), or any other image already there. Nothing is ever pulled.
+
+    Raises:
+        ImageBuildError: not there and not ours, or ours and stale with ``build=False``, or the build failed.
+    """
+    with _ensure_lock:  # a fleet starts its servers in threads: one build, the others then find it current
+        _ensure_image(client, image, build)
+
+
+def _ensure_image(client: Any, image: str, build: bool) -> None:
+    ours: dict[str, str | None] = {RUNTIME_IMAGE: None}
+    ours.update({env_image(path.parent.name): path.parent.name for path in envs_directory().glob("*/Dockerfile")})
+    if image not in ours:
+        if image_exists(client, image):
+            return
+        raise ImageBuildError(f"image {image!r} is not in the local Docker cache, and images are never pulled")
+    if image_current(client, image):
+        return
+    if not build:
+        raise ImageBuildError(
+            f"image {image!r} is missing or was built from other code; build it with `openenv-gym build`"
+        )
+    name = ours[image]
+    if name is None:
+        build_runtime_image(client)
+    else:
+        build_env_image(client, name)

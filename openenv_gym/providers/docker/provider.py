@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import socket
@@ -17,7 +16,7 @@ from typing import Any
 from ...client import http_get_json
 from ...errors import DockerUnavailableError, EnvCreationError, OpenEnvGymError, ProviderError, ServerConnectError
 from ...protocol import ErrorCode
-from ...startup import ACCEPT_FLAG, FAILED_LINE, SNAPSHOT_KEY_ENV_VAR, TOKEN_ENV_VAR, shared_snapshot_key
+from ...startup import FAILED_LINE, SNAPSHOT_KEY_ENV_VAR, TOKEN_ENV_VAR, serve_flags, shared_snapshot_key
 from ...urls import unix_url
 from ..base import Provider, checked_token
 from ..process import new_token
@@ -25,17 +24,22 @@ from . import pool as warm_pool
 from .images import (
     RUNTIME_IMAGE,
     SERVER_UID,
-    ImageBuildError,
-    build_env_image,
-    build_runtime_image,
+    ensure_image,
     env_image,
     envs_directory,
-    image_current,
-    image_exists,
 )
 from .owners import owner_labels, reap
 
-__all__ = ["CONTAINER_PORT", "DockerProvider", "DockerUnavailableError", "docker_client", "env_docker_options"]
+__all__ = [
+    "CONTAINER_PORT",
+    "DEFAULT_LIMITS",
+    "DockerProvider",
+    "DockerUnavailableError",
+    "checked_limits",
+    "docker_client",
+    "env_docker_options",
+    "translated_errors",
+]
 
 CONTAINER_PORT = 8000
 SOCKET_DIR = "/run/openenv-gym"  # where a no-network container's socket directory is mounted
@@ -49,7 +53,7 @@ _reap_lock = threading.Lock()
 
 
 @contextlib.contextmanager
-def _translated(what: str) -> Iterator[None]:
+def translated_errors(what: str) -> Iterator[None]:
     """The docker SDK's errors as ``ProviderError`` (the cause chained): the one place they are translated."""
     import docker.errors
 
@@ -103,6 +107,17 @@ def _unix_socket_refusal(path: str) -> str | None:
         except OSError as exc:
             return f"nothing listens: {exc.strerror or exc}"
     return None
+
+
+def checked_limits(limits: dict[str, Any]) -> dict[str, Any]:
+    """``limits`` (memory, cpus, pids, open_files, scratch), checked against what the engine accepts.
+
+    Raises:
+        ValueError: ``open_files`` above :data:`MAX_OPEN_FILES`.
+    """
+    if int(limits["open_files"]) > MAX_OPEN_FILES:
+        raise ValueError(f"open_files={limits['open_files']} is above {MAX_OPEN_FILES}, which the engine refuses")
+    return limits
 
 
 def env_docker_options(target: str) -> dict[str, Any]:
@@ -201,24 +216,18 @@ class DockerProvider(Provider):
             listen = ["--unix-socket", f"{SOCKET_DIR}/{SOCKET_NAME}"]
         else:
             listen = ["--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
-        self.command = [target, *listen, "--idle-timeout", "none"]
-        self.limits = {**DEFAULT_LIMITS, **options}  # what remains: the resource limits
-        if int(self.limits["open_files"]) > MAX_OPEN_FILES:
-            raise ValueError(
-                f"open_files={self.limits['open_files']} is above {MAX_OPEN_FILES}, which the engine refuses"
-            )
-        if max_sessions is not None:
-            self.command += ["--max-sessions", str(max_sessions)]
-        self.command += ["--max-episode-steps", "none" if max_episode_steps is None else str(max_episode_steps)]
-        if env_kwargs:
-            self.command += ["--env-kwargs", json.dumps(env_kwargs)]
+        self.limits = checked_limits({**DEFAULT_LIMITS, **options})  # what remains: the resource limits
         if token is None and (accept_pickled_factories or self.network == "bridge"):
             token = warm_pool.token() if pool else new_token()
         self.token = checked_token(token)
-        if token is not None:
-            self.command += ["--token-env", TOKEN_ENV_VAR]
-        if accept_pickled_factories:
-            self.command.append(ACCEPT_FLAG)
+        flags = serve_flags(
+            max_episode_steps=max_episode_steps,
+            env_kwargs=env_kwargs,
+            max_sessions=max_sessions,
+            token_from=None if token is None else ["--token-env", TOKEN_ENV_VAR],
+            accept_pickled_factories=accept_pickled_factories,
+        )
+        self.command = [target, *listen, *flags]
         self.startup_timeout = startup_timeout
         self.pool = pool
         self.build = build
@@ -244,7 +253,7 @@ class DockerProvider(Provider):
         return self._container.id if self._container is not None else None
 
     def start(self) -> str:
-        with self._lock, _translated(f"starting a container of {self.image}"):
+        with self._lock, translated_errors(f"starting a container of {self.image}"):
             if self._container is not None and self._running():
                 assert self._url is not None
                 return self._url
@@ -254,7 +263,7 @@ class DockerProvider(Provider):
             if self.pool and self._take_from_pool(client):
                 assert self._url is not None
                 return self._url
-            self._ensure_image(client)
+            ensure_image(client, self.image, build=self.build)
             self._container = self._run(client)
             # At exit the finalizer uses a client of its own: this one may be closed by then.
             self._finalizer = weakref.finalize(self, _remove_container, None, self._container.id, self._socket_root)
@@ -267,18 +276,18 @@ class DockerProvider(Provider):
 
     def stop(self) -> None:
         """Remove the container; with ``pool=True``, keep it warm for the next provider of its kind."""
-        with self._lock, _translated("removing a container"):
+        with self._lock, translated_errors("removing a container"):
             if not (self.pool and self._give_to_pool()):
                 self._remove(graceful=True)
             self._close_client()
 
     def kill(self) -> None:
-        with self._lock, _translated("removing a container"):
+        with self._lock, translated_errors("removing a container"):
             self._remove()
             self._close_client()
 
     def is_alive(self) -> bool:
-        with self._lock, _translated("inspecting a container"):
+        with self._lock, translated_errors("inspecting a container"):
             return self._container is not None and self._running()
 
     # --- internals ---------------------------------------------------------------------------
@@ -329,25 +338,6 @@ class DockerProvider(Provider):
         if self._client is None:
             self._client = docker_client()
         return self._client
-
-    def _ensure_image(self, client: Any) -> None:
-        ours: dict[str, str | None] = {RUNTIME_IMAGE: None}
-        ours.update({env_image(path.parent.name): path.parent.name for path in envs_directory().glob("*/Dockerfile")})
-        if self.image not in ours:
-            if image_exists(client, self.image):
-                return
-            raise ImageBuildError(f"image {self.image!r} is not in the local Docker cache, and images are never pulled")
-        if image_current(client, self.image):
-            return
-        if not self.build:
-            raise ImageBuildError(
-                f"image {self.image!r} is missing or was built from other code; build it with `openenv-gym build`"
-            )
-        name = ours[self.image]
-        if name is None:
-            build_runtime_image(client)
-        else:
-            build_env_image(client, name)
 
     def _run(self, client: Any) -> Any:
         """Create and start the container (through the low-level API: the high-level one cannot unmask /proc)."""

@@ -1,0 +1,112 @@
+"""Swarm provider benchmark: 16 CartPole-v1 servers started on Docker Swarm against the Docker provider.
+
+Each round starts a fleet of 16 servers (``Fleet.start``: in parallel, every server answering
+``/health``) with ``provider="swarm"`` and with ``provider="docker"``, in alternating order, and
+times until the whole fleet is up; then the time to release it (``Fleet.close``). It prints every
+round's times and the swarm/docker ratio, and the median ratio. Then the recovery of one server
+whose task was killed: until Swarm's replacement answers (swarm) against until a new container
+answers (docker), both through ``Fleet.recover``.
+
+Needs a Docker Engine with the runtime image (``make images``). If the engine is in no swarm,
+the benchmark makes it a single-node swarm manager (``docker swarm init --advertise-addr
+127.0.0.1``) and leaves the swarm at the end. Run from the repository root on an idle machine::
+
+    .venv/bin/python benchmarks/swarm.py
+    .venv/bin/python benchmarks/swarm.py --rounds 1 --servers 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+import openenv_gym
+from openenv_gym.providers.docker.provider import docker_client
+from openenv_gym.providers.fleet import Fleet, Layout
+
+
+def timed_fleet(provider: str, servers: int) -> tuple[float, Fleet]:
+    """Seconds until ``servers`` CartPole servers answer, and their fleet."""
+    fleet = Fleet.of("CartPole-v1", provider=provider, layout=Layout(servers, 1))
+    started = time.perf_counter()
+    fleet.start()
+    return time.perf_counter() - started, fleet
+
+
+def timed_close(fleet: Fleet) -> float:
+    started = time.perf_counter()
+    fleet.close()
+    return time.perf_counter() - started
+
+
+def kill_one(client, fleet: Fleet, provider: str) -> None:
+    victim = fleet.providers[0]
+    if provider == "swarm":
+        label = f"com.docker.swarm.service.id={victim.service_id}"  # type: ignore[attr-defined]
+        (container,) = client.containers.list(filters={"label": label})
+    else:
+        container = client.containers.get(victim.container_id)  # type: ignore[attr-defined]
+    container.kill()
+
+
+def timed_recovery(client, provider: str) -> float:
+    """Seconds from killing one server's container until ``Fleet.recover`` has it serving again."""
+    fleet = Fleet.of("CartPole-v1", provider=provider, layout=Layout(2, 1))
+    fleet.start()
+    try:
+        kill_one(client, fleet, provider)
+        started = time.perf_counter()
+        fleet.recover(0)
+        return time.perf_counter() - started
+    finally:
+        fleet.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--servers", type=int, default=16, help="servers per fleet")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (each starts a fleet of both providers)")
+    args = parser.parse_args()
+    client = docker_client()
+    engine = client.version()
+    joined = client.info()["Swarm"]["LocalNodeState"] == "inactive"
+    if joined:
+        client.swarm.init(advertise_addr="127.0.0.1", listen_addr="127.0.0.1:2377")
+    try:
+        print(
+            f"python {platform.python_version()}, openenv-gym {openenv_gym.__version__}, Docker Engine "
+            f"{engine['Version']} (API {engine['ApiVersion']}); {os.cpu_count()} CPUs, load {os.getloadavg()}"
+        )
+        for provider in ("docker", "swarm"):  # images checked (and built if missing) before timing
+            with Fleet.of("CartPole-v1", provider=provider):
+                pass
+        print(f"\n{args.servers} CartPole-v1 servers: until all answer /health, and until all are removed, s")
+        ratios = []
+        for round_ in range(args.rounds):
+            order = ("swarm", "docker") if round_ % 2 == 0 else ("docker", "swarm")
+            up: dict[str, float] = {}
+            down: dict[str, float] = {}
+            for provider in order:
+                up[provider], fleet = timed_fleet(provider, args.servers)
+                down[provider] = timed_close(fleet)
+            ratios.append(up["swarm"] / up["docker"])
+            print(
+                f"  round {round_ + 1}: swarm up {up['swarm']:.2f} (removed {down['swarm']:.2f}), docker up "
+                f"{up['docker']:.2f} (removed {down['docker']:.2f}); swarm/docker {ratios[-1]:.2f}x"
+            )
+        print(f"  median ratio swarm/docker (start-up): {statistics.median(ratios):.2f}x")
+        print("\none server killed, until Fleet.recover has it serving again, s")
+        swarm, docker = timed_recovery(client, "swarm"), timed_recovery(client, "docker")
+        print(f"  swarm (Swarm's replacement task) {swarm:.2f}, docker (a new container) {docker:.2f}")
+        print(f"after the run: load {os.getloadavg()}")
+    finally:
+        if joined:
+            client.swarm.leave(force=True)
+        client.close()
+
+
+if __name__ == "__main__":
+    main()
