@@ -118,7 +118,8 @@ def test_make_provider():
     """Providers are found by name, and a wrong name lists the right ones."""
     assert isinstance(make_provider("url", base_url="http://127.0.0.1:1"), URLProvider)
     with pytest.raises(
-        ValueError, match=re.escape("unknown provider 'dockr'; expected one of ['docker', 'process', 'ray', 'swarm', 'url']")
+        ValueError,
+        match=re.escape("unknown provider 'dockr'; expected one of ['docker', 'process', 'ray', 'swarm', 'url']"),
     ):
         make_provider("dockr")
     with pytest.raises(TypeError, match=r"^provider='process': .*unexpected keyword argument 'ray_address'"):
