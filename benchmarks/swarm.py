@@ -2,7 +2,8 @@
 
 Each round starts a fleet of 16 servers (``Fleet.start``: in parallel, every server answering
 ``/health``) with ``provider="swarm"`` and with ``provider="docker"``, in alternating order, and
-times until the whole fleet is up; then the time to release it (``Fleet.close``). It prints every
+times until the whole fleet is up; then the time to release it (``Fleet.close``, and until its
+containers are gone: a removed service's stop after the call returns). It prints every
 round's times and the swarm/docker ratio, and the median ratio. Then the recovery of one server
 whose task was killed: until Swarm's replacement answers (swarm) against until a new container
 answers (docker), both through ``Fleet.recover``.
@@ -24,6 +25,7 @@ import statistics
 import time
 
 import openenv_gym
+from openenv_gym.providers.docker.owners import OWNER_PID
 from openenv_gym.providers.docker.provider import docker_client
 from openenv_gym.providers.fleet import Fleet, Layout
 
@@ -36,9 +38,13 @@ def timed_fleet(provider: str, servers: int) -> tuple[float, Fleet]:
     return time.perf_counter() - started, fleet
 
 
-def timed_close(fleet: Fleet) -> float:
+def timed_close(client, fleet: Fleet) -> float:
+    """Seconds until the fleet's containers are gone (a removed service's go after the call returns)."""
     started = time.perf_counter()
     fleet.close()
+    mine = {"label": f"{OWNER_PID}={os.getpid()}"}
+    while client.api.containers(all=True, filters=mine):
+        time.sleep(0.05)
     return time.perf_counter() - started
 
 
@@ -83,7 +89,7 @@ def main() -> None:
         for provider in ("docker", "swarm"):  # images checked (and built if missing) before timing
             with Fleet.of("CartPole-v1", provider=provider):
                 pass
-        print(f"\n{args.servers} CartPole-v1 servers: until all answer /health, and until all are removed, s")
+        print(f"\n{args.servers} CartPole-v1 servers: until all answer /health, and until their containers are gone, s")
         ratios = []
         for round_ in range(args.rounds):
             order = ("swarm", "docker") if round_ % 2 == 0 else ("docker", "swarm")
@@ -91,7 +97,7 @@ def main() -> None:
             down: dict[str, float] = {}
             for provider in order:
                 up[provider], fleet = timed_fleet(provider, args.servers)
-                down[provider] = timed_close(fleet)
+                down[provider] = timed_close(client, fleet)
             ratios.append(up["swarm"] / up["docker"])
             print(
                 f"  round {round_ + 1}: swarm up {up['swarm']:.2f} (removed {down['swarm']:.2f}), docker up "

@@ -120,12 +120,49 @@ def _processes_under(path: str) -> list[int]:
     return found
 
 
+CGROUPS = Path("/sys/fs/cgroup")
+
+
+def host_cgroup_pids(name: str) -> list[int]:
+    """The processes in pids cgroup ``name`` and below it (a simulated host's engine, and the
+    containers it runs in network namespaces of their own, which ``ip netns pids`` does not see)."""
+    found: set[int] = set()
+    for procs in (CGROUPS / "pids" / name).rglob("cgroup.procs"):
+        with contextlib.suppress(OSError, ValueError):
+            found.update(int(pid) for pid in procs.read_text().split())
+    return sorted(found)
+
+
+def kill_host_processes(namespace: str, timeout: float = 20.0) -> None:
+    """SIGKILL every process of a simulated host: its namespace's and its cgroup's (see
+    :func:`host_cgroup_pids`), until none is left."""
+    deadline = time.monotonic() + timeout
+    while pids := sorted(set(_namespace_pids(namespace)) | set(host_cgroup_pids(namespace))):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"processes {pids} of {namespace} survive SIGKILL")
+        time.sleep(0.05)
+
+
+def _remove_cgroups(tag: str) -> None:
+    """Remove the cgroups of cluster ``tag``'s hosts (and of their containers), in every hierarchy."""
+    for hierarchy in CGROUPS.iterdir() if CGROUPS.is_dir() else []:
+        for top in hierarchy.rglob(f"og-{tag}h*"):
+            for directory in sorted((d for d in [top, *top.rglob("*")] if d.is_dir()), key=lambda d: -len(d.parts)):
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+
+
 def teardown(tag: str) -> None:
     """Remove everything of cluster ``tag``: safe to repeat, and to run from any process."""
     temp = TEMP_ROOT / f"og-{tag}"
-    for namespace in _namespaces(tag):
-        kill_namespace_processes(namespace)
+    host_cgroups = {path.name for path in (CGROUPS / "pids").glob(f"og-{tag}h*")} if CGROUPS.is_dir() else set()
+    for namespace in sorted(set(_namespaces(tag)) | host_cgroups):
+        kill_host_processes(namespace)
         _run("ip", "netns", "del", namespace, check=False)
+    _remove_cgroups(tag)
     group_file = temp / "trainer.pgid"
     with contextlib.suppress(OSError, ValueError):
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -415,6 +452,10 @@ def leftovers(tag: str) -> dict[str, Any]:
         found["processes"] = [pid for namespace in namespaces for pid in _namespace_pids(namespace)]
     if _run("ip", "link", "show", f"og-{tag}br", check=False).returncode == 0:
         found["bridge"] = f"og-{tag}br"
+    if pids := [pid for host in sorted((CGROUPS / "pids").glob(f"og-{tag}h*")) for pid in host_cgroup_pids(host.name)]:
+        found["host processes"] = pids
+    if cgroups := sorted(str(path) for path in CGROUPS.glob(f"*/**/og-{tag}h*")):
+        found["cgroups"] = cgroups
     temp = TEMP_ROOT / f"og-{tag}"
     if pids := _processes_under(str(temp)):
         found["trainer node processes"] = pids
