@@ -29,9 +29,11 @@ STEP_TIMEOUT = 60.0
 
 def main(snippet: str) -> int:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True, timeout=STEP_TIMEOUT)
-    hosts = Path(tempfile.mkdtemp()) / "hosts"
-    hosts.write_text("127.0.0.1 localhost\n" + "".join(f"{pod} {SERVICE}\n" for pod in PODS))
-    subprocess.run(["mount", "--bind", str(hosts), "/etc/hosts"], check=True, timeout=STEP_TIMEOUT)
+    # The file may go once it is bound: the mount keeps it until the namespace ends.
+    with tempfile.TemporaryDirectory() as folder:
+        hosts = Path(folder) / "hosts"
+        hosts.write_text("127.0.0.1 localhost\n" + "".join(f"{pod} {SERVICE}\n" for pod in PODS))
+        subprocess.run(["mount", "--bind", str(hosts), "/etc/hosts"], check=True, timeout=STEP_TIMEOUT)
     environment = {**os.environ, "OPENENV_GYM_TOKEN": secrets.token_urlsafe(24)}
     serve = [sys.executable, "-m", "openenv_gym", "serve", "CartPole-v1", "--port", str(PORT), "--max-sessions", "16"]
     servers = [

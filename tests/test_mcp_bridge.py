@@ -29,21 +29,23 @@ from openenv_gym.client import DEFAULT_CALL_TIMEOUT, http_get_json
 from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.integrations.mcp import DONE_KEY, ERROR_TYPE_KEY, REWARD_KEY, TRUNCATED_KEY
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT
-from tests.utils import REPO_ROOT, UNIT, all_server_pids, pid_alive, run_async, running_server, stop_process, wait_until
+from tests.utils import (
+    REPO_ROOT,
+    UNIT,
+    all_server_pids,
+    parent_pid,
+    pid_alive,
+    run_async,
+    running_server,
+    stop_process,
+    wait_until,
+)
 
 BRIDGE = [sys.executable, "-m", "openenv_gym", "mcp"]
 ECHO_TARGET = "openenv_gym.envs.echo:EchoEnvironment"
 TOOLBOX = "tests.tool_envs:ToolboxEnvironment"
 # A bridge imports the SDK (about 2 s here) and starts its env's server before it answers.
 SESSION_TIMEOUT = 90 * UNIT
-
-
-def parent_pid(pid: int) -> int | None:
-    """The parent of ``pid``, or None once it is gone."""
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def bridge_pids() -> set[int]:

@@ -65,18 +65,18 @@ def server_pids() -> set[int]:
     return {pid for pid in all_server_pids() if started_by_this_worker(pid)}
 
 
+def parent_pid(pid: int) -> int | None:
+    """The parent of ``pid``, or None once it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def own_server_pids() -> set[int]:
     """PIDs of the `openenv_gym serve` processes this test process started (others on the machine,
     such as a second test run's, are not counted)."""
-    own = set()
-    for pid in all_server_pids():
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue
-        if int(status.split("\nPPid:")[1].split()[0]) == os.getpid():
-            own.add(pid)
-    return own
+    return {pid for pid in all_server_pids() if parent_pid(pid) == os.getpid()}
 
 
 def sandbox_pids() -> set[int]:

@@ -7,6 +7,7 @@ when it is in no swarm, and leaves the swarm again afterwards, so the engine is 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -20,12 +21,14 @@ import pytest
 from gymnasium.vector import SyncVectorEnv
 
 import openenv_gym  # noqa: F401  (registers the openenv/ ids)
+from openenv_gym.async_pool import AsyncEnvPool
 from openenv_gym.errors import EnvCreationError, ProviderError, ServerConnectError, ServerStartError
 from openenv_gym.providers.docker.owners import OWNER_PID, SWARM_LABEL, owned_services
 from openenv_gym.providers.docker.swarm import SECRET_DIR, SwarmProvider
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.equivalence import assert_lockstep, assert_same
-from tests.utils import REPO_ROOT, UNIT, wait_until
+from tests.test_async_env import _echo_episode
+from tests.utils import REPO_ROOT, UNIT, run_async, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
@@ -238,4 +241,30 @@ def test_gym_make_on_swarm_plays_an_episode(swarm):
             assert_same(env.step(step % 2), local.step(step % 2), f"step {step}")
     finally:
         env.close()
+        local.close()
+
+
+def test_an_async_pool_plays_tool_episodes_on_swarm(swarm):
+    """Echo-v0 (its own image) in an AsyncEnvPool of 4 sessions on 2 swarm services."""
+
+    async def run():
+        async with AsyncEnvPool("openenv/Echo-v0", size=4, servers=2, provider="swarm", tool_calls=True) as pool:
+            assert len(ours(swarm)["services"]) == 2
+
+            return await asyncio.gather(*(_echo_episode(pool, index) for index in range(8)))
+
+    assert run_async(run(), 300 * UNIT) == [[f"{i}.{turn}" for turn in range(3)] for i in range(8)]
+
+
+def test_from_env_fns_sends_its_factories_to_swarm_services(swarm):
+    from openenv_gym.vector import RemoteVectorEnv
+
+    remote = RemoteVectorEnv.from_env_fns([lambda: gym.make("CartPole-v1")] * 4, provider="swarm", servers=2)
+    local = SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 4)
+    try:
+        assert len(ours(swarm)["services"]) == 2
+        assert_same(remote.reset(seed=8), local.reset(seed=8), "reset")
+        assert_lockstep(remote, local, 40, np.random.default_rng(3))
+    finally:
+        remote.close()
         local.close()

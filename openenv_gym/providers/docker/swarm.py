@@ -331,9 +331,8 @@ class SwarmProvider(Provider):
         published = next((port["PublishedPort"] for port in ports if port.get("TargetPort") == CONTAINER_PORT), None)
         if published is None:
             return None
-        node = client.api.inspect_node(task["NodeID"])
-        self.node = node.get("Description", {}).get("Hostname")
-        return f"http://{_url_host(node['Status']['Addr'])}:{published}"
+        self.node = client.api.inspect_node(task["NodeID"])["Status"]["Addr"]
+        return f"http://{_url_host(self.node)}:{published}"
 
     def _wait_for_task(self, client: Any) -> str:
         """Wait for a running task that answers ``/health``; fail early when new tasks keep failing
