@@ -43,7 +43,16 @@ import numpy as np
 from tests.delay_proxy import Link
 from tests.utils import REPO_ROOT, pid_alive
 
-__all__ = ["Link", "SimulatedCluster", "leftovers", "namespaces_supported", "teardown"]
+__all__ = [
+    "Link",
+    "SimulatedCluster",
+    "kill_host_processes",
+    "leftovers",
+    "make_hosts",
+    "namespaces_supported",
+    "start_guardian",
+    "teardown",
+]
 
 PROXY_PORT = 909  # inside each host's namespace, where nothing else listens
 HEAD_PORT = 6379
@@ -95,18 +104,6 @@ def _namespaces(tag: str | None = None) -> list[str]:
 def _namespace_pids(namespace: str) -> list[int]:
     result = _run("ip", "netns", "pids", namespace, check=False)
     return [int(pid) for pid in result.stdout.split()]
-
-
-def kill_namespace_processes(namespace: str, timeout: float = 20.0) -> None:
-    """SIGKILL every process in ``namespace`` until none is left (Ray restarts nothing once killed)."""
-    deadline = time.monotonic() + timeout
-    while pids := _namespace_pids(namespace):
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"processes {pids} of {namespace} survive SIGKILL")
-        time.sleep(0.05)
 
 
 def _processes_under(path: str) -> list[int]:
@@ -189,6 +186,39 @@ def sweep() -> None:
             teardown(f"{match.group(1)}-{match.group(2)}")
 
 
+def start_guardian(tag: str, lifetime: float) -> subprocess.Popen[bytes]:
+    """Sweep away the clusters of dead owners, make cluster ``tag``'s temp dir, and start its
+    guardian (see :func:`_guard`): the owner closes its stdin, or dies, and everything goes."""
+    sweep()
+    (TEMP_ROOT / f"og-{tag}").mkdir(mode=0o700)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.cluster", "guard", tag, str(lifetime)],
+        stdin=subprocess.PIPE,
+        cwd=REPO_ROOT,
+        start_new_session=True,
+    )
+
+
+def make_hosts(tag: str, hosts: int) -> str:
+    """Cluster ``tag``'s bridge (the trainer at .1) and ``hosts`` network namespaces on it (host i
+    at .(10 + i), its link ``eth0``); return the subnet's first three bytes."""
+    subnet, bridge = _free_subnet(), f"og-{tag}br"
+    _run("ip", "link", "add", bridge, "type", "bridge")
+    # Bridged frames skip the root namespace's iptables (Docker's FORWARD rules, say).
+    _run("ip", "link", "set", bridge, "type", "bridge", "nf_call_iptables", "0")
+    _run("ip", "addr", "add", f"{subnet}.1/24", "dev", bridge)
+    _run("ip", "link", "set", bridge, "up")
+    for index in range(hosts):
+        namespace = f"og-{tag}h{index}"
+        _run("ip", "netns", "add", namespace)
+        _run("ip", "link", "add", namespace, "type", "veth", "peer", "name", "eth0", "netns", namespace)
+        _run("ip", "link", "set", namespace, "master", bridge, "up")
+        _run("ip", "-n", namespace, "addr", "add", f"{subnet}.{10 + index}/24", "dev", "eth0")
+        _run("ip", "-n", namespace, "link", "set", "eth0", "up")
+        _run("ip", "-n", namespace, "link", "set", "lo", "up")
+    return subnet
+
+
 def _free_subnet() -> str:
     used = _run("ip", "-4", "-o", "addr").stdout
     for third in range(1, 255):
@@ -259,28 +289,10 @@ class SimulatedCluster:
 
     def start(self) -> None:
         """Make the network, the proxies and the Ray nodes (the trainer's last)."""
-        sweep()
-        self.temp.mkdir(mode=0o700)
-        self._guardian = subprocess.Popen(
-            [sys.executable, "-m", "tests.cluster", "guard", self.tag, str(self.lifetime)],
-            stdin=subprocess.PIPE,
-            cwd=REPO_ROOT,
-            start_new_session=True,
-        )
+        self._guardian = start_guardian(self.tag, self.lifetime)
         try:
-            self.subnet = _free_subnet()
-            _run("ip", "link", "add", self.bridge, "type", "bridge")
-            # Bridged frames skip the root namespace's iptables (Docker's FORWARD rules, say).
-            _run("ip", "link", "set", self.bridge, "type", "bridge", "nf_call_iptables", "0")
-            _run("ip", "addr", "add", f"{self.trainer_address}/24", "dev", self.bridge)
-            _run("ip", "link", "set", self.bridge, "up")
-            for index, namespace in enumerate(self.namespaces):
-                _run("ip", "netns", "add", namespace)
-                _run("ip", "link", "add", namespace, "type", "veth", "peer", "name", "eth0", "netns", namespace)
-                _run("ip", "link", "set", namespace, "master", self.bridge, "up")
-                _run("ip", "-n", namespace, "addr", "add", f"{self.host_address(index)}/24", "dev", "eth0")
-                _run("ip", "-n", namespace, "link", "set", "eth0", "up")
-                _run("ip", "-n", namespace, "link", "set", "lo", "up")
+            self.subnet = make_hosts(self.tag, self.hosts)
+            for namespace in self.namespaces:
                 _run(
                     "ip", "netns", "exec", namespace,
                     "iptables", "-t", "nat", "-A", "PREROUTING", "-p", "tcp", "-s", self.trainer_address,
@@ -425,7 +437,7 @@ class SimulatedCluster:
         """Lose host ``index`` whole: SIGKILL every process in it (its Ray node, servers, link proxy)."""
         if index == 0:
             raise ValueError("host 0 runs the Ray head: losing it ends the cluster")
-        kill_namespace_processes(self.namespaces[index])
+        kill_host_processes(self.namespaces[index])
         _reap(self._nodes.pop(index))
         _reap(self._proxies.pop(index))
 

@@ -30,7 +30,6 @@ import contextlib
 import os
 import secrets
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -40,16 +39,15 @@ import numpy as np
 from tests.cluster import (
     CGROUPS,
     TEMP_ROOT,
-    _free_subnet,
     _reap,
     _run,
     kill_host_processes,
     leftovers,
+    make_hosts,
     namespaces_supported,
-    sweep,
+    start_guardian,
     teardown,
 )
-from tests.utils import REPO_ROOT
 
 __all__ = ["SimulatedSwarm"]
 
@@ -128,27 +126,10 @@ class SimulatedSwarm:
 
     def start(self) -> None:
         """Make the network, start an engine per host, form the swarm and give every host the images."""
-        sweep()
-        self.temp.mkdir(mode=0o700)
-        self._guardian = subprocess.Popen(
-            [sys.executable, "-m", "tests.cluster", "guard", self.tag, str(self.lifetime)],
-            stdin=subprocess.PIPE,
-            cwd=REPO_ROOT,
-            start_new_session=True,
-        )
+        self._guardian = start_guardian(self.tag, self.lifetime)
         try:
-            self.subnet = _free_subnet()
-            _run("ip", "link", "add", self.bridge, "type", "bridge")
-            _run("ip", "link", "set", self.bridge, "type", "bridge", "nf_call_iptables", "0")
-            _run("ip", "addr", "add", f"{self.subnet}.1/24", "dev", self.bridge)
-            _run("ip", "link", "set", self.bridge, "up")
-            for index, namespace in enumerate(self.namespaces):
-                _run("ip", "netns", "add", namespace)
-                _run("ip", "link", "add", namespace, "type", "veth", "peer", "name", "eth0", "netns", namespace)
-                _run("ip", "link", "set", namespace, "master", self.bridge, "up")
-                _run("ip", "-n", namespace, "addr", "add", f"{self.host_address(index)}/24", "dev", "eth0")
-                _run("ip", "-n", namespace, "link", "set", "eth0", "up")
-                _run("ip", "-n", namespace, "link", "set", "lo", "up")
+            self.subnet = make_hosts(self.tag, self.hosts)
+            for index in range(self.hosts):
                 self._start_engine(index)
             self._form_swarm()
             self._copy_images()
