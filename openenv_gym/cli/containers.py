@@ -131,10 +131,11 @@ def _owner(item: Any) -> str:
 
 def clean(args: argparse.Namespace) -> int:
     from ..providers.docker.owners import reap, reap_services
+    from ..providers.docker.swarm_launcher import reap_orphans
 
     client = docker_client()
     services = reap_services(client)  # first: a removed service's task containers go with it
-    removed = reap(client)
+    removed = reap(client) + reap_orphans(client)
     print(
         f"removed {len(removed)} container(s) of owners that are gone" + (": " + " ".join(removed) if removed else "")
     )

@@ -22,7 +22,7 @@ from gymnasium.vector import SyncVectorEnv
 
 import openenv_gym  # noqa: F401  (registers the openenv/ ids)
 from openenv_gym.async_pool import AsyncEnvPool
-from openenv_gym.errors import EnvCreationError, ProviderError, ServerConnectError, ServerStartError
+from openenv_gym.errors import EnvCreationError, ServerConnectError, ServerStartError
 from openenv_gym.providers.docker.owners import OWNER_PID, SWARM_LABEL, owned_services
 from openenv_gym.providers.docker.swarm import SECRET_DIR, SwarmProvider
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
@@ -46,7 +46,7 @@ def ours(client) -> dict[str, list]:
 @pytest.fixture(autouse=True)
 def nothing_left(swarm):
     yield
-    assert wait_until(lambda: not any(ours(swarm).values()), 30 * UNIT), f"left behind: {ours(swarm)}"
+    assert wait_until(lambda: not any(ours(swarm).values()), 30 * UNIT), {key: len(v) for key, v in ours(swarm).items()}
 
 
 def task_container(client, provider: SwarmProvider):
@@ -140,11 +140,6 @@ def test_a_killed_task_truncates_exactly_its_sub_envs_and_the_rollout_goes_on_on
         assert (rewards == 1.0).all()
     finally:
         envs.close()
-
-
-def test_a_sandboxed_env_is_refused_with_the_reason(swarm):
-    with pytest.raises(ProviderError, match=r"seccomp off and an unmasked /proc.*provider='docker'"):
-        gym.make("openenv/Coding-v0", provider="swarm")
 
 
 def test_an_env_that_cannot_be_made_fails_its_start_with_the_server_s_reason(swarm):

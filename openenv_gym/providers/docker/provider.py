@@ -38,6 +38,7 @@ __all__ = [
     "checked_limits",
     "docker_client",
     "env_docker_options",
+    "locked_down_host_config",
     "translated_errors",
 ]
 
@@ -341,23 +342,7 @@ class DockerProvider(Provider):
 
     def _run(self, client: Any) -> Any:
         """Create and start the container (through the low-level API: the high-level one cannot unmask /proc)."""
-        open_files = int(self.limits["open_files"])
-        security_opt = ["no-new-privileges", *(opt for opt in self.security_opt if opt != _UNMASK_PROC)]
-        host_config = client.api.create_host_config(
-            read_only=True,
-            tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.limits['scratch']},mode=1777"},
-            cap_drop=["ALL"],
-            security_opt=security_opt,
-            mem_limit=self.limits["memory"],
-            memswap_limit=self.limits["memory"],  # no swap beyond the limit: past it, the OOM killer
-            nano_cpus=int(float(self.limits["cpus"]) * 1e9),
-            pids_limit=int(self.limits["pids"]),
-            ulimits=[{"Name": "nofile", "Soft": open_files, "Hard": open_files}],
-            **self._network_config(),
-        )
-        if _UNMASK_PROC in self.security_opt:  # what the docker CLI's --security-opt systempaths=unconfined does
-            host_config["MaskedPaths"] = []
-            host_config["ReadonlyPaths"] = []
+        host_config = locked_down_host_config(client, self.limits, self.security_opt, **self._network_config())
         probe = _UNIX_HEALTH_PROBE if self.network == "none" else _TCP_HEALTH_PROBE
         try:
             created = self._create(client, host_config, probe)
@@ -455,6 +440,32 @@ class DockerProvider(Provider):
             _remove_container(self._client, container.id, socket_root, graceful)
         elif socket_root is not None:
             shutil.rmtree(socket_root, ignore_errors=True)
+
+
+def locked_down_host_config(
+    client: Any, limits: dict[str, Any], security_opt: list[str], **network: Any
+) -> dict[str, Any]:
+    """The host config of an env server's container: read-only, a tmpfs at ``/tmp``, no
+    capabilities, ``no-new-privileges``, the ``limits`` (see :data:`DEFAULT_LIMITS`), the
+    manifest's ``security_opt`` (``systempaths=unconfined`` unmasks ``/proc``, as the docker CLI
+    does), and ``network`` (``port_bindings=``, ``network_mode=``...)."""
+    open_files = int(limits["open_files"])
+    host_config = client.api.create_host_config(
+        read_only=True,
+        tmpfs={"/tmp": f"rw,nosuid,nodev,size={limits['scratch']},mode=1777"},
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges", *(opt for opt in security_opt if opt != _UNMASK_PROC)],
+        mem_limit=limits["memory"],
+        memswap_limit=limits["memory"],  # no swap beyond the limit: past it, the OOM killer
+        nano_cpus=int(float(limits["cpus"]) * 1e9),
+        pids_limit=int(limits["pids"]),
+        ulimits=[{"Name": "nofile", "Soft": open_files, "Hard": open_files}],
+        **network,
+    )
+    if _UNMASK_PROC in security_opt:
+        host_config["MaskedPaths"] = []
+        host_config["ReadonlyPaths"] = []
+    return host_config
 
 
 def _remove_pooled(item: warm_pool.PooledContainer) -> None:

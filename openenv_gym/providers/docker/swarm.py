@@ -15,6 +15,9 @@ list: again after Swarm replaced a failed task, which :meth:`SwarmProvider.start
 fleet recovers the server. A published port binds every interface of the node, so the server
 always requires a token, handed to it as a Swarm secret (a file under ``/run/secrets``, readable
 by the server's user alone), never in the service's environment or command.
+
+An env whose manifest needs ``security_opt`` (a sandbox inside) cannot be a service's container:
+its task runs :mod:`.swarm_launcher`, which starts the server in a container of the node's own.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from .provider import (
     env_docker_options,
     translated_errors,
 )
+from .swarm_launcher import NODE_SOCKET, launch_spec
 
 __all__ = ["SECRET_DIR", "SwarmProvider", "swarm_manager"]
 
@@ -50,6 +54,8 @@ _TOKEN_FILE = "openenv-gym-token"  # the secret's file name in SECRET_DIR
 _SECOND = 1_000_000_000  # the engine's durations are nanoseconds
 _STOP_GRACE = 5 * _SECOND
 _RESTART_DELAY = _SECOND // 2  # Swarm's default of 5 s would keep a lost server away that long
+# A launcher only starts its server and copies its log: the server's own limits are its container's.
+_LAUNCHER_LIMITS: dict[str, Any] = {"memory": "128m", "cpus": 0.25, "pids": 32, "open_files": 1024, "scratch": "8m"}
 _reaped = False
 _reap_lock = threading.Lock()
 
@@ -83,8 +89,13 @@ class SwarmProvider(Provider):
     returns the new task's URL.
 
     An env whose manifest needs ``security_opt`` or ``network: none`` (the sandboxed Coding,
-    CodingTools and Git envs) is refused: a Swarm service can neither turn off seccomp nor unmask
-    ``/proc``, which the sandbox inside needs, and it cannot be without a network.
+    CodingTools and Git envs) cannot be a service's container: a service can neither turn off
+    seccomp nor unmask ``/proc``, which bubblewrap inside needs. Its task runs a launcher instead
+    (:mod:`.swarm_launcher`), as root with the node's Docker socket (``node_socket``) mounted,
+    which starts the server in a container of the node's own, locked down as the Docker provider's
+    with the manifest's ``security_opt``, in the task's network namespace; it hands the server
+    the token on its standard input. Agent code still runs in bubblewrap, without network, in a
+    container that has neither the socket nor the secret.
 
     Images are not pulled: the image must be in the cache of every node that may run the server.
     On the manager a missing image of ours is built (``build=False`` makes that an error).
@@ -103,6 +114,8 @@ class SwarmProvider(Provider):
         docker_client: a ``docker.DockerClient`` on a manager (default: ``docker.from_env()``).
         token: the token the server requires; default: a fresh one (one per run for :meth:`group`).
         accept_pickled_factories: the server takes pickled env factories (``from_env_fns``).
+        node_socket: where each node's Docker Engine socket is, for a launched server (the path on
+            the nodes, mounted into the launcher's task).
     """
 
     def __init__(
@@ -124,6 +137,7 @@ class SwarmProvider(Provider):
         docker_client: Any = None,
         token: str | None = None,
         accept_pickled_factories: bool = False,
+        node_socket: str = "/var/run/docker.sock",
     ) -> None:
         asked = {
             "image": image,
@@ -134,15 +148,13 @@ class SwarmProvider(Provider):
             "scratch": scratch,
         }
         options = {**env_docker_options(target), **{k: v for k, v in asked.items() if v is not None}}
-        unfit = sorted(key for key in ("security_opt", "network") if key in options)
-        if unfit:
-            raise ProviderError(
-                f"swarm: {target} asks for {' and '.join(f'{key}={options[key]!r}' for key in unfit)} "
-                "(its sandbox needs seccomp off and an unmasked /proc, and no network); a Swarm service can be given "
-                "neither, so it cannot run there: use provider='docker' for it"
-            )
         self.target = target
         self.image: str = options.pop("image")
+        # A service cannot be given these (its sandbox's needs): a launcher in the task starts the
+        # server in a container of the node's own (see .swarm_launcher). Its network is the task's.
+        self.security_opt: list[str] = list(options.pop("security_opt", []))
+        self.launched = bool(self.security_opt) or options.pop("network", None) is not None
+        self.node_socket = node_socket
         self.limits = checked_limits({**DEFAULT_LIMITS, **options})
         self.token: str = checked_token(token) or new_token()
         self.command = [target, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT)]
@@ -256,27 +268,35 @@ class SwarmProvider(Provider):
         self._secret_id = secret.id
         # At exit the finalizer uses a client of its own: this one may be closed by then.
         self._finalizer = weakref.finalize(self, _remove_service, None, None, secret.id)
-        open_files = int(self.limits["open_files"])
+        limits = _LAUNCHER_LIMITS if self.launched else self.limits  # a launched server's are its container's
+        open_files = int(limits["open_files"])
+        user = "0:0" if self.launched else f"{SERVER_UID}:{SERVER_UID}"  # the launcher needs the node's socket
+        scratch = Mount(
+            "/tmp", None, type="tmpfs", tmpfs_size=int(parse_bytes(str(limits["scratch"]))), tmpfs_mode=0o1777
+        )
+        if self.launched:
+            command = ["python3", "-m", "openenv_gym.providers.docker.swarm_launcher"]
+            arguments = [launch_spec(self.image, self.command, self.limits, self.security_opt, labels)]
+            mounts = [scratch, Mount(NODE_SOCKET, self.node_socket, type="bind")]
+        else:
+            command, arguments, mounts = None, self.command, [scratch]  # None: the image's `openenv-gym serve`
         container = ContainerSpec(
             self.image,
-            command=None,  # the image's entrypoint: openenv-gym serve
-            args=self.command,
+            command=command,
+            args=arguments,
             env={"PYTHONUNBUFFERED": "1", SNAPSHOT_KEY_ENV_VAR: shared_snapshot_key()},
             labels=labels,
-            user=f"{SERVER_UID}:{SERVER_UID}",
+            user=user,
             read_only=True,
-            mounts=[
-                Mount(
-                    "/tmp",
-                    None,
-                    type="tmpfs",
-                    tmpfs_size=int(parse_bytes(str(self.limits["scratch"]))),
-                    tmpfs_mode=0o1777,
-                )
-            ],
+            mounts=mounts,
             secrets=[
                 SecretReference(
-                    secret.id, secret.name, filename=_TOKEN_FILE, uid=str(SERVER_UID), gid=str(SERVER_UID), mode=0o400
+                    secret.id,
+                    secret.name,
+                    filename=_TOKEN_FILE,
+                    uid=user.split(":")[0],
+                    gid=user.split(":")[1],
+                    mode=0o400,
                 )
             ],
             cap_drop=["ALL"],
@@ -291,9 +311,9 @@ class SwarmProvider(Provider):
         )
         # Not in docker-py's ContainerSpec: the engine's own fields (API 1.41).
         container["Ulimits"] = [{"Name": "nofile", "Soft": open_files, "Hard": open_files}]
-        memory = int(parse_bytes(str(self.limits["memory"])))
-        resources = Resources(cpu_limit=int(float(self.limits["cpus"]) * 1e9), mem_limit=memory)
-        resources["Limits"]["Pids"] = int(self.limits["pids"])
+        memory = int(parse_bytes(str(limits["memory"])))
+        resources = Resources(cpu_limit=int(float(limits["cpus"]) * 1e9), mem_limit=memory)
+        resources["Limits"]["Pids"] = int(limits["pids"])
         template = TaskTemplate(
             container,
             resources=resources,
@@ -326,13 +346,19 @@ class SwarmProvider(Provider):
         return None
 
     def _task_url(self, client: Any, task: dict[str, Any]) -> str | None:
-        """The URL of a running task: its node's address and the port it published there."""
+        """The URL of a running task: its node's address and the port it published there.
+
+        The engine lists a host-mode port once per address family, IPv4's first, and the two
+        numbers may differ (each family's next free port): one family's number may even be another
+        task's port in the other family, so the node's family picks the entry, never a probe.
+        """
         ports = task.get("Status", {}).get("PortStatus", {}).get("Ports") or []
-        published = next((port["PublishedPort"] for port in ports if port.get("TargetPort") == CONTAINER_PORT), None)
-        if published is None:
+        published = [port["PublishedPort"] for port in ports if port.get("TargetPort") == CONTAINER_PORT]
+        if not published:
             return None
         self.node = client.api.inspect_node(task["NodeID"])["Status"]["Addr"]
-        return f"http://{_url_host(self.node)}:{published}"
+        ipv6 = ":" in self.node
+        return f"http://{_url_host(self.node)}:{published[min(len(published) - 1, int(ipv6))]}"
 
     def _wait_for_task(self, client: Any) -> str:
         """Wait for a running task that answers ``/health``; fail early when new tasks keep failing
