@@ -12,8 +12,9 @@ load`` into each host's engine): no registry.
 What an engine in a namespace needs, found by trying: ``ip netns exec`` remounts ``/sys`` and
 hides the cgroup hierarchies, so the engine is started with ``nsenter --net`` inside a mount and
 UTS namespace of its own (its own hostname: the swarm's node name), where tmpfs mounts cover
-``/run/docker`` (libnetwork's sockets, at a fixed path in 20.10) and ``/run/containerd``, and a
-directory of its own covers ``/etc/docker`` (its engine id). Every process of a host (engine,
+``/run/docker`` (libnetwork's sockets, at a fixed path in 20.10; and the engine's second socket,
+:data:`NODE_SOCKET`) and ``/run/containerd``, and a directory of its own covers ``/etc/docker``
+(its engine id). Every process of a host (engine,
 containerd, shims, containers, which have network namespaces of their own) is in the pids cgroup
 named after the host, so :meth:`SimulatedSwarm.kill_host` and the teardown find them all. Every
 network an engine makes is in 198.19.0.0/16.
@@ -49,9 +50,12 @@ from tests.cluster import (
     teardown,
 )
 
-__all__ = ["SimulatedSwarm"]
+__all__ = ["NODE_SOCKET", "SimulatedSwarm"]
 
 ROOT_ENGINE = "unix:///var/run/docker.sock"  # the machine's own engine: only its images are read
+#: Where each host's engine also listens, in the host's own /run/docker: the path a launched
+#: server's task mounts (SwarmProvider's ``node_socket``) names each host's own engine.
+NODE_SOCKET = "/run/docker/node.sock"
 STEP_TIMEOUT = 120.0
 _ENGINE_SCRIPT = """
 echo $$ > {cgroup}/cgroup.procs && hostname {name} &&
@@ -145,7 +149,7 @@ class SimulatedSwarm:
         cgroup.mkdir()
         flags = [
             "--data-root", str(home / "data"), "--exec-root", str(home / "exec"),
-            "--pidfile", str(home / "dockerd.pid"), "-H", self.socket(index),
+            "--pidfile", str(home / "dockerd.pid"), "-H", self.socket(index), "-H", f"unix://{NODE_SOCKET}",
             "--config-file", str(self._config(home)), "--storage-driver", "overlay2",
             "--cgroup-parent", f"{namespace}-ctr",  # relative: under the host's cgroup in every hierarchy
             "--bip", f"198.19.{10 + index}.1/24", "--default-address-pool", "base=198.19.128.0/17,size=24",

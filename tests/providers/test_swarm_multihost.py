@@ -12,7 +12,7 @@ import pytest
 from gymnasium.vector import SyncVectorEnv
 
 import openenv_gym  # noqa: F401  (registers the openenv/ ids)
-from openenv_gym.providers.docker.images import RUNTIME_IMAGE
+from openenv_gym.providers.docker.images import RUNTIME_IMAGE, ensure_image, env_image
 from openenv_gym.providers.docker.owners import OWNER_PID
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.equivalence import assert_lockstep, assert_same
@@ -31,7 +31,10 @@ def cluster(docker):
         if os.environ.get("CI"):
             pytest.fail(f"CI must run the multi-host swarm tests: {reason}")
         pytest.skip(reason)
-    with SimulatedSwarm(hosts=3, images=(RUNTIME_IMAGE,)) as swarm:
+    images = (RUNTIME_IMAGE, env_image("coding"))
+    for image in images:  # current with this code on the machine's engine, to be copied to every host
+        ensure_image(docker, image)
+    with SimulatedSwarm(hosts=3, images=images) as swarm:
         yield swarm
     assert swarm.leftovers() == {}, swarm.leftovers()
 
@@ -98,3 +101,24 @@ def test_a_host_lost_mid_rollout_truncates_its_sub_envs_which_go_on_on_another_h
         assert (rewards == 1.0).all()
     finally:
         envs.close()
+
+
+def test_a_sandboxed_env_s_launcher_starts_its_server_on_its_own_host(cluster, manager):
+    """Coding-v0 on a worker: its launcher's server container is on that host's engine, not the manager's."""
+    from tests.envs.hostile_cases import SOLUTION, TASK
+    from tests.swarm_cluster import NODE_SOCKET
+
+    env = gym.make("openenv/Coding-v0", provider="swarm", node_socket=NODE_SOCKET, constraints=["node.role == worker"])
+    try:
+        host = cluster.host_of(env.unwrapped.provider.node)
+        assert host != 0
+        engine = cluster.engine(host)
+        try:
+            servers = engine.api.containers(filters={"label": "openenv-gym.launcher"})
+            assert [server["Image"] for server in servers] == [env_image("coding")]
+        finally:
+            engine.close()
+        env.reset(options={"task_id": TASK})
+        assert env.step(SOLUTION)[1:4] == (1.0, True, False)
+    finally:
+        env.close()

@@ -88,14 +88,15 @@ class SwarmProvider(Provider):
     (``openenv-gym clean``) removes them. A failed task is replaced by Swarm; :meth:`start` then
     returns the new task's URL.
 
-    An env whose manifest needs ``security_opt`` or ``network: none`` (the sandboxed Coding,
-    CodingTools and Git envs) cannot be a service's container: a service can neither turn off
-    seccomp nor unmask ``/proc``, which bubblewrap inside needs. Its task runs a launcher instead
+    An env whose manifest needs ``security_opt`` (the sandboxed Coding, CodingTools and Git envs)
+    cannot be a service's container: a service can neither turn off seccomp nor unmask ``/proc``,
+    which bubblewrap inside needs. Its task runs a launcher instead
     (:mod:`.swarm_launcher`), as root with the node's Docker socket (``node_socket``) mounted,
     which starts the server in a container of the node's own, locked down as the Docker provider's
     with the manifest's ``security_opt``, in the task's network namespace; it hands the server
     the token on its standard input. Agent code still runs in bubblewrap, without network, in a
-    container that has neither the socket nor the secret.
+    container that has neither the socket nor the secret. A manifest's ``network: none`` does not
+    apply: a server on Swarm has its task's network, where clients reach it.
 
     Images are not pulled: the image must be in the cache of every node that may run the server.
     On the manager a missing image of ours is built (``build=False`` makes that an error).
@@ -151,9 +152,10 @@ class SwarmProvider(Provider):
         self.target = target
         self.image: str = options.pop("image")
         # A service cannot be given these (its sandbox's needs): a launcher in the task starts the
-        # server in a container of the node's own (see .swarm_launcher). Its network is the task's.
+        # server in a container of the node's own (see .swarm_launcher).
         self.security_opt: list[str] = list(options.pop("security_opt", []))
-        self.launched = bool(self.security_opt) or options.pop("network", None) is not None
+        self.launched = bool(self.security_opt)
+        options.pop("network", None)  # a server on Swarm has its task's network: clients reach it there
         self.node_socket = node_socket
         self.limits = checked_limits({**DEFAULT_LIMITS, **options})
         self.token: str = checked_token(token) or new_token()
