@@ -6,7 +6,8 @@ times until the whole fleet is up; then the time to release it (``Fleet.close``,
 containers are gone: a removed service's stop after the call returns). It prints every
 round's times and the swarm/docker ratio, and the median ratio. Then the recovery of one server
 whose task was killed: until Swarm's replacement answers (swarm) against until a new container
-answers (docker), both through ``Fleet.recover``.
+answers (docker), both through ``Fleet.recover``. And one Coding-v0 server, whose Swarm task is a
+launcher that starts the server in a container of the node's own, against the Docker provider's.
 
 Needs a Docker Engine with the runtime image (``make images``). If the engine is in no swarm,
 the benchmark makes it a single-node swarm manager (``docker swarm init --advertise-addr
@@ -29,10 +30,12 @@ from openenv_gym.providers.docker.owners import OWNER_PID
 from openenv_gym.providers.docker.provider import docker_client
 from openenv_gym.providers.fleet import Fleet, Layout
 
+CODING = "openenv_gym.envs.coding:CodingEnvironment"
 
-def timed_fleet(provider: str, servers: int) -> tuple[float, Fleet]:
-    """Seconds until ``servers`` CartPole servers answer, and their fleet."""
-    fleet = Fleet.of("CartPole-v1", provider=provider, layout=Layout(servers, 1))
+
+def timed_fleet(provider: str, servers: int, target: str = "CartPole-v1") -> tuple[float, Fleet]:
+    """Seconds until ``servers`` servers of ``target`` answer, and their fleet."""
+    fleet = Fleet.of(target, provider=provider, layout=Layout(servers, 1))
     started = time.perf_counter()
     fleet.start()
     return time.perf_counter() - started, fleet
@@ -87,8 +90,9 @@ def main() -> None:
             f"{engine['Version']} (API {engine['ApiVersion']}); {os.cpu_count()} CPUs, load {os.getloadavg()}"
         )
         for provider in ("docker", "swarm"):  # images checked (and built if missing) before timing
-            with Fleet.of("CartPole-v1", provider=provider):
-                pass
+            for target in ("CartPole-v1", CODING):
+                with Fleet.of(target, provider=provider):
+                    pass
         print(f"\n{args.servers} CartPole-v1 servers: until all answer /health, and until their containers are gone, s")
         ratios = []
         for round_ in range(args.rounds):
@@ -104,6 +108,13 @@ def main() -> None:
                 f"{up['docker']:.2f} (removed {down['docker']:.2f}); swarm/docker {ratios[-1]:.2f}x"
             )
         print(f"  median ratio swarm/docker (start-up): {statistics.median(ratios):.2f}x")
+        print("\none Coding-v0 server (swarm: a launcher task starts it in a container of the node's own), s")
+        for round_ in range(args.rounds):
+            times = {provider: timed_fleet(provider, 1, CODING) for provider in ("swarm", "docker")}
+            for _, fleet in times.values():
+                fleet.close()
+            swarm, docker = times["swarm"][0], times["docker"][0]
+            print(f"  round {round_ + 1}: swarm {swarm:.2f}, docker {docker:.2f}; swarm/docker {swarm / docker:.2f}x")
         print("\none server killed, until Fleet.recover has it serving again, s")
         swarm, docker = timed_recovery(client, "swarm"), timed_recovery(client, "docker")
         print(f"  swarm (Swarm's replacement task) {swarm:.2f}, docker (a new container) {docker:.2f}")
