@@ -1,9 +1,10 @@
 """Which process owns a container or a Swarm service: the labels every one of ours carries, and the reaper.
 
-A container (and a Swarm service, with its secret) is labelled with its owner's host, pid and process start time (the pair pid + start
-time names one process even after the pid is reused). Owners remove their containers on close
-and at interpreter exit; containers of owners that died without doing so (SIGKILL, a crash) are
-removed by :func:`reap`, which the Docker provider runs when it first starts in a process and
+A container, and a Swarm service with its secret, is labelled with its owner's host, pid and
+process start time (the pair pid + start time names one process even after the pid is reused).
+Owners remove theirs on close and at interpreter exit; those of owners that died without doing so
+(SIGKILL, a crash) are removed by :func:`reap` (containers) and :func:`reap_services` (services
+and secrets, on a swarm manager), which the providers run when they first start in a process and
 ``openenv-gym clean`` runs on demand. Owners are judged through this host's ``/proc``: an owner
 in another pid namespace under the same hostname (a container sharing the engine) would look
 gone, so do not share one engine between such owners.

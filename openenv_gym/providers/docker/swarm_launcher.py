@@ -45,12 +45,22 @@ def launch_spec(
 
 
 def main(argv: list[str]) -> int:
+    """Start the server ``argv[0]`` (:func:`launch_spec`) describes, and live as long as it does;
+    return the status the task exits with."""
     import docker
 
     from ...startup import TOKEN_FILE_FLAG
     from .images import SERVER_UID
     from .provider import locked_down_host_config
 
+    made: list[Any] = []  # the server's container, once created: what a SIGTERM removes
+
+    def stop(*_: object) -> None:
+        for container in made:
+            _remove(container, graceful=True)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)  # before anything is made: nothing made is left behind
     spec = json.loads(argv[0])
     token_file = spec["arguments"][spec["arguments"].index(TOKEN_FILE_FLAG) + 1]
     with open(token_file, encoding="utf-8") as file:
@@ -71,12 +81,7 @@ def main(argv: list[str]) -> int:
         stdin_open=True,  # and StdinOnce: the server's stdin closes when the launcher detaches, the token's end
     )
     server = client.containers.get(created["Id"])
-
-    def stop(*_: object) -> None:
-        _remove(server, graceful=True)
-        sys.exit(0)
-
-    signal.signal(signal.SIGTERM, stop)
+    made.append(server)
     try:
         stdin = client.api.attach_socket(created["Id"], params={"stdin": 1, "stream": 1})
         server.start()
