@@ -121,14 +121,16 @@ def checked_limits(limits: dict[str, Any]) -> dict[str, Any]:
     return limits
 
 
-def env_docker_options(target: str) -> dict[str, Any]:
-    """The Docker options that serve ``target``: its image, and what its manifest asks for.
+def env_docker_options(target: str, **asked: Any) -> dict[str, Any]:
+    """The Docker options that serve ``target``: its image, and what its manifest asks for, each
+    replaced by the caller's option of that name in ``asked`` unless that one is ``None``.
 
     An env of ``envs/`` (``openenv_gym.envs.NAME:Class``) has its own image and may set
     ``image``, ``resources`` (memory, cpus, pids, open_files, scratch), ``network`` and
     ``security_opt`` in its ``openenv.yaml`` (:meth:`~openenv_gym.manifest.Manifest.docker_options`);
     anything else (a Gymnasium id, an importable factory) is served from the runtime image.
     """
+    options: dict[str, Any] = {"image": RUNTIME_IMAGE}
     prefix = "openenv_gym.envs."
     if target.startswith(prefix):
         name = target[len(prefix) :].split(":", 1)[0].split(".", 1)[0]
@@ -136,8 +138,8 @@ def env_docker_options(target: str) -> dict[str, Any]:
         if manifest_path.is_file():
             from ...manifest import load_manifest
 
-            return {"image": env_image(name), **load_manifest(manifest_path).docker_options()}
-    return {"image": RUNTIME_IMAGE}
+            options = {"image": env_image(name), **load_manifest(manifest_path).docker_options()}
+    return {**options, **{key: value for key, value in asked.items() if value is not None}}
 
 
 class DockerProvider(Provider):
@@ -202,11 +204,10 @@ class DockerProvider(Provider):
         token: str | None = None,
         accept_pickled_factories: bool = False,
     ) -> None:
-        asked = {
-            "image": image, "memory": memory, "cpus": cpus, "pids": pids, "open_files": open_files,
-            "scratch": scratch, "network": network, "security_opt": security_opt,
-        }  # fmt: skip
-        options = {**env_docker_options(target), **{k: v for k, v in asked.items() if v is not None}}
+        options = env_docker_options(
+            target, image=image, memory=memory, cpus=cpus, pids=pids, open_files=open_files, scratch=scratch,
+            network=network, security_opt=security_opt,
+        )  # fmt: skip
         self.target = target
         self.image: str = options.pop("image")
         self.network: str = options.pop("network", "bridge")

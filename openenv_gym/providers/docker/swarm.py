@@ -140,15 +140,9 @@ class SwarmProvider(Provider):
         accept_pickled_factories: bool = False,
         node_socket: str = "/var/run/docker.sock",
     ) -> None:
-        asked = {
-            "image": image,
-            "memory": memory,
-            "cpus": cpus,
-            "pids": pids,
-            "open_files": open_files,
-            "scratch": scratch,
-        }
-        options = {**env_docker_options(target), **{k: v for k, v in asked.items() if v is not None}}
+        options = env_docker_options(
+            target, image=image, memory=memory, cpus=cpus, pids=pids, open_files=open_files, scratch=scratch
+        )
         self.target = target
         self.image: str = options.pop("image")
         # A service cannot be given these (its sandbox's needs): a launcher in the task starts the
@@ -236,7 +230,7 @@ class SwarmProvider(Provider):
             if self._service_id is None:
                 return False
             client = self._docker()
-            return self._service_exists(client) and self._running_task(client) is not None
+            return self._service_exists(client) and self._running_task(self._tasks(client)) is not None
 
     # --- internals ---------------------------------------------------------------------------
 
@@ -341,8 +335,9 @@ class SwarmProvider(Provider):
     def _tasks(self, client: Any) -> list[dict[str, Any]]:
         return client.api.tasks(filters={"service": self._service_id})
 
-    def _running_task(self, client: Any) -> dict[str, Any] | None:
-        for task in self._tasks(client):
+    @staticmethod
+    def _running_task(tasks: list[dict[str, Any]]) -> dict[str, Any] | None:
+        for task in tasks:
             if task.get("DesiredState") == "running" and task.get("Status", {}).get("State") == "running":
                 return task
         return None
@@ -368,9 +363,10 @@ class SwarmProvider(Provider):
         deadline = time.monotonic() + self.startup_timeout
         earlier = {task["ID"] for task in self._tasks(client)}  # a killed task the fleet recovers from
         last_error = "no task was scheduled"
+        failures = 0  # new tasks seen failed: the service's log is read again only when one more fails
         while time.monotonic() < deadline:
             tasks = self._tasks(client)
-            task = self._running_task(client)
+            task = self._running_task(tasks)
             url = self._task_url(client, task) if task is not None else None
             if url is not None:
                 try:
@@ -379,7 +375,8 @@ class SwarmProvider(Provider):
                 except OpenEnvGymError:
                     pass
             failed = [t for t in tasks if t["ID"] not in earlier and t["Status"]["State"] in ("failed", "rejected")]
-            if failed:
+            if len(failed) > failures:
+                failures = len(failed)
                 self._raise_if_hopeless(client, failed)
             current = [t["Status"] for t in tasks if t.get("DesiredState") == "running"]
             if current:
