@@ -15,6 +15,10 @@ the benchmark makes it a single-node swarm manager (``docker swarm init --advert
 
     .venv/bin/python benchmarks/swarm.py
     .venv/bin/python benchmarks/swarm.py --rounds 1 --servers 4
+
+``--host-loss`` times instead, on three simulated hosts (``tests/swarm_cluster.py``; root), the
+loss of a whole host under one of three servers: from the kill until ``Fleet.recover`` has that
+server serving again on another host, with Swarm's default 5 s dispatcher heartbeat and a 1 s one.
 """
 
 from __future__ import annotations
@@ -23,7 +27,11 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.swarm_cluster, for --host-loss
 
 import openenv_gym
 from openenv_gym.providers.docker.owners import OWNER_PID
@@ -74,11 +82,61 @@ def timed_recovery(client, provider: str) -> float:
         fleet.close()
 
 
+def timed_host_loss(heartbeat: float) -> tuple[float, str]:
+    """On three simulated hosts (tests/swarm_cluster.py, root): kill the host of one of three
+    servers; seconds until ``Fleet.recover`` has that server serving on another host, and the
+    manager's view of the lost node by then."""
+    import contextlib
+
+    from openenv_gym.providers.docker.images import RUNTIME_IMAGE, ensure_image
+    from tests.swarm_cluster import SimulatedSwarm
+
+    root = docker_client()
+    try:
+        ensure_image(root, RUNTIME_IMAGE)  # current with this code, to be copied to every host
+    finally:
+        root.close()
+    with SimulatedSwarm(hosts=3, images=(RUNTIME_IMAGE,), heartbeat=heartbeat) as swarm:
+        saved = os.environ.get("DOCKER_HOST")
+        os.environ["DOCKER_HOST"] = swarm.docker_host
+        try:
+            fleet = Fleet.of("CartPole-v1", provider="swarm", layout=Layout(3, 1))
+            fleet.start()
+            try:
+                hosts = [swarm.host_of(url.split("//")[1].rsplit(":", 1)[0]) for url in fleet.urls]
+                lost = next(server for server, host in enumerate(hosts) if host != 0)
+                started = time.perf_counter()
+                swarm.kill_host(hosts[lost])
+                fleet.recover(lost)
+                elapsed = time.perf_counter() - started
+                return elapsed, swarm.node_states()[swarm.namespaces[hosts[lost]]]
+            finally:
+                with contextlib.suppress(Exception):
+                    fleet.close()
+        finally:
+            if saved is None:
+                os.environ.pop("DOCKER_HOST", None)
+            else:
+                os.environ["DOCKER_HOST"] = saved
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--servers", type=int, default=16, help="servers per fleet")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (each starts a fleet of both providers)")
+    parser.add_argument(
+        "--host-loss", action="store_true", help="only the host-loss part, on three simulated hosts (needs root)"
+    )
     args = parser.parse_args()
+    if args.host_loss:
+        print(f"{os.cpu_count()} CPUs, load {os.getloadavg()}")
+        print("a host of one of 3 servers killed, until Fleet.recover has it serving on another host, s")
+        for heartbeat in (5.0, 1.0):  # Swarm's default dispatcher heartbeat, and a short one
+            for round_ in range(args.rounds):
+                elapsed, state = timed_host_loss(heartbeat)
+                print(f"  heartbeat {heartbeat:g} s, round {round_ + 1}: {elapsed:.2f} (the lost node: {state})")
+        print(f"after the run: load {os.getloadavg()}")
+        return
     client = docker_client()
     engine = client.version()
     joined = client.info()["Swarm"]["LocalNodeState"] == "inactive"
