@@ -154,7 +154,9 @@ def test_a_server_that_keeps_exiting_fails_its_start_early_with_its_output(swarm
 
 
 def test_a_task_no_node_can_take_times_out_saying_why(swarm):
-    provider = SwarmProvider("CartPole-v1", constraints=["node.labels.openenv-gym-test == absent"], startup_timeout=5)
+    provider = SwarmProvider(
+        "CartPole-v1", constraints=["node.labels.openenv-gym-test == absent"], startup_timeout=10 * UNIT
+    )
     with pytest.raises(ServerConnectError, match="no suitable node"):
         provider.start()
     assert provider.service_id is None
