@@ -9,25 +9,19 @@ call it on 0, 7, -45, 1000, 9999 and 10, expecting 0, 49, 41, 1, 324 and 1.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import gymnasium as gym
 import pytest
 
-from openenv_gym.envs.coding import CodeAction, CodingEnvironment, CodingToolsEnvironment
 from openenv_gym.envs.coding.tasks import BUILTIN_TASKS
 from openenv_gym.errors import EpisodeEndedError
 from tests.envs.coding_reference import SOLUTIONS
+from tests.reward_hacking.coding_submitter import LIMITS, TASK, WRONG, Submitter, score
 
-TASK = "digit-square-sum"
-HIDDEN_ARGUMENTS = (0, 7, -45, 1000, 9999, 10)
-WRONG = "def digit_square_sum(n):\n    return -1\n"  # fails every test: the honest value of most attacks
 PARTIAL = "def digit_square_sum(n):\n    return 0 if n == 0 else sum(int(d) ** 2 for d in str(n))\n"  # all but -45: 6/7
-LIMITS = {"wall_time": 5, "cpu_time": 5}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,41 +116,11 @@ LEAKS: dict[str, str] = {
 }
 
 
-class Submitter:
-    """One Coding env, reset to ``TASK``: ``submit(code)`` gives the reward and the text the agent sees."""
-
-    def __init__(self, kind: str, **kwargs: Any) -> None:
-        self.kind = kind
-        make = CodingEnvironment if kind == "Coding-v0" else CodingToolsEnvironment
-        self.env: Any = make(limits=LIMITS, **kwargs)
-
-    def reset(self) -> None:
-        self.env.reset(options={"task_id": TASK})
-
-    def submit(self, code: str) -> tuple[float, str, bool]:
-        """The reward, everything the agent is shown of the submission, and whether the episode ended."""
-        if self.kind == "Coding-v0":
-            observation = self.env.step(CodeAction(code=code))
-            shown = observation.model_dump(exclude={"prompt", "info", "metadata"})
-            return float(observation.reward), json.dumps(shown), observation.done or observation.truncated
-        result = self.env.submit(code)
-        return float(result.reward), json.dumps(result.value), result.done or result.truncated
-
-    def close(self) -> None:
-        self.env.close()
-
-
 @pytest.fixture(scope="module", params=["Coding-v0", "CodingTools-v0"])
 def submitter(request: pytest.FixtureRequest) -> Iterator[Submitter]:
     env = Submitter(request.param)
     yield env
     env.close()
-
-
-def score(submitter: Submitter, code: str) -> tuple[float, str]:
-    submitter.reset()
-    reward, shown, _ = submitter.submit(code)
-    return reward, shown
 
 
 @pytest.mark.slow
