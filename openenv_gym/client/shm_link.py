@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import mmap
 import os
 import select
@@ -27,6 +28,7 @@ from ..protocol.shm import (
     ShmOffer,
     Spinner,
     fence,
+    segment_seals,
 )
 from ..protocol.vector import VectorResultFrame
 
@@ -63,7 +65,9 @@ class ShmLink:
         Raises:
             OSError: the socket cannot be reached (another host, another network namespace) or
                 the server hung up.
-            ProtocolError: the layout or what came back is not what an offer promises.
+            ProtocolError: the layout or what came back is not what an offer promises (a segment
+                too small, or one not sealed against resizing: whoever kept its descriptor could
+                shrink it under this process's mapping, whose next read would kill it).
         """
         layout = ShmLayout.from_json(offer.layout, num_envs)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
@@ -77,6 +81,9 @@ class ShmLink:
                     os.close(fd)
                 raise ConnectionError("the server did not hand over the segment")
             try:
+                seals = segment_seals()
+                if fcntl.fcntl(fds[0], fcntl.F_GET_SEALS) & seals != seals:
+                    raise invalid("the segment is not sealed against resizing (F_SEAL_SHRINK, F_SEAL_GROW)")
                 if os.fstat(fds[0]).st_size < layout.size:
                     raise invalid(f"the segment is smaller than its layout's {layout.size} bytes")
                 segment = mmap.mmap(fds[0], layout.size)

@@ -15,7 +15,10 @@ The client connects to that Unix socket (``@``: Linux's abstract namespace, so n
 behind and another network namespace cannot reach it) and writes the ticket; the server checks
 the ticket and that the peer runs as its own user, and answers with one byte and the segment's file descriptor (a
 ``memfd``, passed with ``SCM_RIGHTS``: the segment has no name anyone else could open, and the
-kernel frees it when both sides are gone, however they end). An offer not taken before the
+kernel frees it when both sides are gone, however they end). The segment comes sealed
+(:func:`segment_seals`): a side that kept the descriptor cannot shrink it under the other's
+mapping (whose next touch past the end would be a ``SIGBUS``, killing the process) or grow it,
+and the client refuses a segment without those seals. An offer not taken before the
 session's next request is withdrawn. From then on a step is:
 
 1. the client writes the actions, then the request number (``request_seq``, any new value);
@@ -75,6 +78,7 @@ __all__ = [
     "parse_plain_client_frame",
     "parse_plain_server_frame",
     "refused",
+    "segment_seals",
 ]
 
 STATUS_OK, STATUS_ERROR = 0, 1
@@ -158,6 +162,15 @@ def fence() -> None:
 #: A sleeper's first look again, in seconds (doubled each time, up to :data:`LONGEST_SLEEP`).
 FIRST_SLEEP = 1e-3
 LONGEST_SLEEP = 1.0
+
+
+def segment_seals() -> int:
+    """The seals (``fcntl.F_SEAL_*``) a segment carries before it is handed over: its size is fixed
+    for both sides (``F_SEAL_SHRINK``, ``F_SEAL_GROW``) and no seal can be added or removed
+    (``F_SEAL_SEAL``). Writes stay open: they are what the segment is for. Linux only."""
+    import fcntl  # the seals' names exist where memfd does
+
+    return fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 
 def new_ticket() -> str:

@@ -4,7 +4,11 @@ Once a client takes the session's offer (see :mod:`openenv_gym.protocol.shm`), t
 thread owns the env (a vector env, or a plain session's): it answers steps from the segment and
 runs every other call of the env (reset, render, close) that the session hands it, so the env is
 still only ever called from one thread. It never trusts the segment: the actions are copied out
-before they are checked, and nothing else the client writes is read but the request number.
+before they are checked, and nothing else the client writes is read but the request number and
+its sleeping flag. The segment is sealed against resizing before the client gets it (a client
+that kept the descriptor cannot truncate it under the server's mapping: the ``SIGBUS`` would
+take every session of the server with it, and Python cannot catch it per thread). Should the
+thread fail all the same, the failure is logged and ends its own session only (``on_failure``).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import fcntl
 import logging
 import mmap
 import os
@@ -43,6 +48,7 @@ from ..protocol.shm import (
     array_kind_ok,
     fence,
     new_ticket,
+    segment_seals,
 )
 
 __all__ = ["SHM_ACCEPT_TIMEOUT", "ShmChannel", "ShmOfferPending", "layout_for"]
@@ -186,19 +192,29 @@ class ShmChannel:
         layout: the segment's layout.
         step: checks and steps (raises :class:`ProtocolError` for a bad request); runs in the thread.
         error_frame: the frame of an exception the step raised (with or without its traceback).
+        on_failure: called in the thread, once the channel has hung up, when the thread dies of an
+            exception (logged already): the session is to end.
     """
 
     #: How many channels of this process have a running thread.
     running = 0
     _running_lock = threading.Lock()
 
-    def __init__(self, layout: ShmLayout, step: StepFn, error_frame: Callable[[BaseException], ErrorFrame]) -> None:
+    def __init__(
+        self,
+        layout: ShmLayout,
+        step: StepFn,
+        error_frame: Callable[[BaseException], ErrorFrame],
+        on_failure: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self.layout = layout
         self._step = step
         self._error_frame = error_frame
-        self.fd = os.memfd_create("openenv-gym-shm", os.MFD_CLOEXEC)
+        self._on_failure = on_failure
+        self.fd = os.memfd_create("openenv-gym-shm", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             os.ftruncate(self.fd, layout.size)
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, segment_seals())  # before anyone else holds it
             self._map = mmap.mmap(self.fd, layout.size)
         except BaseException:
             os.close(self.fd)
@@ -208,6 +224,10 @@ class ShmChannel:
         # Each reward dtype's index in the header and view of the slot (keyed by dtype: its .name is slow).
         self._rewards = {slot.dtype: (code, slot) for code, slot in enumerate(self.views.reward_slots())}
         self._calls: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
+        # Whether the thread still takes calls: set before it starts, cleared (under the lock) before
+        # its last look at the queue, so a call is either run there or not queued at all.
+        self._taking_calls = False
+        self._calls_lock = threading.Lock()
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
@@ -227,14 +247,18 @@ class ShmChannel:
         connection.setblocking(False)  # a client that never reads its wake-ups must not block the thread
         self._sock = connection
         self._thread = threading.Thread(target=self._run, name="openenv-gym-shm", daemon=True)
+        self._taking_calls = True
         self._thread.start()
 
     async def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn`` in the channel's thread, between steps, and return what it returns."""
-        if not self.serving:  # stopped, or failed: the env is nobody's now
-            return await asyncio.to_thread(fn, *args, **kwargs)
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._calls.put((future, lambda: fn(*args, **kwargs)))
+        with self._calls_lock:
+            taking = self._taking_calls
+            if taking:
+                self._calls.put((future, lambda: fn(*args, **kwargs)))
+        if not taking:  # stopped, or failed: the env is nobody's now
+            return await asyncio.to_thread(fn, *args, **kwargs)
         self._wake()
         return await asyncio.wrap_future(future)
 
@@ -256,11 +280,16 @@ class ShmChannel:
                     self._serve(int(request[0]))
                     continue
                 self._wait(request, reply)
-        except Exception:
-            logger.exception("the shared-memory channel failed")
+        except BaseException as exc:  # SystemExit from an env too: a thread never dies in silence
+            logger.exception("a session's shared-memory channel failed; that session ends")
+            self.hang_up()
+            if self._on_failure is not None:
+                self._on_failure(exc)
         finally:
             with ShmChannel._running_lock:
                 ShmChannel.running -= 1
+            with self._calls_lock:
+                self._taking_calls = False
             self._run_calls()  # a call queued as it stopped still gets its answer
 
     def _run_calls(self) -> None:

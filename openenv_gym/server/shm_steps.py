@@ -4,12 +4,14 @@ A vector session and a plain session of a Gymnasium env each keep one. ``shm_ope
 WebSocket gets an offer (or the reason there is none); once the client takes it, a
 :class:`~openenv_gym.server.shm_channel.ShmChannel` answers the steps from the segment and
 every other call of the env runs in its thread (the session's runner), so the env is still
-only ever called from one thread.
+only ever called from one thread. Should that thread fail, its session alone ends: its
+WebSocket is closed (1011), and the env is closed as for any session's end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from typing import TYPE_CHECKING, Any
@@ -26,6 +28,9 @@ __all__ = ["ShmSteps"]
 
 logger = logging.getLogger(__name__)
 
+#: The close code of a session whose channel failed (the server's internal error).
+CLOSE_CHANNEL_FAILED = 1011
+
 
 class ShmSteps:
     """One session's shared-memory offer, then its channel (``call``: the step's name in errors)."""
@@ -35,6 +40,7 @@ class ShmSteps:
         #: The channel, once a client took the offer.
         self.channel: ShmChannel | None = None
         self._offer: ShmOfferPending | None = None
+        self._ending: asyncio.Task[None] | None = None  # the close of a session whose channel failed
 
     def withdraw(self) -> None:
         """Withdraw an offer still waiting (one not taken before the session's next request is void)."""
@@ -68,8 +74,14 @@ class ShmSteps:
                 connection.close()
             return
         self._offer = None
+        loop = asyncio.get_running_loop()
+
+        def failed(exc: BaseException) -> None:  # in the channel's thread
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the server has stopped
+                loop.call_soon_threadsafe(self._channel_failed, session, exc)
+
         channel = ShmChannel(
-            pending.layout, step, lambda exc: _execution_error(self.call, exc, session.send_tracebacks)
+            pending.layout, step, lambda exc: _execution_error(self.call, exc, session.send_tracebacks), failed
         )
         self.channel = channel
         session.runner = channel.run  # the env's calls run in the channel's thread from now on
@@ -78,6 +90,14 @@ class ShmSteps:
         except OSError:
             logger.info("the client left before taking the shared-memory segment", exc_info=True)
             connection.close()
+
+    def _channel_failed(self, session: Session, exc: BaseException) -> None:
+        """End ``session``, whose channel's thread died of ``exc`` (logged there): its connection
+        is closed, so the session ends as any other does (its env closed, its slot given back)."""
+        reason = f"the session's shared-memory channel failed: {type(exc).__name__}"
+        self._ending = asyncio.get_running_loop().create_task(
+            session.connection.close(CLOSE_CHANNEL_FAILED, reason[:120])
+        )
 
     async def close(self, worker: Worker, env: Any) -> bool:
         """As the session closes: withdraw the offer, answer no more steps (the client's next one
