@@ -48,7 +48,7 @@ from .plain_session import PlainHandler
 from .served_env import ServedEnv
 from .session import CLOSE_TIMEOUT, Session, SessionHandler, factory_error
 from .snapshots import SnapshotStore
-from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing
+from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing, watch_refusal
 from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response, single_header
 from .web_page import is_web_path, web_response
 
@@ -355,7 +355,11 @@ class EnvServer:
         token check has refused a request without the token.
         """
         try:
-            response = await self._route(request, getattr(connection, "request_body", b""))
+            refusal = watch_refusal(request.path.partition("?")[0], connection, self.requires_token)
+            if refusal is not None:
+                response = _json_response(403, {"message": refusal})
+            else:
+                response = await self._route(request, getattr(connection, "request_body", b""))
         except Exception as exc:
             path = request.path.partition("?")[0]  # the query may hold a token (the page's login)
             logger.warning("refused a malformed request for %s: %s: %s", path, type(exc).__name__, exc)

@@ -24,7 +24,6 @@ import queue
 import secrets
 import select
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -50,6 +49,7 @@ from ..protocol.shm import (
     new_ticket,
     segment_seals,
 )
+from .peer_user import peer_uid, same_user
 
 __all__ = ["SHM_ACCEPT_TIMEOUT", "ShmChannel", "ShmOfferPending", "layout_for"]
 
@@ -60,7 +60,6 @@ SHM_ACCEPT_TIMEOUT = 10.0
 #: Bytes kept for each reply's infos: this much, plus room for a batch of observations (a
 #: SameStep ``final_obs`` that cannot go in its own rows, say of another dtype).
 INFOS_BASE_CAPACITY = 64 * 2**10
-_PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 #: A step of the vector env: the checked actions -> (observations, rewards, terminated, truncated, infos).
 StepFn = Callable[[np.ndarray], tuple[Any, Any, Any, Any, dict[str, Any]]]
@@ -130,7 +129,7 @@ class ShmOfferPending:
         self.layout = layout
         self.ticket = new_ticket()
         # An abstract Unix socket: no file to leave behind, none to reach from another network
-        # namespace (a container); the ticket and the peer's uid decide who may take it.
+        # namespace (a container); the ticket and the peer's user (peer_user.same_user) decide who may take it.
         self.address = "\0openenv-gym-shm-" + secrets.token_hex(16)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         try:
@@ -162,9 +161,10 @@ class ShmOfferPending:
             self.withdraw()
 
     async def _admits(self, loop: asyncio.AbstractEventLoop, connection: socket.socket) -> bool:
-        _, uid, _ = _PEERCRED.unpack(connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
-        if uid != os.getuid():
-            logger.warning("a process of another user (uid %d) tried to take a shared-memory offer", uid)
+        if not same_user(connection):
+            logger.warning(
+                "a process of another user (uid %s) tried to take a shared-memory offer", peer_uid(connection)
+            )
             return False
         shown = b""
         while len(shown) < 2 * TICKET_BYTES:

@@ -11,6 +11,11 @@ session is never slowed by a slow browser: transitions in between are dropped an
 When the session renders ``rgb_array`` or ``ansi`` (modes whose ``render()`` only reads the
 state), the watcher asks for a frame after each transition it sends, through the session's own
 worker thread, so it never runs beside a step.
+
+Who may watch: on a server with a token, whoever presents it; on one without, processes of the
+server's own user only (:func:`~openenv_gym.server.peer_user.same_user`, the rule its
+shared-memory segments follow too), since the other users of a host reach its loopback as well.
+The list of sessions follows the same rule (:func:`watch_refusal`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from websockets.exceptions import ConnectionClosed
 
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
+from .peer_user import same_user
 
 if TYPE_CHECKING:
     from .session import Session
@@ -44,6 +50,7 @@ __all__ = [
     "session_listing",
     "show_sub_env",
     "sub_env_info",
+    "watch_refusal",
 ]
 
 logger = logging.getLogger(__name__)
@@ -84,6 +91,24 @@ def parse_watch_query(query: str) -> tuple[str, float, int]:
     if not sub_env.isdigit():
         raise ValueError(f"env={sub_env!r} is not a sub-env index")
     return session_id, min(max(fps, MIN_WATCH_FPS), MAX_WATCH_FPS), int(sub_env)
+
+
+def watch_refusal(path: str, connection: Any, token_required: bool) -> str | None:
+    """Why the peer of ``connection`` (websockets' connection, in its handshake) may not have
+    ``path``, watch mode's or its list of sessions; ``None`` when it may, or ``path`` is neither.
+
+    With a token the token decides (checked with every other route's); without one, the peer
+    must run as the server's own user.
+    """
+    if token_required or path not in (WATCH_PATH, SESSIONS_PATH):
+        return None
+    sock = connection.transport.get_extra_info("socket")
+    if sock is not None and same_user(sock):
+        return None
+    return (
+        "watch mode on a server without a token is for its own user's processes only: "
+        "serve with a token (--token-env VAR) to let others watch"
+    )
 
 
 def session_listing(session: Session, now: float) -> dict[str, Any]:
