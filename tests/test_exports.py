@@ -163,6 +163,7 @@ PUBLIC = {
         "ERROR_TYPE_KEY",
         "INSTALL_HINT",
         "RESET_TOOL",
+        "RESET_TOOL_WITH_CHOICE",
         "REWARD_KEY",
         "TRUNCATED_KEY",
         "EnvBridge",

@@ -94,31 +94,35 @@ def text(result: types.CallToolResult) -> str:
 
 @pytest.mark.slow
 def test_the_envs_tools_and_reset_are_listed_and_called_and_nothing_is_left():
-    """list_tools gives the env's tools with their schemas, and reset; calls reach the session;
+    """list_tools gives the env's tools with their schemas, and reset, which takes no arguments
+    (the model picks no task: tests/reward_hacking/test_task_choice.py); calls reach the session;
     once the client exits, the bridge and the server it started are gone."""
     before = bridge_pids()
 
-    async def session() -> tuple[dict[str, types.Tool], types.CallToolResult, types.CallToolResult, set[int]]:
+    async def session() -> tuple[dict[str, types.Tool], list[types.CallToolResult], set[int]]:
         async with bridge("openenv/Echo-v0") as client:
             with anyio.fail_after(30 * UNIT):
                 listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-            with_length = await call(client, "echo_with_length", {"message": "hi"})
-            echoed = await call(client, "echo_message", {"message": "hello"})
+            results = [
+                await call(client, "echo_with_length", {"message": "hi"}),
+                await call(client, "echo_message", {"message": "hello"}),
+                await call(client, "reset", {"seed": 1, "options": {}}),
+                await call(client, "reset"),
+            ]
             (bridge_pid,) = bridge_pids() - before
             servers = servers_of(bridge_pid)
             assert len(servers) == 1 and all(pid_alive(pid) for pid in servers)
-            return listed, with_length, echoed, {bridge_pid, *servers}
+            return listed, results, {bridge_pid, *servers}
 
-    listed, with_length, echoed, pids = run_async(session(), timeout=2 * SESSION_TIMEOUT)
+    listed, (with_length, echoed, seeded, reset), pids = run_async(session(), timeout=2 * SESSION_TIMEOUT)
     assert sorted(listed) == ["echo_message", "echo_with_length", "reset"]
     for name in ("echo_message", "echo_with_length"):
         assert listed[name].input_schema == EchoEnvironment.tools[name].input_schema
         assert listed[name].input_schema["required"] == ["message"]
     assert listed["echo_with_length"].description == "Echo back the message with its length."
-    reset_schema = listed["reset"].input_schema
-    assert reset_schema["properties"]["seed"]["type"] == "integer"
-    assert reset_schema["properties"]["options"]["type"] == "object"
-    assert "required" not in reset_schema
+    assert listed["reset"].input_schema == {"type": "object", "properties": {}, "additionalProperties": False}
+    assert seeded.is_error and text(seeded).startswith("reset takes no arguments, got ['seed']: ")
+    assert not reset.is_error
 
     assert not with_length.is_error
     assert with_length.structured_content == {"message": "hi", "length": 2}
@@ -154,7 +158,7 @@ def test_the_sdk_plays_a_task_env_its_reset_gives_the_task(env_id, tool, argumen
         async with bridge(env_id) as client:
             with anyio.fail_after(30 * UNIT):
                 listed = {tool.name for tool in (await client.list_tools()).tools}
-            reset = await call(client, "reset", {"seed": 1})
+            reset = await call(client, "reset")
             ran = await call(client, tool, arguments)
             submit_arguments = {"code": ""} if env_id == "openenv/CodingTools-v0" else {}
             submitted = await call(client, "submit", submit_arguments)
@@ -171,11 +175,12 @@ def test_the_sdk_plays_a_task_env_its_reset_gives_the_task(env_id, tool, argumen
 
 @pytest.mark.slow
 def test_calls_that_fail_are_error_results_and_the_session_goes_on():
-    """An unknown tool, arguments that miss the schema and bad reset arguments give isError
-    results with the reason as text, not protocol errors; the next call works."""
+    """An unknown tool, arguments that miss the schema and bad reset arguments (reset takes them
+    with --allow-task-choice) give isError results with the reason as text, not protocol errors;
+    the next call works."""
 
     async def session() -> list[types.CallToolResult]:
-        async with bridge("openenv/Echo-v0") as client:
+        async with bridge("openenv/Echo-v0", "--allow-task-choice") as client:
             return [
                 await call(client, "no_such_tool", {}),
                 await call(client, "echo_message", {"text": "hi"}),
@@ -196,12 +201,13 @@ def test_calls_that_fail_are_error_results_and_the_session_goes_on():
 
 @pytest.mark.slow
 def test_reset_rewards_done_and_a_lost_session_of_a_module_attr_target():
-    """reset returns the task's prompt; a scoring tool's reward and done arrive in _meta; a call
-    after done is refused (an error result, never sent) until reset; a tool that raises is an
-    error result; a call past --call-timeout says to reset, and reset recovers."""
+    """reset (with a seed and options: --allow-task-choice) returns the task's prompt; a scoring
+    tool's reward and done arrive in _meta; a call after done is refused (an error result, never
+    sent) until reset; a tool that raises is an error result; a call past --call-timeout says to
+    reset, and reset recovers."""
 
     async def session() -> dict[str, types.CallToolResult]:
-        async with bridge(TOOLBOX, "--call-timeout", str(2 * UNIT)) as client:
+        async with bridge(TOOLBOX, "--call-timeout", str(2 * UNIT), "--allow-task-choice") as client:
             return {
                 "reset": await call(client, "reset", {"seed": 7, "options": {"level": 1}}),
                 "add": await call(client, "add", {"a": 2, "b": 3}),
@@ -457,7 +463,8 @@ def test_without_the_sdk_the_error_says_what_to_install():
 def test_help_names_the_options_and_their_defaults():
     result = run_bridge("--help")
     assert result.returncode == 0
-    for option in ("--url", "--env-kwargs", "--token-env", "--call-timeout", "--startup-timeout", "--log-level"):
+    options = ("--url", "--env-kwargs", "--token-env", "--call-timeout", "--startup-timeout", "--allow-task-choice")
+    for option in (*options, "--log-level"):
         assert option in result.stdout
     help_text = " ".join(result.stdout.split())
     assert f"(default: {DEFAULT_CALL_TIMEOUT:g})" in help_text

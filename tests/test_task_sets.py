@@ -119,7 +119,8 @@ def test_pick_by_id_split_and_index_or_draw():
     ("options", "message"),
     [
         ({"task": "x"}, r"unknown reset options \['task'\]; a task env takes task_id, split, index"),
-        ({"task_id": "digit-square-su"}, "unknown task_id 'digit-square-su'. Did you mean: 'digit-square-sum'"),
+        # An unknown id is refused without the nearest or any other: tests/reward_hacking/test_task_choice.py.
+        ({"task_id": "digit-square-su"}, r"unknown task_id 'digit-square-su': this env serves no task of that id \("),
         ({"task_id": "dedupe", "split": "test"}, "by task_id, or by split and index: not both"),
         ({"split": "valid"}, "unknown split 'valid'"),
         ({"split": "test", "index": 11}, r"index 11 is not a task of split 'test': expected an int in \[0, 11\)"),

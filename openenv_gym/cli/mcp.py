@@ -20,9 +20,10 @@ def add_parser(commands: Any) -> None:
         description="Run a Model Context Protocol server over stdio (for an MCP client to start) that "
         "holds one session of TARGET: an env id (openenv/Echo-v0), a Gymnasium id or module:attr, served "
         "by a server started on loopback; or of the running server at --url. The env's tools become MCP "
-        "tools, whose calls are forwarded to the session, plus reset (seed, options) for a new episode; "
-        "each result's _meta holds openenv-gym/reward, openenv-gym/done and openenv-gym/truncated. stdout "
-        "carries MCP messages only; logs go to stderr. Needs pip install 'openenv-gym[mcp]'.",
+        "tools, whose calls are forwarded to the session, plus reset for a new episode, whose task the env "
+        "draws (the model chooses none, unless --allow-task-choice); each result's _meta holds "
+        "openenv-gym/reward, openenv-gym/done and openenv-gym/truncated. stdout carries MCP messages only; "
+        "logs go to stderr. Needs pip install 'openenv-gym[mcp]'.",
     )
     mcp.add_argument("target", nargs="?", default=None, help="an env id, a Gymnasium id, or module:attr")
     mcp.add_argument("--url", default=None, help="a running server (http://host:port) instead of starting one")
@@ -46,6 +47,13 @@ def add_parser(commands: Any) -> None:
         type=SECONDS.argument,
         default=None,
         help="seconds a started server has to become ready (default: 30)",
+    )
+    mcp.add_argument(
+        "--allow-task-choice",
+        action="store_true",
+        help="offer reset's seed and options (a task id, a split, an index) to the model, which then "
+        "picks its own task, held-out ones included; by default reset takes no arguments and the env "
+        'draws the task (from the split --env-kwargs \'{"split": "train"}\' names)',
     )
     mcp.add_argument("--log-level", default="WARNING", help="logging level, on stderr (default: WARNING)")
 
@@ -73,7 +81,14 @@ def run(args: argparse.Namespace) -> int:
         if value is not None
     }
     try:
-        mcp.serve(args.target, url=args.url, env_kwargs=args.env_kwargs, token=token, **timeouts)
+        mcp.serve(
+            args.target,
+            url=args.url,
+            env_kwargs=args.env_kwargs,
+            token=token,
+            allow_task_choice=args.allow_task_choice,
+            **timeouts,
+        )
     except ValueError as exc:  # a bad TARGET or URL, or options that do not go together
         raise _UsageError(f"error: {mcp.one_line(exc)}") from exc
     except OpenEnvGymError as exc:  # one line even for a server's traceback or start-up log

@@ -6,9 +6,14 @@ on loopback), or attaches to a running one (``--url``), opens one session, reset
 
 * each tool the env lists (``list_tools``: name, description, input schema) as an MCP tool,
   whose calls are forwarded as ``call_tool`` steps, the observation becoming the MCP result;
-* ``reset`` (optional ``seed``, an integer, and ``options``, an object, as the env's reset takes
-  them): a new episode; its result is the first observation, as text its ``prompt`` when it has
-  one, else the observation as JSON, and the observation itself as structured content.
+* ``reset``: a new episode; its result is the first observation, as text its ``prompt`` when it
+  has one, else the observation as JSON, and the observation itself as structured content.
+
+The model calls ``reset``, so it takes no arguments: the env draws the episode's task (from the
+split the operator serves it, ``--env-kwargs '{"split": "train"}'``), and a model cannot pick a
+task it has memorised, nor a held-out one, by id, split, index or seed. ``--allow-task-choice``
+(the operator's) offers ``seed`` (an integer) and ``options`` (an object, as the env's reset takes
+them) again, for a harness whose model is meant to choose.
 
 Each result reports the env's step in its ``_meta``: ``openenv-gym/reward`` (a number, or
 ``null`` when the env gave none), ``openenv-gym/done`` and ``openenv-gym/truncated``
@@ -91,6 +96,7 @@ __all__ = [
     "ERROR_TYPE_KEY",
     "INSTALL_HINT",
     "RESET_TOOL",
+    "RESET_TOOL_WITH_CHOICE",
     "REWARD_KEY",
     "TRUNCATED_KEY",
     "EnvBridge",
@@ -113,13 +119,24 @@ ERROR_TYPE_KEY = "openenv-gym/error_type"
 
 _RESET = "reset"
 
-#: The bridge's own tool. Its name is one no env tool may take (OpenEnv reserves it too).
+_RESET_DESCRIPTION = (
+    "Start a new episode of the environment and return its first observation (the task, when it "
+    "has one). The episode's tools act on the new episode afterwards."
+)
+
+#: The bridge's own tool, as the model is offered it: no arguments, the env draws the task. Its
+#: name is one no env tool may take (OpenEnv reserves it too).
 RESET_TOOL = types.Tool(
     name=_RESET,
-    description=(
-        "Start a new episode of the environment and return its first observation (the task, "
-        "when it has one). The episode's tools act on the new episode afterwards."
-    ),
+    description=_RESET_DESCRIPTION,
+    input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+)
+
+#: ``reset`` with the env's ``seed`` and ``options`` (a task id, a split), offered only when the
+#: bridge's operator lets the model choose its task (``--allow-task-choice``).
+RESET_TOOL_WITH_CHOICE = types.Tool(
+    name=_RESET,
+    description=_RESET_DESCRIPTION,
     input_schema={
         "type": "object",
         "properties": {
@@ -223,17 +240,31 @@ def call_result(frame: ObservationFrame) -> types.CallToolResult:
     )
 
 
-def reset_kwargs(arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+def reset_kwargs(arguments: Mapping[str, Any] | None, *, allow_task_choice: bool = False) -> dict[str, Any]:
     """The keyword arguments of the env's reset, from the ``reset`` tool's arguments.
 
+    Without ``allow_task_choice`` (the bridge's default) the model chooses nothing: a seed or
+    options are refused (empty ones are no choice), so the env draws the task.
+
     Example:
-        >>> reset_kwargs({"seed": 3, "options": None})
+        >>> reset_kwargs({"seed": 3, "options": None}, allow_task_choice=True)
         {'seed': 3}
+        >>> reset_kwargs({"options": {}})
+        {}
 
     Raises:
-        ToolCallError: an argument other than ``seed`` and ``options``, or of the wrong type.
+        ToolCallError: an argument other than ``seed`` and ``options``, or of the wrong type; a
+            seed or options not allowed.
     """
     arguments = dict(arguments or {})
+    if not allow_task_choice:
+        chosen = sorted(name for name, value in arguments.items() if value is not None and value != {})
+        if chosen:
+            raise ToolCallError(
+                f"reset takes no arguments, got {chosen}: the environment picks the episode's task, "
+                "not its caller (the bridge's operator may allow it: openenv-gym mcp --allow-task-choice)"
+            )
+        return {}
     extra = arguments.keys() - {"seed", "options"}
     if extra:
         raise ToolCallError(f"reset takes only seed and options, got {sorted(extra)}")
@@ -296,22 +327,29 @@ class EnvBridge:
         client: the open, reset session.
         tools: the env's tool descriptions, as its ``list_tools`` gave them.
         name: what the env is called in the server's description (its id or URL).
+        allow_task_choice: offer ``reset`` with ``seed`` and ``options`` (:data:`RESET_TOOL_WITH_CHOICE`),
+            so the model picks its task; by default it takes none (:data:`RESET_TOOL`).
     """
 
-    def __init__(self, client: AsyncEnvClient, tools: list[dict[str, Any]], name: str) -> None:
+    def __init__(
+        self, client: AsyncEnvClient, tools: list[dict[str, Any]], name: str, *, allow_task_choice: bool = False
+    ) -> None:
         self.client = client
+        self.allow_task_choice = allow_task_choice
         shadowed = [tool for tool in tools if tool.get("name") == _RESET]
         if shadowed:  # OpenEnv reserves the name too; a server that breaks the rule loses that tool
             logger.warning("the env's own %r tool is hidden by the bridge's", _RESET)
-        self.tools = [mcp_tool(tool) for tool in tools if tool.get("name") != _RESET] + [RESET_TOOL]
+        reset_tool = RESET_TOOL_WITH_CHOICE if allow_task_choice else RESET_TOOL
+        self.tools = [mcp_tool(tool) for tool in tools if tool.get("name") != _RESET] + [reset_tool]
         self._lock = asyncio.Lock()
+        arguments = " (seed and options are optional)" if allow_task_choice else ""
         self.server: Server[Any] = Server(
             "openenv-gym",
             version=__version__,
             title=f"{name} (openenv-gym)",
             instructions=(
                 f"The tools of one episode of the environment {name}. Call reset to start a new "
-                "episode (seed and options are optional). Each result's _meta holds the environment's "
+                f"episode{arguments}. Each result's _meta holds the environment's "
                 f"{REWARD_KEY}, {DONE_KEY} and {TRUNCATED_KEY}."
             ),
             on_list_tools=self._list_tools,
@@ -327,8 +365,10 @@ class EnvBridge:
         token: str | None = None,
         open_timeout: float = DEFAULT_OPEN_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        allow_task_choice: bool = False,
     ) -> EnvBridge:
-        """Open a session with the server at ``base_url``, reset it and read its tools.
+        """Open a session with the server at ``base_url``, reset it and read its tools
+        (``allow_task_choice``: as :class:`EnvBridge` takes it).
 
         Raises:
             ClientError: the server cannot be reached, or refuses the session or the reset.
@@ -342,7 +382,7 @@ class EnvBridge:
         except BaseException:
             await client.close()
             raise
-        return cls(client, tools, name or base_url)
+        return cls(client, tools, name or base_url, allow_task_choice=allow_task_choice)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -360,7 +400,8 @@ class EnvBridge:
         async with self._lock:
             try:
                 if name == _RESET:
-                    return reset_result(await self.client.reset(**reset_kwargs(arguments)))
+                    kwargs = reset_kwargs(arguments, allow_task_choice=self.allow_task_choice)
+                    return reset_result(await self.client.reset(**kwargs))
                 return call_result(await self.client.step(call_tool_action(name, arguments or {})))
             except (ConnectionLostError, RequestTimeoutError) as exc:
                 # The client dropped the connection (a late reply could be taken for the next
@@ -422,6 +463,7 @@ def serve(
     open_timeout: float = DEFAULT_OPEN_TIMEOUT,
     call_timeout: float = DEFAULT_CALL_TIMEOUT,
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+    allow_task_choice: bool = False,
 ) -> None:
     """Serve one session of ``target`` (or of the server at ``url``) as MCP over stdin and stdout.
 
@@ -435,6 +477,8 @@ def serve(
         token: the running server's token (``Authorization: Bearer``).
         open_timeout, call_timeout, startup_timeout: seconds to connect, for each call, for a
             started server to become healthy.
+        allow_task_choice: let the model's ``reset`` take a seed and options, and so pick its
+            task (``--allow-task-choice``); by default it takes none and the env draws the task.
 
     Raises:
         ValueError: neither ``target`` nor ``url``, env arguments for a running server, an id
@@ -462,16 +506,29 @@ def serve(
             from ..env import check_served
 
             check_served(base_url, server_target, open_timeout, token)
-        asyncio.run(_serve_stdio(fleet, base_url, target or base_url, token or fleet.token, open_timeout, call_timeout))
+        connect = (base_url, target or base_url, token or fleet.token, open_timeout, call_timeout)
+        asyncio.run(_serve_stdio(fleet, *connect, allow_task_choice=allow_task_choice))
     finally:
         fleet.close()  # idempotent; _serve_stdio has stopped it already unless it failed early
 
 
 async def _serve_stdio(
-    fleet: Fleet, base_url: str, name: str, token: str | None, open_timeout: float, call_timeout: float
+    fleet: Fleet,
+    base_url: str,
+    name: str,
+    token: str | None,
+    open_timeout: float,
+    call_timeout: float,
+    *,
+    allow_task_choice: bool,
 ) -> None:
     bridge = await EnvBridge.open(
-        base_url, name=name, token=token, open_timeout=open_timeout, call_timeout=call_timeout
+        base_url,
+        name=name,
+        token=token,
+        open_timeout=open_timeout,
+        call_timeout=call_timeout,
+        allow_task_choice=allow_task_choice,
     )
     logger.info("serving %s from %s: tools %s", name, base_url, ", ".join(tool.name for tool in bridge.tools))
     stopped_by: signal.Signals | None = None

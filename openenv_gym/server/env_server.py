@@ -48,6 +48,7 @@ from .plain_session import PlainHandler
 from .served_env import ServedEnv
 from .session import CLOSE_TIMEOUT, Session, SessionHandler, factory_error
 from .snapshots import SnapshotStore
+from .task_sets import serving_splits
 from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing, watch_refusal
 from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response, single_header
 from .web_page import is_web_path, web_response
@@ -161,6 +162,8 @@ class EnvServer:
         web (bool | None): serve the web debug page at ``/web``, its list of live sessions and watch mode.
             Defaults to true on loopback only; beyond it, true needs ``token``. With a token, a
             browser logs in once at ``/web?token=<token>`` (see :mod:`openenv_gym.server.web_access`).
+        task_splits (str | None): for a task env, the only splits (comma-separated) a client's reset may
+            reach, by id, split, index or draw (:func:`~openenv_gym.server.task_sets.serving_splits`).
 
     Every slot comes back within the timeouts: a silent session's environment is released once
     ``idle_timeout`` passes, an unread one's once ``send_timeout`` does (both checked every
@@ -187,6 +190,10 @@ class EnvServer:
         self.accept_pickled_factories = options.accept_pickled_factories
         #: What is served: the factory and what it allows.
         self.served = ServedEnv.of(factory)
+        if options.served_splits is not None:  # the operator's choice, whatever a client's reset asks
+            self.served = dataclasses.replace(
+                self.served, factory=serving_splits(self.served.factory, options.served_splits)
+            )
         self.max_sessions = options.max_sessions or (64 if self.served.concurrent_sessions else 1)
         if self.served.games is not None:  # a PettingZoo env: its games follow the server's options
             from .opponents import load_policies

@@ -204,6 +204,13 @@ class ServerOptions:
     default_opponent: str = option(
         "random", "PettingZoo envs: the opponent of a private game's other seats (default: random)"
     )
+    # Task envs (openenv_gym.server.task_sets): who resets picks the task, within what the operator serves.
+    task_splits: str | None = option(
+        None,
+        "task envs: the only splits a client may reset to, comma-separated (default: all); a reset "
+        "to another is refused, and /schema names the others without their task ids",
+        metavar="SPLIT[,...]",
+    )
 
     @property
     def local(self) -> bool:
@@ -229,6 +236,13 @@ class ServerOptions:
             found[name] = target
         return found
 
+    @property
+    def served_splits(self) -> tuple[str, ...] | None:
+        """:attr:`task_splits` as names (``None``: every split is served)."""
+        if self.task_splits is None:
+            return None
+        return tuple(name.strip() for name in self.task_splits.split(","))
+
     def problem(self, spelling: Spelling = PYTHON) -> str | None:
         """What is wrong with these options, alone or together, worded in ``spelling``; or ``None``."""
         for field in dataclasses.fields(self):
@@ -242,6 +256,8 @@ class ServerOptions:
             _ = self.opponent_targets
         except ValueError as exc:
             return str(exc)
+        if self.served_splits is not None and not all(self.served_splits):
+            return f"{spelling.name('task_splits')} must name splits, comma-separated, got {self.task_splits!r}"
         if self.web and not self.local and self.token is None:
             web = f"{spelling.name('web')} on {self.host}" if spelling.cli else "web=True beyond loopback"
             return f"{web} needs {spelling.token}: any page a browser visits could reach the server otherwise"

@@ -13,6 +13,12 @@ picks a task (:meth:`TaskSet.pick`)::
     reset(options={"split": "train"})                # one of the split's, drawn by the seed
     reset()                                          # one of the env's ``split`` (else of all), drawn by the seed
 
+Whoever resets chooses the task this way: the trainer's client, never the model it trains (see
+``docs/tasks.md``). A server's operator may close splits to every client
+(``openenv-gym serve --task-splits train``, :func:`serving_splits`): their tasks are then neither
+picked, drawn nor restored, and ``/schema`` publishes their names and counts but not their ids. An
+unknown id is refused without naming any other: an error a model reads never lists the catalogue.
+
 A set whose tasks name no split is split by ``split_seed``: each difficulty's tasks are shuffled
 by it and cut in the ``splits`` fractions (80 % train, 20 % test by default), so every server of
 the same set and seed has the same splits.
@@ -24,12 +30,14 @@ the task's hidden tests stay on the server, and a portable snapshot the client h
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import math
 import random
+import reprlib
 import types
 import typing
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
@@ -51,6 +59,8 @@ __all__ = [
     "load_task_set",
     "restored_episode",
     "select_task_set",
+    "serving_splits",
+    "unknown_task_error",
 ]
 
 HF_PREFIX = "hf://datasets/"
@@ -284,6 +294,8 @@ class TaskSet(Generic[TaskT]):
         if split is not None and split not in self.splits:
             raise choice_error("split", split, list(self.splits))
         self.default_split = split
+        #: The splits :meth:`serve_only` closed, with their tasks (none until it is called).
+        self.closed_splits: dict[str, list[TaskT]] = {}
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -307,6 +319,11 @@ class TaskSet(Generic[TaskT]):
             "split_source": self.split_source,
             "split_seed": self.split_seed if self.split_source == "seed" else None,
             "default_split": self.default_split,
+            # Closed by the server's operator: named and counted, their ids withheld.
+            "closed_splits": {
+                name: {"count": len(tasks), "difficulties": _difficulty_counts(tasks)}
+                for name, tasks in self.closed_splits.items()
+            },
             "reset_options": list(RESET_OPTIONS),
             "entries": [
                 {"task_id": task.task_id, "difficulty": task.difficulty, "split": self.split_of[task.task_id]}
@@ -318,8 +335,9 @@ class TaskSet(Generic[TaskT]):
         """The task a reset's ``options`` name, else one drawn by ``rng`` from the split they (or the env) name.
 
         Raises:
-            ValueError: an unknown option, id or split (the message names the nearest, and them
-                all), ``task_id`` beside ``split`` or ``index``, or an index out of range.
+            ValueError: an unknown option, id or split (an unknown id is refused without naming
+                any task: the error may reach a model), a closed split (:meth:`serve_only`),
+                ``task_id`` beside ``split`` or ``index``, or an index out of range.
         """
         options = options or {}
         unknown = set(options) - set(RESET_OPTIONS)
@@ -328,21 +346,89 @@ class TaskSet(Generic[TaskT]):
         if "task_id" in options:
             if "split" in options or "index" in options:
                 raise ValueError("reset options name a task by task_id, or by split and index: not both")
-            try:
-                return self.by_id[options["task_id"]]
-            except (KeyError, TypeError):
-                raise choice_error("task_id", options["task_id"], list(self.by_id)) from None
+            task_id = options["task_id"]
+            task = self.by_id.get(task_id) if isinstance(task_id, str) else None
+            if task is None:  # a closed split's id too: whether one exists is not told either
+                raise unknown_task_error(task_id)
+            return task
         split = options.get("split", self.default_split if "index" not in options else None)
-        if split is not None and (not isinstance(split, str) or split not in self.splits):
-            raise choice_error("split", split, list(self.splits))
+        if split is not None:
+            self._check_split(split)
         pool = self.tasks if split is None else self.splits[split]
         if "index" not in options:
             return rng.choice(pool)
         index = options["index"]
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(pool):
             where = f"split {split!r}" if split is not None else "the task set"
-            raise ValueError(f"index {index!r} is not a task of {where}: expected an int in [0, {len(pool)})")
+            raise ValueError(f"index {_shown(index)} is not a task of {where}: expected an int in [0, {len(pool)})")
         return pool[index]
+
+    def _check_split(self, split: Any) -> None:
+        """Refuse a split this set does not serve: a closed one with the reason, an unknown one by
+        naming the served ones (split names are no secret; their tasks' ids are)."""
+        if isinstance(split, str) and split in self.closed_splits:
+            raise ValueError(
+                f"split {split!r} is closed on this server (its operator's choice): it serves "
+                f"{', '.join(self.splits)} alone"
+            )
+        if not isinstance(split, str) or split not in self.splits:
+            raise choice_error("split", split, list(self.splits))
+
+    def serve_only(self, splits: Sequence[str]) -> None:
+        """Serve the tasks of ``splits`` alone from now on: the others' tasks are neither picked by
+        id, split or index, nor drawn by a reset without options, nor restored from a snapshot,
+        and :meth:`describe` names those splits with their counts but lists none of their ids.
+
+        What ``openenv-gym serve --task-splits`` does to every environment it makes
+        (:func:`serving_splits`); ``index`` without ``split`` then counts the served tasks alone.
+
+        Raises:
+            ValueError: no split, one the set does not have, or a set whose resets draw from a
+                split (its ``split`` argument) left out.
+        """
+        wanted = list(dict.fromkeys(splits))
+        if not wanted:
+            raise ValueError("serve_only needs at least one split")
+        for name in wanted:
+            if name not in self.splits:
+                raise choice_error("split", name, list(self.splits))
+        if self.default_split is not None and self.default_split not in wanted:
+            raise ValueError(
+                f"the env's resets draw from split {self.default_split!r}, which the served splits "
+                f"({', '.join(wanted)}) leave out"
+            )
+        self.closed_splits.update((name, tasks) for name, tasks in self.splits.items() if name not in wanted)
+        self.splits = {name: self.splits[name] for name in wanted}
+        self.tasks = [task for task in self.tasks if self.split_of[task.task_id] in self.splits]
+        self.by_id = {task.task_id: task for task in self.tasks}
+
+
+def serving_splits(factory: Callable[..., Any], splits: Sequence[str]) -> Callable[..., Any]:
+    """``factory``, whose environments serve the tasks of ``splits`` alone (:meth:`TaskSet.serve_only`).
+
+    What a server's ``task_splits`` option does (``openenv-gym serve --task-splits train``): its
+    operator, not its clients, decides which splits a reset may reach. A task env keeps its set
+    as ``task_set``, as every task env of this package and ``openenv-gym init``'s do.
+
+    The environment it makes raises ``ValueError`` (and is closed) when it holds no task set or
+    lacks one of ``splits``.
+    """
+    wanted = tuple(splits)
+
+    def make(*args: Any, **kwargs: Any) -> Any:
+        env = factory(*args, **kwargs)
+        try:
+            task_set = getattr(env, "task_set", None)
+            if not isinstance(task_set, TaskSet):
+                raise ValueError(f"task_splits={','.join(wanted)}: {type(env).__name__} serves no task set")
+            task_set.serve_only(wanted)
+        except BaseException:
+            env.close()
+            raise
+        return env
+
+    # Its name and doc, for the errors that name a factory; not its attributes (a class's are its methods).
+    return functools.update_wrapper(make, factory, updated=())
 
 
 def _cut(tasks: Sequence[BaseTask], fractions: dict[str, float], seed: int) -> dict[str, str]:
@@ -373,10 +459,29 @@ def _difficulty_counts(tasks: Sequence[BaseTask]) -> dict[str, int]:
 
 
 def choice_error(what: str, value: Any, choices: Sequence[str]) -> ValueError:
-    """The error for a ``value`` of ``what`` that is none of ``choices``: the nearest one, if any is near, and them all."""
+    """The error for a ``value`` of ``what`` that is none of ``choices``: the nearest one, if any is
+    near, and them all. For public choices only (a mode, a split's name): never a task id
+    (:func:`unknown_task_error`)."""
     nearest = difflib.get_close_matches(str(value), choices, n=1)
     hint = f" Did you mean: {nearest[0]!r}?" if nearest else ""
-    return ValueError(f"unknown {what} {value!r}.{hint} Expected one of: {', '.join(choices)}")
+    return ValueError(f"unknown {what} {_shown(value)}.{hint} Expected one of: {', '.join(choices)}")
+
+
+def unknown_task_error(task_id: Any) -> ValueError:
+    """The error for a ``task_id`` the set does not serve. It names no other id, nor the nearest:
+    a model that resets (an MCP bridge's operator may let it) must not read the catalogue, the
+    held-out split's included, out of its errors. The trainer reads the ids in ``/schema``."""
+    return ValueError(
+        f"unknown task_id {_shown(task_id)}: this env serves no task of that id "
+        "(its ids are published in the server's /schema: openenv_gym.tasks(...))"
+    )
+
+
+def _shown(value: Any) -> str:
+    """A value a client sent, as an error shows it: its repr, cut short whatever its size."""
+    shown = reprlib.Repr()
+    shown.maxstring = shown.maxother = 80  # the constructor takes them from Python 3.12 only
+    return shown.repr(value)
 
 
 def _hf_parts(url: str) -> tuple[str, str | None, str]:

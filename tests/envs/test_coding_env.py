@@ -40,14 +40,11 @@ def test_reset_picks_a_task_by_seed_and_by_id(coding):
     assert chosen.info == {"task_id": EASY, "difficulty": "easy"}
     assert chosen.prompt.endswith("def digit_square_sum(n: int) -> int:")
     assert chosen.tests_total == len(coding.task_set.by_id[EASY].tests) and chosen.tests_passed == 0
-    with pytest.raises(
-        ValueError, match=re.escape("unknown task_id 'digit-square-sums'. Did you mean: 'digit-square-sum'? ")
-    ):
-        coding.reset(options={"task_id": "digit-square-sums"})
-    with pytest.raises(
-        ValueError, match=re.escape(f"unknown task_id 'nope'. Expected one of: {EASY}, alternate-case, ")
-    ):
-        coding.reset(options={"task_id": "nope"})
+    # Refused without the nearest id or any other (tests/reward_hacking/test_task_choice.py).
+    for unknown in ("digit-square-sums", "nope"):
+        with pytest.raises(ValueError, match=re.escape(f"unknown task_id {unknown!r}: ")) as refused:
+            coding.reset(options={"task_id": unknown})
+        assert f"{EASY}'" not in str(refused.value) and "alternate-case" not in str(refused.value)
     with pytest.raises(ValueError, match=r"unknown reset options \['level'\]"):
         coding.reset(options={"level": 1})
 
