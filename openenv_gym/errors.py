@@ -284,8 +284,20 @@ class EnvMismatchError(ClientError, ValueError):
         )
 
 
+class _RemoteTraceback(OpenEnvGymError):
+    """A server's traceback, made the cause of the :class:`RemoteError` that carries it: a printed
+    error shows it above its own traceback, as ``concurrent.futures`` shows a worker's, and still
+    ends with the one-line reason."""
+
+    def __str__(self) -> str:
+        return "\n" + str(self.args[0]).rstrip()
+
+
 class RemoteError(ClientError):
     """The server answered a call with an error frame; the session stays usable.
+
+    Its text is the server's reason, one line; the server's traceback, when it sent one, is
+    :attr:`remote_traceback`, which a printed traceback of this error shows above its own.
 
     Attributes:
         code: the wire error code, e.g. ``"VALIDATION_ERROR"`` or ``"EXECUTION_ERROR"``.
@@ -306,6 +318,14 @@ class RemoteError(ClientError):
         self.message = message
         self.details = details or {}
         self.env_id = env_id
+        if self.remote_traceback is not None:
+            self.__cause__ = _RemoteTraceback(self.remote_traceback)
+
+    @property
+    def remote_traceback(self) -> str | None:
+        """The server's traceback of the failure, if it sent one."""
+        found = self.details.get("traceback")
+        return found if isinstance(found, str) and found else None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled whole (a Ray actor raises it in another process), not as its arguments alone.
@@ -317,11 +337,7 @@ class RemoteError(ClientError):
         return f"server error{where}: {self.message} (code: {self.code})"
 
     def __str__(self) -> str:
-        text = self.headline()
-        remote_traceback = self.details.get("traceback")
-        if remote_traceback:
-            text += f"\n\nRemote traceback:\n{remote_traceback}"
-        return text
+        return self.headline()
 
 
 class RemoteEpisodeEndedError(RemoteError, EpisodeEndedError):

@@ -53,3 +53,28 @@ def test_every_public_exception_class_is_exported_at_the_top_level():
     missing = sorted(name for name, cls in public.items() if getattr(openenv_gym, cls.__name__, None) is not cls)
     assert missing == []
     assert sorted(name for name, cls in public.items() if cls.__name__ not in openenv_gym.__all__) == []
+
+
+def test_a_servers_error_is_its_one_line_reason_with_the_remote_traceback_apart():
+    """An env that cannot be made: the error's text is the server's one-line reason; the server's
+    traceback is `remote_traceback`, printed above the local one (as concurrent.futures prints a
+    worker's), so a printed error still ends with the reason; a pickled copy keeps both."""
+    import pickle
+    import traceback
+
+    import gymnasium as gym
+    import pytest
+
+    with pytest.raises(openenv_gym.EnvCreationError) as caught:
+        gym.make("openenv/CodingTools-v0", tasks="/nonexistent/tasks.jsonl")
+    error = caught.value
+    reason = "FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/tasks.jsonl'"
+    assert str(error) == f"the server could not create openenv_gym.envs.coding_tools:CodingToolsEnvironment: {reason}"
+    assert error.remote_traceback.startswith("Traceback (most recent call last):")
+    assert error.remote_traceback.rstrip().endswith(reason)
+    printed = "".join(traceback.format_exception(error)).rstrip()
+    assert printed.endswith(f"openenv_gym.errors.EnvCreationError: {error}")
+    assert printed.index(error.remote_traceback.strip().splitlines()[1]) < printed.index("The above exception")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.remote_traceback) == (str(error), error.remote_traceback)
+    assert openenv_gym.RemoteError("EXECUTION_ERROR", "boom").remote_traceback is None
