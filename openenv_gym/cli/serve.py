@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from typing import Any
 
 from ..server.options import COMMAND_LINE, ServerOptions
 from ..startup import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET, TOKEN_FILE_FLAG
 from ._arguments import _UsageError, env_kwargs, token_from_env, token_from_file
+from ._user_code import current_directory_importable
 
 __all__ = ["add_parser", "run"]
 
@@ -95,9 +95,7 @@ def run(args: argparse.Namespace) -> int:
     problem = options.problem(COMMAND_LINE) or _serve_target_problem(args)
     if problem is not None:
         raise _UsageError(problem)
-    # As `python -m openenv_gym serve` (and uvicorn) do: a module:attr of the current directory imports.
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    current_directory_importable()
     try:
         if no_target:
             from ..server.pickled_factories import NoTargetEnvironment
