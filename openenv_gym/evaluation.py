@@ -2,8 +2,8 @@
 
 ``openenv-gym eval openenv/CodingTools-v0 --policy my_agent:act --split test --k 4`` runs, for
 each task of the split (in the set's order, ``--episodes`` of them), ``--samples`` episodes (at
-least ``k``; default ``k``), writes every episode as a trajectory, prints the table, and saves a
-plot of the mean return of each task.
+least ``k``; default ``k``), prints the table, and, when asked, writes every episode as a
+trajectory (``--out``) and saves a plot of the mean return of each task (``--plot``).
 
 pass@k is the unbiased estimator of Chen et al. (2021): with ``n`` episodes of a task of which
 ``c`` succeeded, ``1 - C(n - c, k) / C(n, k)``, averaged over the tasks. An episode succeeds when
@@ -102,15 +102,24 @@ class EvalReport:
 
 
 def summarize(
-    trajectories: Iterable[Trajectory], k: int, threshold: float, difficulty_of: Mapping[str, str]
+    trajectories: Iterable[Trajectory],
+    k: int,
+    threshold: float,
+    difficulty_of: Mapping[str, str],
+    *,
+    include_unfinished: bool = False,
 ) -> EvalReport:
     """The report of recorded episodes: grouped by task (in first-seen order), success by threshold.
+    An episode a recorder's ``close()`` cut short (``unfinished``) is left out, unless
+    ``include_unfinished``: its return is not an episode's.
 
     Raises:
         ValueError: a task with fewer than ``k`` episodes, or an episode that names no task.
     """
     results: dict[str, TaskResult] = {}
     for trajectory in trajectories:
+        if trajectory.unfinished and not include_unfinished:
+            continue
         if trajectory.task_id is None:
             raise ValueError(f"episode {trajectory.stream}/{trajectory.episode} names no task (info['task_id'])")
         result = results.setdefault(
@@ -184,25 +193,32 @@ def evaluate(
 
 
 def plot_returns(report: EvalReport, path: str | Path) -> Path:
-    """A PNG of each task's mean return (bars coloured by difficulty, the threshold as a line)."""
+    """A PNG of each task's mean return (bars coloured by difficulty, a mean of 0 as a dot on the
+    axis, the threshold as a line)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     colours = {"easy": "tab:green", "medium": "tab:orange", "hard": "tab:red"}
     figure, axes = plt.subplots(figsize=(max(6.0, 0.3 * len(report.results) + 2), 4))
     try:
         positions = range(len(report.results))
-        axes.bar(
-            positions,
-            [result.mean_return for result in report.results],
-            color=[colours.get(result.difficulty, "tab:blue") for result in report.results],
+        colour_of = [colours.get(result.difficulty, "tab:blue") for result in report.results]
+        means = [result.mean_return for result in report.results]
+        axes.bar(positions, means, color=colour_of)
+        # A mean of 0 is a bar of no height: a marker on the axis shows the task was run.
+        zeros = [index for index, mean in enumerate(means) if mean == 0]
+        axes.scatter(
+            zeros, [0.0] * len(zeros), c=[colour_of[i] for i in zeros], marker="o", s=30, clip_on=False, zorder=3
         )
-        axes.axhline(report.threshold, color="grey", linestyle="--", linewidth=1, label="success threshold")
-        for difficulty in dict.fromkeys(result.difficulty for result in report.results):
-            axes.bar([], [], color=colours.get(difficulty, "tab:blue"), label=difficulty)  # the legend's swatches
-        axes.legend(fontsize=8)
+        line = axes.axhline(report.threshold, color="grey", linestyle="--", linewidth=1, label="success threshold")
+        swatches = [
+            Patch(color=colours.get(difficulty, "tab:blue"), label=difficulty)
+            for difficulty in dict.fromkeys(result.difficulty for result in report.results)
+        ]
+        axes.legend(handles=[line, *swatches], fontsize=8)
         axes.set_xticks(list(positions), [result.task_id for result in report.results], rotation=90, fontsize=7)
         axes.set_ylabel("mean return")
         axes.set_title(f"{len(report.results)} tasks; pass@{report.k} = {report.rows()[-1][f'pass@{report.k}']:.3f}")

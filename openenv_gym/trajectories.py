@@ -2,8 +2,9 @@
 
 A :class:`Trajectory` holds what an episode was: the env (id and version), the reset's seed and
 options (the task), every action and observation (in the JSON form of the env's spaces, which the
-record carries, so it decodes without the env), the rewards with their components, the infos,
-and how it ended. The recording wrappers of :mod:`openenv_gym.wrappers.recording` make them from
+record carries, so it decodes without the env; a tool call the env was given as a dict, as that
+JSON object), the rewards with their components, the infos, and how it ended, or that ``close()``
+cut it short (``unfinished``). The recording wrappers of :mod:`openenv_gym.wrappers.recording` make them from
 a single env, a vector env, or the pool's async envs; :func:`write_trajectories` and
 :func:`read_trajectories` keep them in a file (``.jsonl``, or ``.parquet`` through pyarrow:
 measured faster to write than ``datasets``, and the same columns). ``openenv-gym replay`` steps
@@ -61,13 +62,18 @@ class Trajectory:
         task_id: the task, from the reset's info, when the env has tasks.
         spaces: the action and observation spaces, in :func:`openenv_gym.spaces.space_to_json`'s form.
         observations: the reset's observation, then each step's (encoded by the observation space).
-        actions: each step's action (encoded by the action space).
+        actions: each step's action as the env received it: encoded by the action space, except a
+            tool call given as a dict, kept as that JSON object (a tool env's text action space
+            holds no object, so it cannot be mistaken for text).
         rewards: each step's reward as the agent was paid it: the env's, plus what the user's
             reward functions added (:mod:`openenv_gym.rewards`).
         env_rewards: each step's reward as the env paid it (what a replay compares).
         reward_components: each step's named parts of the reward (``info["reward_components"]``).
         infos: the reset's info, then each step's (as plain JSON).
-        terminated, truncated: how it ended (neither: cut off before it ended).
+        terminated, truncated: how it ended (neither: cut short before it ended).
+        unfinished: the recorder was closed before the episode ended: its steps are recorded,
+            its return is not an episode's (the means of ``openenv-gym rescore`` and ``eval``
+            leave it out). A record written before this field existed gets it from its flags.
         metadata: anything else the recorder was told (a policy's name, a run id).
     """
 
@@ -87,6 +93,7 @@ class Trajectory:
     infos: list[dict[str, Any]] = field(default_factory=list)
     terminated: bool = False
     truncated: bool = False
+    unfinished: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -113,7 +120,8 @@ class Trajectory:
         return totals
 
     def decoded_actions(self) -> list[Any]:
-        """The actions as the env takes them (decoded by the recorded action space)."""
+        """The actions as the env takes them (decoded by the recorded action space; a tool call
+        recorded as a JSON object is that object, as the env took it)."""
         return self._decoded("action", self.actions)
 
     def decoded_observations(self) -> list[Any]:
@@ -123,10 +131,15 @@ class Trajectory:
     def _decoded(self, which: str, values: list[Any]) -> list[Any]:
         if not self.spaces or which not in self.spaces:
             return list(values)
+        from gymnasium.spaces import Text
+
         from .spaces import decode, space_from_json
 
         space = space_from_json(self.spaces[which])
-        return [decode(space, value) for value in values]
+        # A tool call given as a dict is recorded as that object, which no value of a Text space is.
+        return [
+            value if isinstance(space, Text) and isinstance(value, dict) else decode(space, value) for value in values
+        ]
 
     def to_record(self) -> dict[str, Any]:
         """The trajectory as one JSON object (a JSONL line), with its return and length."""
@@ -142,8 +155,11 @@ class Trajectory:
         if not isinstance(record, Mapping):
             raise ValueError(f"a trajectory record is an object, got {type(record).__name__}")
         names = {item.name for item in fields(cls)}
+        known = {key: value for key, value in record.items() if key in names}
+        if "unfinished" not in known:  # an older record: only an episode cut short ended neither way
+            known["unfinished"] = not (record.get("terminated") or record.get("truncated"))
         try:
-            return cls(**{key: value for key, value in record.items() if key in names})
+            return cls(**known)
         except TypeError as exc:
             raise ValueError(f"not a trajectory record: {exc}") from None
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import subprocess
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
 from openenv_gym.evaluation import pass_at_k
 from openenv_gym.trajectories import read_trajectories
-from tests.utils import REPO_ROOT
+from tests.utils import REPO_ROOT, UNIT
 
 
 @pytest.mark.parametrize(
@@ -79,3 +81,119 @@ def test_eval_on_coding_tools_prints_what_the_trajectories_say(tmp_path):
         returns = [e.total_reward for e in episodes if e.task_id in tasks]
         assert math.isclose(float(row[5]), round(sum(returns) / len(returns), 3))
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 5000
+
+
+CONSOLE_SCRIPT = str(Path(sys.executable).with_name("openenv-gym"))
+# An agent that ends each episode in one call (CodingTools-v0 made with a limit of one step), as a
+# dict: the form ChatMessages and most agent code hold a tool call in.
+MY_AGENT = """\
+def act(observation, info):
+    return {"name": "submit", "arguments": {"code": "def f(*args):\\n    return None\\n"}}
+"""
+MY_REWARD = """\
+def fn(trajectory):
+    return float(trajectory.length)
+"""
+
+
+def user_shell(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``openenv-gym ARGS`` run in ``cwd`` as a user's shell runs it: the console script, nothing of
+    this test run's import path."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", "PYTHONPATH"))}
+    return subprocess.run(
+        [CONSOLE_SCRIPT, *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=300 * UNIT
+    )
+
+
+def test_eval_rescore_and_replay_take_modules_of_the_current_directory(tmp_path):
+    """docs/tasks.md's `eval --policy my_agent:act` and `rescore --reward mod:fn`, with my_agent.py and
+    mod.py in the current directory; the trajectories eval wrote from the policy's dict calls re-play
+    with no divergence."""
+    (tmp_path / "my_agent.py").write_text(MY_AGENT)
+    (tmp_path / "mod.py").write_text(MY_REWARD)
+    kwargs = json.dumps({"max_episode_steps": 1})
+    evaluated = user_shell(
+        tmp_path, "eval", "openenv/CodingTools-v0", "--policy", "my_agent:act", "--split", "test",
+        "--episodes", "2", "--env-kwargs", kwargs, "--out", "episodes.jsonl",
+    )  # fmt: skip
+    assert evaluated.returncode == 0, evaluated.stderr
+    episodes = list(read_trajectories(tmp_path / "episodes.jsonl"))
+    assert len(episodes) == 2 and all(episode.actions[0]["name"] == "submit" for episode in episodes)
+
+    rescored = user_shell(tmp_path, "rescore", "episodes.jsonl", "--reward", "mod:fn")
+    assert rescored.returncode == 0, rescored.stderr
+    assert "fn: mean 1 over 2 episodes" in rescored.stdout
+
+    replayed = user_shell(tmp_path, "replay", "episodes.jsonl", "--env-kwargs", kwargs)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert replayed.stdout.strip().endswith("2 of 2 episodes re-played; 0 diverged")
+
+
+def test_eval_writes_files_only_when_asked(tmp_path):
+    """Without --out and --plot, eval prints its table and leaves the current directory as it was."""
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(
+        [CONSOLE_SCRIPT, "eval", "openenv/CodingTools-v0", "--policy", "tests.eval_policies:CoinFlipCoder",
+         "--split", "test", "--episodes", "1", "--env-kwargs", json.dumps({"max_episode_steps": 1})],
+        cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300 * UNIT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].split()[:3] == ["difficulty", "tasks", "episodes"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_plot_legend_has_the_bars_colours_and_a_zero_return_shows(tmp_path, monkeypatch):
+    """Each legend swatch is the colour of its difficulty's bars, and a task whose mean return is 0
+    (a bar of no height) is still drawn: a marker at 0 in its difficulty's colour."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.figure import Figure
+
+    from openenv_gym.evaluation import EvalReport, TaskResult, plot_returns
+
+    figures = []
+    save = Figure.savefig
+    monkeypatch.setattr(
+        Figure, "savefig", lambda self, *args, **kwargs: (figures.append(self), save(self, *args, **kwargs))[1]
+    )
+    report = EvalReport(
+        [
+            TaskResult("a", "easy", [1.0, 1.0], 2),
+            TaskResult("b", "medium", [0.0, 0.0], 0),
+            TaskResult("c", "hard", [0.5, 0.0], 0),
+        ],
+        k=1,
+        threshold=1.0,
+    )
+    plot_returns(report, tmp_path / "returns.png")
+    (axes,) = figures[0].axes
+    bars = {round(bar.get_x() + bar.get_width() / 2): bar for bar in axes.patches}
+    colour_of = {result.difficulty: to_rgba(bars[index].get_facecolor()) for index, result in enumerate(report.results)}
+    assert len(set(colour_of.values())) == 3
+    legend = {
+        text.get_text(): handle for text, handle in zip(axes.get_legend().texts, axes.get_legend().legend_handles)
+    }
+    for difficulty, colour in colour_of.items():
+        assert to_rgba(legend[difficulty].get_facecolor()) == colour, difficulty
+    # Task b (position 1) has a bar of height 0; something else of its colour is drawn at (1, 0).
+    assert bars[1].get_height() == 0
+    shown = [
+        artist
+        for artist in [*axes.lines, *axes.collections]
+        if any(tuple(point) == (1.0, 0.0) for point in _points(artist))
+    ]
+    assert shown and all(_colour(artist) == colour_of["medium"] for artist in shown)
+
+
+def _points(artist):
+    from matplotlib.lines import Line2D
+
+    if isinstance(artist, Line2D):
+        return [tuple(map(float, point)) for point in artist.get_xydata()]
+    return [tuple(map(float, point)) for point in artist.get_offsets()]
+
+
+def _colour(artist):
+    from matplotlib.colors import to_rgba
+    from matplotlib.lines import Line2D
+
+    return to_rgba(artist.get_color() if isinstance(artist, Line2D) else artist.get_facecolor()[0])

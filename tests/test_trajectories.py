@@ -5,6 +5,7 @@ numbers the same reward functions paid live."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from dataclasses import replace
@@ -160,3 +161,86 @@ def test_replay_and_rescore_commands(recorded, tmp_path):
     assert [e.reward_components[-1]["short_episode"] for e in again] == expected
     assert [e.total_reward for e in again] == [sum(e.env_rewards) - 0.5 * x for e, x in zip(again, expected)]
     assert f"short_episode: mean {sum(expected) / 5:.6g} over 5 episodes" in done.stdout
+
+
+def submits(step) -> float:
+    """A step-level part of a tool env: 1 for a call of submit (the action as the env took it, a dict)."""
+    return float(step.action["name"] == "submit")
+
+
+def test_a_tool_env_trajectory_recorded_from_dict_calls_replays_with_no_divergence(tmp_path):
+    """Calls given as dicts are recorded as their JSON objects (not Python's repr of them): the file
+    re-plays with 0 diverged, and re-scoring functions see each call as the env took it."""
+    path = tmp_path / "tools.jsonl"
+    env = RecordEpisodes(gym.make("openenv/CodingTools-v0", max_episode_steps=2), path)
+    calls = [
+        {"name": "run_python", "arguments": {"code": "print(6 * 7)"}},
+        {"name": "submit", "arguments": {"code": "def f(*args):\n    return None\n"}},
+    ]
+    try:
+        env.reset(seed=0)
+        for call in calls:
+            env.step(call)
+    finally:
+        env.close()
+    (episode,) = read_trajectories(path)
+    assert episode.actions == calls and episode.decoded_actions() == calls
+    assert "42" in episode.observations[1]
+    count, divergences = replay([episode], lambda trajectory: gym.make(trajectory.env_id, max_episode_steps=2))
+    assert (count, divergences) == (1, [])
+    again = rescored(episode, [RewardFunction(submits, per="step")])
+    assert [parts["submits"] for parts in again.reward_components] == [0.0, 1.0]
+
+
+@pytest.fixture(scope="module")
+def two_ended_one_cut_short(tmp_path_factory):
+    """CartPole episodes recorded by RecordEpisodes: two played to their end, a third cut short by close()."""
+    path = tmp_path_factory.mktemp("cut-short") / "episodes.jsonl"
+    env = RecordEpisodes(gym.make("openenv/CartPole-v1"), path)
+    try:
+        for seed in (1, 2):
+            env.reset(seed=seed)
+            done = False
+            while not done:
+                _, _, terminated, truncated, _ = env.step(seed % 2)
+                done = terminated or truncated
+        env.reset(seed=3)
+        for _ in range(3):
+            env.step(0)
+    finally:
+        env.close()
+    return path
+
+
+def rescore_output(path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "openenv_gym", "rescore", str(path), "--reward", "tests.test_trajectories:short_episode"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_an_episode_cut_short_by_close_is_marked_and_left_out_of_rescore_means(two_ended_one_cut_short):
+    episodes = list(read_trajectories(two_ended_one_cut_short))
+    assert [episode.unfinished for episode in episodes] == [False, False, True]
+    assert episodes[2].length == 3 and not episodes[2].done
+    done = rescore_output(two_ended_one_cut_short)
+    assert done.returncode == 0, done.stderr
+    ended = episodes[:2]
+    assert f"short_episode: mean {sum(e.length <= 20 for e in ended) / 2:.6g} over 2 episodes" in done.stdout
+    expected = sum(sum(e.env_rewards) - 0.0 + float(e.length <= 20) for e in ended) / 2
+    assert f"return: mean {expected:.6g}" in done.stdout
+    assert "1 episodes cut short by close() left out of the means" in done.stdout
+
+
+def test_a_file_of_the_older_format_still_reads_and_rescores(two_ended_one_cut_short, tmp_path):
+    """Records written before the unfinished field: an episode that ended neither way was cut short."""
+    old = tmp_path / "old.jsonl"
+    lines = []
+    for episode in read_trajectories(two_ended_one_cut_short):
+        record = episode.to_record()
+        del record["unfinished"]
+        lines.append(json.dumps(record))
+    old.write_text("\n".join(lines) + "\n")
+    assert [episode.unfinished for episode in read_trajectories(old)] == [False, False, True]
+    assert rescore_output(old).stdout == rescore_output(two_ended_one_cut_short).stdout
+    assert replay(list(read_trajectories(old)), lambda trajectory: gym.make(trajectory.env_id)) == (3, [])

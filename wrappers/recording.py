@@ -7,7 +7,8 @@
     env = RecordAsyncEpisodes(await pool.acquire(), writer)      # AsyncEnvPool(record=..., rewards=...) does it
 
 Each finished episode becomes one :class:`~openenv_gym.trajectories.Trajectory` in the file
-(an episode still running at ``close`` is written too, neither terminated nor truncated). With
+(an episode still running at ``close`` is written too, marked ``unfinished``). An action is
+recorded as the env received it: a tool call given as a dict stays that JSON object. With
 ``rewards``, each :class:`~openenv_gym.rewards.RewardFunction` adds its part to the reward and to
 ``info["reward_components"]`` (beside the env's own parts), and the record keeps the env's reward
 apart from the paid one.
@@ -106,7 +107,7 @@ class EpisodeBook:
                 value = function.on_step(view)
                 components[function.name] = value
                 paid += function.weight * value
-        trajectory.actions.append(jsonable(encode(self.action_space, action)))
+        trajectory.actions.append(self._recorded_action(action))
         trajectory.observations.append(jsonable(encode(self.observation_space, observation)))
         trajectory.env_rewards.append(env_reward)
         trajectory.rewards.append(paid)
@@ -127,6 +128,22 @@ class EpisodeBook:
     def pending(self) -> Trajectory | None:
         """The episode under way, if it took a step (what ``close`` writes unfinished)."""
         return self.current if self.current is not None and self.current.length else None
+
+    def cut_short(self) -> Trajectory | None:
+        """The env closes: the episode under way, if it took a step, marked ``unfinished`` and no
+        longer under way (what ``close`` writes)."""
+        pending = self.pending()
+        self.current = None
+        if pending is not None:
+            pending.unfinished = True
+        return pending
+
+    def _recorded_action(self, action: Any) -> Any:
+        # A tool env's space is Text, yet its envs take a call as a dict too: keep the object (its
+        # text form would be Python's repr, which no env takes back).
+        if isinstance(action, Mapping) and isinstance(self.action_space, gym.spaces.Text):
+            return jsonable(dict(action))
+        return jsonable(encode(self.action_space, action))
 
     def _with_components(self, info: dict[str, Any], components: dict[str, float]) -> dict[str, Any]:
         if not self.rewards and COMPONENTS_KEY not in info:
@@ -200,9 +217,8 @@ class RecordEpisodes(gym.Wrapper[Any, Any, Any, Any]):
             self._writer.write(trajectory)
 
     def close(self) -> None:
-        pending = self.book.pending()
+        pending = self.book.cut_short()
         if pending is not None:
-            self.book.current = None
             self._keep(pending)
         if self._owns_writer and self._writer is not None:
             self._writer.close()
@@ -303,9 +319,8 @@ class RecordVectorEpisodes(VectorWrapper):
 
     def close(self, **kwargs: Any) -> None:
         for book in self.books:
-            pending = book.pending()
+            pending = book.cut_short()
             if pending is not None:
-                book.current = None
                 self._keep(pending)
         if self._owns_writer and self._writer is not None:
             self._writer.close()
@@ -364,9 +379,8 @@ class RecordAsyncEpisodes:
         return observation, paid, terminated, truncated, info
 
     async def aclose(self) -> None:
-        pending = self.book.pending()
+        pending = self.book.cut_short()
         if pending is not None:
-            self.book.current = None
             self.episodes.append(pending)
             if self._writer is not None:
                 self._writer.write(pending)
