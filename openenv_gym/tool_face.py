@@ -10,6 +10,10 @@ tool list shown to the model in OpenAI's function format), on top of OpenEnv's t
 * a malformed call, an unknown tool or bad arguments give an error observation (reward 0, not
   terminated): the model must see its mistake, and the session lives on.
 
+The model's text only ever becomes a tool call, and ``reset`` is no tool (a reserved name): a call
+of it is an unknown tool. The task is chosen by whoever calls ``env.reset(seed=, options=)``, the
+trainer, never by the model (``docs/tasks.md``).
+
 :class:`ToolFace` is the :class:`~openenv_gym.face.Face` of envs that offer tools; every env of
 this package uses it for them.
 """
