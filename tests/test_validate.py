@@ -241,6 +241,20 @@ def test_a_server_with_a_token_is_checked_with_it(probe):
     assert "s3cret" not in repr(Subject(server.url, token="s3cret"))
 
 
+@pytest.mark.parametrize("token", [None, "not-the-token"])
+def test_a_server_that_needs_a_token_gets_one_failure_with_the_hint(probe, token):
+    """Validating a token server without its token (or with another) fails one line, which says
+    how to pass it, and skips the checks that would all fail the same way."""
+    with running_server(broken.Counter, token="s3cret", idle_timeout=None) as server:
+        results = validate(server.url, probe, token=token)
+    assert [result.name for result in results if result.status is Status.FAIL] == ["schema"]
+    reason = lines(results)["schema"].reason
+    assert "HTTP 401" in reason and "--token-env" in reason and "s3cret" not in reason
+    assert ("sent none" in reason) == (token is None) and ("not-the-token" not in reason)
+    after = CHECK_NAMES[CHECK_NAMES.index("schema") + 1 :]
+    assert [(r.name, r.status) for r in results[-len(after) :]] == [(name, Status.SKIP) for name in after]
+
+
 def test_targets_resolve_by_their_form(tmp_path):
     """A URL, a directory, a catalog id with or without 'openenv/', and any other serve target."""
     assert resolve_target("http://10.0.0.1:8000").kind == "url"

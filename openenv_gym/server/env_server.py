@@ -98,6 +98,21 @@ def _wrong_method(path: str, methods: tuple[str, ...]) -> Response:
     return response
 
 
+# How a client sends the token, for the 401 to say (it names no token, the server's or the one sent).
+_HOW_TO_SEND_THE_TOKEN = (
+    "send it as Authorization: Bearer <token> (in Python gym.make(..., token=...); on openenv-gym's "
+    "commands --token-env VAR, VAR holding it)"
+)
+
+
+def _token_refusal(request: Request, cookie: str | None) -> Response:
+    """The 401 of a request without the server's token: one text for none sent, another for a wrong one."""
+    cookies = single_header(request, "Cookie") or ""
+    sent = single_header(request, "Authorization") is not None or (cookie is not None and f"{cookie}=" in cookies)
+    what = "the one sent is not it" if sent else "none was sent"
+    return _json_response(401, {"message": f"this server needs its token, and {what}: {_HOW_TO_SEND_THE_TOKEN}"})
+
+
 class EnvServer:
     """Serve an environment factory over OpenEnv's wire protocol.
 
@@ -404,7 +419,7 @@ class EnvServer:
                 login = login_response(query, self._token, cookie_name(single_header(request, "Host")))
                 return login or _json_response(401, {"message": "wrong token"})
             if not has_token(request, self._token, cookie):
-                return _json_response(401, {"message": "this server needs its token: Authorization: Bearer <token>"})
+                return _token_refusal(request, cookie)
         methods = self._methods(path)
         if methods is not None and request.method not in methods:
             return _wrong_method(path, methods)

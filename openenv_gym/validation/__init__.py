@@ -23,7 +23,8 @@ port unless it is a URL, and yields one :class:`CheckResult` per check as it com
 
 Each check is a function of :mod:`.checks` that takes a :class:`Subject` and returns a
 :class:`CheckResult` (PASS, FAIL or SKIP with the reason), so each can be run alone; every wait is
-bounded by ``timeout``.
+bounded by ``timeout``. A server that refuses the checks for want of its token (HTTP 401) fails
+the ``schema`` line, which says how to pass it, and the checks after it are skipped.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from .access import token_refusal
 from .checks import CHECKS, check_health, check_manifest, check_openenv_client
 from .openenv_probe import OpenEnvProbe, openenv_core_installed
 from .result import CheckResult, Status
@@ -154,6 +156,11 @@ def run_checks(
             yield result
             if check is check_health and result.status is Status.FAIL:
                 yield from _skip_the_rest("the server does not answer /health", after="health")
+                return
+            refused = token_refusal(subject) if check is check_health else None
+            if refused is not None:  # every later check would fail alike: one line says how to pass it
+                yield CheckResult.failed("schema", refused)
+                yield from _skip_the_rest("the server refuses validate without its token", after="schema")
                 return
     finally:
         if provider is not None:

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from ..client import EnvClient, auth_headers, http_get_json
 from ..client._http import websockets_logger
-from ..errors import CapacityReachedError, OpenEnvGymError
+from ..errors import CapacityReachedError, ClientError, OpenEnvGymError, ServerConnectError
 from ..protocol import ErrorCode
 from ..protocol.tools import LIST_TOOLS
 from ..urls import tcp_form, unix_socket_path, ws_url
@@ -32,6 +32,7 @@ __all__ = [
     "session_client",
     "settled",
     "short",
+    "token_refusal",
 ]
 
 # Seconds a session slot that another check just gave up may take to be free again: the server
@@ -58,6 +59,22 @@ def one_line(exc: BaseException) -> str:
 def get_json(subject: Subject, path: str) -> Any:
     """``GET path`` of the subject, as JSON."""
     return http_get_json(subject.url, path, timeout=subject.timeout, token=subject.token)
+
+
+def token_refusal(subject: Subject) -> str | None:
+    """Why the server refuses every request of the checks (an HTTP 401 on ``/schema``: its token is
+    missing or not the one given), saying how to pass it; ``None`` when it answers."""
+    try:
+        get_json(subject, "/schema")
+    except ServerConnectError as exc:
+        if not exc.reason.startswith("HTTP 401"):
+            return None
+        if subject.token is None:
+            return "/schema: HTTP 401: the server needs its token, and validate sent none: pass --token-env VAR, VAR holding it"
+        return "/schema: HTTP 401: the server refused the token validate sent: is --token-env's variable its token?"
+    except ClientError:
+        return None  # the checks say what else is wrong
+    return None
 
 
 def session_client(subject: Subject) -> EnvClient:

@@ -186,3 +186,22 @@ def test_redirects_are_refused_so_the_token_never_travels_elsewhere():
         finally:
             httpd.shutdown()
     assert received == [f"Bearer {TOKEN}"]  # the redirect target was never asked
+
+
+def test_a_missing_and_a_wrong_token_are_refused_with_how_to_pass_it(server):
+    """The 401's text tells a missing token from a wrong one, and each says how to pass the token
+    (gym.make's token=, the commands' --token-env), without any token in it."""
+    refusals = {}
+    for token in (None, "wrong-token"):
+        with pytest.raises(ServerConnectError) as caught:
+            http_get_json(server.url, "/schema", token=token)
+        refusals[token] = str(caught.value)
+        client = EnvClient(server.url, token=token)
+        with pytest.raises(ServerConnectError) as session:
+            client.connect()
+        client.close()
+        assert refusals[token].split("HTTP 401: ")[1] == str(session.value).split("HTTP 401: ")[1]
+    assert "none was sent" in refusals[None] and "is not it" in refusals["wrong-token"]
+    for text in refusals.values():
+        assert "token=" in text and "--token-env" in text
+        assert TOKEN not in text and "wrong-token" not in text
