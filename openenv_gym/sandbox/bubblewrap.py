@@ -2,11 +2,12 @@
 
 The sandbox sees a read-only view of what Python needs (``/usr``, the interpreter's own prefix,
 the dynamic loader's cache), a fresh ``/proc`` and minimal, read-only ``/dev`` (but a small
-``/dev/shm``, emptied after each run), and a size-limited tmpfs at
-``/tmp`` as its only writable place (with a second one at ``/workspace`` when the sandbox keeps a
-workspace: files that outlive each run, but not the sandbox). It has its own pid, network, IPC and UTS namespaces: no
-network at all (only a loopback of its own), and no process outside it can be seen or signalled.
-A seccomp filter (:mod:`.seccomp`) keeps it from making user namespaces of its own.
+``/dev/shm``, emptied after each run, and ``/dev/mqueue`` where runs may make POSIX message
+queues), and a size-limited tmpfs at ``/tmp`` as its only writable place (with a second one at
+``/workspace`` when the sandbox keeps a workspace: files that outlive each run, but not the
+sandbox). It has its own pid, network, IPC and UTS namespaces: no network at all (only a loopback
+of its own), and no process outside it can be seen or signalled. A seccomp filter (:mod:`.seccomp`)
+keeps it from making user namespaces of its own, and IPC objects unless it allows them.
 
 Run as root, bubblewrap sets up the namespaces without a user namespace and the worker keeps just
 the capabilities it needs to drop each run to an unprivileged uid of its own, to signal the run's
@@ -73,6 +74,7 @@ def bwrap_command(
     seccomp_fd: int | None = None,
     workspace_size: int | None = None,
     mounted: dict[str, str] | None = None,
+    mqueue: bool = False,
 ) -> list[str]:
     """The argv that runs ``python *program`` confined.
 
@@ -96,6 +98,9 @@ def bwrap_command(
         mounted: per mount point (``/tmp``, ``/dev/shm``, :data:`WORKSPACE_DIR`), a host directory
             holding a tmpfs made for it already (:class:`~.tmpfs.TmpfsMounts`, whose inodes are
             capped too), bound there instead of a tmpfs of bubblewrap's (the sizes are then theirs).
+        mqueue: mount the IPC namespace's POSIX message queues at ``/dev/mqueue``, where the worker
+            sees (and removes) every queue a run made: for a sandbox whose seccomp filter lets runs
+            make them.
     """
     mounted = mounted or {}
 
@@ -147,6 +152,8 @@ def bwrap_command(
     # shared memory and semaphores, as multiprocessing uses), a small tmpfs the worker empties;
     # mode 1777, as on a host, since each run has a uid of its own when the server is root.
     argv += ["--proc", "/proc", "--dev", "/dev", *tmpfs(DEV_SHM_SIZE, "/dev/shm", "1777")]
+    if mqueue:
+        argv += ["--mqueue", "/dev/mqueue"]
     argv += ["--remount-ro", "/dev", *tmpfs(scratch_size, SCRATCH_DIR)]
     if workspace_size is not None:
         argv += tmpfs(workspace_size, WORKSPACE_DIR)

@@ -100,6 +100,12 @@ class Sandbox:
             is ready, instead of starting its own, and a thread of :mod:`.spares` starts
             another in the background. Each spare is an idle bubblewrap and Python worker.
             ``0`` (the default): no thread, no extra process.
+        ipc_objects: let runs make System V message queues, shared memory and semaphores and
+            POSIX message queues: kernel objects of the sandbox's IPC namespace, which outlive
+            the run that made them. Refused by default (``ENOSYS``, as from a kernel without
+            them), so no run can leave one for the next; allowed, every one a run made is
+            destroyed after it, like its files. POSIX shared memory and semaphores (files in
+            ``/dev/shm``, as :mod:`multiprocessing` uses) are always allowed.
 
     Raises:
         SandboxUnavailableError: bubblewrap was asked for but is not installed, or libseccomp
@@ -117,6 +123,7 @@ class Sandbox:
         startup_timeout: float = 10.0,
         workspace: bool = False,
         spares: int = 0,
+        ipc_objects: bool = False,
     ) -> None:
         if mechanism not in MECHANISMS:
             raise ValueError(f"unknown sandbox mechanism {mechanism!r}; expected one of {MECHANISMS}")
@@ -128,6 +135,7 @@ class Sandbox:
         self.hidden_paths = [os.fspath(path) for path in hidden_paths]
         self.startup_timeout = startup_timeout
         self.workspace = workspace
+        self.ipc_objects = ipc_objects
         self._bwrap = find_bwrap() if mechanism == "bubblewrap" else None
         if mechanism == "bubblewrap" and self._bwrap is None:
             raise SandboxUnavailableError(
@@ -136,7 +144,7 @@ class Sandbox:
                 "code without a sandbox (only for trusted code or inside a container)."
             )
         # Built (and cached) now, so a missing libseccomp is an error here, like a missing bubblewrap.
-        self._seccomp = seccomp_filter() if mechanism == "bubblewrap" else None
+        self._seccomp = seccomp_filter(ipc_objects=ipc_objects) if mechanism == "bubblewrap" else None
         self._process: subprocess.Popen[bytes] | None = None
         self._cgroup: RunCgroup | None = None
         self._mounts: TmpfsMounts | None = None
@@ -146,7 +154,7 @@ class Sandbox:
         self._starts = 0
         self._spares: SparePool[Sandbox] | None = None
         if spares:
-            key = SpareKey(mechanism, self.python, self.limits, tuple(self.hidden_paths), workspace)
+            key = SpareKey(mechanism, self.python, self.limits, tuple(self.hidden_paths), workspace, ipc_objects)
             self._spares = spare_pool(key, functools.partial(_start_spare, key, startup_timeout))
             self._spares.want(spares)
 
@@ -347,6 +355,7 @@ class Sandbox:
                     seccomp_fd=seccomp_fd,
                     workspace_size=self.limits.workspace_size if self.workspace else None,
                     mounted=self._mounts.directories if self._mounts is not None else None,
+                    mqueue=self.ipc_objects or self._seccomp is None,  # queues runs can make, seen to be removed
                 )
                 self._cgroup = RunCgroup.make(self.limits.run_memory, self.limits.processes + _WORKER_PROCESSES)
             else:
@@ -527,6 +536,7 @@ def _start_spare(key: SpareKey, startup_timeout: float) -> Sandbox:
         hidden_paths=key.hidden_paths,
         startup_timeout=startup_timeout,
         workspace=key.workspace,
+        ipc_objects=key.ipc_objects,
     )
     spare.start()
     if key.workspace:

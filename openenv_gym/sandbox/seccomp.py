@@ -20,6 +20,12 @@ default is to allow; refused (:data:`DENIED` lists each call with the reason):
   without one (a thread, a fork) is allowed;
 - ``clone3``, whose flags are in memory a filter cannot read (``ENOSYS``, so the C library falls
   back to ``clone``, as under Docker's default profile);
+- the calls of :data:`IPC_OBJECT_CALLS`, System V message queues, shared memory and semaphores and
+  POSIX message queues (``ENOSYS``, as from a kernel built without them), unless the sandbox
+  allows them (``ipc_objects``): they make kernel objects that outlive their process, kept by the
+  sandbox's IPC namespace from one run to the next, which is how one run would hand the next what
+  it must not see (a hidden test's arguments). POSIX shared memory and semaphores are files in
+  ``/dev/shm``, which :mod:`multiprocessing` uses, and stay allowed;
 - ``personality`` but for the values Docker's default profile allows: ``PER_LINUX`` (0),
   ``PER_LINUX32`` (8), ``UNAME26`` (0x20000), both (0x20008), and the query (0xffffffff)
   (``EPERM``): the other flags turn off address-space randomisation, make readable memory
@@ -46,7 +52,15 @@ from types import ModuleType
 
 from ..errors import SandboxUnavailableError
 
-__all__ = ["CLONE_NEWUSER", "DENIED", "PERSONALITIES", "SOCKET_FAMILIES", "seccomp_filter", "syscall_number"]
+__all__ = [
+    "CLONE_NEWUSER",
+    "DENIED",
+    "IPC_OBJECT_CALLS",
+    "PERSONALITIES",
+    "SOCKET_FAMILIES",
+    "seccomp_filter",
+    "syscall_number",
+]
 
 # The namespace flags of clone(2) and unshare(2) (linux/sched.h). CLONE_NEWTIME shares its bit
 # with clone's exit signal (CSIGNAL), so only unshare and clone3 take it.
@@ -140,15 +154,24 @@ DENIED: dict[str, str] = {
     "uselib": "an obsolete way to load a library, kept by few kernels",
 }
 
+#: The calls that make and use IPC objects: refused unless a sandbox allows them (``ipc_objects``).
+IPC_OBJECT_CALLS = (
+    *("msgget", "msgsnd", "msgrcv", "msgctl"),
+    *("shmget", "shmat", "shmdt", "shmctl"),
+    *("semget", "semop", "semtimedop", "semctl"),
+    *("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"),
+)
+
 # platform.machine() -> libseccomp's architecture token (SCMP_ARCH_*), AUDIT_ARCH_* of linux/audit.h.
 _ARCHITECTURES = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _SCMP_ERROR = -1  # what libseccomp resolves a name it does not know to (__NR_SCMP_ERROR)
 
 
-def seccomp_filter(machine: str | None = None) -> bytes | None:
+def seccomp_filter(machine: str | None = None, *, ipc_objects: bool = False) -> bytes | None:
     """The filter for ``machine`` (default: this one's) as classic BPF for ``bwrap --seccomp``; ``None`` if unsupported.
 
-    Built once per machine (a few milliseconds) and cached.
+    ``ipc_objects``: allow the calls of :data:`IPC_OBJECT_CALLS` (refused by default). Built once
+    per machine and choice (a few milliseconds) and cached.
 
     Raises:
         SandboxUnavailableError: libseccomp is not installed, or is too old to know one of the
@@ -160,7 +183,7 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
         (0, None)
     """
     arch = _ARCHITECTURES.get(machine or platform.machine())
-    return None if arch is None else _build(arch)
+    return None if arch is None else _build(arch, ipc_objects)
 
 
 def syscall_number(name: str, machine: str | None = None) -> int:
@@ -199,7 +222,7 @@ def _libseccomp() -> ModuleType:
 
 
 @functools.cache
-def _build(arch: int) -> bytes:
+def _build(arch: int, ipc_objects: bool) -> bytes:
     seccomp = _libseccomp()
     deny, enosys = seccomp.ERRNO(errno.EPERM), seccomp.ERRNO(errno.ENOSYS)
     program = seccomp.SyscallFilter(seccomp.ALLOW)
@@ -225,6 +248,8 @@ def _build(arch: int) -> bytes:
     for name in DENIED:
         rule(deny, name)
     rule(enosys, "clone3")
+    for name in () if ipc_objects else IPC_OBJECT_CALLS:
+        rule(enosys, name)
     # One rule per flag: a rule compares each argument once, and any one flag is a namespace.
     for flag in _CLONE_NAMESPACES:
         rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))

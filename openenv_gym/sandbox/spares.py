@@ -65,6 +65,7 @@ class SpareKey:
     limits: Limits
     hidden_paths: tuple[str, ...]
     workspace: bool
+    ipc_objects: bool
 
 
 class Spare(Protocol):

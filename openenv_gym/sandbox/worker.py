@@ -10,8 +10,10 @@ state without paying for a new interpreter. The worker is the pid namespace's in
 runs' reach. The child gives up its privileges (another uid when the worker runs as root,
 rlimits on CPU time, memory, file size, processes and open files), runs the code, then calls
 the requested function on each case and writes the results to a pipe of its own. The worker reads stdout, stderr and results with caps, enforces the wall-clock limit,
-and afterwards kills every process the run left (the whole pid namespace, when it has one) and
-empties the scratch directory, so nothing leaks into the next run. A worker configured with a
+and afterwards kills every process the run left (the whole pid namespace, when it has one),
+empties the scratch directory (and, in a sandbox of its own, ``/dev/shm`` and ``/dev/mqueue``,
+each made as it was) and destroys every System V IPC object of the run, so nothing leaks into
+the next run. A worker configured with a
 ``workspace`` starts each run there instead: a directory it never empties, so a run's files in it
 are the next run's (its processes are killed all the same).
 
@@ -82,6 +84,8 @@ _MAX_WORKSPACE_COPY = MAX_MESSAGE_BYTES * 3 // 4  # bytes of a workspace's tar: 
 #: Seconds GNU tar may take to unpack a workspace (milliseconds, usually): less than the grace the
 #: sandbox gives a reply beyond its wall_time, so a stuck unpack is answered, not waited out.
 _WORKSPACE_COPY_TIMEOUT = 4.0
+_SHARED_DIRS = ("/dev/shm", "/dev/mqueue")  # the sandbox's other places runs write, mode 1777 as on a host
+_SYSV_IPC = {"msg": "msgctl", "shm": "shmctl", "sem": "semctl"}  # /proc/sysvipc's lists, and each one's call
 
 
 def write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
@@ -496,14 +500,15 @@ def _kill_leftovers(pid: int, config: dict[str, Any]) -> None:
 
 
 def _wait_until_alone(timeout: float = 2.0) -> None:
-    """Reap the killed processes (orphans are the init's to reap) until none is left.
+    """Reap the killed processes (orphans are the init's to reap) until none is left, zombies too.
 
-    So none of them counts against the next run's process limit, and no zombie piles up.
+    So none of them counts against the next run's process limit, and none is there for the next
+    run to list (a zombie keeps its name and exit status: a message from the run before).
     """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         _reap_orphans()
-        if not [pid for pid in _namespace_pids() if pid != os.getpid()]:
+        if not [name for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()]:
             return
         time.sleep(0.001)
 
@@ -518,33 +523,70 @@ def _reap_orphans() -> None:
             return
 
 
-def _namespace_pids() -> list[int]:
-    pids = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as stat:
-                    if stat.read().rsplit(b")", 1)[1].split()[0] != b"Z":  # zombies wait for init to reap them
-                        pids.append(int(name))
-            except OSError:
-                pass  # gone meanwhile
-    return pids
-
-
 def _reset_scratch(config: dict[str, Any]) -> None:
-    """Give the next run a clean slate: every writable place emptied, the work directory made anew."""
+    """Give the next run a clean slate: every writable place emptied and as it was made, every IPC
+    object of the run destroyed, the work directory made anew."""
     workdir = config["workdir"]
-    scratch = os.path.dirname(workdir)
+    scratch = os.path.dirname(workdir)  # the whole scratch tmpfs, not only the work directory
+    # In a sandbox of its own: its /tmp, /dev/shm and /dev/mqueue, and its IPC namespace.
+    for directory in (scratch, *_SHARED_DIRS) if config["isolated"] else (scratch,):
+        if os.path.isdir(directory):
+            _empty(directory)
+            if config["isolated"]:
+                _as_made(directory)
     if config["isolated"]:
-        # The sandbox's private /tmp is writable by runs, with a /tmp's usual mode; set at every
-        # reset, which also undoes a run's chmod of it.
-        os.chmod(scratch, 0o1777)
-    _empty(scratch)  # the whole scratch tmpfs, not only the work directory
-    if config["isolated"] and os.path.isdir("/dev/shm"):
-        _empty("/dev/shm")
+        _remove_ipc_objects(config)
     os.mkdir(workdir, 0o700)
     if config["uid"] is not None and os.getuid() == 0:
         os.chown(workdir, config["uid"], config["uid"])
+
+
+def _as_made(directory: str) -> None:
+    """Undo what a run may have changed of a writable place's own directory, for the next to read:
+    its mode (a /tmp's usual, 1777) and, where runs own it (bubblewrap unprivileged), the extended
+    attributes, ACL and times they set."""
+    os.chmod(directory, 0o1777)
+    for name in os.listxattr(directory):
+        try:
+            os.removexattr(directory, name)
+        except OSError:
+            pass  # one only the kernel sets
+    os.utime(directory)
+
+
+def _remove_ipc_objects(config: dict[str, Any]) -> None:
+    """Destroy every System V message queue, shared memory segment and semaphore set of the
+    sandbox's IPC namespace: runs made them all (where the seccomp filter lets them; the worker
+    makes none). POSIX message queues are files of ``/dev/mqueue``, emptied with it."""
+    found: list[tuple[str, int]] = []
+    for kind, call in _SYSV_IPC.items():
+        try:
+            with open(f"/proc/sysvipc/{kind}", encoding="ascii") as listing:
+                found += [(call, int(line.split()[1])) for line in listing.readlines()[1:]]
+        except (OSError, ValueError, IndexError):
+            pass  # a kernel without System V IPC
+    if not found:
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid = config["uid"]
+    # IPC_RMID (0) takes the object's creator or owner, or CAP_SYS_ADMIN, which the worker has not:
+    # as root it removes them as the runs' uid, in a child. The three calls take (id, 0, IPC_RMID)
+    # or (id, IPC_RMID, NULL) alike.
+    child = os.fork() if uid is not None and os.getuid() == 0 else None
+    if child:
+        os.waitpid(child, 0)
+        return
+    try:
+        if child == 0:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+        for call, ident in found:
+            getattr(libc, call)(ident, 0, 0)
+    finally:
+        if child == 0:
+            os._exit(0)
 
 
 def _make_workspace(config: dict[str, Any]) -> None:
@@ -573,8 +615,11 @@ def _make_removable(directory: str) -> None:
     """Undo a run's chmod of its directories (0o500 and the like), so they can be emptied."""
     for root, dirs, _ in os.walk(directory):
         for name in dirs:
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                continue  # a run's link to a directory: chmod would follow it (to /tmp itself, say)
             try:
-                os.chmod(os.path.join(root, name), 0o700)
+                os.chmod(path, 0o700)
             except OSError:
                 pass
     try:

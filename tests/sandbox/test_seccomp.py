@@ -20,6 +20,7 @@ from openenv_gym.sandbox.bubblewrap import bwrap_command, find_bwrap
 from openenv_gym.sandbox.seccomp import (
     CLONE_NEWUSER,
     DENIED,
+    IPC_OBJECT_CALLS,
     PERSONALITIES,
     SOCKET_FAMILIES,
     seccomp_filter,
@@ -107,6 +108,26 @@ def test_namespace_flags_are_refused_and_threads_and_forks_are_not(machine):
     assert decide(program, arch, clone, 0x4000 | 0x100 | SIGCHLD) == ALLOW  # vfork, as posix_spawn makes
     assert decide(program, arch, clone, 0x80 | SIGCHLD) == ALLOW  # exit signal bits, not CLONE_NEWTIME
     assert decide(program, arch, unshare, 0x200 | 0x400) == ALLOW  # CLONE_FS | CLONE_FILES: not namespaces
+
+
+@pytest.mark.parametrize("machine", list(MACHINES))
+def test_ipc_objects_are_refused_unless_the_sandbox_allows_them(machine):
+    """System V IPC and POSIX message queues: ENOSYS whatever the arguments, by default; allowed with
+    ``ipc_objects``, and nothing else changes."""
+    refusing, allowing = seccomp_filter(machine), seccomp_filter(machine, ipc_objects=True)
+    assert refusing is not None and allowing is not None
+    arch = MACHINES[machine]
+    assert len(IPC_OBJECT_CALLS) == 18
+    for name in IPC_OBJECT_CALLS:
+        nr = syscall_number(name, machine)
+        for args in [(), (0, 0o1666, 0), (2**63, 2**32, 1)]:
+            assert decide(refusing, arch, nr, *args) == ENOSYS, (machine, name, args)
+            assert decide(allowing, arch, nr, *args) == ALLOW, (machine, name, args)
+    for name in ("ptrace", "keyctl", "mount"):
+        assert decide(allowing, arch, syscall_number(name, machine)) == EPERM, name
+    assert decide(allowing, arch, syscall_number("clone3", machine)) == ENOSYS
+    for name in ("read", "openat", "futex", "memfd_create"):
+        assert decide(refusing, arch, syscall_number(name, machine), 1, 2) == ALLOW, name
 
 
 @pytest.mark.parametrize("machine", list(MACHINES))
@@ -318,6 +339,27 @@ HOSTILE: dict[str, dict[str, tuple[str, bool]]] = {
             "AF_BLUETOOTH": (31, 3, 0),
         }.items()
     },
+    "make IPC objects": {
+        # Each would make an object the sandbox's IPC namespace keeps from run to run, or use one.
+        "msgget(IPC_PRIVATE)": ("sc({msgget}, 0, 0o600)", True),
+        "msgsnd": ("sc({msgsnd}, -1, buffer(), 1, 0)", True),
+        "msgrcv": ("sc({msgrcv}, -1, buffer(), 1, 0, 0o4000)", True),
+        "msgctl(IPC_RMID)": ("sc({msgctl}, -1, 0, 0)", True),
+        "shmget(IPC_PRIVATE)": ("sc({shmget}, 0, 4096, 0o600)", True),
+        "shmat": ("sc({shmat}, -1, 0, 0)", True),
+        "shmdt": ("sc({shmdt}, 0)", True),
+        "shmctl(IPC_RMID)": ("sc({shmctl}, -1, 0, 0)", True),
+        "semget(IPC_PRIVATE)": ("sc({semget}, 0, 1, 0o600)", True),
+        "semop": ("sc({semop}, -1, buffer(), 1)", True),
+        "semtimedop": ("sc({semtimedop}, -1, buffer(), 1, 0)", True),
+        "semctl(IPC_RMID)": ("sc({semctl}, -1, 0, 0)", True),
+        "mq_open(O_CREAT)": ('sc({mq_open}, b"openenv-gym-test", 0o100 | 2, 0o600, 0)', True),
+        "mq_unlink": ('sc({mq_unlink}, b"openenv-gym-missing")', True),
+        "mq_timedsend": ("sc({mq_timedsend}, -1, buffer(), 1, 0, 0)", True),
+        "mq_timedreceive": ("sc({mq_timedreceive}, -1, buffer(), 1, 0, 0)", True),
+        "mq_notify": ("sc({mq_notify}, -1, 0)", True),
+        "mq_getsetattr": ("sc({mq_getsetattr}, -1, 0, 0)", True),
+    },
     "call another ABI": {
         "x32 getpid": ("sc(0x40000000 | {getpid})", True),
         "i386 getpid (int 0x80)": ("in_child(lambda: int80(20))", True),
@@ -328,13 +370,17 @@ if HERE != "x86_64":  # AArch64 runs no AArch32 code here; its ABI lacks the x86
     for family in HOSTILE.values():
         for call in [call for call in family if call.split("(")[0] in ("iopl", "ioperm", "lookup_dcookie", "uselib")]:
             del family[call]
-EXPECTED = {"clone3": errno.ENOSYS, **{call: errno.EAFNOSUPPORT for call in HOSTILE["open sockets of other families"]}}
+EXPECTED = {
+    "clone3": errno.ENOSYS,
+    **{call: errno.EAFNOSUPPORT for call in HOSTILE["open sockets of other families"]},
+    **{call: errno.ENOSYS for call in HOSTILE["make IPC objects"]},
+}
 # the rest: EPERM
 
 
 def hostile_program(calls: dict[str, tuple[str, bool]]) -> str:
     """A program that makes ``calls`` and prints a JSON object of their errnos."""
-    names = {"getpid", *DENIED, "clone", "clone3", "unshare", "personality", "socket"}
+    names = {"getpid", *DENIED, *IPC_OBJECT_CALLS, "clone", "clone3", "unshare", "personality", "socket"}
     numbers = {name: syscall_number(name) for name in names}
     lines = [f"results[{label!r}] = {expression.format(**numbers)}" for label, (expression, _) in calls.items()]
     return PRELUDE + "results = {}\n" + "\n".join(lines) + "\nprint(json.dumps(results))\n"
