@@ -257,6 +257,7 @@ class EnvServer:
             options.max_snapshot_bytes,
             self._snapshot_support,
             self.max_frame_bytes,
+            options.max_server_snapshot_bytes,
         )
 
     def __repr__(self) -> str:
@@ -378,10 +379,11 @@ class EnvServer:
         """
         try:
             refusal = watch_refusal(request.path.partition("?")[0], connection, self.requires_token)
-            if refusal is not None:
-                response = _json_response(403, {"message": refusal})
-            else:
-                response = await self._route(request, getattr(connection, "request_body", b""))
+            response = (
+                _json_response(403, {"message": refusal})
+                if refusal is not None
+                else await self._route(request, getattr(connection, "request_body", b""))
+            )
         except Exception as exc:
             path = request.path.partition("?")[0]  # the query may hold a token (the page's login)
             logger.warning("refused a malformed request for %s: %s: %s", path, type(exc).__name__, exc)

@@ -24,6 +24,7 @@ DEFAULT_HANDSHAKE_TIMEOUT = 10.0
 DEFAULT_SEND_TIMEOUT = 30.0
 DEFAULT_MAX_SNAPSHOTS = 1024
 DEFAULT_MAX_SNAPSHOT_BYTES = 256 * 2**20
+DEFAULT_MAX_SERVER_SNAPSHOT_BYTES = 2**30
 DEFAULT_TURN_TIMEOUT = 60.0
 
 
@@ -172,7 +173,12 @@ class ServerOptions:
     )
     max_snapshot_bytes: int = option(
         DEFAULT_MAX_SNAPSHOT_BYTES,
-        "bytes of snapshots one session may hold at once (default: 256 MiB)",
+        "bytes of snapshots one session may hold at once, the observation kept with each counted (default: 256 MiB)",
+        AT_LEAST_ONE,
+    )
+    max_server_snapshot_bytes: int = option(
+        DEFAULT_MAX_SERVER_SNAPSHOT_BYTES,
+        "bytes of snapshots all sessions together may hold at once, counted as above (default: 1 GiB)",
         AT_LEAST_ONE,
     )
     # Read from OPENENV_GYM_SNAPSHOT_KEY when not given, never from the command line (which ps shows).

@@ -5,7 +5,9 @@ bytes) and keeps it here under a fresh, unguessable id, with the observation fra
 ``restore`` with and whether the episode had ended. Any session of the server may restore an
 id (a fork is new sessions restoring their parent's); only its owner releases it, and all of a
 session's go when it closes. Each session may hold at most ``max_count`` snapshots and
-``max_bytes`` of them (the states' lengths: what is held is exactly those bytes).
+``max_bytes`` of them, and the whole server ``max_total_bytes``: a snapshot counts what keeping
+it holds (:attr:`Kept.held_bytes`), the observation frame kept with it as well as its state,
+since an env's observation (an image's JSON, say) may take far more than its state.
 
 Portable snapshots are the same three things sealed with the server's key
 (:func:`openenv_gym.protocol.snapshot.seal`), with the name of the env they are of.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,7 +25,11 @@ from ..errors import ProtocolError
 from ..protocol import ErrorCode
 from ..protocol.snapshot import seal, unseal
 
-__all__ = ["Kept", "SessionSnapshots", "SnapshotStore"]
+__all__ = ["KEPT_OVERHEAD", "Kept", "SessionSnapshots", "SnapshotStore"]
+
+#: What keeping a snapshot costs beyond its state and frame: the record, its id, and the entries
+#: the store and its session keep for it (about 300 bytes with CPython 3.11, rounded up).
+KEPT_OVERHEAD = 512
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +42,11 @@ class Kept:
     ended: bool
     render_mode: str | None = None
 
+    @property
+    def held_bytes(self) -> int:
+        """The memory keeping it holds: the state's, the frame's and the record's (see the module)."""
+        return sys.getsizeof(self.state) + sys.getsizeof(self.frame) + KEPT_OVERHEAD
+
 
 class SnapshotStore:
     """Every snapshot one server keeps, by id.
@@ -46,6 +58,7 @@ class SnapshotStore:
         max_frame_bytes: the largest frame the server takes: a portable snapshot must fit in a restore.
         support: what the server publishes as ``/schema["snapshot"]`` (awaited: the server
             probes its env once, when first described).
+        max_total_bytes: what every session together may hold at once.
     """
 
     def __init__(
@@ -56,12 +69,16 @@ class SnapshotStore:
         max_bytes: int,
         support: Callable[[], Awaitable[dict[str, Any]]],
         max_frame_bytes: int = 2**63,
+        max_total_bytes: int = 2**63,
     ) -> None:
         self.key = key
         self.env = env
         self.max_count = max_count
         self.max_bytes = max_bytes
         self.max_frame_bytes = max_frame_bytes
+        self.max_total_bytes = max_total_bytes
+        #: Bytes every session's snapshots hold now (:attr:`Kept.held_bytes`, summed).
+        self.held_bytes = 0
         self._support = support
         self._supported: dict[str, Any] | None = None  # what support() said: it never changes
         self._kept: dict[str, Kept] = {}
@@ -137,13 +154,15 @@ class SnapshotStore:
             )
         return kept
 
-    def _add(self, kept: Kept) -> str:
+    def _add(self, kept: Kept, size: int) -> str:
         snapshot_id = "s-" + secrets.token_urlsafe(12)
         self._kept[snapshot_id] = kept
+        self.held_bytes += size
         return snapshot_id
 
-    def _drop(self, snapshot_id: str) -> None:
-        self._kept.pop(snapshot_id, None)
+    def _drop(self, snapshot_id: str, size: int) -> None:
+        if self._kept.pop(snapshot_id, None) is not None:
+            self.held_bytes -= size
 
 
 class SessionSnapshots:
@@ -164,17 +183,23 @@ class SessionSnapshots:
         """Keep ``kept``; returns its id.
 
         Raises:
-            ProtocolError: SNAPSHOT_LIMIT: the session holds as many snapshots, or bytes, as allowed.
+            ProtocolError: SNAPSHOT_LIMIT: the session holds as many snapshots, or bytes, as allowed,
+                or the server's sessions together hold as many bytes as it allows.
         """
-        store, size = self.store, len(kept.state)
+        store, size = self.store, kept.held_bytes
         if self.held >= store.max_count:
             raise self._limit(f"this session holds {self.held} snapshots, the most the server allows")
         if self.held_bytes + size > store.max_bytes:
             raise self._limit(
-                f"this snapshot ({size} bytes) would bring the session's to {self.held_bytes + size} bytes, over the "
-                f"server's {store.max_bytes}"
+                f"this snapshot ({size} bytes with its observation) would bring the session's to "
+                f"{self.held_bytes + size} bytes, over the server's {store.max_bytes}"
             )
-        snapshot_id = store._add(kept)
+        if store.held_bytes + size > store.max_total_bytes:
+            raise self._limit(
+                f"this snapshot ({size} bytes with its observation) would bring the snapshots of all this server's "
+                f"sessions to {store.held_bytes + size} bytes, over its {store.max_total_bytes} for them all"
+            )
+        snapshot_id = store._add(kept, size)
         self._sizes[snapshot_id] = size
         self.held_bytes += size
         return snapshot_id
@@ -199,16 +224,17 @@ class SessionSnapshots:
     def _limit(why: str) -> ProtocolError:
         return ProtocolError(
             ErrorCode.SNAPSHOT_LIMIT.value,
-            f"snapshot: {why}: release() the ones no longer needed (serve --max-snapshots, --max-snapshot-bytes "
-            "set the limits)",
+            f"snapshot: {why}: release() the ones no longer needed (serve --max-snapshots, --max-snapshot-bytes, "
+            "--max-server-snapshot-bytes set the limits)",
         )
 
     def release(self, ids: tuple[str, ...]) -> tuple[str, ...]:
         """Drop those of ``ids`` this session holds; returns them (others are left: not its own, or gone)."""
         released = tuple(snapshot_id for snapshot_id in dict.fromkeys(ids) if snapshot_id in self._sizes)
         for snapshot_id in released:
-            self.held_bytes -= self._sizes.pop(snapshot_id)
-            self.store._drop(snapshot_id)
+            size = self._sizes.pop(snapshot_id)
+            self.held_bytes -= size
+            self.store._drop(snapshot_id, size)
         return released
 
     def release_reply(self, ids: tuple[str, ...]) -> str:

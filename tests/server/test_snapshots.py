@@ -3,13 +3,16 @@ session, and every snapshot freed with its session, over a real ``EnvServer`` an
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
 import threading
 import time
+import tracemalloc
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from websockets.sync.client import connect
 
@@ -162,6 +165,63 @@ def test_a_session_holds_at_most_its_count_and_bytes_of_snapshots():
             env.close()
 
 
+class ImageEnv(gym.Env):
+    """A small state and a large observation: a fresh random image each step (its frame, JSON, is
+    about 70 KiB; the state, a generator and a count, under 1 KiB)."""
+
+    observation_space = gym.spaces.Box(0, 255, (64, 64, 3), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.np_random.integers(0, 256, (64, 64, 3), dtype=np.uint8), 0.0, False, False, {}
+
+
+def test_snapshots_count_their_observation_against_a_bound_for_the_whole_server():
+    """Two sessions snapshot an env whose observation dwarfs its state, each step's kept: together
+    they stop at the server's bound, although each is far from its own, and what the server grew
+    by is what it counted."""
+    bound = 4 * 2**20
+    with running_server(lambda: GymEnvironment(ImageEnv()), max_server_snapshot_bytes=bound) as server:
+        with connect(ws_url(server), max_size=None) as first, connect(ws_url(server), max_size=None) as second:
+            for ws in (first, second):
+                call(ws, {"type": "reset", "data": {"seed": 0}})
+                call(ws, {"type": "snapshot", "data": {}})  # the probe and the first snapshot, before measuring
+                call(ws, {"type": "release", "data": {"ids": []}})
+            gc.collect()
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                counted_before, taken, refusal = server.snapshots.held_bytes, 0, None
+                while refusal is None and taken < 200:  # counted, ~64 fit; their states alone, thousands
+                    ws = (first, second)[taken % 2]
+                    call(ws, {"type": "step", "data": {"action": 0}})
+                    reply = call(ws, {"type": "snapshot", "data": {}})
+                    if reply["type"] == "error":
+                        refusal = reply["data"]
+                    else:
+                        taken += 1
+                gc.collect()
+                grown = tracemalloc.get_traced_memory()[0] - before
+            finally:
+                tracemalloc.stop()
+            counted = server.snapshots.held_bytes - counted_before
+            assert refusal is not None and refusal["code"] == "SNAPSHOT_LIMIT", f"{taken} snapshots were kept"
+            assert f"over its {bound} for them all" in refusal["message"], refusal
+            assert "--max-server-snapshot-bytes" in refusal["message"]
+            per_session = [s.handler.snapshots.held_bytes for s in server.sessions]
+            assert all(held < server.snapshots.max_bytes / 16 for held in per_session)  # far from their own bound
+            assert server.snapshots.held_bytes <= bound
+            # What was counted is what the server holds (allocator slack and the replies in flight aside).
+            assert 0.8 * grown <= counted <= 1.25 * grown, (counted, grown)
+            released = call(first, {"type": "release", "data": {"ids": []}})  # no ids: nothing released
+            assert released["data"]["held_bytes"] in per_session
+        assert wait_until(lambda: server.snapshots.held_bytes == 0, 10 * UNIT)  # every byte given back
+
+
 def test_a_sessions_snapshots_go_when_it_closes_and_any_session_restores_a_kept_one():
     with running_server(cartpole) as server:
         owner = RemoteEnv(base_url=server.url)
@@ -210,7 +270,7 @@ def test_ten_thousand_snapshot_restore_pairs_hold_nothing_beyond_what_is_kept():
             assert len(server.snapshots) == 1  # the root alone
             (session,) = server.sessions
             assert session.handler.snapshots.held == 1
-            assert session.handler.snapshots.held_bytes == root.size
+            assert session.handler.snapshots.held_bytes == server.snapshots.held_bytes > root.size  # and its frame
             assert grown < 16 * 2**20, f"the process grew by {grown / 2**20:.1f} MiB over 10,000 pairs"
         finally:
             env.close()
