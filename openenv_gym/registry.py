@@ -17,7 +17,7 @@ import importlib.util
 import pathlib
 import warnings
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -33,6 +33,7 @@ __all__ = [
 ENTRY_POINT_GROUP = "openenv_gym.envs"
 _REMOTE_ENV = "openenv_gym.env:make_remote_env"
 _REMOTE_VECTOR_ENV = "openenv_gym.vector:RemoteVectorEnv"
+_EXTRA_MISSING = "openenv_gym.registry:extra_missing"
 
 #: Every entry registered so far, by id.
 catalog: dict[str, CatalogEntry] = {}
@@ -54,6 +55,10 @@ class CatalogEntry:
         nondeterministic: whether equal seeds may still give different trajectories.
         kwargs: default keyword arguments of ``RemoteEnv`` (``env_kwargs``, timeouts, ...).
         description: one line for listings.
+        missing_extra: the extra of openenv-gym the env needs and this installation lacks
+            (``"pettingzoo"``): the id is registered all the same, and ``gym.make`` and
+            ``make_vec`` of it raise ``gymnasium.error.DependencyNotInstalled`` naming the extra
+            to install, without starting a server.
     """
 
     id: str
@@ -64,6 +69,7 @@ class CatalogEntry:
     nondeterministic: bool = False
     kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     description: str = ""
+    missing_extra: str | None = None
 
     def __post_init__(self, spaces: str | None) -> None:
         if spaces is not None:
@@ -153,10 +159,10 @@ _PETTINGZOO = (
 
 
 def pettingzoo_entries() -> list[CatalogEntry]:
-    """PettingZoo's envs as ids (when it is installed): ``gym.make`` gives one agent's seat against
-    the server's opponents, :func:`openenv_gym.pettingzoo.make_aec` and ``make_parallel`` the whole env."""
-    if importlib.util.find_spec("pettingzoo") is None:
-        return []
+    """PettingZoo's envs as ids: ``gym.make`` gives one agent's seat against the server's opponents,
+    :func:`openenv_gym.pettingzoo.make_aec` and ``make_parallel`` the whole env. Without PettingZoo
+    (the ``pettingzoo`` extra), making one says to install the extra."""
+    missing = None if importlib.util.find_spec("pettingzoo") is not None else "pettingzoo"
     chess = CatalogEntry(
         id="openenv/Chess-v0",
         server="openenv_gym.envs.chess:ChessEnvironment",
@@ -165,6 +171,7 @@ def pettingzoo_entries() -> list[CatalogEntry]:
         reward_threshold=1.0,
         description="Chess for a tool-calling agent (make_move, resign, show_board) against the server's "
         "opponent, or another client in a game joined by id",
+        missing_extra=missing,
     )
     return [chess] + [
         CatalogEntry(
@@ -172,6 +179,7 @@ def pettingzoo_entries() -> list[CatalogEntry]:
             server=module,
             description=f"PettingZoo's {module}: one agent's seat (gym.make) or every agent "
             "(openenv_gym.pettingzoo.make_aec / make_parallel)",
+            missing_extra=missing,
         )
         for env_id, module in _PETTINGZOO
     ]
@@ -240,6 +248,10 @@ def catalog_entry(name: str) -> CatalogEntry | None:
 def register(entry: CatalogEntry) -> None:
     """Add ``entry`` to the catalog and register its id with Gymnasium (replacing an older one)."""
     catalog[entry.id] = entry
+    if entry.missing_extra is not None:
+        kwargs = {"env_id": entry.id, "extra": entry.missing_extra}
+        _gym_register(id=entry.id, entry_point=_EXTRA_MISSING, vector_entry_point=_EXTRA_MISSING, kwargs=kwargs)
+        return
     _gym_register(
         id=entry.id,
         entry_point=_REMOTE_ENV,
@@ -249,6 +261,18 @@ def register(entry: CatalogEntry) -> None:
         nondeterministic=entry.nondeterministic,
         kwargs={"server": entry.server, **entry.kwargs},
     )
+
+
+def extra_missing(*, env_id: str, extra: str, **_: Any) -> NoReturn:
+    """What ``gym.make`` and ``make_vec`` of an id whose extra is not installed call: an error saying
+    which extra to install.
+
+    Raises:
+        gymnasium.error.DependencyNotInstalled: always.
+    """
+    import gymnasium as gym  # see _gym_register
+
+    raise gym.error.DependencyNotInstalled(f"{env_id} needs the {extra} extra: pip install 'openenv-gym[{extra}]'")
 
 
 def _gym_register(**spec: Any) -> None:

@@ -258,3 +258,31 @@ def test_broken_plugin_warns_and_import_survives(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "openenv/CartPole-v1"
     assert "skipping env plugin 'fake' (fake_plugin:entries): ImportError: missing dependency xyz" in result.stderr
+
+
+def test_without_pettingzoo_its_ids_name_the_extra_to_install():
+    """With PettingZoo not importable (as without the extra), gym.make and make_vec of its ids say
+    which extra to install, as ReasoningGym-v0 and the SB3 wrappers do, and start no server."""
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["pettingzoo"] = None  # as if it were not installed
+        import gymnasium as gym
+        import openenv_gym
+        from openenv_gym.providers import process
+
+        process.ProcessProvider.start = lambda self: sys.exit("a server was started")
+        for make in (gym.make, lambda env_id: gym.make_vec(env_id, num_envs=2)):
+            for env_id in ("openenv/Chess-v0", "openenv/ConnectFour-v3"):
+                try:
+                    make(env_id)
+                except gym.error.DependencyNotInstalled as exc:
+                    print(exc)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 4, done.stdout + done.stderr
+    for line, env_id in zip(lines, ["openenv/Chess-v0", "openenv/ConnectFour-v3"] * 2, strict=True):
+        assert line == f"{env_id} needs the pettingzoo extra: pip install 'openenv-gym[pettingzoo]'"
