@@ -290,3 +290,12 @@ def test_a_pettingzoo_module_is_served_as_its_env() -> None:
         finally:
             remote.close()
             local.close()
+
+
+def test_make_parallel_of_an_aec_env_says_to_use_make_aec(urls: dict[str, str]) -> None:
+    """Connect Four has no Parallel API: make_parallel's error names make_aec, the function to call,
+    not the wire's api= parameter the caller never passed."""
+    with pytest.raises(RemoteError) as refused:
+        make_parallel(base_url=urls[CONNECT_FOUR])
+    assert "make_aec" in str(refused.value) and "api=" not in str(refused.value)
+    assert "no Parallel API" in str(refused.value)

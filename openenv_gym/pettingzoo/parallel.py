@@ -6,6 +6,7 @@ from typing import Any
 
 import pettingzoo
 
+from ..errors import EnvCreationError
 from ._remote import RemoteAgents, RemoteAgentsFace
 
 __all__ = ["RemoteParallelEnv"]
@@ -20,7 +21,19 @@ class RemoteParallelEnv(RemoteAgentsFace, pettingzoo.ParallelEnv[str, Any, Any])
     """
 
     def __init__(self, env_id: str | None = None, **kwargs: Any) -> None:
-        self._take_spec(RemoteAgents(env_id, "parallel", **kwargs))
+        try:
+            self._take_spec(RemoteAgents(env_id, "parallel", **kwargs))
+        except EnvCreationError as exc:
+            if "no Parallel API" not in exc.message:
+                raise
+            # The server speaks of its wire's api='aec', which the caller never passed: name the function.
+            raise EnvCreationError(
+                exc.code,
+                "it is an AEC env with no Parallel API (its metadata does not say is_parallelizable): "
+                "make_aec takes it, with the same arguments, and steps it turn by turn",
+                exc.details,
+                exc.env_id,
+            ) from exc
         self.agents: list[str] = []
 
     def reset(
