@@ -71,12 +71,14 @@ def test_an_illegal_move_is_an_error_result_and_the_same_side_moves_again() -> N
     env = gym.make(CHESS)
     try:
         env.reset(seed=0)
-        for bad in ("e5", "Ke2", "e4 e5", "resign e4", "g1g4", "x" * 32, "é4"):
-            text, reward, terminated, truncated, info = env.step(call("make_move", move=bad))
-            assert text.startswith("illegal move"), (bad, text)
-            assert "error" in info and reward == 0.0 and not terminated and not truncated
-        text, *_ = env.step(call("make_move", move="e2e4"))  # UCI works too
-        assert "your opponent played" in text and "your legal moves" in text
+        # Four in a row at most: the fifth would forfeit the game (tests/reward_hacking/test_chess.py).
+        for bads in (("e5", "Ke2", "e4 e5", "resign e4"), ("g1g4", "x" * 32, "é4")):
+            for bad in bads:
+                text, reward, terminated, truncated, info = env.step(call("make_move", move=bad))
+                assert text.startswith("illegal move"), (bad, text)
+                assert "error" in info and reward == 0.0 and not terminated and not truncated
+            text, *_ = env.step(call("make_move", move="e2e4" if bads[0] == "e5" else "b1c3"))  # UCI works too
+            assert "your opponent played" in text and "your legal moves" in text
         board = env.step(call("show_board"))[0]
         assert board.startswith("FEN: ") and " w " in board.splitlines()[0]  # white to move again
     finally:
@@ -134,10 +136,10 @@ def test_two_clients_play_each_other() -> None:
 def test_a_game_cut_at_its_turn_limit_is_a_draw_for_both() -> None:
     env = TextChessEnv(max_turns=6)
     env.reset()
-    for move in ("Nf3", "Nf6", "junk", "Ng1", "Ng8"):
+    for move in ("Nf3", "Nf6", "junk", "Ng1", "junk", "junk", "Ng8", "junk", "Nf3"):
         env.step(move)
-    assert not any(env.truncations.values())
-    env.step("Nf3")
+    assert not any(env.truncations.values())  # five moves: illegal ones do not count
+    env.step("Nf6")
     assert all(env.truncations.values()) and env._cumulative_rewards == {"white": 0.0, "black": 0.0}
 
 
@@ -170,7 +172,7 @@ def test_a_game_through_the_mcp_bridge_illegal_moves_included() -> None:
     async def session() -> tuple[list[str], Any, Any, Any, Any]:
         async with bridge(CHESS) as client:
             listed = sorted(tool.name for tool in (await client.list_tools()).tools)
-            started = await mcp_call(client, "reset", {"seed": 0})
+            started = await mcp_call(client, "reset", {})  # the bridge offers reset without options
             illegal = await mcp_call(client, "make_move", {"move": "Qh5"})
             moved = await mcp_call(client, "make_move", {"move": "e4"})
             resigned = await mcp_call(client, "resign", {})

@@ -1,6 +1,6 @@
 """Games on a PettingZoo server: one agent's seat per session, opponents the server plays, and
-players in separate processes who join one game by id; a player that leaves or stalls ends the
-game for the others, never a hang."""
+players in separate processes who join one game by id; a player that leaves or stalls loses the
+round (a forfeit), and the game ends for the others, never a hang."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from gymnasium.utils.env_checker import check_env
 
 import openenv_gym  # noqa: F401  registers the openenv/ ids
 from openenv_gym.errors import EnvCreationError, RemoteError
-from openenv_gym.server.games import FAILURE_INFO_KEY
+from openenv_gym.server.games import FAILURE_INFO_KEY, FORFEIT_INFO_KEY, OPPONENT_SECRET_ENV_VAR
 from openenv_gym.server.runner import load_factory
 from tests.utils import UNIT, running_server, wait_until
 
@@ -108,8 +108,9 @@ class Player:
         self.process.wait(10)
 
 
-def test_the_single_agent_face_plays_against_the_servers_opponent() -> None:
+def test_the_single_agent_face_plays_against_the_servers_opponent(monkeypatch: pytest.MonkeyPatch) -> None:
     """gym.make on a PettingZoo id: one agent's seat, the other played by the server; Gymnasium's checker passes."""
+    monkeypatch.setenv(OPPONENT_SECRET_ENV_VAR, "fixed by the operator")  # the server process inherits it
     env = gym.make(CONNECT_FOUR)
     try:
         check_env(env.unwrapped, skip_render_check=True)
@@ -118,7 +119,7 @@ def test_the_single_agent_face_plays_against_the_servers_opponent() -> None:
         assert terminated and not truncated
         assert total in (-1.0, 0.0, 1.0) and steps >= 4
         again = play(env, seed=3)
-        assert again[:2] == (total, steps)  # a seeded game replays: the opponent is seeded too
+        assert again[:2] == (total, steps)  # with the operator's secret fixed, a seeded game replays
     finally:
         env.close()
 
@@ -186,7 +187,8 @@ def test_a_killed_player_ends_the_game_for_the_other_and_the_server_goes_on() ->
             thread.join(30 * UNIT)
             assert not thread.is_alive(), "the waiting player hung"
             _, reward, terminated, truncated, info = stepping["result"]
-            assert truncated and not terminated and reward == 0.0
+            assert terminated and not truncated and reward == 1.0  # the player that left lost
+            assert info[FORFEIT_INFO_KEY] == {"agent": "player_1", "cause": "left"}
             assert info[FAILURE_INFO_KEY] == "player_1 left the game (its session ended)"
             with pytest.raises(RemoteError, match="player_1 left the game"):
                 env.reset()
@@ -206,8 +208,9 @@ def test_a_player_that_stalls_ends_the_game_after_the_turn_timeout() -> None:
             staller.wait_for("joined", 60 * UNIT)
             observation, _ = env.reset(seed=0)
             started = time.monotonic()
-            _, _, terminated, truncated, info = env.step(random_legal(observation, np.random.default_rng(0)))
-            assert truncated and not terminated
+            _, reward, terminated, truncated, info = env.step(random_legal(observation, np.random.default_rng(0)))
+            assert terminated and not truncated and reward == 1.0  # the player that overran its turn lost
+            assert info[FORFEIT_INFO_KEY] == {"agent": "player_1", "cause": "timeout"}
             assert info[FAILURE_INFO_KEY] == "player_1 did not act within the turn timeout (1 s)"
             assert time.monotonic() - started >= 1.0
             env.close()
@@ -229,8 +232,10 @@ def test_seats_are_taken_once_and_a_game_token_is_needed_to_join() -> None:
         try:
             with pytest.raises(EnvCreationError, match="needs its token"):
                 gym.make(CONNECT_FOUR, base_url=server.url, agent="player_1", game="locked")
-            with pytest.raises(EnvCreationError, match="needs its token"):
-                gym.make(CONNECT_FOUR, base_url=server.url, agent="player_1", game="locked", game_token="wrong")
+            # Another token names another game: its session waits alone, the host's seat stays free.
+            stranger = gym.make(CONNECT_FOUR, base_url=server.url, agent="player_1", game="locked", game_token="wrong")
+            assert len(server.served.games) == 2
+            stranger.close()
             with pytest.raises(EnvCreationError, match="'player_0' of game locked is taken"):
                 gym.make(CONNECT_FOUR, base_url=server.url, agent="player_0", game="locked", game_token="s3cret")
             guest = gym.make(CONNECT_FOUR, base_url=server.url, agent="player_1", game="locked", game_token="s3cret")

@@ -7,7 +7,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from openenv_gym.server import Environment, Observation, State
-from openenv_gym.server.games import FAILURE_INFO_KEY, Game, Games, Outcome, SeatQuery
+from openenv_gym.server.games import FAILURE_INFO_KEY, FORFEIT_INFO_KEY, Game, Games, Outcome, SeatQuery
 from openenv_gym.server.tools import ToolResult, tool
 
 from .opponents import GreedyMover, RandomMover
@@ -48,8 +48,9 @@ class ChessEnvironment(Environment[Any, ChessObservation, ChessState]):
     ``game="ID"`` (each client takes one side) choose otherwise. Tools: ``make_move`` (SAN or
     UCI; an illegal move is an error result and the agent moves again), ``resign`` and
     ``show_board``. A move's result is the opponent's reply and the board after it. The game
-    pays once, at its end: +1 for a win, -1 for a loss, 0 for a draw (and for a game cut short:
-    the move limit, or the other client leaving or overrunning its turn).
+    pays once, at its end: +1 for a win, -1 for a loss, 0 for a draw or the move limit. A side
+    that forfeits loses (and the other wins): five illegal moves in a row, or, in a game of two
+    clients, leaving it or overrunning its turn; ``info["forfeit"]`` says who and why.
     """
 
     observation_type = ChessObservation
@@ -78,7 +79,9 @@ class ChessEnvironment(Environment[Any, ChessObservation, ChessState]):
         if kwargs.get("options"):
             raise ValueError("Chess-v0 takes no reset options: every game starts from the initial position")
         outcome = self.game.reset(self.agent, seed, None)
-        self._ended = outcome.done
+        # A game the other side forfeited before this side's first move ended already: the
+        # next tool call takes its end, with its reward.
+        self._ended = False
         return ChessObservation(prompt=self._prompt(outcome), reward=0.0, info={"agent": self.agent})
 
     def step(self, action: Any) -> ChessObservation:
@@ -133,7 +136,8 @@ class ChessEnvironment(Environment[Any, ChessObservation, ChessState]):
     def _report(self, outcome: Outcome) -> str:
         info = outcome.info
         if FAILURE_INFO_KEY in info:
-            return f"the game ended: {info[FAILURE_INFO_KEY]}"
+            paid = f" (your reward: {outcome.reward:+g})" if FORFEIT_INFO_KEY in info else ""
+            return f"the game ended: {info[FAILURE_INFO_KEY]}{paid}"
         lines = []
         reply = info.get("opponent_move")
         if reply:

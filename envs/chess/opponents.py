@@ -13,7 +13,10 @@ _VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess
 
 
 class RandomMover:
-    """A uniformly random legal move, from a generator seeded with each game's seed."""
+    """A uniformly random legal move, from a generator seeded anew each game: with what the game
+    gives it (:meth:`~openenv_gym.server.game_rules.GameRules.opponent_seed`: the server's
+    randomness, or the players' seed mixed with the server's secret), never with the players'
+    seed alone, so a line of moves learnt against it does not replay."""
 
     def __init__(self) -> None:
         self._rng = random.Random()

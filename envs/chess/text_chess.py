@@ -4,10 +4,12 @@ Two agents, ``white`` and ``black``. Each observes the board as text (FEN and a 
 legal moves in SAN; each acts with one move as text (SAN such as ``"Nf3"``, or UCI such as
 ``"g1f3"``), or ``"resign"``. A move that is not legal changes nothing and the same agent moves
 again, with ``infos[agent]["illegal_move"]`` saying why: an agent's mistake is its to fix, never
-a crash. The game pays once, at its end: +1 to the winner and -1 to the loser (mate or
-resignation), 0 to both for a draw (stalemate, insufficient material, the 75-move rule,
-fivefold repetition); after ``max_turns`` actions, legal or not, it is truncated, paying 0, so
-an agent that only ever answers with illegal moves cannot hold a game open for ever.
+a crash, but ``max_illegal_moves`` of them in a row forfeit the game (a loss, as resigning is,
+with ``infos[agent]["forfeit"] = {"agent": ..., "cause": "illegal_moves"}``), so stalling
+with illegal moves never pays better than losing. The game pays once, at its end: +1 to the
+winner and -1 to the loser (mate, resignation or forfeit), 0 to both for a draw (stalemate,
+insufficient material, the 75-move rule, fivefold repetition); after ``max_turns`` moves it is
+truncated, paying 0. Only moves count towards that limit: illegal ones cannot hurry it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 import chess
 import pettingzoo
 from gymnasium import spaces
+
+from openenv_gym.server.game_rules import FORFEIT_INFO_KEY, ILLEGAL_MOVES
 
 __all__ = ["AGENTS", "RESIGN", "TextChessEnv", "board_text"]
 
@@ -59,20 +63,24 @@ class TextChessEnv(pettingzoo.AECEnv[str, dict[str, str], str]):
     """Chess between ``white`` and ``black``, observed and played as text (see the module's docstring).
 
     Args:
-        max_turns: actions (moves, legal or not, and resignations) after which the game is
-            truncated (a draw, paying 0).
+        max_turns: moves (legal ones, both sides') after which the game is truncated (a draw,
+            paying 0).
+        max_illegal_moves: illegal moves in a row that forfeit the game for the side making them.
         render_mode: ``"ansi"`` gives the board as text.
     """
 
     metadata = {"name": "text_chess_v0", "render_modes": ["ansi"], "is_parallelizable": False}  # noqa: RUF012
 
-    def __init__(self, max_turns: int = 400, render_mode: str | None = None) -> None:
+    def __init__(self, max_turns: int = 400, max_illegal_moves: int = 5, render_mode: str | None = None) -> None:
         super().__init__()
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        if max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        if max_turns < 1 or max_illegal_moves < 1:
+            raise ValueError(
+                f"max_turns and max_illegal_moves must be at least 1, got {max_turns}, {max_illegal_moves}"
+            )
         self.max_turns = max_turns
+        self.max_illegal_moves = max_illegal_moves
         self.render_mode = render_mode
         self.possible_agents = list(AGENTS)
         text = spaces.Text(4096, min_length=0, charset=_CHARSET)
@@ -98,6 +106,7 @@ class TextChessEnv(pettingzoo.AECEnv[str, dict[str, str], str]):
         self.infos: dict[str, dict[str, Any]] = {agent: {} for agent in AGENTS}
         self.agent_selection = self._mover()
         self.turns = 0
+        self.illegal_in_a_row = 0  # the side to move's (an illegal move keeps the turn)
 
     def _mover(self) -> str:
         return "white" if self.board.turn == chess.WHITE else "black"
@@ -119,7 +128,6 @@ class TextChessEnv(pettingzoo.AECEnv[str, dict[str, str], str]):
         self.rewards = dict.fromkeys(self.agents, 0.0)
         self._cumulative_rewards[agent] = 0.0
         self.infos = {name: {} for name in self.agents}
-        self.turns += 1
         if str(action).strip().lower() == RESIGN:
             self._end({agent: -1.0, _other(agent): 1.0}, f"{agent} resigned")
             return
@@ -127,8 +135,18 @@ class TextChessEnv(pettingzoo.AECEnv[str, dict[str, str], str]):
             move = parse_move(self.board, str(action))
         except ValueError as exc:
             self.infos[agent] = {"illegal_move": str(exc)}  # the same agent moves again
-            self._truncate_at_limit()
+            self.illegal_in_a_row += 1
+            if self.illegal_in_a_row >= self.max_illegal_moves:
+                forfeit = {"agent": agent, "cause": ILLEGAL_MOVES}
+                for name in AGENTS:
+                    self.infos.setdefault(name, {})[FORFEIT_INFO_KEY] = dict(forfeit)
+                self._end(
+                    {agent: -1.0, _other(agent): 1.0},
+                    f"{_other(agent)} won: {agent} forfeited ({self.illegal_in_a_row} illegal moves in a row)",
+                )
             return
+        self.illegal_in_a_row = 0
+        self.turns += 1
         san = self.board.san(move)
         self.infos[agent] = {"move": san}
         self.infos[_other(agent)] = {"opponent_move": san}  # what the other side reads on its turn
