@@ -24,6 +24,7 @@ __all__ = [
     "PICKLED_FACTORIES_TARGET",
     "READY_PREFIX",
     "SNAPSHOT_KEY_ENV_VAR",
+    "SNAPSHOT_KEY_FILE_FLAG",
     "TOKEN_ENV_VAR",
     "TOKEN_FILE_FLAG",
     "serve_flags",
@@ -38,6 +39,9 @@ TOKEN_ENV_VAR = "OPENENV_GYM_SERVER_TOKEN"
 TOKEN_FILE_FLAG = "--token-file"
 #: Servers sealing portable snapshots with the key this variable holds restore each other's.
 SNAPSHOT_KEY_ENV_VAR = "OPENENV_GYM_SNAPSHOT_KEY"
+#: The ``openenv-gym serve`` flag naming a file that holds the snapshot key instead (a secret, as
+#: the token's; ``/dev/stdin``: a line of the server's standard input, after the token's if both are there).
+SNAPSHOT_KEY_FILE_FLAG = "--snapshot-key-file"
 _process_snapshot_key: list[str] = []  # drawn once per process, when first needed
 
 
@@ -74,6 +78,7 @@ def serve_flags(
     idle_timeout: float | None = None,
     token_from: list[str] | None = None,
     accept_pickled_factories: bool = False,
+    snapshot_key_file: str | None = None,
 ) -> list[str]:
     """The ``openenv-gym serve`` flags every starter passes after its own listening flags.
 
@@ -83,6 +88,8 @@ def serve_flags(
         token_from: where the server reads its token: ``["--token-env", VAR]`` or
             ``[TOKEN_FILE_FLAG, PATH]``; ``None``: it requires none.
         accept_pickled_factories: add :data:`ACCEPT_FLAG` (it needs a token).
+        snapshot_key_file: where the server reads its snapshot key (:data:`SNAPSHOT_KEY_FILE_FLAG`);
+            ``None``: from :data:`SNAPSHOT_KEY_ENV_VAR`, or a key of its own.
     """
     import json
 
@@ -95,4 +102,6 @@ def serve_flags(
     flags += token_from or []
     if accept_pickled_factories:
         flags.append(ACCEPT_FLAG)
+    if snapshot_key_file is not None:
+        flags += [SNAPSHOT_KEY_FILE_FLAG, snapshot_key_file]
     return flags

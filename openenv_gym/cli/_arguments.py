@@ -1,10 +1,11 @@
-"""What the commands share: argument types, the token read from a variable, and the usage error."""
+"""What the commands share: argument types, secrets read from a variable or a file, and the usage error."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import sys
 from typing import Any
 
 from ..errors import OpenEnvGymError
@@ -17,6 +18,7 @@ __all__ = [
     "_UsageError",
     "debug",
     "env_kwargs",
+    "secret_from_file",
     "token_from_env",
     "token_from_file",
 ]
@@ -60,22 +62,38 @@ def token_from_env(variable: str | None, *, error: str = "", pop: bool = False, 
     return token
 
 
-def token_from_file(path: str | None) -> str | None:
-    """The token in file ``path`` (``--token-file``; a trailing newline dropped), or ``None`` when none is named.
+#: A secret file naming this is a line of the standard input: a starter hands one secret or more
+#: there (a Swarm launcher, a Docker provider), each read in the order the command reads them.
+STDIN_PATH = "/dev/stdin"
+
+
+def secret_from_file(path: str | None, flag: str, what: str) -> str | None:
+    """The secret in file ``path`` (``flag``'s; a trailing newline dropped; :data:`STDIN_PATH`: the
+    next line of the standard input), or ``None`` when none is named.
 
     Raises:
-        _UsageError: the file cannot be read, or holds no token.
+        _UsageError: the file cannot be read, or holds no secret.
     """
     if path is None:
         return None
     try:
-        with open(path, encoding="utf-8") as file:
-            token = file.read().rstrip("\r\n")
+        if path == STDIN_PATH:
+            if sys.stdin is None:
+                raise OSError("this process has no standard input")
+            secret = sys.stdin.readline().rstrip("\r\n")
+        else:
+            with open(path, encoding="utf-8") as file:
+                secret = file.read().rstrip("\r\n")
     except (OSError, UnicodeDecodeError) as exc:
-        raise _UsageError(f"--token-file {path}: cannot read the token: {exc}") from None
-    if not token:
-        raise _UsageError(f"--token-file {path}: the file is empty")
-    return token
+        raise _UsageError(f"{flag} {path}: cannot read the {what}: {exc}") from None
+    if not secret:
+        raise _UsageError(f"{flag} {path}: the file is empty")
+    return secret
+
+
+def token_from_file(path: str | None) -> str | None:
+    """The token in file ``path`` (``--token-file``), as :func:`secret_from_file` reads it."""
+    return secret_from_file(path, "--token-file", "token")
 
 
 def debug(args: argparse.Namespace) -> bool:

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import Any
 
 from ..server.options import COMMAND_LINE, ServerOptions
-from ..startup import ACCEPT_FLAG, PICKLED_FACTORIES_TARGET, TOKEN_FILE_FLAG
-from ._arguments import _UsageError, env_kwargs, token_from_env, token_from_file
+from ..startup import (
+    ACCEPT_FLAG,
+    PICKLED_FACTORIES_TARGET,
+    SNAPSHOT_KEY_ENV_VAR,
+    SNAPSHOT_KEY_FILE_FLAG,
+    TOKEN_FILE_FLAG,
+)
+from ._arguments import _UsageError, env_kwargs, secret_from_file, token_from_env, token_from_file
 from ._user_code import current_directory_importable
 
 __all__ = ["add_parser", "run"]
@@ -63,6 +70,14 @@ def add_parser(commands: Any) -> None:
         "e.g. /run/secrets/NAME); a trailing newline is not part of it",
     )
     serve.add_argument(
+        SNAPSHOT_KEY_FILE_FLAG,
+        default=None,
+        metavar="PATH",
+        help=f"seal portable snapshots with the key in file PATH (a secret, as --token-file's; servers "
+        f"sharing it restore each other's) instead of ${SNAPSHOT_KEY_ENV_VAR}, which must then be unset; "
+        "/dev/stdin: a line of the standard input (after the token's, when --token-file is /dev/stdin too)",
+    )
+    serve.add_argument(
         "--max-episode-steps",
         type=_max_episode_steps,
         default=-1,
@@ -90,7 +105,10 @@ def run(args: argparse.Namespace) -> int:
     token = token_from_env(args.token_env, pop=True, hint=hint) or token_from_file(args.token_file)
     no_target = args.target in (None, PICKLED_FACTORIES_TARGET)
     options = ServerOptions.from_arguments(
-        args, token=token, target=PICKLED_FACTORIES_TARGET if no_target else args.target
+        args,
+        token=token,
+        snapshot_key=_snapshot_key(args.snapshot_key_file),
+        target=PICKLED_FACTORIES_TARGET if no_target else args.target,
     )
     problem = options.problem(COMMAND_LINE) or _serve_target_problem(args)
     if problem is not None:
@@ -114,6 +132,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"openenv-gym serve: cannot listen on {where}: {exc}", file=sys.stderr)
         return 1
     return status
+
+
+def _snapshot_key(path: str | None) -> str | None:
+    """The snapshot key: from ``--snapshot-key-file``, or taken out of the environment (as the
+    token is: nothing the env starts inherits it); ``None``: the server draws one.
+
+    Raises:
+        _UsageError: both give one, or the file cannot be read.
+    """
+    inherited = os.environ.pop(SNAPSHOT_KEY_ENV_VAR, None)
+    named = secret_from_file(path, SNAPSHOT_KEY_FILE_FLAG, "snapshot key")
+    if named is not None and inherited:
+        raise _UsageError(f"{SNAPSHOT_KEY_FILE_FLAG} and ${SNAPSHOT_KEY_ENV_VAR} both give a snapshot key: give one")
+    return named or inherited or None
 
 
 def _serve_target_problem(args: argparse.Namespace) -> str | None:
