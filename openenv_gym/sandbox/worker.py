@@ -546,7 +546,11 @@ def _as_made(directory: str) -> None:
     its mode (a /tmp's usual, 1777) and, where runs own it (bubblewrap unprivileged), the extended
     attributes, ACL and times they set."""
     os.chmod(directory, 0o1777)
-    for name in os.listxattr(directory):
+    try:
+        names = os.listxattr(directory)
+    except OSError:  # a file system without extended attributes
+        names = []
+    for name in names:
         try:
             os.removexattr(directory, name)
         except OSError:
