@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import concurrent.futures
 import dataclasses
 import functools
 import os
@@ -15,9 +14,9 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from ..errors import SandboxUnavailableError
 from . import worker
@@ -26,6 +25,7 @@ from .cgroup import RunCgroup
 from .limits import Limits
 from .seccomp import seccomp_filter
 from .spares import SpareKey, SparePool, spare_pool
+from .spawner import in_spawner
 from .tmpfs import TmpfsMounts
 
 __all__ = ["SANDBOX_UID_BASE", "RunResult", "Sandbox", "SandboxUnavailableError"]
@@ -371,7 +371,7 @@ class Sandbox:
                 if mounts is not None:
                     mounts.mount()
 
-            process = _in_spawner(
+            process = in_spawner(
                 lambda: subprocess.Popen(
                     argv,
                     stdin=subprocess.PIPE,
@@ -488,11 +488,6 @@ class Sandbox:
         return stderr
 
 
-_T = TypeVar("_T")
-_spawner: concurrent.futures.ThreadPoolExecutor | None = None
-_spawner_lock = threading.Lock()
-
-
 def _memory_note(stderr: str, limits: Limits) -> str:
     """``stderr`` with the note that the run was killed at its memory bound."""
     note = (
@@ -500,31 +495,6 @@ def _memory_note(stderr: str, limits: Limits) -> str:
         "(all its processes, the files it keeps in memory and the kernel memory they use: Limits.run_memory)"
     )
     return f"{stderr.rstrip()}\n{note}" if stderr.strip() else note
-
-
-def _in_spawner(start: Callable[[], _T]) -> _T:
-    """``start()`` (which starts the worker), called in a thread that lives as long as the process.
-
-    bubblewrap's ``--die-with-parent`` (``PR_SET_PDEATHSIG``) fires when the *thread* that started
-    it ends, not the process: a worker started from a short-lived thread (a server session's
-    worker thread, replaced after a tool call overran its limit) would be killed with it, and
-    the run then in it lost.
-    """
-    global _spawner
-    with _spawner_lock:
-        if _spawner is None:
-            _spawner = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="openenv-gym-sandbox-spawner")
-        spawner = _spawner
-    return spawner.submit(start).result()
-
-
-def _forget_spawner() -> None:
-    """In a forked child, which has none of its parent's threads: start a spawner of its own when needed."""
-    global _spawner, _spawner_lock
-    _spawner, _spawner_lock = None, threading.Lock()  # the parent's lock may have been held at the fork
-
-
-os.register_at_fork(after_in_child=_forget_spawner)
 
 
 def _start_spare(key: SpareKey, startup_timeout: float) -> Sandbox:
