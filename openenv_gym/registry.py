@@ -172,6 +172,8 @@ def pettingzoo_entries() -> list[CatalogEntry]:
         description="Chess for a tool-calling agent (make_move, resign, show_board) against the server's "
         "opponent, or another client in a game joined by id",
         missing_extra=missing,
+        # A seat's opponents draw the server's randomness, not the seed's (server/game_rules.py).
+        nondeterministic=True,
     )
     return [chess] + [
         CatalogEntry(
@@ -180,6 +182,7 @@ def pettingzoo_entries() -> list[CatalogEntry]:
             description=f"PettingZoo's {module}: one agent's seat (gym.make) or every agent "
             "(openenv_gym.pettingzoo.make_aec / make_parallel)",
             missing_extra=missing,
+            nondeterministic=True,  # as Chess-v0's: the opponents' draws are the server's
         )
         for env_id, module in _PETTINGZOO
     ]
