@@ -364,12 +364,13 @@ class RemoteEnv(gym.Env[Any, Any]):
             seats then wait for players, unless ``opponents`` gives them to the server). Every
             player's ``reset`` waits for the others', and each ``step`` returns once it is this
             agent's turn again (the reward is what it earned since its last action).
-        game_token: the game's token: a game made with one admits only sessions that give it.
+        game_token: the game's token: a game is known by its id and its token together, so a
+            session joins only the game made with the token it gives (or made without one).
         opponents: seats the server plays, as ``{agent: policy}`` (``"random"``, or a name the
             server was given with ``serve --opponents``).
-        turn_timeout: for a game this session makes: seconds a turn may wait for a player; one
-            that overruns it, or leaves, ends the game for the others (truncated, with
-            ``info["game_failure"]`` saying why).
+        turn_timeout: this seat's turns: seconds a turn of its may take, at most (and by default)
+            the server's. A player that overruns its turn, or leaves mid-round, loses the round
+            and the others win it (terminated, ``info["forfeit"]`` saying who and why).
         transport: how steps travel (resets and every other call take the WebSocket): ``"auto"``
             (default) takes shared memory with an openenv-gym server on this host that offers
             it (a Gymnasium env whose spaces batch into arrays), else the WebSocket; ``"ws"``;
