@@ -1,7 +1,9 @@
 """Built-in opponents: what plays a game's seats that no client takes.
 
 A policy is any callable ``policy(observation, agent, action_space) -> action``; one with a
-``reset(seed)`` method is told each episode's seed, so a seeded game replays. ``"random"``
+``reset(seed)`` method is told a seed each round, the server's
+(:meth:`~openenv_gym.server.game_rules.GameRules.opponent_seed`: fresh randomness, or, when the
+operator fixes a secret, the players' seed mixed with it, so a seeded game replays). ``"random"``
 samples a legal action (it honours an ``action_mask`` in the observation or the info, as
 PettingZoo's own tests do); a server is given more by name (``serve --opponent
 NAME=module:fn``), such as a scripted player or a checkpoint's policy.
