@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, SupportsFloat
 
 import gymnasium as gym
 
+from ._lost_server import said_if_the_server_died
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, EnvClient, http_get_json
 from .errors import EnvMismatchError, InvalidActionError, OpenEnvGymError, ServerConnectError
 from .face import Face, PublishedSpaces, SchemaSpaces, SpacesFace, wants_tool_face, wire_action
@@ -498,7 +499,8 @@ class RemoteEnv(gym.Env[Any, Any]):
             kwargs["seed"] = seed
         if options is not None:
             kwargs["options"] = options
-        return self._face.reset_result(self._client.reset(**kwargs))
+        with said_if_the_server_died(self.provider):
+            return self._face.reset_result(self._client.reset(**kwargs))
 
     @property
     def transport(self) -> str:
@@ -528,12 +530,14 @@ class RemoteEnv(gym.Env[Any, Any]):
             except InvalidActionError as exc:
                 exc.env_id = self.spec.id if self.spec is not None else self.server
                 raise
-            return self._face.row_result(self._client.step_shared(value))
+            with said_if_the_server_died(self.provider):
+                return self._face.row_result(self._client.step_shared(value))
         self._client.kind.check_can_step()
         wire = wire_action(self._face, action, self.spec.id if self.spec is not None else self.server)
         if isinstance(wire, tuple):  # a malformed tool call, answered without a round trip
             return wire
-        return self._face.step_result(self._client.step(wire))
+        with said_if_the_server_died(self.provider):
+            return self._face.step_result(self._client.step(wire))
 
     def _ask_render_mode(self, render_mode: str, open_timeout: float, token: str | None) -> None:
         schema = http_get_json(self.base_url, "/schema", timeout=open_timeout, token=token)

@@ -335,3 +335,27 @@ def test_build_provider_is_deprecated_for_make_options_and_still_sorts_the_argum
         {"sutton_barto_reward": True},
         9.0,
     )
+
+
+@pytest.mark.parametrize("transport", ["ws", "shm"])
+def test_a_single_env_whose_server_died_says_so_and_to_make_a_new_one(transport):
+    """A single env does not restart its server (the vector env and the pool do): once the server
+    process is gone, step and reset say that it died and that a new env is the way on."""
+    import os
+    import signal
+
+    from openenv_gym.errors import ClientError
+
+    env = gym.make("openenv/CartPole-v1", transport=transport)
+    try:
+        env.reset(seed=0)
+        provider = env.unwrapped.provider
+        os.kill(provider.pid, signal.SIGKILL)
+        assert wait_until(lambda: not provider.is_alive(), timeout=10)
+        for call in (lambda: env.step(0), lambda: env.reset(seed=1), lambda: env.reset(seed=2)):
+            with pytest.raises(ClientError) as lost:
+                call()
+            assert isinstance(lost.value, ConnectionError)
+            assert "the server process died" in str(lost.value) and "make a new env" in str(lost.value)
+    finally:
+        env.close()

@@ -215,6 +215,7 @@ PLAIN_ENV_MODULES = {
     "openenv_gym.env": "RemoteEnv",
     "openenv_gym.face": "its Face (spaces <-> wire)",
     "openenv_gym.make_options": "gym.make's arguments sorted once",
+    "openenv_gym._lost_server": "a call that lost its server says when the server process died",
     # one plain session over a blocking socket
     "openenv_gym.client": "the client package",
     "openenv_gym.client._http": "GET /health and /schema",
