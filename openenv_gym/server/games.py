@@ -113,7 +113,7 @@ class Game:
         #: Each player's latest outcome, and the players that have not been handed theirs yet.
         self._outcomes: dict[str, Outcome | None] = dict.fromkeys(players)
         self._unread: set[str] = set()
-        #: The players whose episode is live: reset, and not yet handed its end.
+        #: The players whose episode is live: reset, and not yet given its end.
         self._in_round: set[str] = set()
         #: The players the game waits on for an action now, and since when.
         self._waiting_on: set[str] = set()

@@ -26,7 +26,7 @@ from openenv_gym.envs.chess import ChessEnvironment
 from openenv_gym.errors import EnvCreationError, RemoteError
 from openenv_gym.server.games import OPPONENT_SECRET_ENV_VAR, SeatError, SeatQuery
 from openenv_gym.server.tools import ToolResult
-from tests.utils import UNIT, running_server
+from tests.utils import UNIT, running_server, wait_until
 
 #: White to move, and mated next move whatever it plays (Kg1, the only move, then Rb1#).
 MATED_NEXT_MOVE = "6k1/1r6/8/8/8/8/r7/7K w - - 0 1"
@@ -188,6 +188,8 @@ def test_overrunning_the_turn_loses_the_game_and_the_other_side_wins() -> None:
     try:
         with ThreadPoolExecutor(2) as pool:
             blacks_reset = pool.submit(black.reset, seed=0)
+            # Black's reset first: a round's start then waits on no seat with short turns.
+            assert wait_until(lambda: "black" in black.game._resets, WAIT)
             white.reset(seed=0)
             won = pool.submit(white.make_move, "e4").result(WAIT)  # black never replies in time
             blacks_reset.result(WAIT)

@@ -23,7 +23,7 @@ import openenv_gym  # noqa: F401  registers the openenv/ ids
 from openenv_gym.errors import EnvCreationError
 from openenv_gym.server.games import FORFEIT_INFO_KEY, OPPONENT_SECRET_ENV_VAR, Game, Games, Outcome, SeatError
 from openenv_gym.server.runner import load_factory
-from tests.utils import UNIT, running_server
+from tests.utils import UNIT, running_server, wait_until
 
 CONNECT_FOUR = "classic/connect_four-v3"
 WAIT = 60 * UNIT  # the most a test waits on a game's thread
@@ -42,6 +42,14 @@ def legal(outcome: Outcome) -> int:
     return int(np.flatnonzero(outcome.observation["action_mask"])[0])
 
 
+def reset_first(pool: ThreadPoolExecutor, game: Game, agent: str) -> Future[Outcome]:
+    """``agent``'s reset, in a thread, asked before the test's other player's: a round's start
+    then waits on no seat with short turns, however slowly the thread starts."""
+    reset = pool.submit(game.reset, agent, 0, None)
+    assert wait_until(lambda: agent in game._resets, WAIT)
+    return reset
+
+
 class Duel:
     """Two players of one Connect Four game in this process: player_0 moves first and its move
     waits (in a thread) for player_1's reply, which the test plays, or does not."""
@@ -49,7 +57,7 @@ class Duel:
     def __init__(self, games: Games, game_id: str, pool: ThreadPoolExecutor, **guest: Any) -> None:
         self.game, _ = games.join("player_0", game_id)
         games.join("player_1", game_id, **guest)
-        guest_reset = pool.submit(self.game.reset, "player_1", 0, None)
+        guest_reset = reset_first(pool, self.game, "player_1")
         first = self.game.reset("player_0", 0, None)
         #: player_0's move, its outcome due once player_1 has replied (or the round ended).
         self.host_move: Future[Outcome] = pool.submit(self.game.act, "player_0", legal(first))
@@ -95,7 +103,7 @@ def test_a_game_makers_short_turns_bind_only_its_own_seat(games: Games) -> None:
     with ThreadPoolExecutor(2) as pool:
         game, _ = games.join("player_1", "quick", turn_timeout=0.1)
         games.join("player_0", "quick")
-        makers_reset = pool.submit(game.reset, "player_1", 0, None)
+        makers_reset = reset_first(pool, game, "player_1")
         first = game.reset("player_0", 0, None)
         time.sleep(0.5)  # longer than the maker's turns, far shorter than the guest's
         guests_move = pool.submit(game.act, "player_0", legal(first))
