@@ -13,8 +13,9 @@ shared memory and semaphores), processes (a daemon), IPC (System V message queue
 semaphores; POSIX message queues: the ``msgsnd``/``mq_send`` leak of issue 51), sockets (abstract,
 file, loopback TCP), environment (variables, the interpreter's state), time (the clock), kernel
 (host name, keyrings). Not here: counters a run advances and the next can read (pids, inode
-numbers, the loopback's statistics, the worker's CPU times): side channels a run's own
-namespaces keep; ``docs/reliability.md`` says what a shared sandbox leaves of them.
+numbers, the loopback's statistics, the worker's CPU times, when the worker remade /tmp): side
+channels the sandbox's namespaces and worker keep; ``docs/reliability.md`` says what of them a
+shared sandbox leaves open.
 """
 
 from __future__ import annotations
