@@ -2,8 +2,11 @@
 
 In task mode (the default) :meth:`reset` picks a task and shows its prompt; each step submits a
 whole program, which must define the task's function. The program runs in the sandbox, then the
-function is called on every hidden test's arguments; the results are scored outside the sandbox,
-and the observation's ``feedback`` says which example failed and how (:mod:`.feedback`).
+function is called on every hidden test's arguments, in an order drawn afresh for every run; the
+results are scored outside the sandbox. The observation tells how many tests passed, and its
+``feedback`` which example the prompt shows failed and how, or how many hidden tests failed and how,
+never which (:mod:`.feedback`). The reward is 1 for a solution and 0 otherwise, unless ``reward=``
+says otherwise (:func:`~.harness.reward_for`).
 
 In free mode there is no task: each step runs the code and returns its stdout, stderr and exit
 code, the observation of OpenEnv's coding env, so its clients work unchanged::
@@ -31,6 +34,7 @@ from openenv_gym.server.task_sets import TaskSet, TaskSource, choice_error, epis
 
 from .feedback import FEEDBACK_LIMIT
 from .harness import (
+    DEFAULT_REWARD_MODE,
     OUTPUT_MARKER_ROOM,
     Graded,
     RewardMode,
@@ -65,11 +69,11 @@ class CodeObservation(Observation):
 
 
 class TaskObservation(CodeObservation):
-    """The task's prompt, what the program printed and how it exited, how many hidden tests passed, and why not all.
+    """The task's prompt, what the program printed and how it exited, how many tests passed, and why not all.
 
-    ``feedback`` (empty after a reset) names the first failing example the prompt shows, or what
-    a hidden test's call did (never its arguments or expected value), with the traceback of an
-    exception (see :mod:`.feedback`).
+    ``feedback`` (empty after a reset) names the first failing example the prompt shows, with the
+    traceback of an exception, or says how many hidden tests failed by a wrong value or an
+    exception (never which, nor their arguments or expected values; see :mod:`.feedback`).
     """
 
     prompt: str = ""
@@ -119,10 +123,11 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             :func:`~.tasks.task_ids` lists the ids ``reset(options={"task_id": ...})`` takes.
         splits, split_seed, split: how the set is split, and the split resets draw from
             (``None``: all tasks); see :class:`~openenv_gym.server.TaskSet`.
-        reward: the change in the ``"fraction"`` of hidden tests passed since the previous step
-            (the default: an episode returns its last step's fraction), ``"binary"`` (1 when all
-            pass), or the ``"improvement"`` of the fraction over the episode's best so far; none
-            pays an episode more than 1 (see :func:`~.harness.reward_for`).
+        reward: ``"binary"`` (the default: 1 for the step that passes every test, else 0), the
+            change in the ``"fraction"`` of tests passed since the previous step (an episode
+            returns its last step's fraction), or the ``"improvement"`` of the fraction over the
+            episode's best so far; none pays an episode more than 1, and none tells the agent more
+            than how many tests passed (see :func:`~.harness.reward_for`).
         max_episode_steps: steps after which an unsolved episode is truncated (``None``: never).
         sandbox: ``"bubblewrap"`` (the default), or ``"none"`` to run agent code without a
             sandbox; only for trusted code, or when the server itself runs in a container.
@@ -143,7 +148,7 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
         mode: Literal["tasks", "free"] = "tasks",
         tasks: TaskSource = None,
         difficulties: list[str] | None = None,
-        reward: RewardMode = "fraction",
+        reward: RewardMode = DEFAULT_REWARD_MODE,
         max_episode_steps: int | None = DEFAULT_MAX_EPISODE_STEPS,
         sandbox: Literal["bubblewrap", "none"] = "bubblewrap",
         limits: dict[str, Any] | None = None,
@@ -226,7 +231,6 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
                 "timed_out": output.timed_out,
                 "task_id": task.task_id,
                 "difficulty": task.difficulty,
-                "tests": graded.passed,
                 "reward_components": {"tests": reward},
             },
         )

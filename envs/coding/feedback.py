@@ -2,10 +2,11 @@
 
 A failing *visible* test (one whose call the prompt writes out, :attr:`Task.visible_tests`) is
 reported with its call, its expected outcome, what came instead and, if it raised, the traceback.
-A hidden test is reported by what the function did only: that it raised, or that the value was
-wrong; never its arguments, its expected value, the value, the exception's type, message or
-traceback (a program can put its arguments in any of them), and the hidden tests run in a
-process of their own whose output the agent never sees (:func:`~.harness.grade`).
+The hidden tests are reported as counts: how many failed by a wrong value, by an exception, or
+did not run; never which ones (an agent told which passed answers call k of the next run from
+that), their arguments, expected values, the values, the exceptions' types, messages or
+tracebacks (a program can put its arguments in any of them). They run in a process of their own
+whose output the agent never sees, in an order drawn afresh for every run (:func:`~.harness.grade`).
 """
 
 from __future__ import annotations
@@ -62,14 +63,34 @@ def feedback(
         index = visible[0]
         test = task.tests[index]
         lines.append(f"Example {_call(task, test)} failed: {_expected(test)}, {_outcome(results, index)}.")
+        item = results[index] if index < len(results) else None
+        trace = item.get("traceback") if item is not None else None
+        if trace:
+            lines.append(trace.rstrip("\n"))
     else:
-        index = passed.index(False)
-        lines.append(f"A hidden test failed: {_outcome(results, index, hidden=True)}.")
-    item = results[index] if index < len(results) else None
-    trace = item.get("traceback") if item is not None and index in task.visible_tests else None
-    if trace:
-        lines.append(trace.rstrip("\n"))
+        lines.append(_hidden_failures(task, results, passed))
     return "\n".join(lines)
+
+
+def _hidden_failures(task: Task, results: Sequence[dict[str, Any] | None], passed: list[bool]) -> str:
+    """How many hidden tests failed, and how many of them by a wrong value, an exception, or not running.
+
+    Example:
+        >>> task = Task(task_id="t", difficulty="easy", prompt="Count.", signature="def f(x):", entry_point="f",
+        ...             tests=[{"args": [1], "expected": 1}, {"args": [2], "expected": 2}, {"args": [3], "expected": 3}])
+        >>> _hidden_failures(task, [{"value": 0}, {"exception": []}, None], [False, False, False])
+        '3 hidden tests failed: 1 returned a wrong value, 1 raised an exception, 1 did not run.'
+    """
+    failed = [index for index, ok in enumerate(passed) if not ok and index not in task.visible_tests]
+    outcomes = [results[index] if index < len(results) else None for index in failed]
+    counts = {
+        "returned a wrong value": sum(item is not None and "value" in item for item in outcomes),
+        "raised an exception": sum(item is not None and "value" not in item for item in outcomes),
+        "did not run": sum(item is None for item in outcomes),
+    }
+    if len(failed) == 1:
+        return f"A hidden test failed: it {next(how for how, count in counts.items() if count)}."
+    return f"{len(failed)} hidden tests failed: " + ", ".join(f"{n} {how}" for how, n in counts.items() if n) + "."
 
 
 def example_reports(task: Task, results: Sequence[dict[str, Any] | None], passed: list[bool]) -> list[dict[str, Any]]:
@@ -109,14 +130,12 @@ def _expected(test: TestCase) -> str:
     return f"expected it to raise {test.raises}" if test.raises is not None else f"expected {_short(test.expected)}"
 
 
-def _outcome(results: Sequence[dict[str, Any] | None], index: int, *, hidden: bool = False) -> str:
+def _outcome(results: Sequence[dict[str, Any] | None], index: int) -> str:
     item = results[index] if index < len(results) else None
     if item is None:
         return "it did not run"
     if "value" in item:
-        return "it returned a wrong value" if hidden else f"got {_short(item['value'])}"
-    if hidden:
-        return "it raised an exception"
+        return f"got {_short(item['value'])}"
     return f"it raised {item.get('error', 'an exception')}"
 
 

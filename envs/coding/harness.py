@@ -8,6 +8,8 @@ scored and is explained the same way in both.
 from __future__ import annotations
 
 import dataclasses
+import random
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from openenv_gym.rewards import Composition, RewardPart
@@ -19,6 +21,7 @@ from .scoring import passed_tests, well_formed
 from .tasks import BUILTIN_TASKS, Task
 
 __all__ = [
+    "DEFAULT_REWARD_MODE",
     "OUTPUT_MARKER_ROOM",
     "REWARD_MODES",
     "Graded",
@@ -36,6 +39,10 @@ __all__ = [
 OUTPUT_MARKER_ROOM = 256  # characters the truncation markers and sandbox notes may add to a capped stream
 RewardMode = Literal["fraction", "binary", "improvement"]
 REWARD_MODES = ("fraction", "binary", "improvement")
+#: What both Coding envs pay unless told otherwise: only a solution earns anything (why: docs/envs.md).
+DEFAULT_REWARD_MODE: RewardMode = "binary"
+#: The order of every run's hidden calls, drawn from the OS's entropy: no seed of the agent's predicts it.
+_HIDDEN_ORDER = random.SystemRandom()
 _CONTROL = {code: f"\\x{code:02x}" for code in [*range(0x09), *range(0x0E, 0x20), 0x7F]}
 
 
@@ -110,11 +117,13 @@ class Graded:
 
     Attributes:
         output: what it printed and how it exited.
-        results: per test, what the agent may learn of its call (``None``: it did not run): for a
+        results: per test, what feedback may say of its call (``None``: it did not run): for a
             test the prompt shows, the sandbox's result with every ill-typed field dropped
             (:func:`~.scoring.well_formed`); for a hidden one, :func:`_hidden_result`.
-        passed: which of the task's tests passed.
-        feedback: a few lines on the first failure, never giving a hidden test away (:mod:`.feedback`).
+        passed: which of the task's tests passed, in the task's order: the server's alone. The
+            agent is told how many (and the examples' own results), never which hidden ones.
+        feedback: a few lines on the first failing example, or how many hidden tests failed and
+            how (:mod:`.feedback`).
     """
 
     output: Output
@@ -138,13 +147,15 @@ def grade(sandbox: Sandbox, task: Task, code: str, output_limit: int) -> Graded:
 
     Only the arguments enter the sandbox; the expected values stay here. The program runs twice,
     in two processes. The first calls the function on the tests the prompt shows: its output,
-    exit code and tracebacks are what the agent sees. The second calls it on the hidden tests: what
-    each call returned or raised is scored here, and the agent learns only which passed and, of
-    the first that failed, whether it raised; its output and exit code go nowhere, so a program
+    exit code and tracebacks are what the agent sees. The second calls it on the hidden tests, in
+    an order drawn afresh for every run (a program counting its calls cannot tell which test it
+    answers): what each call returned or raised is scored here, and the agent learns only how many
+    passed and how many of the others raised; its output and exit code go nowhere, so a program
     that prints (or exits with, or raises with) its arguments shows nothing of a hidden test's.
     """
     shown = task.visible_tests
-    hidden = tuple(index for index in range(len(task.tests)) if index not in shown)
+    hidden = [index for index in range(len(task.tests)) if index not in shown]
+    _HIDDEN_ORDER.shuffle(hidden)
     run = _cases_run(sandbox, task, code, shown, tracebacks=True)
     scored: list[dict[str, Any] | None] = [None] * len(task.tests)  # None: the call did not run
     told = list(scored)
@@ -165,7 +176,7 @@ def grade(sandbox: Sandbox, task: Task, code: str, output_limit: int) -> Graded:
     )
 
 
-def _cases_run(sandbox: Sandbox, task: Task, code: str, indices: tuple[int, ...], *, tracebacks: bool) -> RunResult:
+def _cases_run(sandbox: Sandbox, task: Task, code: str, indices: Sequence[int], *, tracebacks: bool) -> RunResult:
     """One run of ``code`` calling the function on the tests at ``indices`` (each call's result, well formed)."""
     result = sandbox.run(
         code,
@@ -176,7 +187,7 @@ def _cases_run(sandbox: Sandbox, task: Task, code: str, indices: tuple[int, ...]
     return dataclasses.replace(result, results=well_formed(result.results))
 
 
-def _place(results: list[dict[str, Any] | None], indices: tuple[int, ...], run: list[dict[str, Any]]) -> None:
+def _place(results: list[dict[str, Any] | None], indices: Sequence[int], run: list[dict[str, Any]]) -> None:
     """Put a run's results (fewer than asked when it stopped early) at the tests' ``indices``."""
     for index, item in zip(indices, run):
         results[index] = item
@@ -196,15 +207,21 @@ def reward_for(mode: RewardMode, graded: Graded, best_fraction: float, last_frac
     hidden tests passed before it and its previous submission's (0 before the first).
 
     Each mode pays an episode at most 1 in all (the episode ends on the submission that solves the
-    task, and a step after the end is refused):
+    task, and a step after the end is refused). Whatever the mode, a submission's observation tells
+    the agent how many tests passed (``n of m``), the examples the prompt shows in full, and how
+    many hidden tests failed by a wrong value or an exception, never which; the reward tells no more:
 
-    - ``"binary"``: 1 for the submission that passes every hidden test, else 0. An episode returns 1
-      or 0.
-    - ``"fraction"``: the change in the fraction of hidden tests passed since the previous
-      submission (negative when fewer pass). An episode returns the fraction its last submission
-      passed, however many it made: resubmitting a partial solution earns nothing more.
+    - ``"binary"`` (the default, :data:`DEFAULT_REWARD_MODE`): 1 for the submission that passes
+      every test, else 0. An episode returns 1 or 0; the reward tells only whether the task is
+      solved, and a program that does not compute the answers earns nothing.
+    - ``"fraction"``: the change in the fraction of tests passed since the previous submission
+      (negative when fewer pass). An episode returns the fraction its last submission passed,
+      however many it made: resubmitting a partial solution earns nothing more. The reward tells
+      the count again; a constant program earns the share of tests whose answer is that constant
+      (up to 0.67 on a shipped task: ``benchmarks/constant_answers.py``).
     - ``"improvement"``: how far the fraction rose over the episode's best so far, never negative.
-      An episode returns the best fraction any of its submissions passed.
+      An episode returns the best fraction any of its submissions passed; the reward tells the
+      count when it beats the best, and a constant earns as in ``"fraction"``.
     """
     if mode == "binary":
         return float(graded.solved)

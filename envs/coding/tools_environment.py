@@ -8,9 +8,10 @@ tool call is one turn:
 - ``run_tests(code)``: run the program and call its function on the examples the prompt shows;
   each example's call, expected outcome and what came instead. No reward.
 - ``submit(code)``: score the function on the hidden tests, as a Coding-v0 step does: the reward
-  is the fraction passed (or as ``reward=`` says) and the episode ends when all pass. A
-  submission that fails a test does not end it: the agent may fix the code and submit again,
-  until the turn limit (``max_episode_steps``) truncates the episode.
+  is 1 when all pass, else 0 (or as ``reward=`` says), and the episode ends when all pass; the
+  result says how many passed, never which. A submission that fails a test does not end the
+  episode: the agent may fix the code and submit again, until the turn limit
+  (``max_episode_steps``) truncates it.
 
 On the wire (OpenEnv's tool actions)::
 
@@ -42,6 +43,7 @@ from openenv_gym.server.tools import DEFAULT_TOOL_TIMEOUT, MAX_TOOL_RESULT_BYTES
 from .environment import MAX_CODE_LENGTH, CodingState
 from .feedback import example_reports
 from .harness import (
+    DEFAULT_REWARD_MODE,
     Output,
     RewardMode,
     check_episode_options,
@@ -79,10 +81,11 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
         difficulties: only tasks of these difficulties (``"easy"``, ``"medium"``, ``"hard"``).
         splits, split_seed, split: how the set is split, and the split resets draw from
             (``None``: all tasks); see :class:`~openenv_gym.server.TaskSet`.
-        reward: what a ``submit`` earns: the change in the ``"fraction"`` of hidden tests passed
-            since the previous submission (the default: an episode returns its last submission's
-            fraction), ``"binary"`` (1 when all pass), or the ``"improvement"`` of the fraction
-            over the episode's best submission so far (see :func:`~.harness.reward_for`).
+        reward: what a ``submit`` earns: ``"binary"`` (the default: 1 when all tests pass, else
+            0), the change in the ``"fraction"`` of tests passed since the previous submission (an
+            episode returns its last submission's fraction), or the ``"improvement"`` of the
+            fraction over the episode's best submission so far; none tells the agent more than
+            how many tests passed (see :func:`~.harness.reward_for`).
         max_episode_steps: tool calls after which an unsolved episode is truncated (``None``: never).
         tool_timeout_s: seconds a tool call may take before it is answered with a ``timeout``
             error (a call's own ``timeout_s`` overrides it); more than ``limits``' ``wall_time``,
@@ -105,7 +108,7 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
         self,
         tasks: TaskSource = None,
         difficulties: list[str] | None = None,
-        reward: RewardMode = "fraction",
+        reward: RewardMode = DEFAULT_REWARD_MODE,
         max_episode_steps: int | None = DEFAULT_MAX_EPISODE_STEPS,
         tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         sandbox: Literal["bubblewrap", "none"] = "bubblewrap",
@@ -242,8 +245,8 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
         """Submit the program: its function is scored on the task's hidden tests, for the reward.
 
         The task is solved when all of them pass. A submission that fails some does not end the
-        episode: fix the code and submit again. The feedback names the first failing example,
-        or what a hidden test's call did.
+        episode: fix the code and submit again. The result says how many tests passed; its
+        feedback names the first failing example, or how many hidden tests failed and how.
 
         Args:
             code: the whole program, defining the task's function.
@@ -264,7 +267,7 @@ class CodingToolsEnvironment(Environment[Action, CodingToolsObservation, CodingS
                 reward=reward,
                 done=graded.solved,
                 truncated=last and not graded.solved,
-                metadata={"task_id": task.task_id, "tests": graded.passed},
+                metadata={"task_id": task.task_id},
                 info={"reward_components": {"tests": reward}},
             )
 

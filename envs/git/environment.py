@@ -11,7 +11,9 @@ tool call is one turn:
   to it; a path that leaves the work tree (absolute, ``..``, a symbolic link out of it) is refused,
   and so is writing into ``.git`` (git's files change through git).
 - ``submit()``: the task's checks run on a copy of the repository, with git hardened
-  (:mod:`.sandbox_program`); the reward is the fraction that pass, and the episode ends.
+  (:mod:`.sandbox_program`); the reward is the fraction that pass, and the episode ends. The
+  agent is told how many passed, never which nor what they printed (the checks are hidden, as a
+  Coding task's tests are); the server keeps that for its operator (:attr:`GitEnvironment.last_verdict`).
 
 The episode is truncated after its task's ``max_turns`` calls, or the env's ``max_turns``. When it
 ends, its sandbox is closed, and the repository (which lives only in the sandbox's memory) with
@@ -28,6 +30,7 @@ On the wire (OpenEnv's tool actions)::
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 import threading
@@ -56,6 +59,7 @@ __all__ = [
     "GitEnvironment",
     "GitObservation",
     "GitState",
+    "Verdict",
     "command_env",
     "path_problem",
 ]
@@ -93,6 +97,24 @@ class GitState(State):
     task_id: str | None = None
     max_turns: int | None = None
     score: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """A submission's checks as the server saw them: for the operator (logs, debugging a task set),
+    never sent to the client, whose result says only how many passed.
+
+    Attributes:
+        task_id: the episode's task.
+        names: each check's name, in the task's order.
+        passed: whether each passed.
+        outputs: the end of what each printed (a failing check's reason, the verifier's notes).
+    """
+
+    task_id: str
+    names: tuple[str, ...]
+    passed: tuple[bool, ...]
+    outputs: tuple[str, ...]
 
 
 @functools.cache
@@ -183,6 +205,8 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
         self._rng = random.Random()
         self._task: GitTask | None = None
         self._state = GitState()
+        #: The checks of this episode's submission, one by one (``None`` before it): the server's alone.
+        self.last_verdict: Verdict | None = None
         self._ended = True  # no episode yet
         self._restarts = 0  # the sandbox's restarts when the episode began: another means the repository is lost
         # One call at a time, including one the session gave up on at its time limit: its
@@ -215,7 +239,7 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
                     f"the setup of task {task.task_id!r} failed (exit status {built.exit_code}):\n"
                     f"{(built.stdout + built.stderr)[-2000:]}"
                 )
-            self._task, self._ended = task, False
+            self._task, self._ended, self.last_verdict = task, False, None
             self._state = GitState(
                 episode_id=episode_id or str(uuid.uuid4()), task_id=task.task_id, max_turns=self._turn_limit(task)
             )
@@ -258,7 +282,7 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
         header, _, workspace = state.partition(b"\n")
         rng, episode, task, extra = restored_episode(header, GitState, self.task_set.by_id)
         with self._lock:
-            self._ended, self._task = True, None  # until the workspace is back
+            self._ended, self._task, self.last_verdict = True, None, None  # until the workspace is back
             self._sandbox.close()
             if extra.get("workspace"):
                 self._sandbox.start()
@@ -344,8 +368,7 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
     def submit(self) -> ToolResult:
         """Submit the repository as it is: the task's checks run on it, and the episode ends.
 
-        The reward is the fraction of the checks that pass; the result names each check and
-        whether it passed.
+        The reward is the fraction of the checks that pass; the result says how many passed.
         """
         with self._lock:
             task = self._task
@@ -367,21 +390,18 @@ class GitEnvironment(Environment[Action, GitObservation, GitState]):
             score = sum(passed) / len(passed)
             self._state.score = score
             self._end()
-            report = {
-                "checks_passed": sum(passed),
-                "checks_total": len(passed),
-                "checks": [{"name": check.name, "passed": ok} for check, ok in zip(task.checks, passed)],
-            }
+            self.last_verdict = Verdict(
+                task_id=task.task_id,
+                names=tuple(check.name for check in task.checks),
+                passed=tuple(passed),
+                outputs=tuple(outcome["output"] for outcome in outcomes),
+            )
             return ToolResult(
-                report,
+                {"checks_passed": sum(passed), "checks_total": len(passed)},
                 reward=score,
                 done=True,
                 info={"reward_components": {"checks": score}},
-                metadata={
-                    "task_id": task.task_id,
-                    "checks": passed,
-                    "check_output": [outcome["output"] for outcome in outcomes],
-                },
+                metadata={"task_id": task.task_id},
             )
 
     # --- internals ---------------------------------------------------------------------------

@@ -59,7 +59,9 @@ def test_a_wrong_then_a_right_solution(coding):
         True,
         right.tests_total,
     )
-    assert right.info["tests"] == [True] * right.tests_total and coding.state.step_count == 2
+    # How many passed, never which: no per-test result reaches the client (tests/reward_hacking/test_oracle.py).
+    assert set(right.info) == {"timed_out", "task_id", "difficulty", "reward_components"}
+    assert coding.state.step_count == 2
 
 
 def test_forged_results_on_the_results_channel_fail_their_tests_but_never_break_the_step(coding):

@@ -31,7 +31,7 @@ def submit(env: gym.Env, code: str) -> tuple:
 def tools_env() -> Iterator[gym.Env]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OPENENV_GYM_SNAPSHOT_KEY", KEY)  # the server process inherits it
-        env = gym.make("openenv/CodingTools-v0")
+        env = gym.make("openenv/CodingTools-v0", reward="fraction")  # partial scores tell branches apart
     yield env
     env.close()
 

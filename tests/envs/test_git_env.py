@@ -144,19 +144,21 @@ def test_the_reset_observation_carries_the_prompt_and_a_seed_picks_the_same_task
 
 
 @pytest.mark.parametrize("task_id", list(TASKS_BY_ID))
-def test_the_solution_scores_1_an_empty_submit_0_and_the_near_miss_less(client, task_id):
-    """Through the real sandbox: the reference solution passes every check; the near miss fails one."""
+def test_the_solution_scores_1_an_empty_submit_0_and_the_near_miss_less(served, client, task_id):
+    """Through the real sandbox: the reference solution passes every check; the near miss fails one. The
+    client is told how many passed; which, and what each printed, stay with the server's env."""
     solved = play(client, task_id, "solution")
-    report = value(solved)
-    assert solved.reward == 1.0 and report["checks_passed"] == report["checks_total"] == 3, solved.metadata
-    assert [check["name"] for check in report["checks"]] == [check["name"] for check in TASKS_BY_ID[task_id]["checks"]]
-    assert solved.metadata["task_id"] == task_id and solved.metadata["checks"] == [True] * 3
+    env = served[1].envs[-1]
+    assert solved.reward == 1.0 and value(solved) == {"checks_passed": 3, "checks_total": 3}, env.last_verdict
+    assert solved.metadata == {"task_id": task_id}
+    assert env.last_verdict.names == tuple(check["name"] for check in TASKS_BY_ID[task_id]["checks"])
+    assert env.last_verdict.task_id == task_id and env.last_verdict.passed == (True,) * 3
     client.reset(options={"task_id": task_id})
     empty = submit(client)
     assert empty.reward == 0.0 and value(empty)["checks_passed"] == 0
-    assert any(output for output in empty.metadata["check_output"])  # what the failing checks said
+    assert any(output for output in env.last_verdict.outputs)  # what the failing checks said
     near = play(client, task_id, "near_miss")
-    assert near.reward < 1.0 and not all(near.metadata["checks"])
+    assert near.reward < 1.0 and not all(env.last_verdict.passed)
 
 
 def test_the_repository_stays_from_call_to_call_and_the_shell_does_not(client):
@@ -324,7 +326,7 @@ def test_a_sandbox_lost_mid_episode_ends_it_cleanly(served, client):
     run(client, "git tag -a v1.0 -m 'Release 1.0'")
     os.killpg(env._sandbox.pid, signal.SIGKILL)  # the repository is lost before the submit: no check can pass
     lost = submit(client)
-    assert lost.reward == 0.0 and set(lost.metadata["check_output"]) == {
+    assert lost.reward == 0.0 and set(env.last_verdict.outputs) == {
         "The sandbox stopped and was replaced, and the repository with it: the episode ends."
     }
 

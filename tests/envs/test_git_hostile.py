@@ -194,7 +194,7 @@ def test_a_workspace_filled_up_still_submits_with_a_score(served):
     assert full["stdout"].split()[4] == "100%"
     submitted = call(served, "submit")
     # The tag is in the copy whatever else is cut short, and the copy's note is kept with each check's output.
-    assert submitted.done and submitted.metadata["checks"] == [True, True, True], submitted.metadata
+    assert submitted.done and served.env.last_verdict.passed == (True, True, True), served.env.last_verdict
     assert submitted.reward == 1.0
     served.client.reset(options={"task_id": TAG})  # a fresh workspace
     assert run(served, "df -k . | tail -1")["stdout"].split()[4] != "100%"
@@ -337,7 +337,7 @@ def test_the_verifier_runs_none_of_the_tricks_and_computes_the_score(served):
     served.client.reset(options={"task_id": "canary"})
     assert run(served, plant(REPO_ROOT / MARKER))["stdout"].endswith("planted\n")
     submitted = call(served, "submit")
-    assert submitted.done and submitted.metadata["checks"] == [True, False, True], submitted.metadata
+    assert submitted.done and served.env.last_verdict.passed == (True, False, True), served.env.last_verdict
     assert submitted.reward == pytest.approx(2 / 3)
     assert_nothing_on_the_host()
 
@@ -355,7 +355,7 @@ def test_the_verifier_checks_a_copy_the_agent_cannot_reach(served):
     )
     assert wait_until(lambda: not run_processes(served.env, baseline), 2 * UNIT)
     submitted = call(served, "submit")
-    assert submitted.metadata["checks"][1] is False  # the last commit says Done
+    assert submitted.done and served.env.last_verdict.passed[1] is False  # the last commit says Done
 
 
 @pytest.mark.parametrize(
@@ -373,5 +373,6 @@ def test_the_verifier_fails_closed_when_the_copy_leads_git_outside_it(served, co
     run(served, "git tag -a v1.0 -m 'Release 1.0'")
     assert run(served, command)["exit_code"] == 0
     submitted = call(served, "submit")
-    assert submitted.done and submitted.reward == 0.0 and submitted.metadata["checks"] == [False] * 3
-    assert all("outside the copy" in output for output in submitted.metadata["check_output"]), submitted.metadata
+    verdict = served.env.last_verdict
+    assert submitted.done and submitted.reward == 0.0 and verdict.passed == (False,) * 3
+    assert all("outside the copy" in output for output in verdict.outputs), verdict

@@ -57,12 +57,13 @@ def episode(env: GitEnvironment, task: GitTask, calls: list[ToolCall]) -> tuple[
     return submitted, results
 
 
-def failed_checks(task: GitTask, submitted: ToolResult) -> dict[str, Any]:
-    """Each failing check's name and the end of its output, for the assertion message."""
-    outputs = submitted.metadata["check_output"]
+def failed_checks(env: GitEnvironment) -> dict[str, Any]:
+    """Each failing check's name and the end of its output (which the server keeps), for the assertion message."""
+    verdict = env.last_verdict
+    assert verdict is not None
     return {
-        check.name: output[-300:]
-        for check, passed, output in zip(task.checks, submitted.metadata["checks"], outputs)
+        name: output[-300:]
+        for name, passed, output in zip(verdict.names, verdict.passed, verdict.outputs)
         if not passed
     }
 
@@ -77,11 +78,12 @@ def test_the_shipped_task_set_loads():
 def test_every_task_is_solved_by_its_solution_failed_when_untouched_and_not_solved_by_its_near_miss(env, task):
     """Three episodes: the solution (its file calls without an error) scores 1, no call 0, the near miss below 1."""
     solved, results = episode(env, task, task.solution)
-    assert solved.reward == 1.0, failed_checks(task, solved)
+    assert solved.reward == 1.0, failed_checks(env)
     file_calls = [result for tool_call, result in zip(task.solution, results) if tool_call.tool != "run"]
     assert not any(result.is_error for result in file_calls), [result.value for result in file_calls]
     untouched, _ = episode(env, task, [])
-    passing = [check.name for check, passed in zip(task.checks, untouched.metadata["checks"]) if passed]
+    assert env.last_verdict is not None
+    passing = [name for name, passed in zip(env.last_verdict.names, env.last_verdict.passed) if passed]
     assert untouched.reward == 0.0, f"checks that pass on the repository as the setup leaves it: {passing}"
     near, _ = episode(env, task, task.near_miss)
     assert near.reward is not None and near.reward < 1.0, "the near miss passes every check"

@@ -262,7 +262,7 @@ def test_a_tool_name_that_a_method_cannot_take_is_refused():
 
 
 def test_reset_takes_the_rows_task_and_the_calls_reach_the_env(no_servers_left):
-    CodingTools = environment_factory("openenv/CodingTools-v0")
+    CodingTools = environment_factory("openenv/CodingTools-v0", reward="fraction")  # a partial score pays
     try:
         env = CodingTools()
         with pytest.raises(RuntimeError, match="before reset"):
@@ -304,7 +304,7 @@ def test_reset_takes_the_rows_task_and_the_calls_reach_the_env(no_servers_left):
 
 
 def test_the_last_reward_and_improvement_rewards(no_servers_left):
-    Last = environment_factory("openenv/CodingTools-v0", episode_reward="last", name="Last")
+    Last = environment_factory("openenv/CodingTools-v0", episode_reward="last", name="Last", reward="fraction")
     Improving = environment_factory("openenv/CodingTools-v0", reward="improvement")  # the env's own option
     try:
         assert (Last.__name__, Improving.__name__) == ("Last", "CodingTools_v0")  # what TRL logs rewards under

@@ -123,11 +123,10 @@ def test_what_the_agent_makes_unreadable_is_still_verified(env: GitEnvironment, 
     honest = honest_near_miss(env, task)
     trick_call = ToolCall(tool="run", arguments={"command": UNREADABLE[trick]})
     submitted, _ = episode(env, task, [*near_miss(task), trick_call])
-    assert submitted.reward is not None and submitted.reward <= honest, submitted.metadata["checks"]
-    short = [
-        "no check ran: the copy of the repository is incomplete" in out for out in submitted.metadata["check_output"]
-    ]
-    assert short == [not ROOT] * len(short), submitted.metadata["check_output"]
+    verdict = env.last_verdict
+    assert verdict is not None and submitted.reward is not None and submitted.reward <= honest, verdict
+    short = ["no check ran: the copy of the repository is incomplete" in out for out in verdict.outputs]
+    assert short == [not ROOT] * len(short), verdict.outputs
 
 
 @pytest.mark.slow
@@ -140,7 +139,7 @@ def test_the_solution_planted_for_the_verifier_s_git_to_run_scores_nothing(env: 
     planted = ToolCall(tool="run", arguments={"command": plant_the_solution(task)})
     submitted, results = episode(env, task, [*near_miss(task), planted])
     assert results[-1].value["stdout"].endswith("planted\n"), results[-1].value
-    assert submitted.reward is not None and submitted.reward <= honest, submitted.metadata["check_output"]
+    assert submitted.reward is not None and submitted.reward <= honest, env.last_verdict
 
 
 @pytest.mark.slow
