@@ -251,3 +251,39 @@ def test_a_name_that_would_shadow_an_installed_module_is_refused():
     for name in ("pytest", "yaml", "websockets"):
         with pytest.raises(ValueError, match="shadows a module of that name"):
             EnvNames.of(name)
+
+
+def test_without_pytest_the_next_step_installs_the_test_extras_runner(tmp_path: Path):
+    """In a virtual environment with openenv-gym and no pytest (as `pip install openenv-gym` leaves
+    it), init's next step first installs what the scaffold's test extra holds, then runs the tests."""
+    # As the console script runs: the current directory not on sys.path (python -c puts it there).
+    code = "import sys; sys.path.remove(''); sys.modules['pytest'] = None; from openenv_gym.cli import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "init", "demo"],
+        cwd=tmp_path,
+        env=fresh_env(),
+        capture_output=True,
+        text=True,
+        timeout=60 * UNIT,
+    )
+    assert done.returncode == 0, done.stderr
+    extra = re.search(r"^test = \[\"(.+)\"\]$", (tmp_path / "demo" / "pyproject.toml").read_text(), re.MULTILINE)
+    assert extra is not None and extra[1].startswith("pytest")
+    assert done.stdout.splitlines()[-1] == (
+        f"next: cd demo && python -m pip install '{extra[1]}' && python -m pytest && openenv-gym validate ."
+    )
+
+
+def test_init_run_as_a_module_from_the_parent_directory(tmp_path: Path):
+    """`python -m openenv_gym init demo` puts the current directory on sys.path, where the new
+    package then is: the names are settled before it is written, so it does not shadow itself."""
+    done = subprocess.run(
+        [sys.executable, "-m", "openenv_gym", "init", "demo"],
+        cwd=tmp_path,
+        env=fresh_env(),
+        capture_output=True,
+        text=True,
+        timeout=60 * UNIT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "wrote 9 files in demo: an env demo/Demo-v0"

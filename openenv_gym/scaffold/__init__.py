@@ -25,10 +25,12 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-__all__ = ["VARIANTS", "EnvNames", "init_env"]
+__all__ = ["TEST_REQUIREMENT", "VARIANTS", "EnvNames", "init_env", "next_steps"]
 
 #: The kinds of env ``init`` writes: ``--tools`` picks ``tools``.
 VARIANTS = ("plain", "tools")
+#: What the package's ``test`` extra holds: the runner of its tests.
+TEST_REQUIREMENT = "pytest>=8"
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 # Package names that would shadow what the env itself imports, or the test tree's own.
@@ -146,6 +148,13 @@ def init_env(name: str, directory: str | Path | None = None, *, tools: bool = Fa
     return sorted(rendered)
 
 
+def next_steps() -> str:
+    """What to run in a new env's directory: its tests, then ``validate``; pytest (the test extra)
+    installed first when this Python lacks it, as a virtual environment with openenv-gym alone does."""
+    install = f"python -m pip install '{TEST_REQUIREMENT}' && " if importlib.util.find_spec("pytest") is None else ""
+    return f"{install}python -m pytest && openenv-gym validate ."
+
+
 def _values(names: EnvNames, variant: str) -> dict[str, str]:
     from .. import __version__
 
@@ -162,6 +171,7 @@ def _values(names: EnvNames, variant: str) -> dict[str, str]:
         "app": f"{names.module}.environment:{class_name}",
         "image": f"{names.name}:0.1.0",
         "openenv_gym_version": __version__,
+        "test_requirement": TEST_REQUIREMENT,
         "runtime_image": f"openenv-gym/runtime:{__version__}",
         **_VARIANT_VALUES[variant],
     }
