@@ -149,7 +149,8 @@ class Game:
             self._condition.notify_all()
 
     def leave(self, agent: str) -> None:
-        """``agent``'s session ended: it forfeits a round it is in, and the game ends for good."""
+        """``agent``'s session ended: in a game of several players, it forfeits a round it is in,
+        and the game ends for good."""
         with self._condition:
             self.seated.discard(agent)
             if len(self.players) > 1:
@@ -223,7 +224,6 @@ class Game:
                 raise ValueError(f"action {action!r:.200} is outside {agent}'s action space {space}")
             self._illegal[agent] = 0
             if self.api == "aec":
-                self._waiting_on = set()
                 self.env.step(action)
                 self._advance()
             else:
