@@ -130,7 +130,10 @@ class ChessEnvironment(Environment[Any, ChessObservation, ChessState]):
         self._ended = outcome.done
         text = self._report(outcome)
         if outcome.done:
-            return ToolResult(text, reward=outcome.reward, done=outcome.terminated, truncated=outcome.truncated)
+            forfeit = {key: outcome.info[key] for key in (FORFEIT_INFO_KEY,) if key in outcome.info}
+            return ToolResult(
+                text, reward=outcome.reward, done=outcome.terminated, truncated=outcome.truncated, info=forfeit
+            )
         return ToolResult(text)
 
     def _report(self, outcome: Outcome) -> str:

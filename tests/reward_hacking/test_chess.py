@@ -141,9 +141,23 @@ def test_stalling_a_lost_game_with_illegal_moves_loses_it_as_being_mated_does() 
         stalled = results[-1]
         assert (stalled.reward, stalled.done, stalled.truncated) == (-1.0, True, False)
         assert "white forfeited (5 illegal moves in a row)" in stalled.value
+        assert stalled.info["forfeit"] == {"agent": "white", "cause": "illegal_moves"}
         assert stalled.reward <= honest.reward
     finally:
         env.close()
+
+
+def test_a_client_stalling_with_illegal_moves_reads_its_loss_in_the_step() -> None:
+    with running_server(ChessEnvironment) as server:
+        env = gym.make("openenv/Chess-v0", base_url=server.url)
+        try:
+            env.reset(seed=0)
+            move = json.dumps({"name": "make_move", "arguments": {"move": "Qxf7#"}})
+            steps = [env.step(move) for _ in range(5)]
+            assert [step[1:4] for step in steps] == [(0.0, False, False)] * 4 + [(-1.0, True, False)]
+            assert steps[-1][4]["forfeit"] == {"agent": "white", "cause": "illegal_moves"}
+        finally:
+            env.close()
 
 
 def test_illegal_moves_do_not_bring_the_move_limit_closer() -> None:
@@ -176,7 +190,7 @@ def test_leaving_a_game_loses_it_and_the_other_side_wins() -> None:
             black.close()  # black leaves instead of replying
             won = whites_move.result(WAIT)
         assert (won.reward, won.done, won.truncated) == (1.0, True, False)
-        assert "black left the game" in won.value
+        assert "black left the game" in won.value and won.info["forfeit"] == {"agent": "black", "cause": "left"}
     finally:
         white.close()
         black.close()
@@ -197,6 +211,7 @@ def test_overrunning_the_turn_loses_the_game_and_the_other_side_wins() -> None:
         assert (won.reward, won.done, won.truncated) == (1.0, True, False)
         assert (late.reward, late.done, late.truncated) == (-1.0, True, False)
         assert "black did not act within the turn timeout" in late.value
+        assert won.info["forfeit"] == late.info["forfeit"] == {"agent": "black", "cause": "timeout"}
     finally:
         white.close()
         black.close()
