@@ -6,9 +6,10 @@ Three layers:
   where a registry is reachable), or one made here with ``debootstrap`` (a minimal Debian of the
   host's release plus python3, ``docker import``-ed as :data:`LOCAL_BASE_IMAGE`);
 - the **runtime** image (:data:`RUNTIME_IMAGE`): the base plus openenv-gym and its dependencies,
-  installed by pip with ``--no-index`` from a wheelhouse made on the host (``pip download`` for
-  the base's Python version and platform, ``pip wheel`` of this source tree), as an unprivileged
-  user; every Gymnasium env is served from it;
+  installed by pip with ``--no-index`` from a wheelhouse made on the host (``pip download`` of the
+  dependencies for the base's Python version and platform, and a wheel of the installed
+  openenv-gym, packed from its files: see :mod:`.distribution`), as an unprivileged user; every
+  Gymnasium env is served from it;
 - one thin image per env in ``envs/`` (its ``Dockerfile``: ``FROM`` the runtime, its command).
 
 Nothing is ever pulled: builds run with ``pull=False`` and a missing base is built or reported.
@@ -17,7 +18,6 @@ Nothing is ever pulled: builds run with ``pull=False`` and a missing base is bui
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import importlib.util
 import json
@@ -34,6 +34,7 @@ from typing import Any
 
 from ... import __version__ as VERSION  # the images carry the package's version
 from ...errors import ImageBuildError
+from .distribution import installed_distribution, pack_wheel, source_digest
 
 __all__ = [
     "LOCAL_BASE_IMAGE",
@@ -44,13 +45,13 @@ __all__ = [
     "build_runtime_image",
     "ensure_image",
     "env_image",
+    "source_digest",
 ]
 
 LOCAL_BASE_IMAGE = "openenv-gym/base:python3"
 RUNTIME_IMAGE = f"openenv-gym/runtime:{VERSION}"
 SERVER_UID = 10001  # the unprivileged user env servers run as in their containers
-SOURCE_LABEL = "openenv-gym.source"  # digest of the code an image was built from
-_SOURCE_TREE = Path(__file__).resolve().parents[3]  # openenv_gym/providers/docker/images.py -> the checkout
+SOURCE_LABEL = "openenv-gym.source"  # digest of the code an image was built from (source_digest)
 _ensure_lock = threading.Lock()
 WHEELHOUSE_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "openenv-gym" / "wheelhouse"
 
@@ -175,20 +176,6 @@ def _image_labels(client: Any, image: str) -> dict[str, str] | None:
         return None
 
 
-@functools.lru_cache(maxsize=1)
-def source_digest() -> str:
-    """A digest of openenv-gym's installed code: images built from other code are rebuilt."""
-    from importlib.metadata import requires
-
-    digest = hashlib.sha256(json.dumps(requires("openenv-gym") or []).encode())
-    for package in ("openenv_gym", "openenv_gym.envs", "openenv_gym.vector", "openenv_gym.wrappers"):
-        root = package_directory(package)
-        for path in sorted(root.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
-
-
 def build(
     client: Any, context: str, tag: str, *, buildargs: dict[str, str], labels: dict[str, str], progress: bool
 ) -> None:
@@ -212,11 +199,11 @@ def build(
 
 
 def make_wheelhouse(dest: Path, *, python_version: str, machine: str, progress: bool = True) -> None:
-    """Wheels of openenv-gym, its dependencies and pip, for ``python_version`` on Linux ``machine``."""
-    from importlib.metadata import requires
-
+    """Wheels of openenv-gym, its dependencies and pip, for ``python_version`` on Linux ``machine``:
+    openenv-gym's is packed from its installed files (a clone's or a wheel install's alike), never
+    asked of the package index."""
     dest.mkdir(parents=True, exist_ok=True)
-    requirements = [req for req in requires("openenv-gym") or [] if "extra ==" not in req]
+    requirements = [req for req in installed_distribution().requires or [] if "extra ==" not in req]
     platforms = [f"manylinux_2_{minor}_{machine}" for minor in range(17, 40)] + [f"manylinux2014_{machine}"]
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     # The dependencies' wheels are kept between builds, keyed by what they were downloaded for.
@@ -229,14 +216,7 @@ def make_wheelhouse(dest: Path, *, python_version: str, machine: str, progress: 
         (cache / ".complete").touch()
     for wheel in cache.glob("*.whl"):
         shutil.copy2(wheel, dest / wheel.name)
-    if (_SOURCE_TREE / "pyproject.toml").is_file():
-        _run_with_progress(
-            [*pip, "wheel", "--no-deps", "-w", str(dest), str(_SOURCE_TREE)], "wheelhouse: openenv-gym", progress
-        )
-    else:  # an installed release: its wheel comes from the index like the rest
-        target = ["--python-version", python_version, "--only-binary=:all:", "-d", str(dest)]
-        command = [*pip, "download", *target, "--no-deps", f"openenv-gym=={VERSION}"]
-        _run_with_progress(command, "wheelhouse: openenv-gym", progress)
+    pack_wheel(dest)
 
 
 def debian_release_and_mirror() -> tuple[str, str]:
