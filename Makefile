@@ -19,16 +19,19 @@ BIN := $(VENV)/bin
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch is pinned first to the CPU build this machine keeps on disk, so Stable-Baselines3
-# does not pull a multi-gigabyte CUDA build from the index.
+# torch is installed first, from PyTorch's CPU index, so Stable-Baselines3 and TRL do not pull a
+# multi-gigabyte CUDA build from PyPI (pip's find-links are read too: this machine keeps
+# torch-2.13.0+cpu on disk). --no-deps: torch's own dependencies come with the next install, from PyPI.
+TORCH_CPU := --no-deps "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
+
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH_CPU)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
 	touch $@
 
 # The demo needs only the sb3 extra (Stable-Baselines3 and rich), not the test extra.
 $(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH_CPU)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[sb3]"
 	touch $@
 
