@@ -386,12 +386,16 @@ def test_a_socket_path_too_long_for_unix_sockets_is_refused_at_once(tmp_path, mo
 
 
 def test_a_container_and_a_local_server_restore_each_others_portable_snapshots(docker):
-    """The container's server gets this process's snapshot key, as a local server does."""
+    """The container's server gets this process's snapshot key, as a local server does, on its
+    standard input: the key is nowhere ``docker inspect`` shows (its environment, its command)."""
     from openenv_gym.snapshot import restore, snapshot
+    from openenv_gym.startup import shared_snapshot_key
 
     contained = gym.make("openenv/CartPole-v1", provider="docker")
     local = gym.make("openenv/CartPole-v1")
     try:
+        inspected = json.dumps(docker.api.inspect_container(contained.unwrapped.provider.container_id))
+        assert shared_snapshot_key() not in inspected and "OPENENV_GYM_SNAPSHOT_KEY" not in inspected
         contained.reset(seed=3)
         contained.step(1)
         handle = snapshot(contained, portable=True)

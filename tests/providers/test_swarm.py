@@ -86,28 +86,39 @@ def test_per_env_sub_envs_on_swarm_equal_a_sync_vector_env(swarm):
         local.close()
 
 
-def test_the_token_is_a_secret_and_a_request_without_it_is_refused(swarm):
+def test_the_token_and_the_snapshot_key_are_secrets_and_a_request_without_the_token_is_refused(swarm):
+    from openenv_gym.env import RemoteEnv
+    from openenv_gym.providers import ProcessProvider
+    from openenv_gym.snapshot import restore, snapshot
+    from openenv_gym.startup import shared_snapshot_key
+
     provider = SwarmProvider("CartPole-v1", memory="300m", pids=100, open_files=2048)
     url = provider.start()
+    key = shared_snapshot_key()
     try:
         spec = swarm.api.inspect_service(provider.service_id)["Spec"]
         container_spec = spec["TaskTemplate"]["ContainerSpec"]
         seen = " ".join(container_spec.get("Args", []) + container_spec.get("Env", []) + [str(spec)])
-        assert provider.token not in seen
-        (reference,) = container_spec["Secrets"]
-        assert reference["SecretID"] == provider.secret_id
-        assert reference["File"] == {"Name": "openenv-gym-token", "UID": "10001", "GID": "10001", "Mode": 0o400}
+        assert provider.token not in seen and key not in seen and "OPENENV_GYM_SNAPSHOT_KEY" not in seen
+        token_reference, key_reference = container_spec["Secrets"]
+        assert (token_reference["SecretID"], key_reference["SecretID"]) == provider.secret_ids
+        assert token_reference["SecretID"] == provider.secret_id
+        owned = {"UID": "10001", "GID": "10001", "Mode": 0o400}
+        assert token_reference["File"] == {"Name": "openenv-gym-token", **owned}
+        assert key_reference["File"] == {"Name": "openenv-gym-snapshot-key", **owned}
         assert container_spec["ReadOnly"] and container_spec["CapabilityDrop"] == ["ALL"]
         limits = spec["TaskTemplate"]["Resources"]["Limits"]
         assert limits["MemoryBytes"] == 300 * 2**20 and limits["Pids"] == 100
-        # Inside: the secret is the server user's alone, and the token in no environment the engine gave.
+        # Inside: the secrets are the server user's alone, and neither is in an environment the engine gave.
         container = task_container(swarm, provider)
-        assert provider.token not in " ".join(container.attrs["Config"]["Env"])
-        secret_file = f"{SECRET_DIR}/openenv-gym-token"
-        inside = container.exec_run(["sh", "-c", f"stat -c '%u %a' {secret_file}; ulimit -n"], user="10001")
-        assert inside.exit_code == 0 and inside.output.decode().split("\n")[:2] == ["10001 400", "2048"]
-        other = container.exec_run(["cat", secret_file], user="10002")
-        assert other.exit_code != 0 and "Permission denied" in other.output.decode()
+        environment = " ".join(container.attrs["Config"]["Env"])
+        assert provider.token not in environment and key not in environment
+        for name in ("openenv-gym-token", "openenv-gym-snapshot-key"):
+            secret_file = f"{SECRET_DIR}/{name}"
+            inside = container.exec_run(["sh", "-c", f"stat -c '%u %a' {secret_file}; ulimit -n"], user="10001")
+            assert inside.exit_code == 0 and inside.output.decode().split("\n")[:2] == ["10001 400", "2048"]
+            other = container.exec_run(["cat", secret_file], user="10002")
+            assert other.exit_code != 0 and "Permission denied" in other.output.decode()
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"{url}/schema", timeout=10)
         refused.value.close()  # its response holds the connection
@@ -115,6 +126,20 @@ def test_the_token_is_a_secret_and_a_request_without_it_is_refused(swarm):
         request = urllib.request.Request(f"{url}/schema", headers={"Authorization": f"Bearer {provider.token}"})
         with urllib.request.urlopen(request, timeout=10) as answer:
             assert answer.status == 200
+        # The key the server read from its secret is this process's: a local server restores its snapshots.
+        local_server = ProcessProvider(target="CartPole-v1")
+        remote, local = RemoteEnv(base_url=url, token=provider.token), RemoteEnv(base_url=local_server.start())
+        try:
+            remote.reset(seed=5)
+            handle = snapshot(remote, portable=True)
+            expected = remote.step(1)[0]
+            local.reset(seed=0)
+            restore(local, handle)
+            np.testing.assert_array_equal(local.step(1)[0], expected)
+        finally:
+            local.close()
+            remote.close()
+            local_server.stop()
     finally:
         provider.stop()
 
@@ -168,24 +193,25 @@ sys.path.insert(0, {root!r})
 from openenv_gym.providers.docker.swarm import SwarmProvider
 provider = SwarmProvider("CartPole-v1")
 provider.start()
-print(provider.service_id, provider.secret_id, flush=True)
+print(provider.service_id, ",".join(provider.secret_ids), flush=True)
 if sys.argv[1] == "hang":
     time.sleep(600)
 """
 
 
-def run_owner(mode: str) -> tuple[subprocess.Popen, str, str]:
+def run_owner(mode: str) -> tuple[subprocess.Popen, str, list[str]]:
     owner = subprocess.Popen(
         [sys.executable, "-c", _OWNER.format(root=str(REPO_ROOT)), mode], stdout=subprocess.PIPE, text=True
     )
-    service, secret = owner.stdout.readline().split()
-    return owner, service, secret
+    service, secrets = owner.stdout.readline().split()
+    assert len(secrets.split(",")) == 2  # the token's and the snapshot key's
+    return owner, service, secrets.split(",")
 
 
-def exists(client, service: str, secret: str) -> dict[str, bool]:
+def exists(client, service: str, secrets: list[str]) -> dict[str, bool | int]:
     return {
         "service": bool(client.api.services(filters={"id": service})),
-        "secret": bool(client.api.secrets(filters={"id": secret})),
+        "secrets": sum(bool(client.api.secrets(filters={"id": secret})) for secret in secrets),
         "containers": bool(
             client.containers.list(all=True, filters={"label": f"com.docker.swarm.service.id={service}"})
         ),
@@ -207,7 +233,7 @@ def test_the_service_of_a_sigkilled_owner_is_listed_then_cleaned(swarm):
     finally:
         owner.kill()
         owner.stdout.close()
-    assert exists(swarm, service, secret) == {"service": True, "secret": True, "containers": True}
+    assert exists(swarm, service, secret) == {"service": True, "secrets": 2, "containers": True}
     ps = subprocess.run([sys.executable, "-m", "openenv_gym", "ps"], capture_output=True, text=True, timeout=60)
     assert ps.returncode == 0 and service[:12] in ps.stdout and f":{owner.pid} (gone)" in ps.stdout
     clean = subprocess.run([sys.executable, "-m", "openenv_gym", "clean"], capture_output=True, text=True, timeout=60)

@@ -1,12 +1,14 @@
 """A sandboxed env on a real single-node Docker Swarm: Coding-v0's task is a launcher that starts
 its server in a container of the node's own (``providers/docker/swarm_launcher.py``), since a
 Swarm service cannot be given the ``security_opt`` bubblewrap needs. It scores a task; agent code
-reaches neither the token's secret, nor the node's Docker socket, nor the network; a launcher
+reaches neither the token's nor the snapshot key's secret, nor the node's Docker socket, nor the
+network (and neither secret is in what ``docker inspect`` shows of the server or the launcher); a launcher
 killed outright has its server's container removed by the next launcher. Runs in the serial part
 (``swarm`` fixture, tests/conftest.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import gymnasium as gym
@@ -16,6 +18,7 @@ import openenv_gym.errors  # also registers the openenv/ ids
 from openenv_gym.providers.docker.owners import OWNER_PID
 from openenv_gym.providers.docker.swarm import SECRET_DIR, SwarmProvider
 from openenv_gym.providers.docker.swarm_launcher import LAUNCHER_LABEL
+from openenv_gym.startup import shared_snapshot_key
 from tests.envs.hostile_cases import SOLUTION, TASK, WALL_TIME
 from tests.utils import UNIT, wait_until
 
@@ -70,13 +73,20 @@ def test_the_launched_server_is_locked_down_and_holds_neither_socket_nor_secret(
     assert config["ReadonlyRootfs"] and config["CapDrop"] == ["ALL"] and "no-new-privileges" in config["SecurityOpt"]
     assert config["NetworkMode"] == f"container:{launcher.id}" and not server.attrs["Mounts"]
     assert server.attrs["Config"]["User"] == "10001:10001"
-    assert provider.token not in " ".join(server.attrs["Config"]["Env"] + server.attrs["Config"]["Cmd"])
+    key = shared_snapshot_key()
+    for container in (server, launcher):  # the secrets went by the launcher's files and the server's stdin
+        shown = json.dumps(swarm.api.inspect_container(container.id))
+        assert provider.token not in shown and key not in shown and "OPENENV_GYM_SNAPSHOT_KEY" not in shown
     assert config["Memory"] == 2 * 2**30  # the manifest's limits are the server's
 
 
 # Agent code in the sandbox, in the launched server's container, reaches nothing of the deployment.
 REACHES = {
     "the token's secret": (f"print(open('{SECRET_DIR}/openenv-gym-token').read())", "FileNotFoundError"),
+    "the snapshot key's secret": (
+        f"print(open('{SECRET_DIR}/openenv-gym-snapshot-key').read())",
+        "FileNotFoundError",
+    ),
     "the node's Docker socket": ("import os\nprint(os.stat('/var/run/docker.sock'))", "FileNotFoundError"),
     "the network": ("import socket\nsocket.create_connection(('198.18.0.1', 80), timeout=1)", "Network is unreachable"),
 }

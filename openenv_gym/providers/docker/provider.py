@@ -16,7 +16,7 @@ from typing import Any
 from ...client import http_get_json
 from ...errors import DockerUnavailableError, EnvCreationError, OpenEnvGymError, ProviderError, ServerConnectError
 from ...protocol import ErrorCode
-from ...startup import FAILED_LINE, SNAPSHOT_KEY_ENV_VAR, TOKEN_ENV_VAR, serve_flags, shared_snapshot_key
+from ...startup import FAILED_LINE, TOKEN_ENV_VAR, serve_flags, shared_snapshot_key
 from ...urls import unix_url
 from ..base import Provider, checked_token
 from ..process import new_token
@@ -33,12 +33,14 @@ from .owners import owner_labels, reap
 __all__ = [
     "CONTAINER_PORT",
     "DEFAULT_LIMITS",
+    "SECRETS_ON_STDIN",
     "DockerProvider",
     "DockerUnavailableError",
     "checked_limits",
     "docker_client",
     "env_docker_options",
     "locked_down_host_config",
+    "start_with_secrets",
     "translated_errors",
 ]
 
@@ -228,6 +230,7 @@ class DockerProvider(Provider):
             max_sessions=max_sessions,
             token_from=None if token is None else ["--token-env", TOKEN_ENV_VAR],
             accept_pickled_factories=accept_pickled_factories,
+            snapshot_key_file=SECRETS_ON_STDIN,  # handed over at start: never in what docker inspect shows
         )
         self.command = [target, *listen, *flags]
         self.startup_timeout = startup_timeout
@@ -354,7 +357,8 @@ class DockerProvider(Provider):
             raise
         container = client.containers.get(created["Id"])
         try:
-            container.start()
+            # The starter's key, so its servers restore each other's portable snapshots.
+            start_with_secrets(client, container, [shared_snapshot_key()])
         except BaseException:
             _remove_container(client, container.id, self._socket_root)
             self._socket_root = None
@@ -367,12 +371,9 @@ class DockerProvider(Provider):
             self.command,
             labels=owner_labels(self.target),
             user=f"{SERVER_UID}:{SERVER_UID}",
-            environment={
-                "PYTHONUNBUFFERED": "1",
-                SNAPSHOT_KEY_ENV_VAR: shared_snapshot_key(),  # the starter's servers restore each other's
-                **({TOKEN_ENV_VAR: self.token} if self.token else {}),
-            },
+            environment={"PYTHONUNBUFFERED": "1", **({TOKEN_ENV_VAR: self.token} if self.token else {})},
             ports=[CONTAINER_PORT] if self.network == "bridge" else None,
+            stdin_open=True,  # and StdinOnce: the secrets' end is the end of the server's stdin
             host_config=host_config,
             healthcheck={
                 "test": ["CMD", "python3", "-c", probe],
@@ -441,6 +442,25 @@ class DockerProvider(Provider):
             _remove_container(self._client, container.id, socket_root, graceful)
         elif socket_root is not None:
             shutil.rmtree(socket_root, ignore_errors=True)
+
+
+#: Where a container's server reads the secrets :func:`start_with_secrets` hands it, one a line.
+SECRETS_ON_STDIN = "/dev/stdin"
+
+
+def start_with_secrets(client: Any, container: Any, secrets: list[str]) -> None:
+    """Start ``container`` (created with ``stdin_open=True``) and write ``secrets`` to its
+    standard input, one a line, then close it: a secret there is in neither the container's
+    environment nor its command, which ``docker inspect`` shows to whoever may use the engine."""
+    stdin = client.api.attach_socket(container.id, params={"stdin": 1, "stream": 1})
+    raw = stdin._sock  # docker-py's SocketIO around the connection
+    try:
+        container.start()
+        raw.sendall("".join(f"{secret}\n" for secret in secrets).encode())
+        raw.shutdown(socket.SHUT_WR)  # the end of the server's stdin
+    finally:
+        stdin.close()
+        raw.close()  # closing the SocketIO alone leaves the connection open
 
 
 def locked_down_host_config(

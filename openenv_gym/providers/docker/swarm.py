@@ -14,7 +14,8 @@ needs IPVS in the kernel, which not every node has), so a task's address is read
 list: again after Swarm replaced a failed task, which :meth:`SwarmProvider.start` does when the
 fleet recovers the server. A published port binds every interface of the node, so the server
 always requires a token, handed to it as a Swarm secret (a file under ``/run/secrets``, readable
-by the server's user alone), never in the service's environment or command.
+by the server's user alone), never in the service's environment or command; so is its snapshot
+key (the starter's: its servers restore each other's portable snapshots), a second secret.
 
 An env whose manifest needs ``security_opt`` (a sandbox inside) cannot be a service's container:
 its task runs :mod:`.swarm_launcher`, which starts the server in a container of the node's own.
@@ -32,7 +33,7 @@ from typing import Any
 from ...client import http_get_json
 from ...errors import EnvCreationError, OpenEnvGymError, ProviderError, ServerConnectError, ServerStartError
 from ...protocol import ErrorCode
-from ...startup import FAILED_LINE, SNAPSHOT_KEY_ENV_VAR, TOKEN_FILE_FLAG, serve_flags, shared_snapshot_key
+from ...startup import FAILED_LINE, TOKEN_FILE_FLAG, serve_flags, shared_snapshot_key
 from ..base import Provider, checked_token
 from ..process import new_token
 from .images import SERVER_UID, ensure_image
@@ -51,6 +52,7 @@ __all__ = ["SECRET_DIR", "SwarmProvider", "swarm_manager"]
 
 SECRET_DIR = "/run/secrets"
 _TOKEN_FILE = "openenv-gym-token"  # the secret's file name in SECRET_DIR
+_KEY_FILE = "openenv-gym-snapshot-key"  # the snapshot key's
 _SECOND = 1_000_000_000  # the engine's durations are nanoseconds
 _STOP_GRACE = 5 * _SECOND
 _RESTART_DELAY = _SECOND // 2  # Swarm's default of 5 s would keep a lost server away that long
@@ -160,6 +162,7 @@ class SwarmProvider(Provider):
             max_sessions=max_sessions,
             token_from=[TOKEN_FILE_FLAG, f"{SECRET_DIR}/{_TOKEN_FILE}"],
             accept_pickled_factories=accept_pickled_factories,
+            snapshot_key_file=f"{SECRET_DIR}/{_KEY_FILE}",
         )
         self.constraints = list(constraints or [])
         self.startup_timeout = startup_timeout
@@ -168,7 +171,7 @@ class SwarmProvider(Provider):
         self._client = docker_client
         self._owns_client = docker_client is None
         self._service_id: str | None = None
-        self._secret_id: str | None = None
+        self._secret_ids: tuple[str, ...] = ()  # the token's, then the snapshot key's
         self._url: str | None = None
         self._lock = threading.Lock()
         self._finalizer: weakref.finalize | None = None
@@ -192,7 +195,12 @@ class SwarmProvider(Provider):
     @property
     def secret_id(self) -> str | None:
         """The id of the secret holding the token, while it exists."""
-        return self._secret_id
+        return self._secret_ids[0] if self._secret_ids else None
+
+    @property
+    def secret_ids(self) -> tuple[str, ...]:
+        """The ids of the secrets holding the token and the snapshot key, while they exist."""
+        return self._secret_ids
 
     def start(self) -> str:
         """Create the service (or, if it exists, wait for its running task: Swarm's replacement of a
@@ -219,7 +227,7 @@ class SwarmProvider(Provider):
             return self._url
 
     def stop(self) -> None:
-        """Remove the service (its task gets SIGTERM, then SIGKILL after 5 s) and its secret."""
+        """Remove the service (its task gets SIGTERM, then SIGKILL after 5 s) and its secrets."""
         with self._lock, translated_errors("removing a swarm service"):
             self._remove(self._client)
             self._close_client()
@@ -260,10 +268,11 @@ class SwarmProvider(Provider):
 
         name = _service_name(self.target)
         labels = {**owner_labels(self.target), SWARM_LABEL: name}
-        secret = client.secrets.create(name=f"{name}-token", data=self.token.encode(), labels=labels)
-        self._secret_id = secret.id
-        # At exit the finalizer uses a client of its own: this one may be closed by then.
-        self._finalizer = weakref.finalize(self, _remove_service, None, None, secret.id)
+        made = []
+        for suffix, value in (("token", self.token), ("key", shared_snapshot_key())):  # a name: 64 characters at most
+            made.append(client.secrets.create(name=f"{name}-{suffix}", data=value.encode(), labels=labels))
+            self._secret_ids = tuple(secret.id for secret in made)
+            self._remove_at_exit()
         limits = _LAUNCHER_LIMITS if self.launched else self.limits  # a launched server's are its container's
         open_files = int(limits["open_files"])
         user = "0:0" if self.launched else f"{SERVER_UID}:{SERVER_UID}"  # the launcher needs the node's socket
@@ -280,7 +289,7 @@ class SwarmProvider(Provider):
             self.image,
             command=command,
             args=arguments,
-            env={"PYTHONUNBUFFERED": "1", SNAPSHOT_KEY_ENV_VAR: shared_snapshot_key()},
+            env={"PYTHONUNBUFFERED": "1"},
             labels=labels,
             user=user,
             read_only=True,
@@ -289,11 +298,12 @@ class SwarmProvider(Provider):
                 SecretReference(
                     secret.id,
                     secret.name,
-                    filename=_TOKEN_FILE,
+                    filename=filename,
                     uid=user.split(":")[0],
                     gid=user.split(":")[1],
                     mode=0o400,
                 )
+                for secret, filename in zip(made, (_TOKEN_FILE, _KEY_FILE))
             ],
             cap_drop=["ALL"],
             stop_grace_period=_STOP_GRACE,
@@ -320,8 +330,14 @@ class SwarmProvider(Provider):
         endpoint["Ports"] = [{"Protocol": "tcp", "TargetPort": CONTAINER_PORT, "PublishMode": "host"}]
         created = client.api.create_service(template, name=name, labels=labels, endpoint_spec=endpoint)
         self._service_id = created["ID"]
-        self._finalizer.detach()
-        self._finalizer = weakref.finalize(self, _remove_service, None, self._service_id, secret.id)
+        self._remove_at_exit()
+
+    def _remove_at_exit(self) -> None:
+        """Have the service and secrets made so far removed at exit, unless :meth:`_remove` does first."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        # At exit the finalizer uses a client of its own: this one may be closed by then.
+        self._finalizer = weakref.finalize(self, _remove_service, None, self._service_id, self._secret_ids)
 
     def _service_exists(self, client: Any) -> bool:
         import docker.errors
@@ -412,13 +428,14 @@ class SwarmProvider(Provider):
         return logs.decode("utf-8", "replace").splitlines()
 
     def _remove(self, client: Any) -> None:
-        service_id, secret_id = self._service_id, self._secret_id
-        self._service_id = self._secret_id = self._url = None
+        service_id, secret_ids = self._service_id, self._secret_ids
+        self._service_id = self._url = None
+        self._secret_ids = ()
         if self._finalizer is not None:
             self._finalizer.detach()
             self._finalizer = None
-        if service_id is not None or secret_id is not None:
-            _remove_service(client, service_id, secret_id)
+        if service_id is not None or secret_ids:
+            _remove_service(client, service_id, secret_ids)
 
 
 def _service_name(target: str) -> str:
@@ -434,8 +451,8 @@ def _url_host(address: str) -> str:
 _HEALTH_PROBE = f"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{CONTAINER_PORT}/health', timeout=2)"
 
 
-def _remove_service(client: Any, service_id: str | None, secret_id: str | None) -> None:
-    """Remove a service and then its secret (the engine refuses to remove a secret a service uses).
+def _remove_service(client: Any, service_id: str | None, secret_ids: tuple[str, ...]) -> None:
+    """Remove a service and then its secrets (the engine refuses to remove a secret a service uses).
 
     With ``client=None`` a client is made for the call (the finalizer's case).
     """
@@ -449,11 +466,12 @@ def _remove_service(client: Any, service_id: str | None, secret_id: str | None) 
         except DockerUnavailableError:
             return  # no engine: nothing to remove now; `openenv-gym clean` will, once one runs again
         try:
-            _remove_service(own, service_id, secret_id)
+            _remove_service(own, service_id, secret_ids)
         finally:
             own.close()
         return
-    for remove, what in ((client.api.remove_service, service_id), (client.api.remove_secret, secret_id)):
+    removals = [(client.api.remove_service, service_id), *((client.api.remove_secret, id_) for id_ in secret_ids)]
+    for remove, what in removals:
         if what is None:
             continue
         try:

@@ -6,8 +6,9 @@ task runs this launcher instead, with the node's Docker socket mounted: it start
 a container beside it on the same node, exactly as the Docker provider would (read-only, no
 capabilities, ``no-new-privileges``, the manifest's ``security_opt``, the limits), in the
 launcher's network namespace (so the port the task publishes reaches the server, and Swarm's
-health check of the task probes it), hands it the token on its standard input (never in its
-environment), and then lives as long as the server does:
+health check of the task probes it), hands it the token and the snapshot key (the task's Swarm
+secrets) on its standard input, never in its environment or command, and then lives as long as the
+server does:
 
 - the server exits: the launcher exits with its status, and Swarm replaces the task;
 - the task is stopped (the service removed, SIGTERM): the launcher removes the server's container;
@@ -49,9 +50,9 @@ def main(argv: list[str]) -> int:
     return the status the task exits with."""
     import docker
 
-    from ...startup import TOKEN_FILE_FLAG
+    from ...startup import SNAPSHOT_KEY_FILE_FLAG, TOKEN_FILE_FLAG
     from .images import SERVER_UID
-    from .provider import locked_down_host_config
+    from .provider import SECRETS_ON_STDIN, locked_down_host_config, start_with_secrets
 
     made: list[Any] = []  # the server's container, once created: what a SIGTERM removes
 
@@ -62,11 +63,13 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, stop)  # before anything is made: nothing made is left behind
     spec = json.loads(argv[0])
-    token_file = spec["arguments"][spec["arguments"].index(TOKEN_FILE_FLAG) + 1]
-    with open(token_file, encoding="utf-8") as file:
-        token = file.read()
     arguments = [*spec["arguments"]]
-    arguments[arguments.index(TOKEN_FILE_FLAG) + 1] = "/dev/stdin"  # the secret stays in this task
+    secrets = []
+    for flag in (TOKEN_FILE_FLAG, SNAPSHOT_KEY_FILE_FLAG):  # in the order serve reads them
+        at = arguments.index(flag) + 1
+        with open(arguments[at], encoding="utf-8") as file:
+            secrets.append(file.read().rstrip("\r\n"))
+        arguments[at] = SECRETS_ON_STDIN  # the secret stays in this task
     client = docker.DockerClient(base_url=f"unix://{NODE_SOCKET}", timeout=60)
     me: str = client.api.inspect_container(socket.gethostname())["Id"]  # a task's hostname: its container's id
     reap_orphans(client)
@@ -78,17 +81,12 @@ def main(argv: list[str]) -> int:
         environment={"PYTHONUNBUFFERED": "1"},
         labels={**spec["labels"], LAUNCHER_LABEL: me},
         host_config=host_config,
-        stdin_open=True,  # and StdinOnce: the server's stdin closes when the launcher detaches, the token's end
+        stdin_open=True,  # and StdinOnce: the server's stdin closes when the launcher detaches, the secrets' end
     )
     server = client.containers.get(created["Id"])
     made.append(server)
     try:
-        stdin = client.api.attach_socket(created["Id"], params={"stdin": 1, "stream": 1})
-        server.start()
-        raw = stdin._sock  # docker-py's SocketIO around the connection
-        raw.sendall(token.encode())
-        raw.shutdown(socket.SHUT_WR)  # the end of the server's stdin (close() waits for the SocketIO's)
-        stdin.close()
+        start_with_secrets(client, server, secrets)
         print(f"openenv-gym swarm launcher: serving in container {created['Id'][:12]}", flush=True)
         for line in server.logs(stream=True, follow=True):  # the server's log is the task's log
             sys.stdout.buffer.write(line)
