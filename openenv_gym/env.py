@@ -195,13 +195,8 @@ def seat_query(
     opponents: dict[str, str] | None,
     turn_timeout: float | None,
 ) -> dict[str, str]:
-    """The ``/ws`` query of a seat in a PettingZoo server's game (only what is given).
-
-    Raises:
-        ValueError: a game's option without ``agent``, the seat to take.
-    """
-    if agent is None and (game, game_token, opponents, turn_timeout) != (None, None, None, None):
-        raise ValueError("game=, game_token=, opponents= and turn_timeout= need agent=, the seat to take")
+    """The ``/ws`` query of a seat in a PettingZoo server's game (only what is given; without
+    ``agent`` the server seats the env's first agent)."""
     params = {"agent": agent, "game": game, "game_token": game_token}
     query = {key: value for key, value in params.items() if value is not None}
     if opponents:

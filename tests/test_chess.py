@@ -109,6 +109,18 @@ def test_black_against_the_greedy_mover() -> None:
         env.close()
 
 
+def test_a_game_by_id_seats_the_first_agent_when_none_is_named() -> None:
+    """As docs/multi-agent.md says: game= without agent= takes the env's first seat (white)."""
+    env = gym.make(CHESS, game="c1", opponents={"black": "random"})
+    try:
+        text, _ = env.reset(seed=0)
+        assert text.startswith("You play white")
+        text, *_ = env.step(call("make_move", move="e2e4"))
+        assert "your opponent played" in text
+    finally:
+        env.close()
+
+
 def test_two_clients_play_each_other() -> None:
     """Self-play: two clients, one per side, in one game by id; each move waits for the other side's."""
     with served() as url:
