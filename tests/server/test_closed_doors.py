@@ -328,16 +328,23 @@ HTTP_PATHS = [
 @pytest.mark.parametrize("web", [True, False])
 def test_every_route_but_health_needs_the_token(web):
     """Without the token every path but /health is 401, and its body tells nothing of the routes
-    (an unknown path gets the same answer as a known one); with the web page off, /web is 401 too."""
+    (an unknown path gets the same answer as a known one: one text for a missing token, one for a
+    wrong one); with the web page off, /web is 401 too."""
     with _guarded(web) as server:
         assert _get(server.port, "/health")[0] == 200
-        answers = set()
+        answers: dict[str, set[bytes]] = {"missing": set(), "wrong": set(), "cookie": set()}
         for path in HTTP_PATHS:
-            for headers in ({}, {"Authorization": f"Bearer {WRONG}"}, {"Cookie": f"openenv_gym_token_{server.port}=x"}):
+            for kind, headers in (
+                ("missing", {}),
+                ("wrong", {"Authorization": f"Bearer {WRONG}"}),
+                ("cookie", {"Cookie": f"openenv_gym_token_{server.port}=x"}),  # a wrong token where /web reads one
+            ):
                 status, _, body = _get(server.port, path, **headers)
                 assert status == 401, (path, headers, status, body)
-                answers.add(body)
-        assert len(answers) == 1 and b"/ws" not in answers.pop()
+                answers[kind].add(body)
+        assert len(answers["missing"]) == len(answers["wrong"]) == 1 and answers["missing"] != answers["wrong"]
+        assert answers["cookie"] <= answers["missing"] | answers["wrong"]
+        assert not any(b"/ws" in body or TOKEN.encode() in body for bodies in answers.values() for body in bodies)
         # The 404 that lists the routes is for holders of the token.
         status, _, body = _get(server.port, "/no/such/route", Authorization=f"Bearer {TOKEN}")
         assert status == 404 and b"/ws" in body
