@@ -109,12 +109,13 @@ class PlainHandler:
             try:
                 kwargs = _accepted_kwargs(env.reset, request.kwargs)
                 observation = await session.call(env.reset, **kwargs)
-                reply = env.reset_frame(observation).serialize()
+                frame = env.reset_frame(observation)
+                reply = frame.serialize()
             except Exception as exc:
                 return _execution_error("reset", exc, session.send_tracebacks).serialize()
             self.protocol.reset_succeeded()
             self._took_frame(reply)
-            session.observed("reset", None, reply)
+            session.observed("reset", None, reply, frame)
             return reply
         if isinstance(request, StateRequest):
             try:
@@ -205,7 +206,7 @@ class PlainHandler:
             reply = frame.serialize()
             if isinstance(tool_request, CallToolRequest):
                 self._took_frame(reply)
-            session.observed("step", request.action, reply)
+            session.observed("step", request.action, reply, frame)
             return reply
         try:
             action = env.parse_action(request.action)
@@ -225,7 +226,7 @@ class PlainHandler:
             return _execution_error("step", exc, session.send_tracebacks).serialize()
         self.protocol.stepped(frame.done, frame.truncated)
         self._took_frame(reply)
-        session.observed("step", request.action, reply)
+        session.observed("step", request.action, reply, frame)
         return reply
 
     @staticmethod
@@ -300,8 +301,10 @@ class PlainHandler:
         self.protocol.stepped(terminated, truncated)
         self._last_step = (observation, reward, terminated, truncated, info)
         if session.watchers:  # rare: the frame a WebSocket step would have sent, for the loop to show
-            reply = env.step_frame(*self._last_step).serialize()
-            session.loop.call_soon_threadsafe(session.observed, "step", env.action_wire_form(action), reply)
+            frame = env.step_frame(*self._last_step)
+            session.loop.call_soon_threadsafe(
+                session.observed, "step", env.action_wire_form(action), frame.serialize(), frame
+            )
         else:
             session.steps += 1
         return observation, float(reward), terminated, truncated, info

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from ..protocol import ErrorCode, ErrorFrame, RenderFrame
+from ..protocol import ErrorCode, ErrorFrame, ObservationFrame, RenderFrame
 from ..protocol._json import utf8
 from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
 from .worker import CLOSE_TIMEOUT, Worker
@@ -237,14 +237,15 @@ class Session:
         else:
             await self.connection.send(reply)
 
-    def observed(self, event: str, action: Any, reply: str) -> None:
-        """Count a plain transition and hand it to whoever watches (nothing else when nobody does)."""
+    def observed(self, event: str, action: Any, reply: str, frame: ObservationFrame) -> None:
+        """Count a plain transition and hand it to whoever watches (nothing else when nobody does):
+        ``reply`` is the text its client got, ``frame`` the same reply unserialized."""
         if event == "reset":
             self.episodes += 1
         else:
             self.steps += 1
         for watcher in self.watchers:
-            watcher.offer(event, self.steps, action, reply)
+            watcher.offer(event, self.steps, action, reply, frame.reward, frame.done, frame.truncated)
 
     async def render_reply(self, render: Callable[[], Any]) -> str | bytes:
         """The ``render`` frame of what ``render()`` returns (arrays as raw bytes on a binary

@@ -8,6 +8,8 @@ A session that nobody watches pays one empty-set loop per frame. A watched sessi
 transition to its :class:`Watcher` by reference (the reply text it already sent its own client);
 the watcher keeps only the latest and sends it at most ``fps`` times a second, so a trainer's
 session is never slowed by a slow browser: transitions in between are dropped and counted.
+Each watcher still tallies every transition (:class:`~.watch_episodes.EpisodeTally`), so the page
+gets the episode's exact return and length and every episode's end, sent or not.
 When the session renders ``rgb_array`` or ``ansi`` (modes whose ``render()`` only reads the
 state), the watcher asks for a frame after each transition it sends, through the session's own
 worker thread, so it never runs beside a step.
@@ -35,6 +37,7 @@ from websockets.exceptions import ConnectionClosed
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
 from .peer_user import same_user
+from .watch_episodes import EpisodeTally
 
 if TYPE_CHECKING:
     from .session import Session
@@ -194,9 +197,20 @@ def show_sub_env(
             logger.exception("a watcher could not be shown sub-env %d's transition", index)
 
 
-def _step_text(event: str, index: int, skipped: int, action: Any, reply: str) -> str:
+def _step_text(event: str, index: int, skipped: int, action: Any, reply: str, episodes: EpisodeTally) -> str:
     # The reply is spliced in as the text the session already sent: it is never parsed again.
-    head = json.dumps({"event": event, "index": index, "skipped": skipped, "action": action})
+    ended, dropped = episodes.take_ended()
+    head = json.dumps(
+        {
+            "event": event,
+            "index": index,
+            "skipped": skipped,
+            "action": action,
+            "episode": episodes.current(),
+            "ended": ended,
+            "ended_dropped": dropped,
+        }
+    )
     return f'{{"type":"watch_step","data":{head[:-1]},"reply":{reply}}}}}'
 
 
@@ -210,15 +224,31 @@ class Watcher:
         #: The sub-env watched in a batch or vector session.
         self.sub_env = sub_env
         self._sub_env_ended = False
+        #: Every transition's reward and end, counted whether or not it is sent.
+        self.episodes = EpisodeTally(index=session.episodes)
         self._latest: tuple[str, int, Any, str | SubEnvTransition] | None = None
         self._skipped = 0
         self._ended: str | None = None
         self._wake = asyncio.Event()
         self._closing = asyncio.Event()
 
-    def offer(self, event: str, index: int, action: Any, reply: str | SubEnvTransition) -> None:
+    def offer(
+        self,
+        event: str,
+        index: int,
+        action: Any,
+        reply: str | SubEnvTransition,
+        reward: Any = None,
+        terminated: Any = False,
+        truncated: Any = False,
+    ) -> None:
         """Take a transition of the watched session (called on the event loop, never blocks):
-        the reply text its client got, or a sub-env's transition to make that text of when sent."""
+        the reply text its client got, or a sub-env's transition to make that text of when sent,
+        with its reward and end (a reset's are ignored)."""
+        if event == "reset":
+            self.episodes.reset()
+        else:
+            self.episodes.step(reward, terminated, truncated)
         if self._latest is not None:
             self._skipped += 1
         self._latest = (event, index, action, reply)
@@ -234,7 +264,7 @@ class Watcher:
             event, action = "reset", None
             transition.reward, transition.terminated, transition.truncated = None, False, False
         self._sub_env_ended = bool(transition.terminated) or bool(transition.truncated)
-        self.offer(event, index, action, transition)
+        self.offer(event, index, action, transition, transition.reward, transition.terminated, transition.truncated)
 
     def end(self, reason: str) -> None:
         """The watched session is closing: send what is left, then ``watch_end``."""
@@ -273,7 +303,7 @@ class Watcher:
                     from ..spaces import jsonable
 
                     reply, action = reply.reply_text(), jsonable(action)
-                await self._send(_step_text(event, index, skipped, action, reply))
+                await self._send(_step_text(event, index, skipped, action, reply, self.episodes))
                 await self._send_frame()
             if self._ended is not None:
                 await self._send(json.dumps({"type": "watch_end", "data": {"reason": self._ended}}))

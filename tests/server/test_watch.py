@@ -144,6 +144,54 @@ def test_a_watcher_follows_the_session_and_gets_the_latest_transition(cartpole):
         assert reply.reward == sent[-1].reward
 
 
+def test_the_watch_stream_counts_every_step_of_an_episode_not_only_those_sent(cartpole):
+    """Sampled at 2 per second, a 53-step episode still shows return 53 and length 53, and its end
+    is marked though its last step and the next reset may not be sent (issue 52: it showed ~11)."""
+    with EnvClient(cartpole.url) as client:
+        session_id = _only_session(cartpole)["id"]
+        with connect(_watch_url(cartpole, session_id, fps=2), open_timeout=10) as page:
+            assert json.loads(page.recv(timeout=10))["data"]["session"]["episodes"] == 0
+            assert wait_until(lambda: _listing(cartpole)[0]["watchers"] == 1, timeout=10)
+            frame = client.reset(seed=93)
+            steps, total = 0, 0.0
+            while not frame.done:  # pushes toward the pole's lean: 53 steps from seed 93
+                frame = client.step({"action": int(frame.observation["observation"][2] > 0)})
+                steps, total = steps + 1, total + frame.reward
+            assert (steps, total) == (53, 53.0)
+            client.reset(seed=0)
+            for _ in range(5):
+                client.step({"action": 0})
+            events = _watched_steps(page, 58)
+    ended = [episode for event in events for episode in event["ended"]]
+    assert ended == [{"index": 1, "length": 53, "return": 53.0, "whole": True, "terminated": True, "truncated": False}]
+    assert events[-1]["episode"] == {"index": 2, "length": 5, "return": 5.0, "whole": True}
+    assert sum(1 + event["skipped"] for event in events) == 58 + 2  # every step and both resets, sent or counted
+
+
+def test_episode_ends_are_marked_without_a_reset_and_a_cut_episode_ends_at_the_next_reset():
+    plain = Watcher(connection=None, session=_Watched(AutoresetMode.NEXT_STEP), fps=10)
+    plain.offer("step", 1, 0, "{}", 1.0, False, False)  # under way when watching began
+    plain.offer("reset", 1, None, "{}")
+    for index in range(2, 5):
+        plain.offer("step", index, 0, "{}", 0.5, False, False)
+    plain.offer("reset", 4, None, "{}")  # cuts the episode short
+    ended, dropped = plain.episodes.take_ended()
+    assert dropped == 0 and [(e["index"], e["length"], e["return"], e["whole"], e["terminated"]) for e in ended] == [
+        (0, 1, 1.0, False, False),
+        (1, 3, 1.5, True, False),
+    ]
+    for mode, current in ((AutoresetMode.SAME_STEP, (2, 1, 3.0)), (AutoresetMode.NEXT_STEP, (2, 0, 0.0))):
+        watcher = Watcher(connection=None, session=_Watched(mode), fps=10)
+        watcher.offer_sub_env("reset", 0, None, _transition(None, False))
+        watcher.offer_sub_env("step", 1, 1, _transition(1.0, False))
+        watcher.offer_sub_env("step", 2, 1, _transition(1.0, True))
+        watcher.offer_sub_env("step", 3, 1, _transition(3.0, False))  # SameStep: the next episode's first
+        ended, _ = watcher.episodes.take_ended()
+        assert [(e["index"], e["length"], e["return"], e["terminated"]) for e in ended] == [(1, 2, 2.0, True)]
+        episode = watcher.episodes.current()
+        assert (episode["index"], episode["length"], episode["return"]) == current
+
+
 def test_a_watch_connection_is_read_only(cartpole):
     with EnvClient(cartpole.url) as client:
         client.reset(seed=2)
@@ -252,6 +300,7 @@ class _Watched:
     def __init__(self, autoreset_mode):
         self.autoreset_mode = autoreset_mode
         self.steps = 0
+        self.episodes = 0
         self.watchers = set()
 
 

@@ -37,6 +37,7 @@ const HISTORY_LENGTH = 1000;
 const FRAME_BYTES = 48 * 2 ** 20; // what the history's frames may take, compressed
 const LOG_LINES = 20000;
 const SESSIONS_EVERY_MS = 2000;
+const EPISODES_KEPT = 10000; // the per-episode plots' data (a watched trainer may end thousands)
 
 /** The last HISTORY_LENGTH transitions, each with its frame (a JPEG blob or ansi text). */
 class History {
@@ -97,7 +98,6 @@ const page = {
   cursor: null, // an index into history.records while scrubbing; null follows the live step
   nextId: 0,
   shownFrame: null, // the id of the record whose frame the canvas shows
-  episodeStart: null, // watch mode: the watched session's step count at its last reset
 };
 window.openenvGymPage = page;
 
@@ -136,20 +136,23 @@ class PageError extends Error {}
 
 // The episode's transitions -----------------------------------------------------------------
 
-/** Take in one transition (ours or a watched session's) and show it. */
-function takeTransition({ event, action, data, frame, seed = null, options = null, skipped = 0, step = null }) {
+/** Take in one transition (ours or a watched session's) and show it. A watched one comes with
+ * `episode`, the server's count of its episode (every step, sent or not), shown as it is. */
+function takeTransition({ event, action, data, frame, seed = null, options = null, skipped = 0, episode = null }) {
   const info = data.info && typeof data.info === "object" ? data.info : {};
-  if (event === "reset") {
+  const reward = typeof data.reward === "number" ? data.reward : Number(data.reward) || 0;
+  if (episode !== null) {
+    followEpisode(event, data, reward, episode);
+  } else if (event === "reset") {
     closeEpisode();
     page.episode = newEpisode(page.episode.index + 1, seed);
     page.episode.started = true;
   } else {
-    const reward = typeof data.reward === "number" ? data.reward : Number(data.reward) || 0;
-    page.episode.step = step === null ? page.episode.step + 1 + skipped : step;
+    page.episode.step += 1;
     page.episode.return += reward;
     page.episode.rewards.push(reward);
     page.episode.returns.push(page.episode.return);
-    page.totalSteps += 1 + skipped;
+    page.totalSteps += 1;
     if (data.done || data.truncated) {
       page.episode.done = true;
       closeEpisode();
@@ -176,7 +179,29 @@ function closeEpisode() {
   const episode = page.episode;
   if (!episode.started || episode.logged || episode.step === 0) return;
   episode.logged = true;
-  page.episodes.push({ index: episode.index, return: episode.return, length: episode.step });
+  keepEpisode({ index: episode.index, return: episode.return, length: episode.step });
+}
+
+function keepEpisode(episode) {
+  page.episodes.push(episode);
+  if (page.episodes.length > EPISODES_KEPT) page.episodes.shift();
+}
+
+/** Watch mode: the page's episode is the server's, whose transitions come sampled (a new index
+ * is a new episode, its reset sent or not). */
+function followEpisode(event, data, reward, episode) {
+  const index = Number(episode.index) || 0;
+  if (index !== page.episode.index) {
+    page.episode = newEpisode(index, null);
+    page.episode.started = true;
+  }
+  page.episode.step = Number(episode.length) || 0;
+  page.episode.return = Number(episode.return) || 0;
+  if (event === "step") {
+    page.episode.rewards.push(reward);
+    page.episode.returns.push(page.episode.return);
+    page.episode.done = Boolean(data.done || data.truncated);
+  }
 }
 
 function frameRecord(frame) {
@@ -731,15 +756,19 @@ function watch(id, subEnv) {
         page.episode = newEpisode(Number(session.episodes) || 0, null); // the episode it is in
         refresh();
       } else if (frame.type === "watch_step") {
-        // `index` is the session's count of steps so far: the page's counts follow it, whatever
-        // was skipped (transitions come sampled, at most a few a second).
+        // Transitions come sampled, at most a few a second: `index` is the session's count of steps
+        // so far, `episode` the server's count of the current episode (every step) and `ended`
+        // the episodes that ended since the last message, each whether or not its end was sent.
         const reply = data.reply && data.reply.type === "observation" ? data.reply.data || {} : {};
         const event = data.event === "reset" ? "reset" : "step";
         const index = Number(data.index) || 0;
         const skipped = event === "step" ? Math.max(0, index - page.totalSteps - 1) : 0;
-        const step = event === "step" && page.episodeStart !== null ? index - page.episodeStart : null;
-        if (event === "reset") page.episodeStart = index;
-        takeTransition({ event, action: data.action ?? null, data: reply, frame: null, skipped, step });
+        for (const ended of Array.isArray(data.ended) ? data.ended : []) {
+          // One that began before watching did counts only the steps seen: no point of the plots.
+          if (ended.whole) keepEpisode({ index: Number(ended.index), return: Number(ended.return), length: Number(ended.length) });
+        }
+        const episode = data.episode && typeof data.episode === "object" ? data.episode : { index: page.episode.index, length: 0, return: 0 };
+        takeTransition({ event, action: data.action ?? null, data: reply, frame: null, skipped, episode });
         page.totalSteps = index;
         setCounter("total-steps", index);
         awaitingFrame = page.history.records[page.history.records.length - 1];
