@@ -6,15 +6,15 @@ its question. One answer ends the episode: through Gymnasium the action is the a
 (``env.step("42")``); an OpenEnv client sends ``{"answer": "42"}``; a tool-calling agent calls
 ``answer(text)`` (``gym.make(..., tool_calls=True)``). The reward is the verifier's score in
 [0, 1]: 1 for a right answer, less for a wrong or partly right one (some verifiers give any wrong
-answer of the right form 0.01). No answer (an empty or blank text) scores 0, and a verifier that
-raises scores 0 (``info["grader_error"]`` names the error): the grader fails closed. The answer and the
-metadata the verifier reads stay on the server; the observation after the answer says only its
-score.
+answer of the right form 0.01). An answer that shows nothing, echoes the question, is absurdly
+long or holds a NaN or an infinity scores 0 before any verifier reads it (``info["answer_rejected"]``
+says why), and a verifier that raises or returns anything but a number in [0, 1] scores 0
+(``info["grader_error"]``): see :mod:`.scoring`. The answer and the metadata the verifier reads stay
+on the server; the observation after the answer says only its score.
 """
 
 from __future__ import annotations
 
-import math
 import random
 import string
 import uuid
@@ -26,7 +26,8 @@ from openenv_gym.rewards import Composition, RewardPart
 from openenv_gym.server import Action, Environment, EnvironmentMetadata, Observation, State, ToolResult, tool
 from openenv_gym.server.task_sets import TaskSet, TaskSource, episode_snapshot, load_task_set, restored_episode
 
-from .tasks import DEFAULT_SIZES, ReasoningTask, make_tasks
+from .scoring import MAX_ANSWER_LENGTH, answer_length_limit, score_answer
+from .tasks import DEFAULT_SIZES, ReasoningTask, make_tasks, refusal
 
 __all__ = [
     "MAX_ANSWER_LENGTH",
@@ -36,8 +37,6 @@ __all__ = [
     "ReasoningState",
 ]
 
-#: The longest answer taken (the longest answer of the default generators is about 5,000 characters).
-MAX_ANSWER_LENGTH = 16384
 _FEEDBACK_ROOM = 64  # the observation after an answer: "Your answer scored 0.25." and the like
 
 
@@ -64,7 +63,7 @@ class ReasoningGymEnvironment(Environment[AnswerAction, ReasoningObservation, Re
     """Questions from reasoning-gym's procedural generators, scored by the package's verifiers.
 
     Args:
-        generators: the generators served (default :data:`~.tasks.DEFAULT_GENERATORS`, 72 of them).
+        generators: the generators served (default :data:`~.tasks.DEFAULT_GENERATORS`, 71 of them).
         sizes: items per generator and split (default ``{"train": 20, "test": 5}``); each split
             of each generator is made from its own seed.
         data_seed: the seed the items are made from: equal seeds, equal task sets.
@@ -74,7 +73,9 @@ class ReasoningGymEnvironment(Environment[AnswerAction, ReasoningObservation, Re
         split: the split resets draw from when their options name none (``None``: all tasks).
 
     Raises:
-        ValueError: an unknown generator, one whose verifier runs the answer as code, or bad sizes.
+        ValueError: an unknown generator, a refused one (:func:`~.tasks.refusal`: its verifier runs
+            the answer as code or pays a constant answer 1), also in a task set made before, or
+            bad sizes.
         ImportError: reasoning-gym is not installed (``pip install 'openenv-gym[reasoning]'``).
     """
 
@@ -99,6 +100,9 @@ class ReasoningGymEnvironment(Environment[AnswerAction, ReasoningObservation, Re
     ) -> None:
         if tasks is not None:
             made = load_task_set(tasks, ReasoningTask)
+            for generator in sorted({task.generator for task in made}):
+                if (refused := refusal(generator)) is not None:
+                    raise ValueError(refused)
         else:
             made = make_tasks(generators, sizes if sizes is not None else dict(DEFAULT_SIZES), data_seed)
         if difficulties is not None:
@@ -107,6 +111,7 @@ class ReasoningGymEnvironment(Environment[AnswerAction, ReasoningObservation, Re
                 raise ValueError(f"no task has a difficulty in {difficulties}")
         self.task_set = TaskSet(made, split=split)
         self.space_descriptions = _space_descriptions(self.task_set)  # type: ignore[misc]
+        self._length_limits = _length_limits(self.task_set)
         self._rng = random.Random()
         self._task: ReasoningTask | None = None
         self._state = ReasoningState()
@@ -165,7 +170,7 @@ class ReasoningGymEnvironment(Environment[AnswerAction, ReasoningObservation, Re
         )
 
     def _score(self, answer: str) -> tuple[float, dict[str, Any]]:
-        """The verifier's score of ``answer`` in [0, 1] (0 if it raises), once per episode."""
+        """The answer's score in [0, 1] (see :func:`.scoring.score_answer`), once per episode."""
         task = self._task
         if task is None:
             raise RuntimeError("reset before answering")
@@ -173,24 +178,23 @@ class ReasoningGymEnvironment(Environment[AnswerAction, ReasoningObservation, Re
             raise RuntimeError("the question was answered: the episode has ended; reset for a new one")
         self._state.answered = True
         self._state.step_count += 1
-        info = self._about(task)
-        if not answer.strip():  # no answer: nothing for a verifier to credit
-            info.update(score=0.0, reward_components={"verifier": 0.0})
-            return 0.0, info
-        try:
-            from reasoning_gym import get_score_answer_fn
-
-            raw = float(get_score_answer_fn(task.generator)(answer, task.entry))
-        except Exception as exc:  # a verifier that breaks on odd input pays nothing
-            raw, info["grader_error"] = 0.0, type(exc).__name__
-        score = min(max(raw, 0.0), 1.0) if math.isfinite(raw) else 0.0
-        info["score"] = score
-        info["reward_components"] = {"verifier": score}
+        score, why = score_answer(task, answer, self._length_limits[task.generator])
+        info = {**self._about(task), **why, "score": score, "reward_components": {"verifier": score}}
         return score, info
 
     @staticmethod
     def _about(task: ReasoningTask) -> dict[str, Any]:
         return {"task_id": task.task_id, "difficulty": task.difficulty, "generator": task.generator}
+
+
+def _length_limits(task_set: TaskSet[ReasoningTask]) -> dict[str, int]:
+    """Each generator's longest answer scored, from its longest right answer in the set (an item
+    checked against its metadata alone has none: its generator takes any answer the action allows)."""
+    longest: dict[str, int] = {}
+    for task in task_set.tasks:
+        length = MAX_ANSWER_LENGTH if task.answer is None else len(task.answer)
+        longest[task.generator] = max(longest.get(task.generator, 0), length)
+    return {generator: answer_length_limit(length) for generator, length in longest.items()}
 
 
 def _space_descriptions(task_set: TaskSet[ReasoningTask]) -> dict[str, Any]:

@@ -3,11 +3,14 @@
 Each generator makes items from a seed (a question, its answer, and metadata its verifier reads).
 A task is one item: ``task_id`` is ``GENERATOR/SPLIT/INDEX``, and each split of each generator is
 made from its own seed (derived from the env's ``data_seed``, the generator and the split), so a
-split is the same on every server and in every process. A test item whose question a train item
-of the same generator already asks is dropped.
+split is the same on every server and in every process. A split takes the generator's items in
+order, skipping any whose question an item taken before asks (the same question in train and test
+would leak one into the other) and any that would let a constant answer earn more on the split
+than :func:`~.constant_answers.split_limit` allows (answers that repeat, hedges, partial credit).
 
 Not every generator is served. :data:`CODE_SCORERS` are refused: their verifiers read an answer
-with ``eval`` or SymPy's parser, which would run the agent's text as Python outside a sandbox.
+with ``eval`` or SymPy's parser, which would run the agent's text as Python outside a sandbox; so
+are :data:`~.constant_answers.UNSOUND`, whose verifiers score a constant answer 1.
 :data:`DEFAULT_GENERATORS` are the others whose items are made in milliseconds, score their own
 answer 1 and a wrong one less, and come out the same under any ``PYTHONHASHSEED``.
 """
@@ -18,12 +21,15 @@ import contextlib
 import functools
 import hashlib
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import Field
 
 from openenv_gym.server.task_sets import BaseTask, choice_error
+
+from .constant_answers import PROBE_ANSWERS, UNSOUND, split_limit
+from .scoring import score_answer
 
 __all__ = [
     "CODE_SCORERS",
@@ -31,11 +37,20 @@ __all__ = [
     "DEFAULT_SIZES",
     "DIFFICULTY",
     "ReasoningTask",
+    "constant_answer_bounds",
     "make_tasks",
+    "refusal",
 ]
 
 #: Items per generator and split, unless the env is given ``sizes``.
 DEFAULT_SIZES: Mapping[str, int] = {"train": 20, "test": 5}
+# Items a split may draw to find its own: answers repeat (four of self_reference's 20 train items
+# answer 5, which one item in 23 does) and questions repeat (tower_of_hanoi: more than half).
+_DRAWS_PER_ITEM = 20
+_EXTRA_DRAWS = 100
+# A split's own answers up to this long are tried as constants: longer ones (grids, move lists,
+# sentences) neither repeat nor hedge.
+_SHORT_ANSWER = 40
 
 #: Generators whose verifiers evaluate the answer as code (``eval``, ``sympy.parse_expr``).
 CODE_SCORERS = frozenset(
@@ -67,7 +82,6 @@ _EASY = (
     "binary_alternation",
     "caesar_cipher",
     "chain_sum",
-    "coin_flip",
     "count_bits",
     "decimal_chain_sum",
     "fraction_simplification",
@@ -146,8 +160,35 @@ DIFFICULTY: Mapping[str, str] = {
     **dict.fromkeys(_MEDIUM, "medium"),
     **dict.fromkeys(_HARD, "hard"),
 }
-#: The generators served unless the env is given ``generators`` (72 of the package's 106).
+#: The generators served unless the env is given ``generators`` (71 of the package's 106).
 DEFAULT_GENERATORS: tuple[str, ...] = tuple(sorted(DIFFICULTY))
+
+
+def constant_answer_bounds(sizes: Mapping[str, int] | None = None) -> dict[str, float]:
+    """The most one answer, the same for every question, may average over each default generator's
+    items (``sizes`` per split, default :data:`DEFAULT_SIZES`), as the splits are drawn.
+
+    0.2 with the default sizes (a share of 0.15, rounded up to whole items per split, and room for
+    what verifiers pay wrong answers); for a generator whose answers are one of k values
+    (:data:`~.constant_answers.FEW_ANSWERS`), chance rounded the same way: 0.52 for a yes/no
+    question with 25 items (13 of one answer, 12 of the other), 0.36 for three answers.
+    """
+    split_sizes = (DEFAULT_SIZES if sizes is None else sizes).values()
+    items = sum(split_sizes)
+    return {name: sum(split_limit(name, size) for size in split_sizes) / items for name in DEFAULT_GENERATORS}
+
+
+def refusal(generator: str) -> str | None:
+    """Why ``generator`` is not served (its verifier runs the answer as code, or pays a constant
+    answer 1), or None."""
+    if generator in CODE_SCORERS:
+        return (
+            f"generator {generator!r} is not served: its verifier evaluates the answer as Python code "
+            "(eval or SymPy's parser), which would run the agent's text outside a sandbox"
+        )
+    if generator in UNSOUND:
+        return f"generator {generator!r} is not served: {UNSOUND[generator]}"
+    return None
 
 
 class ReasoningTask(BaseTask):
@@ -175,8 +216,9 @@ def make_tasks(
     Made once per process for the same arguments (a server makes one env per session).
 
     Raises:
-        ValueError: an unknown generator (the message names the nearest), one in
-            :data:`CODE_SCORERS`, or sizes that are not positive counts.
+        ValueError: an unknown generator (the message names the nearest), a refused one
+            (:func:`refusal`), sizes that are not positive counts, or a split whose items the
+            draws cannot find (:func:`~.constant_answers.split_limit`).
         ImportError: the ``reasoning-gym`` package is not installed.
     """
     names = tuple(DEFAULT_GENERATORS if generators is None else generators)
@@ -200,34 +242,80 @@ def _made(names: tuple[str, ...], sizes: tuple[tuple[str, int], ...], data_seed:
         ) from None
     tasks: list[ReasoningTask] = []
     for name in names:
-        if name in CODE_SCORERS:
-            raise ValueError(
-                f"generator {name!r} is not served: its verifier evaluates the answer as Python code "
-                "(eval or SymPy's parser), which would run the agent's text outside a sandbox"
-            )
+        refused = refusal(name)
+        if refused is not None:
+            raise ValueError(refused)
         if name not in DATASETS:
-            raise choice_error("generator", name, sorted(set(DATASETS) - CODE_SCORERS))
+            raise choice_error("generator", name, sorted(set(DATASETS) - CODE_SCORERS - set(UNSOUND)))
         asked: set[str] = set()
         for split, size in sizes:
-            with contextlib.redirect_stdout(io.StringIO()):  # some generators print progress
-                dataset = reasoning_gym.create_dataset(name, size=size, seed=_seed(data_seed, name, split))
-                items = [dataset[index] for index in range(size)]
-            for index, item in enumerate(items):
-                if item["question"] in asked:
-                    continue  # the same question in two splits would leak one into the other
-                asked.add(item["question"])
-                tasks.append(
-                    ReasoningTask(
-                        task_id=f"{name}/{split}/{index}",
-                        difficulty=DIFFICULTY.get(name, "medium"),  # type: ignore[arg-type]
-                        split=split,
-                        generator=name,
-                        question=item["question"],
-                        answer=None if item["answer"] is None else str(item["answer"]),
-                        metadata=dict(item.get("metadata") or {}),
-                    )
+            draws = _DRAWS_PER_ITEM * size + _EXTRA_DRAWS
+            with contextlib.redirect_stdout(io.StringIO()):  # some generators and verifiers print
+                dataset = reasoning_gym.create_dataset(name, size=draws, seed=_seed(data_seed, name, split))
+                drawn = _balanced(dataset, size, split_limit(name, size), asked, _task_maker(name, split))
+            if len(drawn) < size:
+                raise ValueError(
+                    f"generator {name!r}: {draws} draws gave {len(drawn)} of the {size} {split} items on which "
+                    f"no constant answer earns more than {split_limit(name, size):.4g} in total"
                 )
+            tasks.extend(drawn)
     return tuple(tasks)
+
+
+def _task_maker(name: str, split: str) -> Callable[[int, dict[str, Any]], ReasoningTask]:
+    def task(index: int, item: dict[str, Any]) -> ReasoningTask:
+        return ReasoningTask(
+            task_id=f"{name}/{split}/{index}",
+            difficulty=DIFFICULTY.get(name, "medium"),  # type: ignore[arg-type]
+            split=split,
+            generator=name,
+            question=item["question"],
+            answer=None if item["answer"] is None else str(item["answer"]),
+            metadata=dict(item.get("metadata") or {}),
+        )
+
+    return task
+
+
+def _balanced(
+    dataset: Sequence[dict[str, Any]],
+    size: int,
+    limit: float,
+    asked: set[str],
+    task_of: Callable[[int, dict[str, Any]], ReasoningTask],
+) -> list[ReasoningTask]:
+    """The first ``size`` items of ``dataset`` whose question no item before asks (``asked`` gains
+    them) and that leave every constant answer (:data:`~.constant_answers.PROBE_ANSWERS`, and each
+    short answer of the items taken) earning at most ``limit`` over the split.
+
+    What a constant earns on every item it does not answer right (0.01 for any answer of the right
+    form; the least of those scores so far) is counted for the items still to come, or the last of
+    them would find the limit spent."""
+    taken: list[ReasoningTask] = []
+    # Each constant's total over the items taken, and its least score below 1 (1: none yet).
+    earned = dict.fromkeys(PROBE_ANSWERS, (0.0, 1.0))
+    for index in range(len(dataset)):
+        if len(taken) == size:
+            break
+        item = dataset[index]
+        if item["question"] in asked:
+            continue
+        task = task_of(index, item)
+        after = {}
+        for answer, (total, least) in earned.items():
+            score = score_answer(task, answer)[0]
+            after[answer] = (total + score, least if score >= 1.0 else min(least, score))
+        own = task.answer
+        if own is not None and len(own) <= _SHORT_ANSWER and own not in after:
+            scores = [score_answer(other, own)[0] for other in (*taken, task)]
+            after[own] = (sum(scores), min([score for score in scores if score < 1.0], default=1.0))
+        to_come = size - len(taken) - 1
+        if any(total + (to_come * least if least < 1.0 else 0.0) > limit + 1e-9 for total, least in after.values()):
+            continue  # this item's answer (or what a constant earns on it) would repeat too often
+        asked.add(item["question"])
+        taken.append(task)
+        earned = after
+    return taken
 
 
 def _seed(data_seed: int, generator: str, split: str) -> int:

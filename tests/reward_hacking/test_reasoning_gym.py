@@ -4,21 +4,33 @@ be paid for an answer it did not get right, each paying nothing.
 Classes here: answering twice (an episode pays once); answers the verifier chokes on (it fails
 closed); answers that are code (no served verifier runs the answer as Python); finding the answer
 where the agent can look (observation, info, state, /schema, snapshots, the tool result); answers
-that hedge (every candidate at once, the question echoed back); test questions met in training.
+that hedge (every candidate at once, the question echoed back); test questions met in training;
+degenerate answers (NaN and infinities in every spelling, nothing, the question, padding) and
+verifier results that are not scores; constant answers (one answer for every question of a
+generator earns no more than its documented bound).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import json
+import math
+import random
 import re
+import statistics
+from collections import Counter
+from typing import Any
 
 import gymnasium as gym
 import pytest
 
 import openenv_gym
 from openenv_gym.envs.reasoning import CODE_SCORERS, DEFAULT_GENERATORS, AnswerAction, ReasoningGymEnvironment
+from openenv_gym.envs.reasoning.constant_answers import EXACT_ONLY, PROBE_ANSWERS, UNSOUND
+from openenv_gym.envs.reasoning.scoring import score_answer
+from openenv_gym.envs.reasoning.tasks import constant_answer_bounds, make_tasks
 
 reasoning_gym = pytest.importorskip("reasoning_gym")
 
@@ -119,3 +131,158 @@ def test_hedging_answers_pay_less_than_the_answer(env):
     env.reset(options={"task_id": words.task_id})
     shuffled = ", ".join(reversed(words.answer.split(", ")))
     assert shuffled == words.answer or env.step(AnswerAction(answer=shuffled)).reward < 1.0
+
+
+@pytest.fixture(scope="module")
+def numeric() -> ReasoningGymEnvironment:
+    return ReasoningGymEnvironment(generators=["complex_arithmetic", "decimal_arithmetic", "power_function", "gcd"])
+
+
+def answered(env: ReasoningGymEnvironment, task_id: str, answer: str):
+    env.reset(options={"task_id": task_id})
+    return env.step(AnswerAction(answer=answer))
+
+
+def test_nan_scores_nothing_on_complex_arithmetic(numeric):
+    """complex_arithmetic's verifier pays min(1, exp(-|right - answer|)), which is 1 for NaN."""
+    tasks = [task for task in numeric.task_set.tasks if task.generator == "complex_arithmetic"]
+    for task in tasks:
+        observation = answered(numeric, task.task_id, "nan")
+        assert observation.reward == 0.0, task.task_id
+        assert observation.info["answer_rejected"] == "'nan' is not a finite number"
+
+
+NON_FINITE = ["nan", "NaN", "-nan", "inf", "-inf", "+Infinity", "infinity", "1e999", "-1e999", "1E+999"]
+NON_FINITE += ["nan+nanj", "nanj", "3+nani", "1e999j", "(nan)", "n a n", "[1, nan]", "sNaN", "NaN12", "9" * 400]
+
+
+@pytest.mark.parametrize("answer", NON_FINITE)
+def test_every_spelling_of_a_non_finite_number_scores_nothing(numeric, answer):
+    for generator in ("complex_arithmetic", "decimal_arithmetic", "power_function", "gcd"):
+        task = first(numeric, generator)
+        observation = answered(numeric, task.task_id, answer)
+        assert (observation.reward, observation.info["score"]) == (0.0, 0.0), (generator, answer)
+        assert observation.info["answer_rejected"].endswith("is not a finite number")
+
+
+@pytest.mark.parametrize(
+    ("degenerate", "reason"),
+    [
+        (lambda task: "", "no answer"),
+        (lambda task: " \t\n", "no answer"),
+        (lambda task: "\u200b\u200b", "no answer"),  # invisible
+        (lambda task: task.question, "the question echoed back"),
+        (lambda task: f"{task.answer} {task.question.upper()}", "the question echoed back"),
+        (lambda task: f"{task.answer} " + "x" * 2000, "longer than"),
+    ],
+    ids=["empty", "whitespace", "invisible", "the question", "answer and question", "padded"],
+)
+def test_degenerate_answers_score_nothing_and_say_why(numeric, degenerate, reason):
+    """Even with the right answer inside: the verifier never reads it."""
+    for generator in ("gcd", "complex_arithmetic"):
+        task = first(numeric, generator)
+        observation = answered(numeric, task.task_id, degenerate(task))
+        assert observation.reward == 0.0
+        assert observation.info["answer_rejected"].startswith(reason)
+
+
+@dataclasses.dataclass
+class _Config:
+    seed: int | None = None
+    size: int = 500
+
+
+def _fake_generator(monkeypatch, name: str, answers, score=None) -> None:
+    """A generator under ``name`` whose item ``idx`` answers ``answers(random.Random(seed + idx))``
+    and whose verifier returns ``score(answer, entry)`` (default: 1 for the answer, else 0)."""
+    from reasoning_gym.dataset import ProceduralDataset
+    from reasoning_gym.factory import DATASETS
+
+    class Fake(ProceduralDataset):
+        def __init__(self, config: _Config) -> None:
+            super().__init__(config=config, seed=config.seed, size=config.size)
+
+        def __getitem__(self, idx: int) -> dict[str, Any]:
+            return {"question": f"question {idx}?", "answer": answers(random.Random(self.seed + idx)), "metadata": {}}
+
+        def score_answer(self, answer, entry):
+            return float(answer == entry["answer"]) if score is None else score(answer, entry)
+
+    monkeypatch.setitem(DATASETS, name, (Fake, _Config))
+
+
+@pytest.mark.parametrize("returned", [math.nan, math.inf, -math.inf, 1.5, -0.25, True, "1", None, [1.0]])
+def test_a_verifier_result_that_is_not_a_score_scores_nothing(monkeypatch, returned):
+    name = f"returns {returned!r}"  # each its own verifier
+    _fake_generator(monkeypatch, name, lambda rng: "7", lambda answer, entry: returned)
+    task = {"task_id": "t", "difficulty": "easy", "generator": name, "question": "Seven?", "answer": "7"}
+    env = ReasoningGymEnvironment(tasks=[task])
+    observation = answered(env, "t", "7")
+    assert observation.reward == 0.0
+    assert observation.info["grader_error"] == f"the verifier returned {returned!r}, not a score in [0, 1]"
+
+
+def test_a_split_takes_no_answer_more_often_than_its_share(monkeypatch):
+    """A generator answering 7 three times in five: each split takes 7 at most 15% of the time
+    (3 of 20, 1 of 5), so "7" for every question earns 0.16."""
+    _fake_generator(monkeypatch, "mostly_seven", lambda rng: "7" if rng.random() < 0.6 else str(rng.randrange(100)))
+    tasks = make_tasks(["mostly_seven"], {"train": 20, "test": 5})
+    sevens = Counter(task.split for task in tasks if task.answer == "7")
+    assert (sevens["train"], sevens["test"]) == (3, 1)
+    assert len(tasks) == 25
+    assert statistics.mean(score_answer(task, "7")[0] for task in tasks) == 0.16
+
+
+def test_a_verifier_that_pays_a_constant_in_full_is_not_served():
+    assert set(UNSOUND) == {"coin_flip"} and not set(UNSOUND) & set(DEFAULT_GENERATORS)
+    with pytest.raises(ValueError, match="'0' scores 1 on every probability below 1"):
+        ReasoningGymEnvironment(generators=["coin_flip"])
+    made = {"task_id": "c", "difficulty": "easy", "generator": "coin_flip", "question": "P?", "answer": "0.25"}
+    with pytest.raises(ValueError, match="not served"):
+        ReasoningGymEnvironment(tasks=[made])
+
+
+def test_partial_credit_a_constant_collects_is_not_paid():
+    """game_of_life credits each right cell and rectangle_count a count off by one: the all-dead
+    grid and a near count would earn most of 1. Only a right answer pays."""
+    env = ReasoningGymEnvironment(generators=sorted(EXACT_ONLY))
+    grid = next(task for task in env.task_set.tasks if task.generator == "game_of_life" and "1" in task.answer)
+    dead = json.dumps([[0] * len(row) for row in json.loads(grid.answer)]).replace(" ", "")
+    assert answered(env, grid.task_id, dead).reward == 0.0
+    count = first(env, "rectangle_count")
+    assert answered(env, count.task_id, str(int(count.answer) + 1)).reward == 0.0
+    assert answered(env, count.task_id, count.answer).reward == 1.0
+
+
+# What an optimiser tries first, besides PROBE_ANSWERS and each generator's most common answers.
+CONSTANT_ANSWERS = ("0", "1", "-1", "Yes", "No", "True", "False", "A", "", "nan", "inf", *PROBE_ANSWERS)
+
+
+def test_no_constant_answer_beats_its_bound_on_any_served_generator():
+    """For each served generator, over its default items: each constant above, its five most
+    common answers (and hedges among them, such as gcd's "12") and the question echoed back each
+    average at most the generator's bound (0.2, or chance for answers from a few values)."""
+    bounds = constant_answer_bounds()
+    assert set(bounds) == set(DEFAULT_GENERATORS)
+    assert {name: bound for name, bound in bounds.items() if bound > 0.2} == {
+        "acre": 0.36,  # on, off or undetermined: chance is 1/3 (9 of 25 items)
+        "circuit_logic": 0.52,  # yes/no questions: chance is 1/2 (13 of 25 items)
+        "course_schedule": 0.52,
+        "mahjong_puzzle": 0.36,
+        "syllogism": 0.52,
+    }
+    by_generator: dict[str, list] = {}
+    for task in make_tasks():
+        by_generator.setdefault(task.generator, []).append(task)
+    above = {}
+    for generator, tasks in by_generator.items():
+        common = [answer for answer, _ in Counter(task.answer for task in tasks).most_common(5) if answer]
+        means = {
+            answer: statistics.mean(score_answer(task, answer)[0] for task in tasks)
+            for answer in {*CONSTANT_ANSWERS, *common}
+        }
+        means["<the question>"] = statistics.mean(score_answer(task, task.question)[0] for task in tasks)
+        best = max(means, key=means.__getitem__)
+        if means[best] > bounds[generator] + 1e-9:
+            above[generator] = (best, round(means[best], 3), bounds[generator])
+    assert not above
