@@ -1,9 +1,9 @@
 """Two LLM clients play chess against each other on one server (``openenv/Chess-v0`` self-play).
 
 Each side is its own client (here, a thread each; they could be two machines) that joins the same
-game by id and sees the game as a chat (``ChatMessages``): a system message with the tools, the
-board as the user's message, then its tool calls and their results. A ``Responder`` turns the
-chat so far into the next tool call:
+game by id and sees the game as a chat (``ChatMessages``): the board as the user's message, then
+its tool calls and their results, with the tools for the chat template's ``tools=``. A
+``Responder`` turns the chat so far into the next tool call:
 
 * ``--model PATH``: a chat model from a local directory (``transformers``), which answers with a
   tool call as JSON; a reply that is no tool call, or an illegal move, is the env's error

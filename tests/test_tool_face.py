@@ -211,7 +211,8 @@ def test_remote_v0_drives_an_openenv_mcp_server(calculator_url):
 
 
 def test_chat_messages_grow_by_one_call_and_its_result(toolbox_url):
-    env = ChatMessages(gym.make("openenv/Remote-v0", base_url=toolbox_url))
+    """The text format (tests/wrappers/test_chat.py has the structured one, the default)."""
+    env = ChatMessages(gym.make("openenv/Remote-v0", base_url=toolbox_url), tool_format="text")
     try:
         messages, info = env.reset()
         assert [message["role"] for message in messages] == ["system", "user"]
