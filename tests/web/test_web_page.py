@@ -420,6 +420,35 @@ def test_watch_mode_follows_a_client_s_session_and_acts_on_nothing(page):
     page.assert_clean()
 
 
+def test_watch_mode_shows_a_sampled_episode_s_true_return_and_length(page):
+    """A 53-step CartPole episode played faster than the page is sent transitions: the page shows its
+    return and length, 53, and the next episode apart (issue 52: ~11, and the two merged)."""
+    from openenv_gym.client import http_get_json
+
+    with served("CartPole-v1") as server:
+        client = EnvClient(server.url).connect()
+        try:
+            session_id = http_get_json(server.url, "/web/sessions")["sessions"][0]["id"]
+            page.open(server, f"/web/?watch={session_id}")
+            page.wait(lambda: http_get_json(server.url, "/web/sessions")["sessions"][0]["watchers"] == 1, "the watcher")
+            frame = client.reset(seed=93)
+            steps = 0
+            while not frame.done:  # pushes toward the pole's lean: 53 steps from seed 93
+                frame = client.step({"action": int(frame.observation["observation"][2] > 0)})
+                steps += 1
+            assert steps == 53
+            client.reset(seed=0)
+            for _ in range(5):
+                client.step({"action": 0})
+            page.wait_value("total-steps", 58)
+            page.wait_value("step-count", 5)
+            page.wait_value("episode-return", 5)
+            assert page.script("return window.openenvGymPage.episodes") == [{"index": 1, "return": 53, "length": 53}]
+        finally:
+            client.close()
+    page.assert_clean()
+
+
 def test_every_space_gets_a_form_whose_random_actions_the_server_accepts(page):
     """A Dict of Discrete, Box, MultiDiscrete, MultiBinary, Text and Tuple: the form has a control for
     each, actions sampled in the page pass the server's check, a too-short Text is stopped in the page,
