@@ -40,18 +40,16 @@ OWN_VENVS = {"import gem\n": "gem-llm==0.1.0"}
 
 # What a snippet takes as the reader's own, made here and run before it. TRL's: a model name, a
 # GRPOConfig and dataset rows. The model is a 2-layer Qwen2 and a tokenizer made on the spot (no
-# download), saved where GRPOTrainer loads a model by name (the snippet's working directory); one
-# step of training each.
+# download: docs/training-llm-agents.md's CPU recipe), saved where GRPOTrainer loads a model by
+# name (the snippet's working directory); one step of training each.
 READERS_OWN = {
-    "GRPOTrainer(model": f"""\
-import sys
-sys.path.insert(0, {str(REPO_ROOT)!r})
+    "GRPOTrainer(model, args": """\
 from datasets import Dataset
 from trl import GRPOConfig
 from openenv_gym.envs.coding import task_ids as _task_ids
-from tests.integrations.tiny_lm import tiny_model, tiny_tokenizer
+from openenv_gym.integrations.trl.tiny_model import tiny_model, tiny_tokenizer
 
-_tokenizer = tiny_tokenizer(["def f(x):\\n    return x\\n", '<tool_call>{{"name": "submit"}}</tool_call>'])
+_tokenizer = tiny_tokenizer(["def f(x):\\n    return x\\n", '<tool_call>{"name": "submit"}</tool_call>'])
 model = "tiny-model"  # a folder in the snippet's working directory
 tiny_model(_tokenizer).save_pretrained(model)
 _tokenizer.save_pretrained(model)
@@ -60,7 +58,7 @@ args = GRPOConfig(
     num_generations=2, max_completion_length=16, save_strategy="no", disable_tqdm=True,
     activation_checkpointing=False, max_tool_calling_iterations=1,
 )
-rows = Dataset.from_list([{{"prompt": [{{"role": "user", "content": ""}}], "task_id": t}} for t in _task_ids()[:2]])
+rows = Dataset.from_list([{"prompt": [{"role": "user", "content": ""}], "task_id": t} for t in _task_ids()[:2]])
 """,
 }
 
