@@ -44,7 +44,9 @@ _LENGTH_SLACK = 1024
 _WORD = re.compile(r"[\w.+\-]+")  # what a number parser could read as one number
 _DROPPED = re.compile(r"[\s,]+")  # what verifiers drop before parsing ("1,000"; complex_arithmetic's spaces)
 _SIGN = re.compile(r"(?<![eE])[+\-]")  # where a complex number's parts meet ("nan+nanj")
-_MAYBE_NUMBER = re.compile(r"nan|inf|\d", re.IGNORECASE)
+# What a non-finite number holds: NaN or an infinity by name, an exponent, or more digits than a
+# float holds (310 overflow).
+_MAYBE_NON_FINITE = re.compile(r"nan|inf|[\d.]e|[\d_]{300}", re.IGNORECASE)
 
 
 def answer_length_limit(longest_right_answer: int) -> int:
@@ -77,13 +79,14 @@ def non_finite_number(text: str) -> str | None:
 
     Words are read as they are and with the spaces and commas taken out (verifiers drop them), as
     a whole and part by part at a sign, and with ``i`` for ``j`` (``nani`` is ``nanj``)."""
-    for source in (text, _DROPPED.sub("", text)):
+    compact = _DROPPED.sub("", text)
+    for source in (text,) if compact == text else (text, compact):
         for word in _WORD.findall(source):
-            if not _MAYBE_NUMBER.search(word):
+            if not _MAYBE_NON_FINITE.search(word):
                 continue
-            for part in (word, *_SIGN.split(word)):
-                if _non_finite(part) or _non_finite(part.lower().replace("i", "j")):
-                    return word
+            parts = {word, *_SIGN.split(word)}
+            if any(_non_finite(part) for part in parts | {part.lower().replace("i", "j") for part in parts}):
+                return word
     return None
 
 
@@ -101,7 +104,7 @@ def _rejection(task: ReasoningTask, answer: str, length_limit: int) -> str | Non
         return "no answer: nothing but spaces or invisible characters"
     if len(answer) > length_limit:
         return f"longer than {length_limit} characters, the most an answer to this generator may be"
-    if _plain(task.question) in _plain(answer):
+    if _plain_question(task.question) in _plain(answer):
         return "the question echoed back"
     number = non_finite_number(answer)
     if number is not None and (task.answer is None or non_finite_number(task.answer) is None):
@@ -125,3 +128,9 @@ def _non_finite(word: str) -> bool:
 
 def _plain(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_question(question: str) -> str:
+    """A question made plain once: the task set's questions are few, and the check runs per answer."""
+    return _plain(question)

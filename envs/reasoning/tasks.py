@@ -48,8 +48,8 @@ DEFAULT_SIZES: Mapping[str, int] = {"train": 20, "test": 5}
 # answer 5, which one item in 23 does) and questions repeat (tower_of_hanoi: more than half).
 _DRAWS_PER_ITEM = 20
 _EXTRA_DRAWS = 100
-# A split's own answers up to this long are tried as constants: longer ones (grids, move lists,
-# sentences) neither repeat nor hedge.
+# A split's own answers up to this long are tried as constants; longer ones (grids, move lists,
+# sentences), which seldom repeat and never hedge, once they repeat (game_of_life's all-dead grid).
 _SHORT_ANSWER = 40
 
 #: Generators whose verifiers evaluate the answer as code (``eval``, ``sympy.parse_expr``).
@@ -286,7 +286,7 @@ def _balanced(
 ) -> list[ReasoningTask]:
     """The first ``size`` items of ``dataset`` whose question no item before asks (``asked`` gains
     them) and that leave every constant answer (:data:`~.constant_answers.PROBE_ANSWERS`, and each
-    short answer of the items taken) earning at most ``limit`` over the split.
+    answer of the items taken that is short or repeats) earning at most ``limit`` over the split.
 
     What a constant earns on every item it does not answer right (0.01 for any answer of the right
     form; the least of those scores so far) is counted for the items still to come, or the last of
@@ -294,6 +294,7 @@ def _balanced(
     taken: list[ReasoningTask] = []
     # Each constant's total over the items taken, and its least score below 1 (1: none yet).
     earned = dict.fromkeys(PROBE_ANSWERS, (0.0, 1.0))
+    answers: set[str | None] = set()  # of the items taken
     for index in range(len(dataset)):
         if len(taken) == size:
             break
@@ -306,13 +307,14 @@ def _balanced(
             score = score_answer(task, answer)[0]
             after[answer] = (total + score, least if score >= 1.0 else min(least, score))
         own = task.answer
-        if own is not None and len(own) <= _SHORT_ANSWER and own not in after:
+        if own is not None and own not in after and (len(own) <= _SHORT_ANSWER or own in answers):
             scores = [score_answer(other, own)[0] for other in (*taken, task)]
             after[own] = (sum(scores), min([score for score in scores if score < 1.0], default=1.0))
         to_come = size - len(taken) - 1
         if any(total + (to_come * least if least < 1.0 else 0.0) > limit + 1e-9 for total, least in after.values()):
             continue  # this item's answer (or what a constant earns on it) would repeat too often
         asked.add(item["question"])
+        answers.add(own)
         taken.append(task)
         earned = after
     return taken
