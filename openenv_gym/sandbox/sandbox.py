@@ -15,7 +15,6 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import SandboxUnavailableError
@@ -337,7 +336,7 @@ class Sandbox:
         if spare is not None:
             self._adopt(spare)
             return
-        program = ["-S", "-s", "-B", "-c", Path(worker.__file__).read_text(encoding="utf-8")]
+        program = worker.program()
         privileged = os.geteuid() == 0
         seccomp_fd = _filter_pipe(self._seccomp) if self._seccomp is not None else None
         try:

@@ -1,15 +1,18 @@
 """The warm worker that runs inside the sandbox: it forks one child per run of untrusted code.
 
-This file is a program as well as a module. The sandbox starts it as ``python -c <this source>``
-inside bubblewrap, so it uses the standard library only and nothing else of openenv_gym; the
-server side imports it for the message framing (:func:`write_message`, :func:`read_message`).
+This file is a program as well as a module, and so is :mod:`.worker_run`, the child's half. The
+sandbox starts them inside bubblewrap as ``python -c <launcher> <worker_run's source> <this
+source>`` (:func:`program`): the launcher loads the child's half as the module of its name, then
+runs this one as ``__main__``. So both use the standard library only and nothing else of
+openenv_gym; the server side imports this one for the message framing (:func:`write_message`,
+:func:`read_message`).
 
 One worker lives per sandbox. It waits for requests on stdin and answers on stdout, one at a
 time. For each request it forks a child, so every run starts from the same clean interpreter
 state without paying for a new interpreter. The worker is the pid namespace's init, out of the
-runs' reach. The child gives up its privileges (another uid when the worker runs as root,
-rlimits on CPU time, memory, file size, processes and open files), runs the code, then calls
-the requested function on each case and writes the results to a pipe of its own. The worker reads stdout, stderr and results with caps, enforces the wall-clock limit,
+runs' reach. The child (:func:`~.worker_run.run_child`) gives up its privileges, runs the code,
+then calls the requested function on each case and writes the results to a pipe of its own. The
+worker reads stdout, stderr and results with caps, enforces the wall-clock limit,
 and afterwards kills every process the run left (the whole pid namespace, when it has one),
 empties the scratch directory (and, in a sandbox of its own, ``/dev/shm`` and ``/dev/mqueue``,
 each made as it was) and destroys every System V IPC object of the run, so nothing leaks into
@@ -41,27 +44,25 @@ pay for it.
 from __future__ import annotations
 
 import base64
-import builtins
 import json
-import linecache
 import math
 import os
-import resource
 import selectors
 import shutil
 import signal
 import struct
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-__all__ = ["CONFIG_KEYS", "MAX_MESSAGE_BYTES", "TRACEBACK_LIMIT", "read_message", "write_message"]
+# Absolute, for the sandbox: there the launcher has put the module under this name (program()).
+from openenv_gym.sandbox.worker_run import TRACEBACK_LIMIT, run_child
+
+__all__ = ["CONFIG_KEYS", "MAX_MESSAGE_BYTES", "TRACEBACK_LIMIT", "program", "read_message", "write_message"]
 
 HEADER = struct.Struct(">I")
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-TRACEBACK_LIMIT = 4096  # characters of a case's traceback kept (its end: the exception is last)
 CONFIG_KEYS = (
     "uid",  # the uid runs drop to when the worker is root, or null to keep the worker's
     "isolated",  # whether the worker has a pid namespace of its own (cleanup kills all in it)
@@ -75,17 +76,34 @@ CONFIG_KEYS = (
     "output_limit",  # bytes of stdout and of stderr kept per run
     "result_limit",  # bytes of function results kept per run
 )
-_RESULT_FD = 3  # the child's results pipe: stdout stays the program's own
 _GRACE_AFTER_EXIT = 0.2  # how long pipes may stay open after the child exits (a leftover process)
-_CPU_TIME_GRACE = 1  # seconds of CPU time between SIGXCPU and SIGKILL
 _CPU_TIME_SLACK = 0.05  # seconds: the CPU time the kernel reports may round below the limit it enforced
-_SOLUTION = "<solution>"
 _MAX_WORKSPACE_COPY = MAX_MESSAGE_BYTES * 3 // 4  # bytes of a workspace's tar: its base64 fits one message
 #: Seconds GNU tar may take to unpack a workspace (milliseconds, usually): less than the grace the
 #: sandbox gives a reply beyond its wall_time, so a stuck unpack is answered, not waited out.
 _WORKSPACE_COPY_TIMEOUT = 4.0
 _SHARED_DIRS = ("/dev/shm", "/dev/mqueue")  # the sandbox's other places runs write, mode 1777 as on a host
 _SYSV_IPC = {"msg": "msgctl", "shm": "shmctl", "sem": "semctl"}  # /proc/sysvipc's lists, and each one's call
+
+_RUN_MODULE = run_child.__module__
+# Loads the child's half (argv[1]) as its module, then runs the worker (argv[2]) as __main__.
+_LAUNCHER = f"""\
+import sys, types
+run = sys.modules[{_RUN_MODULE!r}] = types.ModuleType({_RUN_MODULE!r})
+exec(compile(sys.argv[1], "worker_run.py", "exec"), run.__dict__)
+exec(compile(sys.argv[2], "worker.py", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
+"""
+
+
+def program() -> list[str]:
+    """The interpreter's arguments that run the worker: no ``site``, no user site, no bytecode
+    written, and the two halves' sources passed to the launcher (nothing of them is read from a
+    file inside the sandbox, where installed packages are hidden)."""
+    sources = []
+    for name in ("worker_run.py", "worker.py"):
+        with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as source:
+            sources.append(source.read())
+    return ["-S", "-s", "-B", "-c", _LAUNCHER, *sources]
 
 
 def write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
@@ -111,169 +129,6 @@ def read_message(read: Callable[[int], bytes | None]) -> dict[str, Any] | None:
     if body is None or len(body) < size:
         return None
     return json.loads(body)
-
-
-# --- the child: one run of untrusted code ------------------------------------------------------
-
-
-def _drop_privileges(config: dict[str, Any]) -> None:
-    uid = config["uid"]
-    if uid is not None and os.getuid() == 0:
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-    # SIGXCPU at the CPU-time limit, SIGKILL a second later for code that ignores it: the CPU
-    # time the kernel reports for a killed process can fall well short of the limit it enforced
-    # (0.83 s at a 1 s limit on a loaded machine), so a kill at the limit itself would be
-    # indistinguishable from any other SIGKILL.
-    resource.setrlimit(resource.RLIMIT_CPU, (config["cpu_time"], config["cpu_time"] + _CPU_TIME_GRACE))
-    limits = [
-        (resource.RLIMIT_AS, config["memory"]),
-        (resource.RLIMIT_FSIZE, config["file_size"]),
-        (resource.RLIMIT_NOFILE, config["open_files"]),
-        (resource.RLIMIT_CORE, 0),
-    ]
-    if config["isolated"]:
-        # RLIMIT_NPROC counts every process of the uid, so it is only safe in a sandbox of its own.
-        limits.append((resource.RLIMIT_NPROC, config["processes"]))
-    for kind, value in limits:
-        resource.setrlimit(kind, (value, value))
-
-
-def _run_child(request: dict[str, Any], config: dict[str, Any], out: int, err: int, results: int) -> None:
-    """Run the code and the cases in this (forked) process; never returns."""
-    os.setsid()
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # the worker ignores it (see main)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    for source, target in ((devnull, 0), (out, 1), (err, 2), (results, _RESULT_FD)):
-        os.dup2(source, target)
-    os.closerange(_RESULT_FD + 1, 1 << 16)
-    sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
-    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-    exit_code = 0
-    try:
-        # At the sandbox's memory bound the kernel kills the run's processes (they inherit this),
-        # not the worker, which answers for the run and serves the next.
-        with open("/proc/self/oom_score_adj", "w") as adjust:
-            adjust.write("1000")
-    except OSError:
-        pass
-    try:
-        os.chdir(config["workspace"] or config["workdir"])
-        _drop_privileges(config)
-        exit_code = _run_solution(request)
-    except SystemExit as exc:
-        exit_code = _exit_status(exc.code)
-    except BaseException:  # report it as Python would, then exit 1
-        _print_traceback()
-        exit_code = 1
-    finally:
-        os._exit(_flush_like_python(exit_code))
-
-
-def _flush_like_python(exit_code: int) -> int:
-    """Flush stdout and stderr at exit as CPython does: a failed stdout flush is reported, exit 120."""
-    try:
-        sys.stdout.flush()
-    except BaseException as exc:  # the code closed or broke its stdout
-        try:
-            sys.stderr.write(f"Exception ignored on flushing sys.stdout:\n{type(exc).__name__}: {exc}\n")
-        except BaseException:
-            pass
-        exit_code = exit_code or 120
-    try:
-        sys.stderr.flush()
-    except BaseException:  # nothing is left to report it on
-        pass
-    return exit_code
-
-
-def _run_solution(request: dict[str, Any]) -> int:
-    source = base64.b64decode(request["code"])
-    linecache.cache[_SOLUTION] = (len(source), None, source.decode("utf-8", "replace").splitlines(True), _SOLUTION)
-    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
-    try:
-        exec(compile(source, _SOLUTION, "exec"), namespace)  # the point of the sandbox
-    except SystemExit:
-        raise
-    except BaseException:  # the program failed: it exits 1 and no case runs
-        _print_traceback()
-        return 1
-    if request.get("entry_point"):
-        _run_cases(namespace, request["entry_point"], request.get("cases") or [], set(request.get("tracebacks") or ()))
-    return 0
-
-
-def _run_cases(namespace: dict[str, Any], entry_point: str, cases: list[list[Any]], traced: set[int]) -> None:
-    function = namespace.get(entry_point)
-    untraced = True  # no case has raised yet: the first one to raise gets a traceback
-    with open(_RESULT_FD, "w", encoding="utf-8", closefd=False) as results:
-        for index, args in enumerate(cases):
-            if not callable(function):
-                result: dict[str, Any] = {
-                    "error": f"NameError: the code defines no function named {entry_point!r}",
-                    "exception": ["NameError"],
-                    "missing_entry_point": True,
-                }
-            else:
-                try:
-                    value = function(*args)
-                    result = {"value": json.loads(json.dumps(value))}
-                except BaseException as exc:  # a failed case, including SystemExit
-                    result = {
-                        "error": _describe(exc)[:1000],
-                        "exception": [cls.__name__ for cls in type(exc).__mro__],
-                    }
-                    if untraced or index in traced:
-                        result["traceback"] = _case_traceback(exc)
-                    untraced = False
-            results.write(json.dumps(result, separators=(",", ":")) + "\n")
-            results.flush()
-
-
-def _describe(exc: BaseException) -> str:
-    try:
-        return f"{type(exc).__name__}: {exc}"
-    except BaseException:
-        return f"{type(exc).__name__}: <str() failed>"
-
-
-def _case_traceback(exc: BaseException) -> str:
-    """The traceback of a case's exception from the solution's first frame on, its last TRACEBACK_LIMIT characters."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != _SOLUTION:
-        tb = tb.tb_next
-    try:
-        text = "".join(traceback.format_exception(type(exc), exc, tb))
-    except BaseException:
-        text = _describe(exc) + "\n"
-    if len(text) > TRACEBACK_LIMIT:
-        text = f"[... {len(text) - TRACEBACK_LIMIT} characters cut]\n" + text[-TRACEBACK_LIMIT:]
-    return text
-
-
-def _print_traceback() -> None:
-    """Print the exception being handled as Python would, without the worker's own frames."""
-    kind, value, tb = sys.exc_info()
-    while tb is not None and tb.tb_frame.f_code.co_filename != _SOLUTION:
-        tb = tb.tb_next
-    try:
-        traceback.print_exception(kind, value, tb)
-    except BaseException:  # stderr closed by the code
-        pass
-
-
-def _exit_status(code: Any) -> int:
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    try:
-        print(code, file=sys.stderr)
-    except BaseException:
-        pass
-    return 1
 
 
 # --- the worker: fork, collect, clean up ------------------------------------------------------
@@ -398,7 +253,7 @@ def _run(request: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
         try:
             for read_end, _ in pipes:
                 os.close(read_end)
-            _run_child(request, config, *(write_end for _, write_end in pipes))
+            run_child(request, config, *(write_end for _, write_end in pipes))
         finally:
             os._exit(70)
     for _, write_end in pipes:

@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -130,7 +129,7 @@ class UnprivilegedWorker:
         argv = bwrap_command(
             bwrap,
             os.path.realpath(sys.executable),
-            ["-S", "-s", "-B", "-c", Path(worker.__file__).read_text(encoding="utf-8")],
+            worker.program(),
             scratch_size=2**24,
             privileged=False,
             seccomp_fd=read_end if program else None,
