@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from .errors import ConnectionLostError, ServerConnectError
+from .errors import ConnectionLostError, ServerClosedError, ServerConnectError
 
 __all__ = ["DIED", "said_if_the_server_died"]
 
@@ -30,7 +30,7 @@ def said_if_the_server_died(provider: Any) -> Iterator[None]:
             alive = provider.is_alive()
         except Exception:  # a provider that cannot tell (an engine gone too): the error as it was
             alive = True
-        if alive:
+        if alive or isinstance(exc, ServerClosedError):  # closed by its owner: that error says so already
             raise
         if isinstance(exc, ServerConnectError):
             raise ServerConnectError(exc.url, f"{exc.reason}; {DIED}") from exc

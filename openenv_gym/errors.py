@@ -18,6 +18,7 @@
     ├── ClientError                           something went wrong talking to a server
     │   ├── ServerConnectError (ConnectionError)   the server could not be reached or refused us
     │   ├── ConnectionLostError (ConnectionError)  the connection dropped while a call was waiting
+    │   │   └── ServerClosedError                  ... because the server's owner closed it
     │   ├── RequestTimeoutError (TimeoutError)     no reply within the timeout
     │   ├── EnvMismatchError (ValueError)          the server runs another env than the one asked for
     │   └── RemoteError                            the server answered with an error frame
@@ -68,6 +69,7 @@ __all__ = [
     "RequestTimeoutError",
     "SandboxUnavailableError",
     "SeatError",
+    "ServerClosedError",
     "ServerConnectError",
     "ServerStartError",
     "SnapshotError",
@@ -244,6 +246,20 @@ class ConnectionLostError(ClientError, ConnectionError):
         else:
             how = "closed without a close frame (did the server process die?)"
         return f"connection to {self.url} lost{during}, {how}"
+
+
+class ServerClosedError(ConnectionLostError):
+    """The server's owner closed it while this session was attached: the env that started it was
+    closed (a parent before its forks, the first copy of an agents vector env, the ``gym.make`` whose
+    ``base_url`` another shares), or ``openenv-gym serve`` was stopped. The session is over: make a
+    new env."""
+
+    def __str__(self) -> str:
+        during = f" during {self.call}" if self.call else ""
+        return (
+            f"connection to {self.url} lost{during}: the server was closed by its owner (the env that started it "
+            "was closed, or its `openenv-gym serve` stopped); this session is over: make a new env"
+        )
 
 
 class RequestTimeoutError(ClientError, TimeoutError):

@@ -40,6 +40,7 @@ PUBLIC = {
         "RequestTimeoutError",
         "SandboxUnavailableError",
         "SeatError",
+        "ServerClosedError",
         "ServerConnectError",
         "ServerStartError",
         "SnapshotError",

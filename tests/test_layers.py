@@ -229,6 +229,7 @@ PLAIN_ENV_MODULES = {
     "openenv_gym.protocol._json": "JSON helpers the frames share",
     "openenv_gym.protocol.arrays": "packed (binary) messages, which any frame may arrive as",
     "openenv_gym.protocol.codes": "message types and error codes",
+    "openenv_gym.protocol.closing": "the close code and reason of a server its owner closed",
     "openenv_gym.protocol.frames": "reset/step/state/render/error frames",
     "openenv_gym.protocol.session": "ClientSession",
     "openenv_gym.protocol.shm": "shm_open and shm_offer, which a plain session may exchange",

@@ -60,6 +60,13 @@ args = GRPOConfig(
 )
 rows = Dataset.from_list([{"prompt": [{"role": "user", "content": ""}], "task_id": t} for t in _task_ids()[:2]])
 """,
+    # docs/writing-an-env.md's: the env `openenv-gym init my-env` wrote, as the page's commands make it.
+    '"my-env/openenv.yaml"': """\
+import subprocess as _subprocess
+import sys as _sys
+
+_subprocess.run([_sys.executable, "-m", "openenv_gym", "init", "my-env"], check=True, capture_output=True)
+""",
 }
 
 CARTPOLE_MANIFEST = """\

@@ -11,15 +11,24 @@ from ..errors import (
     EnvCreationError,
     RemoteEpisodeEndedError,
     RemoteError,
+    ServerClosedError,
     SnapshotError,
     SnapshotUnsupportedError,
 )
 from ..protocol import ErrorCode, ErrorFrame
+from ..protocol.closing import SERVER_CLOSED_CODE, SERVER_CLOSED_REASON, closed_by_owner
 from ..urls import ws_url
 from ._http import DEFAULT_OPEN_TIMEOUT
 from .session_kind import SessionKind
 
-__all__ = ["DEFAULT_CALL_TIMEOUT", "DEFAULT_MAX_FRAME_BYTES", "DEFAULT_OPEN_TIMEOUT", "SessionClient", "remote_error"]
+__all__ = [
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_OPEN_TIMEOUT",
+    "SessionClient",
+    "connection_lost",
+    "remote_error",
+]
 
 DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_MAX_FRAME_BYTES = 100 * 2**20  # OpenEnv's servers send frames up to 100 MB
@@ -32,6 +41,14 @@ def remote_error(frame: ErrorFrame, env_id: str | None) -> RemoteError:
     ``EnvCreationError`` for ``FACTORY_ERROR``)."""
     cls = _REMOTE_ERRORS.get(frame.code, RemoteError)
     return cls(frame.code, frame.message, frame.details, env_id)
+
+
+def connection_lost(url: str, call: str | None, code: int | None, reason: str) -> ConnectionLostError:
+    """The exception for a connection that ended with close ``code`` and ``reason`` (``None`` and
+    ``""`` without a close frame): :class:`~openenv_gym.errors.ServerClosedError` when its owner
+    closed the server (:mod:`openenv_gym.protocol.closing`)."""
+    cls = ServerClosedError if closed_by_owner(code, reason) else ConnectionLostError
+    return cls(url, call, code, reason)
 
 
 _REMOTE_ERRORS: dict[str, type[RemoteError]] = {
@@ -101,6 +118,8 @@ class SessionClient(Generic[ReplyT]):
         self._unusable = why
 
     def _not_connected(self, call: str) -> ConnectionLostError:
+        if self._unusable == SERVER_CLOSED_REASON:  # every later call says so, not only the first
+            return ServerClosedError(self.url, call, SERVER_CLOSED_CODE, SERVER_CLOSED_REASON)
         return ConnectionLostError(self.url, call, None, self._unusable)
 
     def _finish(self, reply: str | bytes) -> ReplyT:

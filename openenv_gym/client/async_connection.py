@@ -18,10 +18,11 @@ from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.protocol import State
 
-from ..errors import CapacityReachedError, ConnectionLostError, RequestTimeoutError, ServerConnectError
+from ..errors import CapacityReachedError, RequestTimeoutError, ServerClosedError, ServerConnectError
+from ..protocol.closing import SERVER_CLOSED_REASON
 from ..urls import is_loopback_host, tcp_form, unix_socket_path
 from ._http import auth_headers, websockets_logger
-from ._session import SessionClient
+from ._session import SessionClient, connection_lost
 
 __all__ = ["AsyncConnection"]
 
@@ -66,6 +67,8 @@ class AsyncConnection(SessionClient[ReplyT]):
         except TimeoutError as exc:
             raise ServerConnectError(self.url, f"no handshake within {self.open_timeout:g} s") from exc
         except (OSError, InvalidHandshake, InvalidURI) as exc:
+            if isinstance(exc, OSError) and self._unusable == SERVER_CLOSED_REASON:  # say why it refuses
+                raise self._not_connected("connect") from exc
             raise ServerConnectError(self.url, str(exc) or type(exc).__name__) from exc
         self._connected(self._ws.subprotocol)
         opening = self.kind.opening()
@@ -94,11 +97,14 @@ class AsyncConnection(SessionClient[ReplyT]):
             self._abandon(f"the session was abandoned after {call} timed out; make a new client")
             raise RequestTimeoutError(self.url, call, self.call_timeout) from None
         except ConnectionClosed as exc:
-            self._abandon("the connection was closed earlier")
             received = exc.rcvd
-            raise ConnectionLostError(
+            lost = connection_lost(
                 self.url, call, received.code if received else None, received.reason if received else ""
-            ) from exc
+            )
+            self._abandon(
+                SERVER_CLOSED_REASON if isinstance(lost, ServerClosedError) else "the connection was closed earlier"
+            )
+            raise lost from exc
         except BaseException:  # cancelled: its late reply would be taken for the next call's
             self._abandon(f"the session was abandoned when {call} was cancelled; make a new client")
             raise

@@ -14,8 +14,9 @@ import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from ..errors import ConnectionLostError, ProtocolError, RemoteError
+from ..errors import ConnectionLostError, ProtocolError, RemoteError, ServerClosedError
 from ..protocol import ErrorCode, ErrorFrame
+from ..protocol.closing import SERVER_CLOSED_REASON
 from ..protocol.shm import ShmOffer
 from ..urls import is_loopback_host, unix_socket_path
 from ._session import remote_error
@@ -139,8 +140,13 @@ class ShmConnection(SyncConnection[ReplyT]):
             try:
                 write(self.link)
             except OSError as exc:
-                self._drop("the shared-memory channel failed earlier")
-                raise ConnectionLostError(self.url, call, None, str(exc)) from exc
+                lost = self._failed(call, exc)
+                self._drop(
+                    SERVER_CLOSED_REASON
+                    if isinstance(lost, ServerClosedError)
+                    else "the shared-memory channel failed earlier"
+                )
+                raise lost from exc
             self._link_in_flight = self._in_flight = True
 
     def _next_message(self) -> Any:

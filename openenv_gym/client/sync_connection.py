@@ -33,12 +33,14 @@ from ..errors import (
     OpenEnvGymError,
     ProtocolError,
     RequestTimeoutError,
+    ServerClosedError,
     ServerConnectError,
 )
 from ..protocol import ErrorCode
+from ..protocol.closing import SERVER_CLOSED_REASON
 from ..urls import tcp_form, unix_socket_path
 from ._http import auth_headers, websockets_logger
-from ._session import SessionClient
+from ._session import SessionClient, connection_lost
 from .session_kind import SessionKind
 
 __all__ = ["SyncConnection", "replies_waiting"]
@@ -137,6 +139,8 @@ class SyncConnection(SessionClient[ReplyT]):
                     sock = socket.create_connection((uri.host, uri.port), timeout=self.open_timeout)
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError as exc:
+                if self._unusable == SERVER_CLOSED_REASON:  # refused since: say why, not just "refused"
+                    raise self._not_connected("connect") from exc
                 raise ServerConnectError(self.url, str(exc)) from exc
             try:
                 if uri.secure:
@@ -229,7 +233,24 @@ class SyncConnection(SessionClient[ReplyT]):
 
     def _lost(self, call: str | None) -> ConnectionLostError:
         close = self._ws.close_rcvd if self._ws is not None else None
-        return ConnectionLostError(self.url, call, close.code if close else None, close.reason if close else "")
+        return connection_lost(self.url, call, close.code if close else None, close.reason if close else "")
+
+    def _failed(self, call: str | None, exc: OSError) -> ConnectionLostError:
+        """The error for a socket (or shared-memory channel) that failed under ``call``: what the
+        server's close frame says, if it sent one before it went (read now if it waits in the
+        socket: the channel's end may be noticed first), else the socket's error."""
+        try:
+            for _ in range(4):  # a close frame follows a reply or two at most
+                if self._ws is None or self._sock is None or self._ws.close_rcvd is not None:
+                    break
+                if not select.select([self._sock], [], [], 0)[0]:
+                    break
+                self._read(time.monotonic())
+        except (OSError, TimeoutError, ConnectionLostError):
+            pass
+        if self._ws is not None and self._ws.close_rcvd is not None:
+            return self._lost(call)
+        return ConnectionLostError(self.url, call, None, str(exc))
 
     def _drop(self, why: str) -> None:
         """Forget the connection at once, without a close handshake."""
@@ -337,11 +358,14 @@ class SyncConnection(SessionClient[ReplyT]):
             raise RequestTimeoutError(self.url, call, self.call_timeout) from None
         except ConnectionLostError as exc:
             exc.call = call
-            self._drop("the connection was closed earlier")
+            self._drop(
+                SERVER_CLOSED_REASON if isinstance(exc, ServerClosedError) else "the connection was closed earlier"
+            )
             raise
         except OSError as exc:
-            self._drop("the connection failed earlier")
-            raise ConnectionLostError(self.url, call, None, str(exc)) from exc
+            lost = self._failed(call, exc)
+            self._drop(SERVER_CLOSED_REASON if isinstance(lost, ServerClosedError) else "the connection failed earlier")
+            raise lost from exc
         except BaseException:  # interrupted mid-call: its late reply would be taken for the next
             self._drop(f"the session was abandoned when {call} was interrupted; make a new client")
             raise

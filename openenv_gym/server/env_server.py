@@ -47,6 +47,7 @@ from .pickled_factories import PickledBatchHandler
 from .plain_session import PlainHandler
 from .served_env import ServedEnv
 from .session import CLOSE_TIMEOUT, Session, SessionHandler, factory_error
+from .shutdown import close_server
 from .snapshots import SnapshotStore
 from .task_sets import serving_splits
 from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing, watch_refusal
@@ -325,8 +326,7 @@ class EnvServer:
             self._reaper.cancel()
             await asyncio.gather(self._reaper, return_exceptions=True)
         if self._server is not None:
-            self._server.close(close_connections=True)
-            await self._server.wait_closed()
+            await close_server(self._server)  # every client told why, none waited on for long
         await self._mcp.close_all()
 
     async def __aenter__(self) -> EnvServer:

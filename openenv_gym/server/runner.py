@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import Any, NoReturn
 
 from ..startup import FAILED_LINE, FAILED_PREFIX, READY_PREFIX
 from .env_server import EnvServer
@@ -17,6 +20,7 @@ from .environment import Environment
 from .options import ServerOptions
 from .served_env import ServedEnv
 from .session import factory_error
+from .shutdown import stop_unless_busy
 
 __all__ = ["load_factory", "run"]
 # Gymnasium namespaces whose envs exist once a package is imported (Gymnasium loads no plugins).
@@ -64,6 +68,7 @@ def load_factory(
         return _pettingzoo_served(target, env_kwargs)
     env_id = target
     module_name, _, attr = target.partition(":")
+    module: ModuleType | None = None  # imported, and lacking attr: a Gymnasium id it registers, or a typo
     if attr and "/" not in module_name:
         try:
             module = importlib.import_module(module_name)
@@ -105,6 +110,10 @@ def load_factory(
     except gym.error.Error as exc:
         if is_pettingzoo_id(target):
             return _pettingzoo_served(target, env_kwargs)
+        if module is not None:
+            # An id-like name ("Id-v0") was meant as one: Gymnasium's "did you mean" is for it.
+            id_failure = f"; nor is it a Gymnasium id the module registers: {exc}" if re.search(r"-v\d+$", attr) else ""
+            raise ValueError(_missing_attribute(target, module, attr, id_failure)) from exc
         raise ValueError(f"{target!r} is neither 'module:attr' nor a registered Gymnasium id: {exc}") from exc
 
     def factory(render_mode: str | None = None) -> GymEnvironment:
@@ -118,6 +127,26 @@ def load_factory(
         concurrent_sessions=True,
         vector_backends=VectorBackends(env_id, max_episode_steps, env_kwargs),
     )
+
+
+def _missing_attribute(target: str, module: ModuleType, attr: str, id_failure: str) -> str:
+    """Why ``module:attr`` cannot be served when the module imports but lacks ``attr`` (and registers
+    no Gymnasium id of that name): what it has that ``serve`` would take, so a wrong name is one
+    look away from the right one."""
+    import gymnasium as gym
+
+    defined = [
+        (name, value)
+        for name, value in vars(module).items()
+        if not name.startswith("_") and getattr(value, "__module__", None) == module.__name__
+    ]
+    envs = [name for name, value in defined if isinstance(value, type) and issubclass(value, Environment | gym.Env)]
+    factories = [name for name, value in defined if inspect.isfunction(value)]
+    if envs or factories:
+        has = f"it has: {', '.join(envs + factories)} (the Environment subclasses and callables it defines)"
+    else:
+        has = "it defines no Environment subclass or callable"
+    return f"cannot serve {target!r}: module {module.__name__!r} has no attribute {attr!r}; {has}{id_failure}"
 
 
 def _catalog_target(env_id: str, env_kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -224,9 +253,11 @@ async def _serve(server: EnvServer, exit_on_stdin_eof: bool, ready_fd: int | Non
         await stop.wait()
     finally:
         try:
-            await asyncio.wait_for(server.stop(), STOP_TIMEOUT)
+            stopped = await asyncio.wait_for(stop_unless_busy(server.stop(), server.sessions), STOP_TIMEOUT)
         except TimeoutError:
             _exit_now(f"sessions did not close within {STOP_TIMEOUT:g} s; exiting anyway")
+        if not stopped:
+            _exit_now("a session was still in a call: its environment was not closed; exiting anyway")
         if server.stuck:
             # A worker thread is still inside an environment's close(); the interpreter would
             # wait for it at exit, forever.
@@ -244,7 +275,7 @@ def _report_failure(server: EnvServer, exc: BaseException, ready_fd: int | None)
         os.close(ready_fd)
 
 
-def _exit_now(why: str) -> None:
+def _exit_now(why: str) -> NoReturn:
     sys.stderr.write(f"openenv-gym server: {why}\n")
     sys.stderr.flush()
     os._exit(1)

@@ -77,6 +77,19 @@ def test_bad_targets(target, message):
         load_factory(target)
 
 
+def test_a_module_that_lacks_the_name_says_what_it_has():
+    """module:attr whose module imports but has no attr: the error says so and names what the module
+    defines that serve takes, not "neither module:attr nor a Gymnasium id" (issue 52, 5)."""
+    with pytest.raises(ValueError) as caught:
+        load_factory("tests.testing_env:CounterEnv")
+    message = str(caught.value)
+    assert "module 'tests.testing_env' has no attribute 'CounterEnv'; it has: CounterEnvironment, " in message
+    assert "make_pendulum" in message and "(the Environment subclasses and callables it defines)" in message
+    # An id-like name keeps Gymnasium's hint about the ids there are.
+    with pytest.raises(ValueError, match=r"has no attribute 'Acrobot-v9'.*versioned environments: \[ `v1` \]"):
+        load_factory("gymnasium.envs.classic_control:Acrobot-v9")
+
+
 def test_serve_exits_at_start_up_when_the_env_cannot_be_made():
     """`serve --env-kwargs '{"bogus": 1}'` makes one env before listening, and exits 1 with the reason."""
     import subprocess
