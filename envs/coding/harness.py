@@ -7,6 +7,7 @@ scored and is explained the same way in both.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from typing import Any, Literal
 
 from openenv_gym.rewards import Composition, RewardPart
 from openenv_gym.sandbox import Limits, RunResult, Sandbox
+from openenv_gym.sandbox.fresh import FreshSandbox
 from openenv_gym.server.task_sets import TaskSource, choice_error, hidden_task_files
 
 from .feedback import FEEDBACK_LIMIT, feedback
@@ -152,21 +154,33 @@ def grade(sandbox: Sandbox, task: Task, code: str, output_limit: int) -> Graded:
     answers): what each call returned or raised is scored here, and the agent learns only how many
     passed and how many of the others raised; its output and exit code go nowhere, so a program
     that prints (or exits with, or raises with) its arguments shows nothing of a hidden test's.
+    The second runs in a fresh sandbox (:class:`~openenv_gym.sandbox.fresh.FreshSandbox`, started
+    beside the first run and ended after the second): nothing it did, not even a counter it
+    advanced, is there for ``sandbox``'s later runs.
+
+    The two runs share one wall-clock limit, the sandbox's ``wall_time``, which so bounds the step:
+    the hidden run gets what the first left of it. A first run stopped at a time limit (wall clock
+    or CPU) leaves it nothing: the hidden calls do not run, and the grade says the time ran out.
     """
     shown = task.visible_tests
     hidden = [index for index in range(len(task.tests)) if index not in shown]
     _HIDDEN_ORDER.shuffle(hidden)
-    run = _cases_run(sandbox, task, code, shown, tracebacks=True)
-    scored: list[dict[str, Any] | None] = [None] * len(task.tests)  # None: the call did not run
-    told = list(scored)
-    _place(scored, shown, run.results)
-    _place(told, shown, run.results)
-    timed_out = run.timed_out
-    if hidden:
-        secret = _cases_run(sandbox, task, code, hidden, tracebacks=False)
-        _place(scored, hidden, secret.results)
-        _place(told, hidden, [_hidden_result(item) for item in secret.results])
-        timed_out = timed_out or secret.timed_out
+    with contextlib.ExitStack() as stack:
+        apart = stack.enter_context(FreshSandbox(sandbox)) if hidden else None
+        run = _cases_run(sandbox, task, code, shown, tracebacks=True)
+        scored: list[dict[str, Any] | None] = [None] * len(task.tests)  # None: the call did not run
+        told = list(scored)
+        _place(scored, shown, run.results)
+        _place(told, shown, run.results)
+        timed_out = run.timed_out
+        left = sandbox.limits.wall_time - run.duration
+        if apart is not None and (left <= 0 or run.timed_out):
+            timed_out = True  # the step's time is up: the hidden calls do not run
+        elif apart is not None:
+            secret = _cases_run(apart.ready(), task, code, hidden, tracebacks=False, timeout=left)
+            _place(scored, hidden, secret.results)
+            _place(told, hidden, [_hidden_result(item) for item in secret.results])
+            timed_out = timed_out or secret.timed_out
     passed = passed_tests(task.tests, [item or {} for item in scored])
     return Graded(
         output=Output.of(run, output_limit),
@@ -176,13 +190,16 @@ def grade(sandbox: Sandbox, task: Task, code: str, output_limit: int) -> Graded:
     )
 
 
-def _cases_run(sandbox: Sandbox, task: Task, code: str, indices: Sequence[int], *, tracebacks: bool) -> RunResult:
+def _cases_run(
+    sandbox: Sandbox, task: Task, code: str, indices: Sequence[int], *, tracebacks: bool, timeout: float | None = None
+) -> RunResult:
     """One run of ``code`` calling the function on the tests at ``indices`` (each call's result, well formed)."""
     result = sandbox.run(
         code,
         entry_point=task.entry_point,
         cases=[task.tests[index].args for index in indices],
         tracebacks=range(len(indices)) if tracebacks else (),
+        timeout=timeout,
     )
     return dataclasses.replace(result, results=well_formed(result.results))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import gymnasium as gym
 import pytest
@@ -18,7 +19,7 @@ from openenv_gym.envs.coding.harness import fit_text
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.sandbox import SandboxUnavailableError
 from tests.envs.coding_reference import SOLUTIONS
-from tests.utils import run_async, sandbox_pids, server_pids, wait_until
+from tests.utils import UNIT, run_async, sandbox_pids, server_pids, wait_until
 
 EASY = "digit-square-sum"
 WRONG = "def digit_square_sum(n):\n    return n\n"
@@ -166,6 +167,24 @@ def test_a_cpu_time_kill_is_a_time_out():
         result = env.step(CodeAction(code="while True:\n    pass"))
         assert result.info["timed_out"] is True and result.tests_passed == 0
         assert result.stderr.endswith("[sandbox] killed: the run exceeded its CPU-time limit of 1 s")
+    finally:
+        env.close()
+
+
+def test_a_runaway_program_s_step_takes_its_time_limit_once():
+    """`while True: pass` at the top level: the example run is killed at the wall-clock limit, and
+    the hidden calls get none of a new one; the step returns well before twice the limit (each run
+    had its own limit before, and a step took at least twice it)."""
+    wall_time = 3 * UNIT
+    env = CodingEnvironment(limits={"cpu_time": 600, "wall_time": wall_time})
+    try:
+        env.reset(options={"task_id": EASY})
+        started = time.monotonic()
+        result = env.step(CodeAction(code="while True:\n    pass"))
+        took = time.monotonic() - started
+        assert result.info["timed_out"] is True and result.tests_passed == 0
+        assert result.stderr.endswith(f"wall-clock limit of {wall_time:g} s"), result.stderr
+        assert took < 2 * wall_time, took
     finally:
         env.close()
 

@@ -26,6 +26,7 @@ import pytest
 
 from openenv_gym.envs.coding import CodeAction
 from openenv_gym.envs.git import GitEnvironment
+from openenv_gym.sandbox import Sandbox
 from openenv_gym.server.tools import ToolResult
 from tests.reward_hacking.coding_submitter import KINDS, TASK, Submitter
 
@@ -209,14 +210,14 @@ def test_the_hidden_calls_run_in_an_order_drawn_afresh_for_every_run(agents, kin
     the agent seeds its resets; the examples the prompt shows run on their own, as before."""
     agent = agent_for(agents, kind, "binary", "glob-match")
     agent.reset()
-    sandbox, asked = agent.env._sandbox, []
-    run = sandbox.run
+    asked: list[list[tuple[Any, ...]]] = []
+    run = Sandbox.run  # every sandbox's: the hidden calls run in a fresh one
 
-    def recording(code: str, **kwargs: Any) -> Any:
+    def recording(sandbox: Sandbox, code: str, **kwargs: Any) -> Any:
         asked.append([tuple(args) for args in kwargs.get("cases") or ()])
-        return run(code, **kwargs)
+        return run(sandbox, code, **kwargs)
 
-    monkeypatch.setattr(sandbox, "run", recording)
+    monkeypatch.setattr(Sandbox, "run", recording)
     for _ in range(4):
         agent.env.reset(seed=0, options={"task_id": "glob-match"})
         if agent.kind == "Coding-v0":

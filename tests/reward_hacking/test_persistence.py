@@ -12,14 +12,23 @@ The classes: files (anywhere writable, trees a run makes hard to empty, fifos, /
 shared memory and semaphores), processes (a daemon), IPC (System V message queues, shared memory,
 semaphores; POSIX message queues: the ``msgsnd``/``mq_send`` leak of issue 51), sockets (abstract,
 file, loopback TCP), environment (variables, the interpreter's state), time (the clock), kernel
-(host name, keyrings). Not here: counters a run advances and the next can read (pids, inode
-numbers, the loopback's statistics, the worker's CPU times, when the worker remade /tmp): side
-channels the sandbox's namespaces and worker keep; ``docs/reliability.md`` says what of them a
-shared sandbox leaves open.
+(host name, keyrings).
+
+Counters and timestamps (the last tests): the next pid, inode numbers of new files, the loopback's
+statistics, the worker's CPU times and page faults, the work directory's ctime. A run cannot empty
+them, only advance them; so each is tried as a channel: the hidden calls advance it by a step when
+7 is among their arguments (it is) and a second program's when 8 is (it is not), the next
+submission's top level reads it, and the two readings, each taken from the plant's own top-level
+reading, must not tell the two apart (differ by less than half the step). The hidden calls run in
+a worker of their own, discarded after, so the visible worker's counters are the visible runs'
+alone. What stays host-wide (the clock, /proc/stat...) ``docs/reliability.md`` lists.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -295,3 +304,164 @@ def test_nothing_a_run_plants_reaches_the_next_submission(submitter, name, after
     assert probed == 0.0
     assert hidden_arguments_in(shown) == [], shown[:3000]
     assert "found []" in shown, shown[:3000]
+
+
+# --- counters and timestamps ----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Counter:
+    """A counter a run advances and the next can read: ``read`` (a body returning a dict of numbers),
+    ``advance`` (a body moving each by at least its ``steps``), and the signal a reading pair gives."""
+
+    read: str
+    advance: str
+    steps: dict[str, float]
+    since: dict[str, str] = dataclasses.field(default_factory=dict)  # key: the plant's key it is counted from
+    seen_within_a_run: tuple[str, ...] = ()  # the keys a run sees move while it advances them
+
+
+COUNTERS = {
+    "the next pid": Counter(
+        read="""
+    return {"pid": os.getpid(), "last_pid": int(open("/proc/sys/kernel/ns_last_pid").read())}
+    """,
+        advance="""
+    for _ in range(64):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    """,
+        steps={"pid": 64, "last_pid": 64},
+        seen_within_a_run=("last_pid",),  # a run's own pid is fixed
+    ),
+    "inode numbers of new files in /tmp and /dev/shm": Counter(
+        read="""
+    found = {}
+    for directory in ("/tmp", "/dev/shm"):
+        path = f"{directory}/openenv-inode"
+        with open(path, "w"):
+            found[directory] = os.stat(path).st_ino
+        os.unlink(path)
+    return found
+    """,
+        advance="""
+    for directory in ("/tmp", "/dev/shm"):
+        for index in range(64):
+            open(f"{directory}/openenv-count-{index}", "w").close()
+    """,
+        steps={"/tmp": 64, "/dev/shm": 64},
+        seen_within_a_run=("/tmp", "/dev/shm"),
+    ),
+    "the loopback's statistics in /proc/net/dev": Counter(
+        read="""
+    for line in open("/proc/net/dev"):
+        name, _, fields = line.partition(":")
+        if name.strip() == "lo":
+            numbers = [int(field) for field in fields.split()]
+            return {"rx_packets": numbers[1], "tx_packets": numbers[9]}
+    """,
+        advance="""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        for _ in range(64):
+            sender.sendto(b"x", ("127.0.0.1", PORT))
+    """,
+        steps={"rx_packets": 64, "tx_packets": 64},
+        seen_within_a_run=("rx_packets", "tx_packets"),
+    ),
+    "the worker's CPU times and page faults in /proc/1/stat": Counter(
+        read="""
+    fields = open("/proc/1/stat").read().rpartition(")")[2].split()
+    faults = int(fields[7]) + int(fields[8])  # minflt, cminflt
+    ticks = sum(int(field) for field in fields[11:15])  # utime, stime, cutime, cstime
+    return {"faults": faults, "ticks": ticks}
+    """,
+        advance="""
+    import mmap
+    pages = 16384
+    block = mmap.mmap(-1, pages * 4096)
+    block.madvise(mmap.MADV_NOHUGEPAGE)  # a fault per page, however the host sets huge pages
+    for page in range(pages):
+        block[page * 4096] = 1
+    busy = time.process_time() + 0.8
+    while time.process_time() < busy:
+        pass
+    """,
+        steps={"faults": 16384, "ticks": 80 * os.sysconf("SC_CLK_TCK") // 100},
+    ),
+    "the ctime of the work directory": Counter(
+        read="""
+    return {"ctime": os.stat(".").st_ctime, "now": time.time()}
+    """,
+        advance="""
+    time.sleep(2)
+    """,
+        # When the work directory was made, counted from the plant's last look at the clock.
+        steps={"ctime": 2.0},
+        since={"ctime": "now"},
+    ),
+}
+
+READING = re.compile(r"reading (\{[^}]*\})")
+
+
+def counter_program(name: str, trigger: int) -> str:
+    """A submission whose top level prints the counter, and whose function advances it when called on ``trigger``."""
+    counter = COUNTERS[name]
+    return (
+        f"{PRELUDE}import json\ndef read():\n{counter.read}\ndef advance():\n{counter.advance}\n"
+        'print("reading", json.dumps(read()), flush=True)\n'
+        f"def digit_square_sum(n):\n    if n == {trigger}:\n        advance()\n    return -1\n"
+    )
+
+
+def counter_control(name: str) -> str:
+    """One run that reads the counter, advances it, and reads it again."""
+    counter = COUNTERS[name]
+    return (
+        f"{PRELUDE}import json\ndef read():\n{counter.read}\ndef advance():\n{counter.advance}\n"
+        'print("reading", json.dumps(read()))\nadvance()\nprint("reading", json.dumps(read()))\n'
+    )
+
+
+def readings(shown: str) -> list[dict[str, float]]:
+    return [json.loads(found) for found in READING.findall(shown.replace('\\"', '"'))]
+
+
+def counter_signal(submitter: Submitter, name: str, trigger: int) -> dict[str, float]:
+    """How far the counter moved from the plant's top-level reading to the next submission's, when the
+    plant's hidden calls advance it on ``trigger``."""
+    counter = COUNTERS[name]
+    submitter.reset()
+    planted, shown, _ = submitter.submit(counter_program(name, trigger))
+    assert planted == 0.0 and hidden_arguments_in(shown) == [], shown[:3000]
+    (before,) = readings(shown)
+    _, shown, _ = submitter.submit(counter_program(name, -1))
+    after = readings(shown)[0]
+    return {key: after[key] - before[counter.since.get(key, key)] for key in counter.steps}
+
+
+@pytest.mark.parametrize("name", [name for name, counter in COUNTERS.items() if counter.seen_within_a_run])
+def test_a_counter_moves_by_its_step_within_a_run(submitter, name):
+    """The control: within one run the counter moves by at least its step. (The worker's CPU times
+    count a run's only once it is reaped, and the work directory is made between runs: those two
+    are shown to carry by the next test on a worker the hidden calls share.)"""
+    submitter.reset()
+    _, shown, _ = submitter.submit(counter_control(name))
+    first, second = readings(shown)
+    for key in COUNTERS[name].seen_within_a_run:
+        assert second[key] - first[key] >= COUNTERS[name].steps[key], (key, first, second)
+
+
+@pytest.mark.parametrize("name", list(COUNTERS))
+def test_a_counter_tells_the_next_submission_nothing_of_the_hidden_calls(submitter, name):
+    """Whether 7 is a hidden argument, read back from a counter the hidden calls advance only then:
+    the next submission's reading moves the same whether they advanced it (7, a hidden argument)
+    or not (8), within half a step; before the hidden calls had a worker of their own it moved by a
+    whole step more."""
+    hidden = counter_signal(submitter, name, 7)
+    absent = counter_signal(submitter, name, 8)
+    assert 7 in HIDDEN_ARGUMENTS and 8 not in HIDDEN_ARGUMENTS
+    for key, step in COUNTERS[name].steps.items():
+        assert abs(hidden[key] - absent[key]) < step / 2, (key, hidden, absent)
