@@ -25,7 +25,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-__all__ = ["TEST_REQUIREMENT", "VARIANTS", "EnvNames", "init_env", "next_steps"]
+__all__ = ["VARIANTS", "EnvNames", "init_env"]
 
 #: The kinds of env ``init`` writes: ``--tools`` picks ``tools``.
 VARIANTS = ("plain", "tools")
@@ -79,8 +79,9 @@ class EnvNames:
     Attributes:
         name: the distribution's and the manifest's name (``my-env``).
         module: the Python package (``my_env``).
-        prefix: the classes' prefix (``MyEnv``; a trailing ``_env`` is dropped: ``my_env`` gives ``My``).
-        gym_id: the Gymnasium id, in the package's own namespace (``my_env/MyEnv-v0``).
+        prefix: the classes' prefix (``My``: a trailing ``_env`` is dropped, so ``my_env`` gives ``My``
+            and the classes are ``MyEnvironment``, ``MyAction``, ``MyObservation``).
+        gym_id: the Gymnasium id, in the package's own namespace (``my_env/My-v0``).
     """
 
     name: str

@@ -484,7 +484,7 @@ def test_extract_code_and_env_reward():
 
 
 def test_a_rollout_steps_every_completion_on_its_rows_task(no_servers_left):
-    rollout = rollout_func("openenv/Coding-v0", action=extract_code)
+    rollout = rollout_func("openenv/Coding-v0", action=extract_code, reward="fraction")  # a partial score pays
     try:
         rows = rollout.dataset([{"options": {"task_id": TASK}}, {"options": {"task_id": OTHER_TASK}}, {"seed": 5}])
         assert rows.column_names == ["prompt", "task_id", "seed"]
