@@ -166,7 +166,9 @@ def grade(sandbox: Sandbox, task: Task, code: str, output_limit: int) -> Graded:
     hidden = [index for index in range(len(task.tests)) if index not in shown]
     _HIDDEN_ORDER.shuffle(hidden)
     with contextlib.ExitStack() as stack:
-        apart = stack.enter_context(FreshSandbox(sandbox)) if hidden else None
+        apart = FreshSandbox(sandbox) if hidden else None  # its worker starts now, beside the first run
+        if apart is not None:
+            stack.callback(apart.close, wait=False)
         run = _cases_run(sandbox, task, code, shown, tracebacks=True)
         scored: list[dict[str, Any] | None] = [None] * len(task.tests)  # None: the call did not run
         told = list(scored)
