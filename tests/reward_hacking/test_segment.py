@@ -154,7 +154,7 @@ class ExitingEnv(gym.Env):
 
 def test_a_channel_thread_that_dies_ends_its_own_session_only_and_says_so(caplog):
     caplog.set_level(logging.ERROR, logger="openenv_gym.server.shm_channel")
-    with running_server(load_factory("tests.test_shm_segment_abuse:ExitingEnv", inline=False)) as server:
+    with running_server(load_factory("tests.reward_hacking.test_segment:ExitingEnv", inline=False)) as server:
         victim = EnvClient(server.url, transport="shm", call_timeout=60 * UNIT).connect()
         other = EnvClient(server.url, transport="shm", call_timeout=60 * UNIT).connect()
         try:
