@@ -15,6 +15,7 @@
     ├── SnapshotRefusedError (ValueError)     a state an env's restore() will not take (raised on the server)
     ├── SeatError (ValueError)                a seat in a game that cannot be taken (raised on the server)
     ├── GameOverError (RuntimeError)          a game that ended for good, reset again (raised on the server)
+    ├── EpisodeNotEndingError (RuntimeError)  an episode still going after the steps a run allows it (eval)
     ├── ClientError                           something went wrong talking to a server
     │   ├── ServerConnectError (ConnectionError)   the server could not be reached or refused us
     │   ├── ConnectionLostError (ConnectionError)  the connection dropped while a call was waiting
@@ -56,6 +57,7 @@ __all__ = [
     "EnvCreationError",
     "EnvMismatchError",
     "EpisodeEndedError",
+    "EpisodeNotEndingError",
     "GameOverError",
     "HubError",
     "ImageBuildError",
@@ -382,6 +384,11 @@ class SeatError(OpenEnvGymError, ValueError):
 class GameOverError(OpenEnvGymError, RuntimeError):
     """A game that ended for good (a player left, or overran its turn) was reset again: raised
     on the server; the client's reset gets a :class:`RemoteError` saying why."""
+
+
+class EpisodeNotEndingError(OpenEnvGymError, RuntimeError):
+    """An episode had not ended after the steps a run allows it (``openenv-gym eval``'s
+    ``max_steps``): the env has no time limit its policy reaches."""
 
 
 class SnapshotUnsupportedError(SnapshotError):

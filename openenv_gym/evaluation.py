@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import EpisodeNotEndingError
 from .trajectories import Trajectory, TrajectoryWriter
 
 __all__ = ["EvalReport", "TaskResult", "evaluate", "load_policy", "pass_at_k", "plot_returns", "summarize"]
@@ -168,7 +169,7 @@ def evaluate(
 
     Raises:
         ValueError: ``k`` more than ``samples``.
-        RuntimeError: an episode that has not ended after ``max_steps`` steps.
+        EpisodeNotEndingError: an episode that has not ended after ``max_steps`` steps.
     """
     from tqdm.auto import tqdm
 
@@ -187,7 +188,10 @@ def evaluate(
                     if terminated or truncated:
                         break
                 else:
-                    raise RuntimeError(f"an episode of {task_id} did not end in {max_steps} steps")
+                    raise EpisodeNotEndingError(
+                        f"an episode of {task_id} did not end in {max_steps} steps: give the env a time limit "
+                        "(gym.make(..., max_episode_steps=N), or the task's own turn limit)"
+                    )
                 bar.update(1)
     return summarize(recorder.episodes, k, threshold, difficulty_of)
 

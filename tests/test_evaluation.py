@@ -11,9 +11,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
 
-from openenv_gym.evaluation import pass_at_k
+from openenv_gym.cli import _one_line
+from openenv_gym.errors import EpisodeNotEndingError
+from openenv_gym.evaluation import evaluate, pass_at_k
 from openenv_gym.trajectories import read_trajectories
 from tests.utils import REPO_ROOT, UNIT
 
@@ -197,3 +200,26 @@ def _colour(artist):
     from matplotlib.lines import Line2D
 
     return to_rgba(artist.get_color() if isinstance(artist, Line2D) else artist.get_facecolor()[0])
+
+
+class _Endless(gym.Env[int, int]):
+    """A task env whose episodes never end: eval must stop it, and say how to bound it."""
+
+    observation_space = gym.spaces.Discrete(1)
+    action_space = gym.spaces.Discrete(1)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {"task_id": (options or {}).get("task_id")}
+
+    def step(self, action):
+        return 0, 0.0, False, False, {}
+
+
+def test_an_episode_that_never_ends_is_a_one_line_error_that_says_how_to_bound_it():
+    with pytest.raises(EpisodeNotEndingError, match=r"did not end in 3 steps: give the env a time limit"):
+        evaluate(
+            _Endless(), lambda: lambda observation, info: 0, ["t"], {"t": "easy"},
+            samples=1, k=1, threshold=1.0, max_steps=3, progress=False,
+        )  # fmt: skip
+    assert _one_line(EpisodeNotEndingError("x")) == "x"  # the CLI prints it as one line, no traceback

@@ -27,6 +27,7 @@ PUBLIC = {
         "EnvMismatchError",
         "EpisodeEndedError",
         "GameOverError",
+        "EpisodeNotEndingError",
         "HubError",
         "ImageBuildError",
         "InvalidActionError",
