@@ -299,3 +299,11 @@ def test_make_parallel_of_an_aec_env_says_to_use_make_aec(urls: dict[str, str]) 
         make_parallel(base_url=urls[CONNECT_FOUR])
     assert "make_aec" in str(refused.value) and "api=" not in str(refused.value)
     assert "no Parallel API" in str(refused.value)
+
+
+@pytest.mark.parametrize("make", [make_aec, make_parallel])
+def test_a_seat_env_is_not_a_pettingzoo_env_and_the_error_says_to_gym_make_it(make: Any) -> None:
+    """Chess-v0 is one seat of a game, served on /ws: make_aec and make_parallel say so, and name
+    gym.make, rather than passing on the server's 404 for /ws/agents."""
+    with pytest.raises(ValueError, match=r"openenv/Chess-v0 is not a PettingZoo env: .* with gym.make$"):
+        make("openenv/Chess-v0")

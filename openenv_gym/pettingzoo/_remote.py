@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 from ..client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
 from ..client.agents_client import AgentsClient
 from ..env import ClosedEnvError
+from ..errors import ServerConnectError
 from ..make_options import MakeOptions
 from ..providers.base import DEFAULT_STARTUP_TIMEOUT
 from ..providers.fleet import Fleet
@@ -95,6 +96,15 @@ class RemoteAgents:
         self._closer = weakref.finalize(self, _shutdown, self.client, fleet)
         try:
             spec = self.client.spec
+        except ServerConnectError as exc:
+            self._closer()
+            if exc.reason.startswith("HTTP 404"):  # the server has no /ws/agents: not a PettingZoo env
+                raise ValueError(
+                    f"{env_id or self.name} is not a PettingZoo env: make_aec and make_parallel take one served on "
+                    "/ws/agents (openenv/ConnectFour-v3, ...); make a single-agent env, or one seat of a "
+                    "game such as openenv/Chess-v0, with gym.make"
+                ) from None
+            raise
         except BaseException:
             self._closer()
             raise
