@@ -19,19 +19,23 @@ BIN := $(VENV)/bin
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch is installed first, from PyTorch's CPU index, so Stable-Baselines3 and TRL do not pull a
-# multi-gigabyte CUDA build from PyPI (pip's find-links are read too: this machine keeps
-# torch-2.13.0+cpu on disk). --no-deps: torch's own dependencies come with the next install, from PyPI.
-TORCH_CPU := --no-deps "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
+# torch is installed first, a CPU build, so Stable-Baselines3 and TRL do not pull a multi-gigabyte
+# CUDA build from PyPI: from pip's find-links alone when they hold it (this machine keeps
+# torch-2.13.0+cpu on disk: no index is asked), else from PyTorch's CPU index, TORCH_INDEX.
+# --no-deps: torch's own dependencies come with the next install, from PyPI.
+TORCH := torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+INSTALL_TORCH := $(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-index "$(TORCH)" 2>/dev/null \
+	|| $(BIN)/pip install --quiet --disable-pip-version-check --no-deps "$(TORCH)" --index-url $(TORCH_INDEX)
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH_CPU)
+	$(INSTALL_TORCH)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
 	touch $@
 
 # The demo needs only the sb3 extra (Stable-Baselines3 and rich), not the test extra.
 $(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check $(TORCH_CPU)
+	$(INSTALL_TORCH)
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[sb3]"
 	touch $@
 
