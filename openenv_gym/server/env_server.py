@@ -51,7 +51,15 @@ from .shutdown import close_server
 from .snapshots import SnapshotStore
 from .task_sets import serving_splits
 from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing, watch_refusal
-from .web_access import bearer_token_matches, browser_refusal, cookie_name, has_token, login_response, single_header
+from .web_access import (
+    bearer_token_matches,
+    browser_refusal,
+    cookie_name,
+    has_token,
+    login_response,
+    single_header,
+    token_refusal,
+)
 from .web_page import is_web_path, web_response
 
 __all__ = [
@@ -97,21 +105,6 @@ def _wrong_method(path: str, methods: tuple[str, ...]) -> Response:
     response = _json_response(405, {"detail": "Method Not Allowed", "message": f"{path} takes {', '.join(methods)}"})
     response.headers["Allow"] = ", ".join(methods)
     return response
-
-
-# How a client sends the token, for the 401 to say (it names no token, the server's or the one sent).
-_HOW_TO_SEND_THE_TOKEN = (
-    "send it as Authorization: Bearer <token> (in Python gym.make(..., token=...); on openenv-gym's "
-    "commands --token-env VAR, VAR holding it)"
-)
-
-
-def _token_refusal(request: Request, cookie: str | None) -> Response:
-    """The 401 of a request without the server's token: one text for none sent, another for a wrong one."""
-    cookies = single_header(request, "Cookie") or ""
-    sent = single_header(request, "Authorization") is not None or (cookie is not None and f"{cookie}=" in cookies)
-    what = "the one sent is not it" if sent else "none was sent"
-    return _json_response(401, {"message": f"this server needs its token, and {what}: {_HOW_TO_SEND_THE_TOKEN}"})
 
 
 class EnvServer:
@@ -421,7 +414,7 @@ class EnvServer:
                 login = login_response(query, self._token, cookie_name(single_header(request, "Host")))
                 return login or _json_response(401, {"message": "wrong token"})
             if not has_token(request, self._token, cookie):
-                return _token_refusal(request, cookie)
+                return _json_response(401, {"message": token_refusal(request, cookie)})
         methods = self._methods(path)
         if methods is not None and request.method not in methods:
             return _wrong_method(path, methods)

@@ -28,7 +28,15 @@ from websockets.http11 import Request, Response
 
 from ..urls import is_loopback_host
 
-__all__ = ["bearer_token_matches", "browser_refusal", "cookie_name", "has_token", "login_response", "single_header"]
+__all__ = [
+    "bearer_token_matches",
+    "browser_refusal",
+    "cookie_name",
+    "has_token",
+    "login_response",
+    "single_header",
+    "token_refusal",
+]
 
 # What a Host header may hold: a name or an IPv4 address, or a bracketed IPv6 address, and a port.
 _HOST = re.compile(r"[A-Za-z0-9.-]+(?::[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?")
@@ -91,6 +99,22 @@ def has_token(request: Request, token: str, cookie: str | None) -> bool:
         return False
     presented = _cookie_token(single_header(request, "Cookie"), cookie)
     return presented is not None and _same_secret(presented, token)
+
+
+# How a client sends the token, for the 401 to say (it names no token, the server's or the one sent).
+_HOW_TO_SEND_THE_TOKEN = (
+    "send it as Authorization: Bearer <token> (in Python gym.make(..., token=...); on openenv-gym's "
+    "commands --token-env VAR, VAR holding it)"
+)
+
+
+def token_refusal(request: Request, cookie: str | None) -> str:
+    """The 401's text for a request without the server's token: one for none sent, another for a
+    wrong one, each saying how to send it."""
+    cookies = single_header(request, "Cookie") or ""
+    sent = single_header(request, "Authorization") is not None or (cookie is not None and f"{cookie}=" in cookies)
+    what = "the one sent is not it" if sent else "none was sent"
+    return f"this server needs its token, and {what}: {_HOW_TO_SEND_THE_TOKEN}"
 
 
 def browser_refusal(request: Request, loopback_server: bool) -> Response | None:
