@@ -90,4 +90,7 @@ def test_hostile_code_is_contained_in_the_container(served, name):
     )
     solve(served.a)
     solve(served.b)
-    assert container_pids(served.container) == served.processes
+    # A graded step's hidden calls ran in a worker of their own, ended off the step's path: gone soon after.
+    assert wait_until(lambda: container_pids(served.container) == served.processes, 2 * UNIT), (
+        container_pids(served.container) ^ served.processes
+    )
