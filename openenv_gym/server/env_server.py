@@ -6,36 +6,32 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import http
-import json
 import logging
 import os
 import secrets
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve, unix_serve
-from websockets.datastructures import Headers
-from websockets.http11 import Request, Response
 
 from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.agents import AGENTS_PATH, parse_agents_query
 from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
-from ..protocol.http_api import HTTP_ROUTES, WEBSOCKET_PATHS
-from ..protocol.pickled import check_pickles_allowed, names_factories, wants_pickled_factories
+from ..protocol.pickled import check_pickles_allowed, wants_pickled_factories
 from ..protocol.vector import VECTOR_BACKENDS
 from ..redaction import RedactingLogger
 from ..startup import SNAPSHOT_KEY_ENV_VAR
-from ..urls import is_loopback_host, unix_url
+from ..urls import unix_url
 from .batch_session import BatchHandler
 from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment
 from .exposure import INSECURE_WARNING
-from .http_api import DOCS_POLICY, StatelessRoutes, docs_page
 from .http_bodies import BodyReadingConnection
 from .http_mcp import HttpMcp
+from .http_routes import HttpRoutes
+from .idle_reaper import IdleReaper
 from .options import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -46,21 +42,13 @@ from .options import (
 from .pickled_factories import PickledBatchHandler
 from .plain_session import PlainHandler
 from .served_env import ServedEnv
-from .session import CLOSE_TIMEOUT, Session, SessionHandler, factory_error
+from .session import Session, SessionHandler
+from .session_slots import SessionSlots
 from .shutdown import close_server
 from .snapshots import SnapshotStore
 from .task_sets import serving_splits
-from .watch import MAX_WATCHERS, SESSIONS_PATH, WATCH_PATH, Watcher, parse_watch_query, session_listing, watch_refusal
-from .web_access import (
-    bearer_token_matches,
-    browser_refusal,
-    cookie_name,
-    has_token,
-    login_response,
-    single_header,
-    token_refusal,
-)
-from .web_page import is_web_path, web_response
+from .watch import MAX_WATCHERS, WATCH_PATH, Watcher, parse_watch_query, session_listing
+from .web_access import bearer_token_matches
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
@@ -78,9 +66,8 @@ logger = logging.getLogger(__name__)
 MAX_QUEUE = 2
 # Bytes of replies buffered per connection before a send waits (websockets' default, 32 KiB).
 WRITE_LIMIT = 2**15
-# Close codes (RFC 6455): 1001 going away, 1008 policy violation, 1011 internal error, 1013 try
-# again later.
-CLOSE_IDLE = 1001
+# Close codes (RFC 6455): 1008 policy violation, 1011 internal error, 1013 try again later (the
+# idle reaper's 1001, going away, is in idle_reaper.py).
 CLOSE_BAD_REQUEST = 1008
 CLOSE_FACTORY_FAILED = 1011
 CLOSE_AT_CAPACITY = 1013
@@ -89,22 +76,6 @@ CLOSE_AT_CAPACITY = 1013
 def _select_subprotocol(connection: ServerConnection, offered: Sequence[str]) -> str | None:
     """Accept the binary batch codec when offered; every client may also offer nothing (JSON)."""
     return BINARY_SUBPROTOCOL if BINARY_SUBPROTOCOL in offered else None
-
-
-def _response(status: int, content_type: str, payload: bytes) -> Response:
-    headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(payload)))])
-    return Response(status, http.HTTPStatus(status).phrase, headers, payload)
-
-
-def _json_response(status: int, body: Any) -> Response:
-    return _response(status, "application/json", json.dumps(body).encode())
-
-
-def _wrong_method(path: str, methods: tuple[str, ...]) -> Response:
-    """405, with the methods ``path`` takes in ``Allow`` (as FastAPI answers)."""
-    response = _json_response(405, {"detail": "Method Not Allowed", "message": f"{path} takes {', '.join(methods)}"})
-    response.headers["Allow"] = ", ".join(methods)
-    return response
 
 
 class EnvServer:
@@ -229,17 +200,16 @@ class EnvServer:
         self.send_tracebacks = local if send_tracebacks is None else send_tracebacks
         self.web = local if web is None else web
         self.watchers: set[Watcher] = set()
-        self.sessions: set[Session] = set()
-        self._closing_sessions: set[Session] = set()  # connection ended, environment still closing
-        self._slots: asyncio.Condition | None = None  # made in start(), on the serving loop
-        self._http_envs = 0  # envs of HTTP requests and HTTP MCP sessions, each holding a slot
-        self._stateless = StatelessRoutes(self)
+        #: The session slots (``max_sessions``) and the open sessions holding them.
+        self.slots = SessionSlots(self.max_sessions)
+        self.sessions = self.slots.sessions
         self._mcp = HttpMcp(self)
+        self._routes = HttpRoutes(self, self._token, self._mcp)
         #: Whether an environment's close() overran its timeout (its thread may still be stuck).
         self.stuck = False
         self._server: Server | None = None
-        self._reaper: asyncio.Task[None] | None = None
-        self._closing: set[asyncio.Task[None]] = set()
+        self._reaper = IdleReaper(self.sessions, self.idle_timeout, self.send_timeout)
+        self._reaping: asyncio.Task[None] | None = None
         self._description: dict[str, Any] | None = None
         self._describe_lock = asyncio.Lock()
         key = options.snapshot_key or os.environ.get(SNAPSHOT_KEY_ENV_VAR) or secrets.token_hex(32)
@@ -287,9 +257,9 @@ class EnvServer:
 
     async def start(self) -> None:
         """Bind and start accepting connections."""
-        self._slots = asyncio.Condition()
+        self.slots.start()
         options: dict[str, Any] = {
-            "process_request": self._process_request,
+            "process_request": self._routes.process_request,
             "max_size": self.max_frame_bytes,
             "compression": None,  # frames are small: deflate costs more CPU than it saves bytes
             "ping_interval": None,  # the idle reaper, not pings, decides when a session is gone
@@ -310,14 +280,14 @@ class EnvServer:
         else:
             self._server = await serve(self._handle_connection, self.host, self.port, **options)
             self.port = self._server.sockets[0].getsockname()[1]
-        if self.idle_timeout is not None or self.send_timeout is not None:
-            self._reaper = asyncio.get_running_loop().create_task(self._reap_idle_sessions())
+        if self._reaper.needed:
+            self._reaping = asyncio.get_running_loop().create_task(self._reaper.run())
 
     async def stop(self) -> None:
         """Close every session (each environment's ``close()`` runs) and stop listening."""
-        if self._reaper is not None:
-            self._reaper.cancel()
-            await asyncio.gather(self._reaper, return_exceptions=True)
+        if self._reaping is not None:
+            self._reaping.cancel()
+            await asyncio.gather(self._reaping, return_exceptions=True)
         if self._server is not None:
             await close_server(self._server)  # every client told why, none waited on for long
         await self._mcp.close_all()
@@ -363,117 +333,6 @@ class EnvServer:
                 self._description = {"schema": schema, "metadata": metadata}
         return self._description
 
-    async def _process_request(self, connection: ServerConnection, request: Request) -> Response | None:
-        """Answer an HTTP request, or let a WebSocket handshake go on (``None``).
-
-        A request the routes cannot read (a value they refuse, a header given twice...) is a 400
-        and one line in the log: never websockets' 500 with a traceback, and never before the
-        token check has refused a request without the token.
-        """
-        try:
-            refusal = watch_refusal(request.path.partition("?")[0], connection, self.requires_token)
-            response = (
-                _json_response(403, {"message": refusal})
-                if refusal is not None
-                else await self._route(request, getattr(connection, "request_body", b""))
-            )
-        except Exception as exc:
-            path = request.path.partition("?")[0]  # the query may hold a token (the page's login)
-            logger.warning("refused a malformed request for %s: %s: %s", path, type(exc).__name__, exc)
-            detail = exc.message if isinstance(exc, ProtocolError) else "the server could not read it"
-            response = _json_response(400, {"detail": "Bad Request", "message": f"malformed request: {detail}"})
-        if response is not None:  # an HTTP answer: websockets closes the connection after it
-            response.headers["Connection"] = "close"
-        return response
-
-    def _methods(self, path: str) -> tuple[str, ...] | None:
-        """The methods ``path`` takes; ``None`` for a path that is no route."""
-        if path in HTTP_ROUTES:
-            return HTTP_ROUTES[path]
-        if path in (*WEBSOCKET_PATHS, BATCH_PATH, WATCH_PATH) or (
-            path == AGENTS_PATH and self.served.agents is not None
-        ):
-            return ("GET",)  # a WebSocket handshake
-        if path == SESSIONS_PATH or is_web_path(path):
-            return ("GET",)
-        return None
-
-    async def _route(self, request: Request, body: bytes = b"") -> Response | None:
-        path, _, query = request.path.partition("?")
-        if path == "/health":  # open: health probes carry no secrets, and it tells none
-            return (
-                _json_response(200, {"status": "healthy"}) if request.method == "GET" else _wrong_method(path, ("GET",))
-            )
-        refusal = browser_refusal(request, is_loopback_host(self.host) and self.unix_socket is None)
-        if refusal is not None:
-            return refusal
-        if self._token is not None:  # before any route: without the token, nothing but /health is told
-            # The page's cookie opens what the page uses; pickled factories (code) need the header.
-            cookie = None if names_factories(query) else cookie_name(single_header(request, "Host"))
-            if path == "/web" and "token=" in query and self.web:  # the login: the token leaves the address bar
-                login = login_response(query, self._token, cookie_name(single_header(request, "Host")))
-                return login or _json_response(401, {"message": "wrong token"})
-            if not has_token(request, self._token, cookie):
-                return _json_response(401, {"message": token_refusal(request, cookie)})
-        methods = self._methods(path)
-        if methods is not None and request.method not in methods:
-            return _wrong_method(path, methods)
-        if path.startswith("/web") and not self.web:
-            return _json_response(404, {"message": "the web page is off on this server; serve --web turns it on"})
-        if path in ("/ws", BATCH_PATH, WATCH_PATH) or (path == AGENTS_PATH and self.served.agents is not None):
-            return None  # go on with the WebSocket handshake
-        if path == SESSIONS_PATH:
-            now = asyncio.get_running_loop().time()
-            return _json_response(200, {"sessions": [session_listing(s, now) for s in self.sessions]})
-        if is_web_path(path):  # the page's own files, after the routes under /web above
-            return web_response(path, single_header(request, "Host"))
-        if path in ("/schema", "/metadata"):
-            try:
-                description = await self.describe()
-                if path == "/schema" and "vector_backend=" in query:
-                    return await self._schema_with_backend(description["schema"], request.path)
-            except Exception as exc:
-                logger.exception("describing the environment failed")
-                frame = factory_error(self.factory, exc, self.send_tracebacks)
-                return _json_response(500, frame.data())
-            return _json_response(200, description[path[1:]])
-        if path == "/mcp":  # JSON-RPC: every answer is a 200, errors included, as OpenEnv's
-            return _json_response(200, await self._mcp.answer(body))
-        if path == "/docs":
-            status, document = await self._stateless.openapi()
-            if status != 200:
-                return _json_response(status, document)
-            response = _response(200, "text/html; charset=utf-8", docs_page(document))
-            response.headers["Content-Security-Policy"] = DOCS_POLICY
-            return response
-        if path in HTTP_ROUTES:
-            status, answer = await self._stateless.answer(request.method, path, body)
-            response = _json_response(status, answer)
-            if status == 503:
-                response.headers["Retry-After"] = "1"
-            return response
-        routes = "/ws, /health, /schema, /metadata, /reset, /step, /state, /mcp, /docs" + (
-            " or /web" if self.web else ""
-        )
-        return _json_response(404, {"detail": "Not Found", "message": f"no route {path}; try {routes}"})
-
-    async def _schema_with_backend(self, schema: dict[str, Any], path: str) -> Response:
-        """``/schema?vector_backend=NAME``: the schema with that backend described in full (EnvPool's
-        spaces are found only when asked for, since importing EnvPool takes over a second)."""
-        name = urllib.parse.parse_qs(path.partition("?")[2]).get("vector_backend", [""])[0]
-        backends = self.served.vector_backends
-        offered, unavailable = (
-            dict(schema.get("vector_backends", {})),
-            dict(schema.get("vector_backends_unavailable", {})),
-        )
-        if backends is not None and name in offered:
-            try:
-                offered[name] = await asyncio.to_thread(backends.describe_one, name)
-            except Exception as exc:
-                del offered[name]
-                unavailable[name] = str(exc)
-        return _json_response(200, {**schema, "vector_backends": offered, "vector_backends_unavailable": unavailable})
-
     async def _snapshot_support(self) -> dict[str, Any]:
         """What ``/schema["snapshot"]`` says (the env's probe), for the sessions' snapshot frames."""
         schema = (await self.describe())["schema"]
@@ -484,31 +343,20 @@ class EnvServer:
     @property
     def active_sessions(self) -> int:
         """Environments held by open sessions (a batch session holds several) and by stateless HTTP requests."""
-        return sum(session.size for session in self.sessions) + self._http_envs
+        return self.slots.active
 
     def take_slot(self) -> bool:
         """Hold one session slot for the env of an HTTP request or of an HTTP MCP session; ``False``:
         all are taken. :meth:`release_slot` gives it back."""
-        if self.active_sessions >= self.max_sessions:
-            return False
-        self._http_envs += 1
-        return True
+        return self.slots.take()
 
     async def release_slot(self) -> None:
         """Give back a slot :meth:`take_slot` held."""
-        self._http_envs -= 1
-        await self._slots_changed()
+        await self.slots.release()
 
-    @contextlib.asynccontextmanager
-    async def stateless_slot(self) -> AsyncIterator[bool]:
+    def stateless_slot(self) -> contextlib.AbstractAsyncContextManager[bool]:
         """Hold a session slot for a stateless HTTP request's env while it lives; ``False``: all are taken."""
-        if not self.take_slot():
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            await self.release_slot()
+        return self.slots.held()
 
     def _new_session(self, connection: ServerConnection) -> Session:
         """The session a handshake asked for; raises ProtocolError for a bad batch query."""
@@ -623,7 +471,7 @@ class EnvServer:
         except ProtocolError as exc:
             await self._refuse(connection, exc)
             return
-        await self._wait_for_closing(session.size)
+        await self.slots.wait_for_closing(session.size)
         active = self.active_sessions
         if active + session.size > self.max_sessions:
             refusal = ErrorFrame(
@@ -635,7 +483,7 @@ class EnvServer:
             await connection.close(CLOSE_AT_CAPACITY, "server at capacity")
             return
         self.sessions.add(session)
-        await self._slots_changed()  # a newcomer waiting on closing sessions may now be hopeless
+        await self.slots.changed()  # a newcomer waiting on closing sessions may now be hopeless
         try:
             failure = await session.open()
             if failure is not None:
@@ -647,37 +495,12 @@ class EnvServer:
             # The slot stays taken until the environment is closed, so an environment that
             # allows one session never has two instances alive.
             session.end_watches("the session closed")
-            self._closing_sessions.add(session)
+            self.slots.closing.add(session)
             if not await session.close():
                 self.stuck = True
-            self._closing_sessions.discard(session)
+            self.slots.closing.discard(session)
             self.sessions.discard(session)
-            await self._slots_changed()
-
-    async def _slots_changed(self) -> None:
-        assert self._slots is not None
-        async with self._slots:
-            self._slots.notify_all()
-
-    async def _wait_for_closing(self, size: int) -> None:
-        """Wait until ``size`` more sessions fit, while closing sessions alone stand in the way.
-
-        Their slots come back once their environments are closed (within ``CLOSE_TIMEOUT``):
-        a client whose connection was cut reconnects before its old session has let go.
-        """
-
-        def settled() -> bool:
-            if self.active_sessions + size <= self.max_sessions:
-                return True
-            closing = sum(session.size for session in self._closing_sessions)
-            return self.active_sessions - closing + size > self.max_sessions  # full without them too
-
-        assert self._slots is not None
-        async with self._slots:
-            try:
-                await asyncio.wait_for(self._slots.wait_for(settled), CLOSE_TIMEOUT)
-            except TimeoutError:
-                pass  # refused as full, then
+            await self.slots.changed()
 
     async def _refuse(self, connection: ServerConnection, exc: ProtocolError) -> None:
         await connection.send(ErrorFrame.from_exception(exc).serialize())
@@ -708,33 +531,3 @@ class EnvServer:
         finally:
             session.watchers.discard(watcher)
             self.watchers.discard(watcher)
-
-    async def _reap_idle_sessions(self) -> None:
-        """Release the environments of sessions idle past ``idle_timeout``, and of sessions whose
-        client has left a reply unread past ``send_timeout``."""
-        loop = asyncio.get_running_loop()
-        timeouts = [t for t in (self.idle_timeout, self.send_timeout) if t is not None]
-        interval = min(max(min(timeouts) / 4, 0.05), 5.0)
-        while True:
-            await asyncio.sleep(interval)
-            now = loop.time()
-            for session in list(self.sessions):
-                if session.expired is not None:
-                    continue
-                if session.sending_since is not None:  # a send waits on the client: not busy
-                    if self.send_timeout is not None and session.sending_since < now - self.send_timeout:
-                        logger.warning("dropping a session whose replies went unread for %g s", self.send_timeout)
-                        session.expire(f"replies unread for more than {self.send_timeout:g} s")
-                        # A client that reads nothing would not read a close frame either.
-                        session.connection.transport.abort()
-                elif (
-                    self.idle_timeout is not None and not session.busy and session.last_active < now - self.idle_timeout
-                ):
-                    logger.info("closing a session idle for more than %g s", self.idle_timeout)
-                    reason = f"session idle for more than {self.idle_timeout:g} s"
-                    # The environment is released at once; the close handshake may take up to
-                    # websockets' close_timeout if the client does not answer.
-                    session.expire(reason)
-                    task = loop.create_task(session.connection.close(CLOSE_IDLE, reason))
-                    self._closing.add(task)  # keep a reference until it is done
-                    task.add_done_callback(self._closing.discard)
