@@ -6,13 +6,8 @@ left this machine (Chromium's performance log lists each one).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import time
-import urllib.parse
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -21,177 +16,10 @@ import pytest
 from gymnasium import spaces
 
 from openenv_gym.client import EnvClient
-from openenv_gym.server import EnvServer, GymEnvironment, load_factory
+from openenv_gym.server import GymEnvironment, load_factory
 from tests.tool_envs import ToolboxEnvironment
-from tests.utils import UNIT, running_server
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
-LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "[::1]"}
-
-
-class Page:
-    """One Chromium tab on the page, with the waits and checks the tests share."""
-
-    def __init__(self, driver: Any, downloads: Path) -> None:
-        self.driver = driver
-        self.downloads = downloads
-
-    def open(self, server: EnvServer, path: str = "/web/") -> None:
-        """Load the page (``path``: under /web, a query maybe) and wait until it read /schema and its socket is open."""
-        self.driver.get(server.url + path)
-        self.wait(lambda: self.script("return document.body.dataset.ready") == "true", "the page to be ready")
-        self.wait(lambda: self.state() == "connected", "the page's socket to open")
-
-    def script(self, source: str, *args: Any) -> Any:
-        return self.driver.execute_script(source, *args)
-
-    def wait(self, predicate: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-        deadline = time.monotonic() + timeout * UNIT
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(0.05)
-        banner = self.find("#error-banner").text
-        pytest.fail(f"timed out waiting for {what} (error banner: {banner!r})")
-
-    def find(self, selector: str) -> Any:
-        from selenium.webdriver.common.by import By
-
-        return self.driver.find_element(By.CSS_SELECTOR, selector)
-
-    def find_all(self, selector: str) -> list[Any]:
-        from selenium.webdriver.common.by import By
-
-        return self.driver.find_elements(By.CSS_SELECTOR, selector)
-
-    def click(self, testid: str) -> None:
-        self.find(f"[data-testid='{testid}']").click()
-
-    def value(self, element_id: str) -> str:
-        return self.find(f"#{element_id}").get_attribute("data-value")
-
-    def wait_value(self, element_id: str, expected: Any) -> None:
-        self.wait(lambda: self.value(element_id) == str(expected), f"#{element_id} to read {expected}")
-
-    def queued(self) -> int:
-        """Steps the page has queued and not yet had answered."""
-        return self.script("return window.openenvGymPage.queued")
-
-    def state(self) -> str:
-        return self.find("#connection").get_attribute("data-state")
-
-    def records(self) -> list[dict[str, Any]]:
-        """The page's history: each transition's event, action and reply data, as the page holds them."""
-        return self.script(
-            "return window.openenvGymPage.history.records.map(r => ({event: r.event, episode: r.episode,"
-            " step: r.step, action: r.action, data: r.data}))"
-        )
-
-    def set_seed(self, seed: int) -> None:
-        field = self.find("#seed")
-        field.clear()
-        field.send_keys(str(seed))
-
-    def canvas_ink(self, selector: str = "#frame") -> int:
-        """How many pixels of the canvas are neither white nor transparent."""
-        return self.script(
-            "const c = document.querySelector(arguments[0]); if (c.hidden) return 0;"
-            "const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;"
-            "for (let i = 0; i < d.length; i += 4) if (d[i + 3] && (d[i] < 250 || d[i + 1] < 250 || d[i + 2] < 250)) n++;"
-            "return n;",
-            selector,
-        )
-
-    def download_log(self) -> list[dict[str, Any]]:
-        """Click the log's download button and read the JSONL file Chromium saved."""
-        for old in self.downloads.iterdir():
-            old.unlink()
-        self.click("download-log")
-        files = self.wait(
-            lambda: [f for f in self.downloads.iterdir() if f.suffix == ".jsonl"],
-            "the log to download",
-        )
-        return [json.loads(line) for line in files[0].read_text().splitlines()]
-
-    def assert_clean(self) -> None:
-        """No console error, and every request the page made stayed on this machine."""
-        errors = [entry for entry in self.driver.get_log("browser") if entry["level"] == "SEVERE"]
-        assert errors == []
-        urls = []
-        for entry in self.driver.get_log("performance"):
-            message = json.loads(entry["message"])["message"]
-            if message["method"] == "Network.requestWillBeSent":
-                urls.append(message["params"]["request"]["url"])
-            elif message["method"] == "Network.webSocketCreated":
-                urls.append(message["params"]["url"])
-        assert urls, "the performance log recorded no request"
-        outside = [
-            url
-            for url in urls
-            if urllib.parse.urlsplit(url).scheme not in ("data", "blob")
-            and urllib.parse.urlsplit(url).hostname not in LOCAL_HOSTS
-        ]
-        assert outside == []
-
-    def clear_logs(self) -> None:
-        self.driver.get_log("browser")
-        self.driver.get_log("performance")
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
-    """One headless Chromium for the module (Debian's, driven by Debian's chromedriver)."""
-    missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
-    if missing:
-        reason = (
-            f"{' and '.join(missing)} missing: `bash scripts/browser.sh` installs Debian's chromium and chromium-driver"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(f"CI runs the browser tests: {reason}")
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",  # root in a container has no user namespace for Chromium's own sandbox
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1400,1000",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-default-apps",
-    ):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    # A Service with the driver's path: Selenium Manager never runs, so nothing is downloaded.
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    downloads = tmp_path_factory.mktemp("downloads")
-    driver.execute_cdp_cmd("Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
-    try:
-        yield Page(driver, downloads)
-    finally:
-        driver.quit()
-
-
-@pytest.fixture
-def page(browser: Page) -> Iterator[Page]:
-    """The module's browser, its logs emptied of earlier tests' entries; left on a blank page."""
-    browser.clear_logs()
-    yield browser
-    browser.driver.get("about:blank")  # the page's session closes with it
-
-
-@contextlib.contextmanager
-def served(target: str, **kwargs: Any) -> Iterator[EnvServer]:
-    with running_server(load_factory(target, **kwargs)) as server:
-        yield server
+from tests.utils import running_server
+from tests.web.browser import served
 
 
 class CompositeEnv(gym.Env):
