@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import signal
@@ -158,6 +159,44 @@ def test_a_killed_server_gets_the_factories_again():
         assert envs.get_attr("length") == (2, 3, 4, 2)
     finally:
         envs.close()
+
+
+CALLERS_MODULE = """
+import gymnasium as gym
+import numpy as np
+
+
+class OnlyOnTheCallersPath(gym.Env):
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.full(1, 0.5, np.float32), {"module": __name__}
+
+    def step(self, action):
+        return np.full(1, action, np.float32), 1.0, True, False, {}
+"""
+
+
+def test_a_class_in_a_module_only_on_the_caller_s_path_is_found_by_the_servers(tmp_path, monkeypatch):
+    """A factory of a class in a module only the caller's sys.path holds (pickled by reference, as a
+    test module's class is) unpickles on the servers, which see the caller's path as SubprocVecEnv's workers do."""
+    (tmp_path / "callers_own_envs.py").write_text(CALLERS_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env_class = importlib.import_module("callers_own_envs").OnlyOnTheCallersPath
+    assert cloudpickle.dumps(env_class).count(b"callers_own_envs")  # by reference: the servers import it
+    try:
+        envs = RemoteVectorEnv.from_env_fns([env_class, env_class], servers=2)
+        try:
+            observations, infos = envs.reset(seed=0)
+            assert observations.tolist() == [[0.5], [0.5]]
+            assert infos["module"].tolist() == ["callers_own_envs", "callers_own_envs"]
+            assert envs.step(np.array([1, 0]))[0].tolist() == [[1.0], [0.0]]
+        finally:
+            envs.close()
+    finally:
+        del sys.modules["callers_own_envs"]
 
 
 def test_a_factory_that_raises_is_an_env_creation_error_and_leaves_no_process():

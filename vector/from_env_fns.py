@@ -24,7 +24,7 @@ from openenv_gym.errors import SpaceMismatchError
 from openenv_gym.protocol import ClientSession, ErrorFrame, MessageType, RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchResultFrame, BatchValuesFrame, parse_batch_server_frame
-from openenv_gym.protocol.pickled import BatchMakeFrame, pickled_batch_query, python_version
+from openenv_gym.protocol.pickled import BatchMakeFrame, import_path, pickled_batch_query, python_version
 from openenv_gym.providers import provider_options
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT, new_token
 from openenv_gym.spaces import space_from_json, space_to_json
@@ -70,7 +70,7 @@ class FactoryBatchKind(BatchKind):
         return ClientSession(parse_batch_server_frame, _REPLIES)
 
     def opening(self) -> tuple[str, Callable[[], str]]:
-        frame = BatchMakeFrame(self.factories, python_version(), self.first)
+        frame = BatchMakeFrame(self.factories, python_version(), self.first, import_path())
         return "batch_make", lambda: self.session.send(MessageType.BATCH_MAKE, frame)
 
     def opened(self, reply: BatchReply) -> None:
@@ -271,9 +271,13 @@ def from_env_fns(
     started without the flag, or reached without its token, refuses them.
 
     The servers must be able to import what the factories refer to by name (a class defined in an
-    installed module is pickled by reference; one defined in ``__main__``, a test or a notebook,
-    by value), and run the same Python version (cloudpickle's rule): the process and Ray
-    providers use this interpreter; a Docker image must hold the env's packages. A block's
+    importable module is pickled by reference; one defined in ``__main__`` or a notebook, by
+    value), and run the same Python version (cloudpickle's rule). As ``SubprocVecEnv``'s workers
+    do, they see this interpreter's ``sys.path``: each server adds the entries it lacks (made
+    absolute) before it unpickles, so a class in a test module or a package on your path is found.
+    The process provider runs this interpreter on this machine, so every such module is found;
+    Ray's actors find them on this machine's node; in a Docker container (or on another node) the
+    paths do not exist and are skipped: its image must hold the env's packages. A block's
     pickles travel in one frame, which a server takes up to 16 MiB by default: let a factory
     capture a path to its data, not the data.
 

@@ -4,13 +4,17 @@ A client that has its own env factories (``RemoteVectorEnv.from_env_fns``) opens
 ``/ws/batch?envs=K&autoreset_mode=NextStep&factories=pickled`` and sends one ``batch_make``
 frame before anything else, holding each sub-env's factory pickled with cloudpickle, in base64::
 
-    -> {"type":"batch_make","data":{"factories":["gASV...", ...],"python":"3.11","first":0}}
+    -> {"type":"batch_make","data":{"factories":["gASV...", ...],"python":"3.11","first":0,"path":["/home/me/project", ...]}}
     <- {"type":"batch_values","data":{"values":[{"action":{...},"observation":{...}}, ...]}}
 
 The server unpickles and calls each factory, and answers with each sub-env's spaces in their
 JSON form (:func:`openenv_gym.spaces.space_to_json`), which the client checks against its own.
 ``first`` is the index of the session's first sub-env in the client's vector env, so that an
-error names the sub-env as the client knows it.
+error names the sub-env as the client knows it. ``path`` is the client's ``sys.path`` (its entries
+made absolute): the server puts the entries it lacks at the end of its own before it unpickles,
+so a factory whose class lives in a module only the client's path holds (a test module, a local
+package) is found, as a ``SubprocVecEnv`` worker finds it; an entry that does not exist on the
+server's machine is harmless.
 From then on the session is an ordinary batch session (:mod:`.batch`). A factory that cannot be
 unpickled, raises, or returns no ``gymnasium.Env`` is answered with a ``FACTORY_ERROR`` frame,
 and the connection is closed.
@@ -25,9 +29,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import sys
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import startup
 from .._lazy import moved_names
@@ -41,6 +46,7 @@ __all__ = [
     "PICKLED",
     "BatchMakeFrame",
     "check_pickles_allowed",
+    "import_path",
     "names_factories",
     "parse_batch_make",
     "pickled_batch_query",
@@ -58,6 +64,11 @@ __getattr__ = moved_names(__name__, "openenv_gym.startup", ["ACCEPT_FLAG", "PICK
 def python_version() -> str:
     """This interpreter's ``major.minor``: a pickle is read by the Python version that wrote it."""
     return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def import_path() -> list[str]:
+    """This interpreter's ``sys.path``, each entry absolute (``""`` is the working directory), for a server to import from."""
+    return [os.path.abspath(entry) for entry in sys.path if isinstance(entry, str)]
 
 
 def pickled_batch_query(envs: int, autoreset_mode: AutoresetMode) -> str:
@@ -106,15 +117,17 @@ def check_pickles_allowed(accepted: bool, token_required: bool) -> None:
 
 @dataclass(frozen=True)
 class BatchMakeFrame:
-    """Each sub-env's factory, pickled; the Python version that pickled them; the first sub-env's index."""
+    """Each sub-env's factory, pickled; the Python version that pickled them; the first sub-env's
+    index; the pickling interpreter's import path (:func:`import_path`)."""
 
     factories: list[bytes]
     python: str
     first: int = 0
+    path: list[str] = field(default_factory=list)
 
     def serialize(self) -> str:
         encoded = [base64.b64encode(factory).decode("ascii") for factory in self.factories]
-        data = {"factories": encoded, "python": self.python, "first": self.first}
+        data = {"factories": encoded, "python": self.python, "first": self.first, "path": self.path}
         return dumps({"type": MessageType.BATCH_MAKE.value, "data": data})
 
     def __str__(self) -> str:
@@ -133,6 +146,7 @@ def parse_batch_make(message: str | bytes, size: int) -> BatchMakeFrame:
         raise invalid(f"a session of pickled factories opens with batch_make, got {frame.get('type')!r}")
     data = data_object(frame, MessageType.BATCH_MAKE.value)
     factories, python, first = data.get("factories"), data.get("python"), data.get("first", 0)
+    path = data.get("path", [])
     if not isinstance(factories, list) or not all(isinstance(item, str) for item in factories):
         raise invalid("batch_make needs data.factories, a list of base64 strings")
     if len(factories) != size:
@@ -141,8 +155,10 @@ def parse_batch_make(message: str | bytes, size: int) -> BatchMakeFrame:
         raise invalid("batch_make needs data.python, the pickling interpreter's version ('3.11')")
     if not isinstance(first, int) or isinstance(first, bool) or first < 0:
         raise invalid("batch_make data.first must be a non-negative integer (the first sub-env's index)")
+    if not isinstance(path, list) or not all(isinstance(entry, str) for entry in path):
+        raise invalid("batch_make data.path must be a list of strings (the client's sys.path)")
     try:
         decoded = [base64.b64decode(item, validate=True) for item in factories]
     except (binascii.Error, ValueError) as exc:
         raise invalid(f"batch_make factories must be base64: {exc}") from None
-    return BatchMakeFrame(decoded, python, first)
+    return BatchMakeFrame(decoded, python, first, path)

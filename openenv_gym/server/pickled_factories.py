@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import traceback
 from typing import Any
 
@@ -112,6 +113,8 @@ class _Factories:
                 f"was pickled by Python {self.request.python}, and this server runs Python {python_version()}: "
                 "a pickle is read by the version that wrote it",
             )
+        # The client's modules by its path, as a SubprocVecEnv worker finds them; the server's own come first.
+        sys.path.extend([entry for entry in dict.fromkeys(self.request.path) if entry not in sys.path])
         try:
             factory = cloudpickle.loads(self.request.factories[slot])
         except (Exception, SystemExit) as exc:  # whatever the pickle's code does, the session answers

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 
@@ -12,6 +13,7 @@ from openenv_gym.protocol.batch import AutoresetMode, BatchQuery, parse_batch_qu
 from openenv_gym.protocol.pickled import (
     BatchMakeFrame,
     check_pickles_allowed,
+    import_path,
     parse_batch_make,
     pickled_batch_query,
     wants_pickled_factories,
@@ -19,12 +21,18 @@ from openenv_gym.protocol.pickled import (
 
 
 def test_batch_make_round_trips_its_bytes_as_base64():
-    """A batch_make frame carries arbitrary bytes as base64 text, the version and the first index, and parses back."""
-    frame = BatchMakeFrame([b"\x80\x05first", b"\x00\xffsecond"], "3.11", first=4)
+    """A batch_make frame carries arbitrary bytes as base64 text, the version, the first index and the
+    client's import path, and parses back."""
+    frame = BatchMakeFrame([b"\x80\x05first", b"\x00\xffsecond"], "3.11", first=4, path=["/home/me/project"])
     text = frame.serialize()
     assert json.loads(text) == {
         "type": "batch_make",
-        "data": {"factories": ["gAVmaXJzdA==", "AP9zZWNvbmQ="], "python": "3.11", "first": 4},
+        "data": {
+            "factories": ["gAVmaXJzdA==", "AP9zZWNvbmQ="],
+            "python": "3.11",
+            "first": 4,
+            "path": ["/home/me/project"],
+        },
     }
     assert parse_batch_make(text, 2) == frame
     assert str(frame) == "batch_make of 2 factories (15 bytes)"
@@ -38,14 +46,28 @@ def test_batch_make_round_trips_its_bytes_as_base64():
         ({"factories": ["AA==", "not base64!"], "python": "3.11"}, "batch_make factories must be base64"),
         ({"factories": ["AA==", "AA=="]}, "batch_make needs data.python"),
         ({"factories": ["AA==", "AA=="], "python": "3.11", "first": -1}, "data.first must be a non-negative integer"),
+        ({"factories": ["AA==", "AA=="], "python": "3.11", "path": "/src"}, "data.path must be a list of strings"),
     ],
-    ids=["count", "not-a-list", "not-base64", "no-version", "first"],
+    ids=["count", "not-a-list", "not-base64", "no-version", "first", "path"],
 )
 def test_a_malformed_batch_make_is_a_validation_error(data, message):
     """A batch_make of the wrong shape is a VALIDATION_ERROR saying what is wrong."""
     with pytest.raises(ProtocolError, match=re.escape(message)) as caught:
         parse_batch_make(json.dumps({"type": "batch_make", "data": data}), 2)
     assert caught.value.code == "VALIDATION_ERROR"
+
+
+def test_a_batch_make_without_a_path_asks_for_no_entries():
+    """A client that sends no path (an older one) gets none added: the path is empty."""
+    frame = parse_batch_make(json.dumps({"type": "batch_make", "data": {"factories": ["AA=="], "python": "3.11"}}), 1)
+    assert frame.path == []
+
+
+def test_the_import_path_is_this_interpreter_s_with_every_entry_absolute(monkeypatch, tmp_path):
+    """The working directory ("") and relative entries are made absolute: the server's working directory is another."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", "relative", "/an/absolute/one"])
+    assert import_path() == [str(tmp_path), str(tmp_path / "relative"), "/an/absolute/one"]
 
 
 def test_a_session_of_pickled_factories_opens_with_batch_make():
