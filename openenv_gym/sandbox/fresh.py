@@ -23,22 +23,14 @@ __all__ = ["FreshSandbox"]
 
 
 class FreshSandbox:
-    """A sandbox of ``like``'s kind (its mechanism, interpreter, limits, hidden paths, workspace and
-    IPC rule) with a worker of its own, started in a thread from now on; :meth:`close` ends it.
+    """A sandbox of ``like``'s kind (:meth:`Sandbox.alike`: its mechanism, interpreter, limits, hidden
+    paths, workspace and IPC rule) with a worker of its own, started in a thread from now on; :meth:`close` ends it.
 
     Use it as a context manager, or close it: a worker left is killed only when it is collected.
     """
 
     def __init__(self, like: Sandbox) -> None:
-        self._sandbox = Sandbox(
-            like.limits,
-            mechanism=like.mechanism,
-            python=like.python,
-            hidden_paths=like.hidden_paths,
-            startup_timeout=like.startup_timeout,
-            workspace=like.workspace,
-            ipc_objects=like.ipc_objects,
-        )
+        self._sandbox = like.alike()
         self._failure: BaseException | None = None
         self._starting = threading.Thread(target=self._start, name="openenv-gym-fresh-sandbox", daemon=True)
         self._starting.start()

@@ -6,7 +6,6 @@ import base64
 import dataclasses
 import functools
 import os
-import selectors
 import shutil
 import signal
 import subprocess
@@ -26,6 +25,7 @@ from .seccomp import seccomp_filter
 from .spares import SpareKey, SparePool, spare_pool
 from .spawner import in_spawner
 from .tmpfs import TmpfsMounts
+from .worker_process import filter_pipe, kill, kill_if_owner, private_tempdir, read_available, read_exactly, send
 
 __all__ = ["SANDBOX_UID_BASE", "RunResult", "Sandbox", "SandboxUnavailableError"]
 
@@ -36,7 +36,6 @@ MECHANISMS: tuple[str, ...] = ("bubblewrap", "none")
 SANDBOX_UID_BASE = 2_000_000_000
 _REPLY_GRACE = 5.0  # seconds the worker may take beyond a run's wall-clock limit to answer
 _WORKER_PROCESSES = 2  # bubblewrap and the worker, in the cgroup beside a run's processes
-_STOP_TIMEOUT = 5.0
 
 
 @dataclasses.dataclass
@@ -151,11 +150,29 @@ class Sandbox:
         self._lock = threading.Lock()
         self._finalizer: weakref.finalize | None = None
         self._starts = 0
-        self._spares: SparePool[Sandbox] | None = None
+        #: What makes its workers interchangeable with another sandbox's (:meth:`alike` makes one of it).
+        self.key = SpareKey(mechanism, self.python, self.limits, tuple(self.hidden_paths), workspace, ipc_objects)
+        self._spares: SparePool | None = None
         if spares:
-            key = SpareKey(mechanism, self.python, self.limits, tuple(self.hidden_paths), workspace, ipc_objects)
-            self._spares = spare_pool(key, functools.partial(_start_spare, key, startup_timeout))
+            self._spares = spare_pool(self.key, functools.partial(_start_spare, self.key, startup_timeout))
             self._spares.want(spares)
+
+    @classmethod
+    def of_kind(cls, key: SpareKey, startup_timeout: float = 10.0) -> Sandbox:
+        """A sandbox of ``key``'s kind (no worker yet, no spares)."""
+        return cls(
+            key.limits,
+            mechanism=key.mechanism,
+            python=key.python,
+            hidden_paths=key.hidden_paths,
+            startup_timeout=startup_timeout,
+            workspace=key.workspace,
+            ipc_objects=key.ipc_objects,
+        )
+
+    def alike(self) -> Sandbox:
+        """A new sandbox of this one's kind (:attr:`key`) and start-up timeout, with no worker yet and no spares."""
+        return Sandbox.of_kind(self.key, self.startup_timeout)
 
     @property
     def restarts(self) -> int:
@@ -244,7 +261,7 @@ class Sandbox:
             cgroup = self._cgroup
             kills = cgroup.oom_kills() if cgroup is not None else 0
             try:
-                worker.write_message(self._process.stdin, request)  # type: ignore[arg-type]
+                send(self._process, request)
                 reply = self._read_reply(timeout + _REPLY_GRACE)
             except (OSError, ValueError):
                 reply = None
@@ -302,7 +319,7 @@ class Sandbox:
             self._ensure_started()
             assert self._process is not None
             try:
-                worker.write_message(self._process.stdin, request)  # type: ignore[arg-type]
+                send(self._process, request)
                 reply = self._read_reply(self.limits.wall_time + _REPLY_GRACE)
             except (OSError, ValueError):
                 reply = None
@@ -338,7 +355,7 @@ class Sandbox:
             return
         program = worker.program()
         privileged = os.geteuid() == 0
-        seccomp_fd = _filter_pipe(self._seccomp) if self._seccomp is not None else None
+        seccomp_fd = filter_pipe(self._seccomp) if self._seccomp is not None else None
         try:
             if self.mechanism == "bubblewrap":
                 assert self._bwrap is not None
@@ -359,7 +376,7 @@ class Sandbox:
                 self._cgroup = RunCgroup.make(self.limits.run_memory, self.limits.processes + _WORKER_PROCESSES)
             else:
                 argv = [self.python, *program]
-                self._scratch_root = _private_tempdir()
+                self._scratch_root = private_tempdir()
             workdir, workspace = self._paths()
             pass_fds = () if seccomp_fd is None else (seccomp_fd,)
             cgroup, mounts = self._cgroup, self._mounts
@@ -395,7 +412,7 @@ class Sandbox:
             uid=uid, isolated=isolated, workdir=workdir, workspace=workspace if self.workspace else None
         )
         try:
-            worker.write_message(process.stdin, config)  # type: ignore[arg-type]
+            send(process, config)
             ready = self._read_reply(self.startup_timeout)
         except (OSError, ValueError):
             ready = None
@@ -411,7 +428,7 @@ class Sandbox:
         mounts removed, when the sandbox is collected or this process exits."""
         self._process = process
         self._starts += 1
-        self._finalizer = weakref.finalize(self, _kill_if_owner, os.getpid(), process, self._cgroup, self._mounts)
+        self._finalizer = weakref.finalize(self, kill_if_owner, os.getpid(), process, self._cgroup, self._mounts)
 
     def _adopt(self, spare: Sandbox) -> None:
         """Take over a spare's worker: its process, cgroup, mounts and scratch directory. Its
@@ -463,7 +480,7 @@ class Sandbox:
         assert self._process is not None and self._process.stdout is not None
         fd = self._process.stdout.fileno()  # read unbuffered: only this reader touches the pipe
         deadline = time.monotonic() + timeout
-        return worker.read_message(lambda size: _read_exactly(fd, size, deadline))
+        return worker.read_message(lambda size: read_exactly(fd, size, deadline))
 
     def _stop(self) -> str:
         """Kill the worker's whole sandbox; return what it wrote to stderr."""
@@ -472,8 +489,8 @@ class Sandbox:
         if process is not None:
             if self._finalizer is not None:
                 self._finalizer.detach()
-            _kill(process)
-            stderr = _read_available(process.stderr)
+            kill(process)
+            stderr = read_available(process.stderr)
             for stream in (process.stdin, process.stdout, process.stderr):
                 if stream is not None:
                     try:
@@ -498,15 +515,7 @@ def _memory_note(stderr: str, limits: Limits) -> str:
 
 def _start_spare(key: SpareKey, startup_timeout: float) -> Sandbox:
     """A started sandbox of ``key`` that has run nothing, for a :class:`~.spares.SparePool` to hand out."""
-    spare = Sandbox(
-        key.limits,
-        mechanism=key.mechanism,
-        python=key.python,
-        hidden_paths=key.hidden_paths,
-        startup_timeout=startup_timeout,
-        workspace=key.workspace,
-        ipc_objects=key.ipc_objects,
-    )
+    spare = Sandbox.of_kind(key, startup_timeout)
     spare.start()
     if key.workspace:
         # A request of its own, not a configuration flag: only a spare pays for the imports, in
@@ -515,76 +524,6 @@ def _start_spare(key: SpareKey, startup_timeout: float) -> Sandbox:
     return spare
 
 
-def _kill_if_owner(
-    owner: int, process: subprocess.Popen[bytes], cgroup: RunCgroup | None, mounts: TmpfsMounts | None
-) -> None:
-    """:func:`_kill`, as the finalizer of a sandbox of process ``owner``: a forked child that
-    drops a copy of its parent's sandbox (or a spare) leaves the parent's worker alone."""
-    if os.getpid() == owner:
-        _kill(process, cgroup, mounts)
-
-
-def _kill(process: subprocess.Popen[bytes], cgroup: RunCgroup | None = None, mounts: TmpfsMounts | None = None) -> None:
-    """SIGKILL the worker's process group and reap it (then remove its cgroup and mount points, if given)."""
-    # Under bubblewrap that group is bubblewrap itself: --die-with-parent and the end of the
-    # pid namespace take every process inside with it.
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        process.wait(_STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        pass
-    if cgroup is not None:
-        cgroup.remove()
-    if mounts is not None:
-        mounts.remove()
-
-
-def _read_available(stream: Any) -> str:
-    """What a dead process left in a pipe, without waiting for processes that may still hold it."""
-    if stream is None:
-        return ""
-    os.set_blocking(stream.fileno(), False)
-    try:
-        return (stream.read() or b"").decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 def _base_interpreter() -> str:
     """The interpreter of this process's base installation (a virtual environment's is a link to it)."""
     return os.path.realpath(sys.executable)
-
-
-def _read_exactly(fd: int, size: int, deadline: float) -> bytes | None:
-    """``size`` bytes from ``fd`` before ``deadline``; ``None`` on timeout or end of stream."""
-    data = bytearray()
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while len(data) < size:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not selector.select(remaining):
-                return None
-            chunk = os.read(fd, size - len(data))
-            if not chunk:
-                return None
-            data += chunk
-    return bytes(data)
-
-
-def _filter_pipe(program: bytes) -> int:
-    """The read end of a pipe holding the seccomp filter ``program``."""
-    read_end, write_end = os.pipe()
-    try:
-        os.write(write_end, program)  # a couple of kilobytes: far below a pipe's buffer
-    finally:
-        os.close(write_end)
-    return read_end
-
-
-def _private_tempdir() -> str:
-    import tempfile
-
-    return tempfile.mkdtemp(prefix="openenv-gym-sandbox-")

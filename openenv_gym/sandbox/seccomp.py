@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import importlib
 import os
 import platform
 from types import ModuleType
@@ -210,8 +211,8 @@ def syscall_number(name: str, machine: str | None = None) -> int:
 
 def _libseccomp() -> ModuleType:
     """The ``pyseccomp`` module, which loads libseccomp when imported."""
-    try:
-        import pyseccomp  # type: ignore[import-untyped]  # no type information shipped
+    try:  # imported by name: it ships no type information, and what it gives is a ModuleType to us
+        pyseccomp = importlib.import_module("pyseccomp")
     except (ImportError, RuntimeError, OSError) as exc:  # RuntimeError: it found no libseccomp
         raise SandboxUnavailableError(
             f"no sandbox: its seccomp filter needs libseccomp, which could not be loaded ({exc}). Install "

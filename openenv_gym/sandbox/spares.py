@@ -32,14 +32,14 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING
 
 from .limits import Limits
 
 if TYPE_CHECKING:
-    from .sandbox import Mechanism
+    from .sandbox import Mechanism, Sandbox
 
-__all__ = ["Spare", "SpareKey", "SparePool", "close_all", "spare_pool"]
+__all__ = ["SpareKey", "SparePool", "close_all", "spare_pool"]
 
 THREAD_NAME = "openenv-gym-sandbox-spares"
 _FIRST_RETRY = 1.0  # seconds before the thread tries again after a spare failed to start; doubled each time
@@ -68,23 +68,7 @@ class SpareKey:
     ipc_objects: bool
 
 
-class Spare(Protocol):
-    """What the pool needs of a spare: a started :class:`~openenv_gym.sandbox.Sandbox`."""
-
-    @property
-    def running(self) -> bool:
-        """Whether its worker is still running."""
-        ...
-
-    def close(self) -> None:
-        """Kill its worker; remove its cgroup and mounts."""
-        ...
-
-
-S = TypeVar("S", bound=Spare)
-
-
-class SparePool(Generic[S]):
+class SparePool:
     """Up to :attr:`target` started spares of one :class:`SpareKey`, refilled by a thread of its own.
 
     Thread-safe: :meth:`take` hands each spare out once, however many threads take at once.
@@ -94,10 +78,10 @@ class SparePool(Generic[S]):
         start_spare: starts one spare (in the pool's thread); raises if it cannot.
     """
 
-    def __init__(self, key: SpareKey, start_spare: Callable[[], S]) -> None:
+    def __init__(self, key: SpareKey, start_spare: Callable[[], Sandbox]) -> None:
         self.key = key
         self._start_spare = start_spare
-        self._idle: list[S] = []
+        self._idle: list[Sandbox] = []
         self._target = 0
         self._closed = False
         self._last_take = -math.inf
@@ -121,7 +105,7 @@ class SparePool(Generic[S]):
                 self._thread.start()
             self._changed.notify_all()
 
-    def take(self) -> S | None:
+    def take(self) -> Sandbox | None:
         """A running spare, now this caller's alone (the pool starts another); ``None`` if none is ready."""
         with self._changed:
             dead = self._prune()
@@ -134,7 +118,7 @@ class SparePool(Generic[S]):
             corpse.close()
         return spare
 
-    def idle(self) -> list[S]:
+    def idle(self) -> list[Sandbox]:
         """The spares ready now (a copy; some may have died since they were started)."""
         with self._changed:
             return list(self._idle)
@@ -157,7 +141,7 @@ class SparePool(Generic[S]):
         self._changed = threading.Condition()  # the parent's may have been held at the fork
         self._idle, self._closed, self._thread = [], True, None
 
-    def _prune(self) -> list[S]:
+    def _prune(self) -> list[Sandbox]:
         """Remove the idle spares whose worker died (holding the lock); return them, to close outside it."""
         dead = [spare for spare in self._idle if not spare.running]
         if dead:
@@ -205,12 +189,12 @@ class SparePool(Generic[S]):
                 return
 
 
-_pools: dict[SpareKey, SparePool[Spare]] = {}
+_pools: dict[SpareKey, SparePool] = {}
 _pools_lock = threading.Lock()
 _exit_registered = False
 
 
-def spare_pool(key: SpareKey, start_spare: Callable[[], S]) -> SparePool[S]:
+def spare_pool(key: SpareKey, start_spare: Callable[[], Sandbox]) -> SparePool:
     """This process's pool for ``key``, made (with ``start_spare``, else unused) if there is none."""
     global _exit_registered
     with _pools_lock:
@@ -220,7 +204,7 @@ def spare_pool(key: SpareKey, start_spare: Callable[[], S]) -> SparePool[S]:
             if not _exit_registered:
                 atexit.register(close_all)
                 _exit_registered = True
-    return pool  # type: ignore[return-value]  # one key, one kind of spare
+    return pool
 
 
 def close_all() -> None:

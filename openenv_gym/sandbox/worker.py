@@ -54,7 +54,7 @@ import struct
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 # Absolute, for the sandbox: there the launcher has put the module under this name (program()).
 from openenv_gym.sandbox.worker_run import TRACEBACK_LIMIT, run_child
@@ -106,7 +106,7 @@ def program() -> list[str]:
     return ["-S", "-s", "-B", "-c", _LAUNCHER, *sources]
 
 
-def write_message(stream: BinaryIO, message: dict[str, Any]) -> None:
+def write_message(stream: IO[bytes], message: dict[str, Any]) -> None:
     """Write one length-prefixed JSON message and flush it."""
     body = json.dumps(message, separators=(",", ":")).encode()
     stream.write(HEADER.pack(len(body)) + body)
