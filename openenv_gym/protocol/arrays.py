@@ -258,10 +258,13 @@ def _plan_of(header: str) -> tuple[Callable[[list[Any]], Any], list[tuple[Any, .
     def compile_node(node: Any) -> Callable[[list[Any]], Any] | None:
         nonlocal end
         if isinstance(node, list):
-            parts = [compile_node(item) for item in node]
-            if any(part is None for part in parts):
-                return None
-            return lambda arrays: [part(arrays) for part in parts]  # type: ignore[misc]
+            parts = []
+            for item in node:
+                part = compile_node(item)
+                if part is None:
+                    return None
+                parts.append(part)
+            return lambda arrays: [part(arrays) for part in parts]
         if not isinstance(node, dict):
             return lambda arrays: node
         if len(node) == 1 and _ARRAY in node:
@@ -282,10 +285,13 @@ def _plan_of(header: str) -> tuple[Callable[[list[Any]], Any], list[tuple[Any, .
             index = len(slots)
             slots.append((dtype, shape, offset, count, bool(described.get("scalar"))))
             return lambda arrays: arrays[index]
-        entries = [(key, compile_node(item)) for key, item in node.items()]
-        if any(part is None for _, part in entries):
-            return None
-        return lambda arrays: {key: part(arrays) for key, part in entries}  # type: ignore[misc]
+        entries = []
+        for key, item in node.items():
+            part = compile_node(item)
+            if part is None:
+                return None
+            entries.append((key, part))
+        return lambda arrays: {key: part(arrays) for key, part in entries}
 
     build = compile_node(tree)
     return None if build is None else (build, slots, end)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from websockets.asyncio.server import ServerConnection
 
@@ -44,6 +44,16 @@ if TYPE_CHECKING:
     from .worker import Worker
 
 __all__ = ["BatchHandler", "BatchSession"]
+
+
+@runtime_checkable
+class _RawObservations(Protocol):
+    """An environment that can hand over its observations as they are (a GymEnvironment), not only as JSON."""
+
+    wire_observations: bool
+    last_observation: Any
+
+    def wire_form(self, observation: Any) -> dict[str, Any]: ...
 
 
 class _BatchRefused(OpenEnvGymError):
@@ -97,6 +107,7 @@ class BatchHandler:
         # whether the environments give raw arrays (GymEnvironment) rather than JSON forms.
         self._binary_dtype: Any = None
         self._raw = False
+        self._raw_envs: list[_RawObservations] = []  # the environments, when raw
         self._last_observations: list[dict[str, Any]] = [{}] * size
         # The frame that brought each sub-env to its current state (a snapshot keeps it).
         self._last_frames: list[ObservationFrame | None] = [None] * size
@@ -120,12 +131,14 @@ class BatchHandler:
 
         await session.call(make_all)
         space = getattr(self.envs[0], "observation_space", None)
-        if session.binary and type(space).__name__ == "Box":
-            self._binary_dtype = space.dtype  # type: ignore[union-attr]
+        if session.binary and type(space).__name__ == "Box":  # by name: a plain server never imports gymnasium
+            self._binary_dtype = getattr(space, "dtype", None)
             # Gymnasium environments then hand over raw arrays: no JSON form is ever built.
-            self._raw = all(hasattr(env, "wire_observations") for env in self.envs)
-            for env in self.envs if self._raw else ():
-                env.wire_observations = False  # type: ignore[attr-defined]
+            raw: list[_RawObservations] = [env for env in self.envs if isinstance(env, _RawObservations)]
+            self._raw = len(raw) == len(self.envs)
+            self._raw_envs = raw if self._raw else []
+            for env in self._raw_envs:
+                env.wire_observations = False
 
     async def handle(self, session: Session, message: str | bytes) -> str | bytes | None:
         request = self.protocol.receive(message)
@@ -237,12 +250,14 @@ class BatchHandler:
 
     def _observation(self, index: int, frame: ObservationFrame) -> Any:
         """What travels for sub-env ``index``: its raw array, or the frame's JSON form."""
-        return self.envs[index].last_observation if self._raw else frame.observation  # type: ignore[attr-defined]
+        return self._raw_envs[index].last_observation if self._raw else frame.observation
 
     def _wire_observation(self, index: int, frame: ObservationFrame) -> dict[str, Any]:
         """The JSON form, even in raw mode (for the rare final observations of ``SameStep``)."""
-        env = self.envs[index]
-        return env.wire_form(env.last_observation) if self._raw else frame.observation  # type: ignore[attr-defined]
+        if not self._raw:
+            return frame.observation
+        env = self._raw_envs[index]
+        return env.wire_form(env.last_observation)
 
     def _reset_one(self, index: int, **kwargs: Any) -> ObservationFrame:
         env = self.envs[index]
@@ -302,12 +317,13 @@ class BatchHandler:
         from ..spaces import jsonable
 
         values: list[Any] = []
+        new_values = request.values or []  # a set's, one per sub-env (its frame was parsed with them)
         for index, env in enumerate(self.envs):
             target = getattr(env, "env", env)  # a GymEnvironment's Gymnasium env, else the env
             get = getattr(target, "get_wrapper_attr", None) or (lambda name, t=target: getattr(t, name))
             if request.op == "set":
                 setter = getattr(target, "set_wrapper_attr", None) or (lambda name, v, t=target: setattr(t, name, v))
-                setter(request.name, request.values[index])  # type: ignore[index]
+                setter(request.name, new_values[index])
                 values.append(None)
                 continue
             value = get(request.name)
@@ -405,7 +421,7 @@ class BatchHandler:
             frame = parse_server_frame(one.frame)
             assert isinstance(frame, ObservationFrame)  # what _kept and plain sessions store
             self._last_frames[index] = frame
-            self._last_observations[index] = env.last_observation if self._raw else frame.observation  # type: ignore[attr-defined]
+            self._last_observations[index] = self._observation(index, frame)
             self._rules[index].ended = one.ended
             self._reset_once[index] = True
             infos[index] = frame.info

@@ -80,7 +80,7 @@ class ToolCallSpace(UnicodeText):
         return f"ToolCallSpace({list(self.tool_names)}, {self.max_length})"
 
     def __eq__(self, other: object) -> bool:
-        return super().__eq__(other) and other.tool_names == self.tool_names  # type: ignore[attr-defined]
+        return isinstance(other, ToolCallSpace) and super().__eq__(other) and other.tool_names == self.tool_names
 
     def __hash__(self) -> int:
         return hash((type(self), self.max_length, self.tool_names))
