@@ -130,8 +130,8 @@ class BatchCodec:
         self._add = _InfoCollector(num_envs).add
         self._batch_space = batch_space(self.single_observation_space, num_envs)
         empty = create_empty_array(self.single_observation_space, num_envs)
-        assert empty is not None  # Gymnasium's annotation allows None; it raises for a space it cannot fill
-        self.observations: Any = empty
+        # None for a space of your own, whose batch is a tuple of its items (concatenate takes no buffer for it).
+        self.observations: Any = () if empty is None else empty
 
     def prepare(self, actions: Any, space: gym.Space[Any], count: int) -> list[dict[str, Any]]:
         array_space = isinstance(
@@ -241,9 +241,10 @@ class BatchCodec:
         """A block's result as a vector env's (lists become arrays, infos vector infos)."""
         block.remember(result)
         infos = self._add_sub_env_infos(_InfoCollector(block.size).add, {}, result, 0)
-        empty = create_empty_array(self.single_observation_space, block.size)
-        assert empty is not None  # Gymnasium's annotation allows None; it raises for a space it cannot fill
-        batch = concatenate(self.single_observation_space, self.decode(result.observations), empty)
+        empty = create_empty_array(self.single_observation_space, block.size)  # None: as in __init__
+        batch = concatenate(
+            self.single_observation_space, self.decode(result.observations), () if empty is None else empty
+        )
         if result.rewards is None:  # a reset
             return VectorResultFrame(batch, infos)
         return VectorResultFrame(

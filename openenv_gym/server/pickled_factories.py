@@ -102,7 +102,7 @@ class _Factories:
         import cloudpickle
         import gymnasium as gym
 
-        from .gym_environment import GymEnvironment
+        from .factory_environment import FactoryEnvironment
 
         index = self.request.first + self.made
         slot = self.made
@@ -129,7 +129,7 @@ class _Factories:
             if hasattr(env, "close"):
                 env.close()
             raise self._failed(index, f"returned {type(env).__name__}, not a gymnasium.Env")
-        return GymEnvironment(env)
+        return FactoryEnvironment(env)
 
 
 class PickledBatchHandler(BatchHandler):
@@ -187,7 +187,9 @@ class PickledBatchHandler(BatchHandler):
             if action is None or observation is None:  # never for a GymEnvironment; said anyway
                 raise _factory_failed(first + index, "made an env without spaces", None, send_tracebacks)
             try:
-                values.append({"action": space_to_json(action), "observation": space_to_json(observation)})
+                # The session trusts pickles: a space of your own travels as one.
+                described = {"action": space_to_json(action, True), "observation": space_to_json(observation, True)}
+                values.append(described)
             except Exception as exc:
                 failed = "made an env whose spaces have no JSON form"
                 raise _factory_failed(first + index, failed, exc, send_tracebacks) from exc

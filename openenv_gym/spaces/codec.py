@@ -5,6 +5,8 @@ Three conversions, each one function per space type (``functools.singledispatch`
 * :func:`space_to_json` / :func:`space_from_json`: a space's description, as served in the
   ``spaces`` field of ``/schema``. Round trips are exact (dtypes, bounds, charsets, key order);
   infinite Box bounds become the strings ``"inf"`` / ``"-inf"`` because JSON has no infinity.
+  Every Gymnasium space has one (``Graph``, ``Sequence`` and ``OneOf``: :mod:`.dynamic`); a space
+  of your own travels pickled, only where a session trusts pickles (:mod:`.user_spaces`).
 * :func:`encode` / :func:`decode`: a value of a space (an observation or an action).
 * :func:`to_wire` / :func:`from_wire`: the wire form of an action or observation, which OpenEnv
   requires to be a JSON object. A :class:`~gymnasium.spaces.Dict` space maps to the object's
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ..errors import SpaceCodecError, UnsupportedSpaceError
+from ..errors import SpaceCodecError
 
 __all__ = [
     "ACTION_FIELD",
@@ -80,24 +82,30 @@ def _array_from_json(value: Any, shape: tuple[int, ...], dtype: np.dtype) -> np.
 
 
 @functools.singledispatch
-def space_to_json(space: spaces.Space[Any]) -> dict[str, Any]:
+def space_to_json(space: spaces.Space[Any], pickles: bool = False) -> dict[str, Any]:
     """Describe ``space`` as a JSON object that :func:`space_from_json` turns back into an equal space.
 
+    Args:
+        space: any of Gymnasium's spaces, nested as deep as they go.
+        pickles: describe a space of your own (a subclass of ``gymnasium.spaces.Space`` that is
+            none of Gymnasium's) by its pickle; only for a session that trusts pickles.
+
     Raises:
-        UnsupportedSpaceError: for space types without a JSON form (Graph, Sequence, OneOf, ...).
+        UnsupportedSpaceError: a space of your own, without ``pickles``.
 
     Example:
         >>> space_to_json(spaces.Discrete(3))
         {'type': 'Discrete', 'n': 3, 'start': 0, 'dtype': 'int64'}
     """
-    raise UnsupportedSpaceError(
-        f"{type(space).__name__} has no JSON form; supported spaces are Box, Discrete, "
-        "MultiDiscrete, MultiBinary, Text, Dict and Tuple"
-    )
+    from . import user_spaces
+
+    if pickles:
+        return user_spaces.describe(space)
+    raise user_spaces.no_json_form(space)
 
 
 @space_to_json.register
-def _(space: spaces.Box) -> dict[str, Any]:
+def _(space: spaces.Box, pickles: bool = False) -> dict[str, Any]:
     return {
         "type": "Box",
         "shape": list(space.shape),
@@ -108,12 +116,12 @@ def _(space: spaces.Box) -> dict[str, Any]:
 
 
 @space_to_json.register
-def _(space: spaces.Discrete) -> dict[str, Any]:
+def _(space: spaces.Discrete, pickles: bool = False) -> dict[str, Any]:
     return {"type": "Discrete", "n": int(space.n), "start": int(space.start), "dtype": space.dtype.name}
 
 
 @space_to_json.register
-def _(space: spaces.MultiDiscrete) -> dict[str, Any]:
+def _(space: spaces.MultiDiscrete, pickles: bool = False) -> dict[str, Any]:
     return {
         "type": "MultiDiscrete",
         "nvec": space.nvec.tolist(),
@@ -123,12 +131,12 @@ def _(space: spaces.MultiDiscrete) -> dict[str, Any]:
 
 
 @space_to_json.register
-def _(space: spaces.MultiBinary) -> dict[str, Any]:
+def _(space: spaces.MultiBinary, pickles: bool = False) -> dict[str, Any]:
     return {"type": "MultiBinary", "n": np.asarray(space.n).tolist()}
 
 
 @space_to_json.register
-def _(space: spaces.Text) -> dict[str, Any]:
+def _(space: spaces.Text, pickles: bool = False) -> dict[str, Any]:
     return {
         "type": "Text",
         "min_length": space.min_length,
@@ -138,15 +146,24 @@ def _(space: spaces.Text) -> dict[str, Any]:
 
 
 @space_to_json.register
-def _(space: spaces.Dict) -> dict[str, Any]:
-    return {"type": "Dict", "spaces": {key: space_to_json(sub) for key, sub in space.spaces.items()}}
+def _(space: spaces.Dict, pickles: bool = False) -> dict[str, Any]:
+    return {"type": "Dict", "spaces": {key: space_to_json(sub, pickles) for key, sub in space.spaces.items()}}
 
 
 @space_to_json.register(
     spaces.Tuple
 )  # the class itself: singledispatch takes no generic alias (spaces.Tuple[Any]) from an annotation
-def _(space: spaces.Tuple[Any]) -> dict[str, Any]:
-    return {"type": "Tuple", "spaces": [space_to_json(sub) for sub in space.spaces]}
+def _(space: spaces.Tuple[Any], pickles: bool = False) -> dict[str, Any]:
+    return {"type": "Tuple", "spaces": [space_to_json(sub, pickles) for sub in space.spaces]}
+
+
+@space_to_json.register(spaces.Graph)
+@space_to_json.register(spaces.Sequence)
+@space_to_json.register(spaces.OneOf)
+def _(space: spaces.Space[Any], pickles: bool = False) -> dict[str, Any]:
+    from . import dynamic  # loaded by the first such space: a plain env's import stays as small
+
+    return dynamic.describe(space, pickles)
 
 
 def _require(data: dict[str, Any], key: str, kind: str) -> Any:
@@ -172,7 +189,7 @@ def _dtype(data: dict[str, Any], default: str) -> np.dtype:
     return dtype
 
 
-def _box_from_json(data: dict[str, Any]) -> spaces.Box:
+def _box_from_json(data: dict[str, Any], pickles: bool) -> spaces.Box:
     shape = tuple(int(n) for n in _require(data, "shape", "Box"))
     dtype = _dtype(data, "float32")
     low = _array_from_json(_require(data, "low", "Box"), shape, dtype)
@@ -180,38 +197,61 @@ def _box_from_json(data: dict[str, Any]) -> spaces.Box:
     return spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
 
 
-def _dict_from_json(data: dict[str, Any]) -> spaces.Dict:
+def _dict_from_json(data: dict[str, Any], pickles: bool) -> spaces.Dict:
     subspaces = _require(data, "spaces", "Dict")
     # A plain dict would be sorted by key; keep the order the server declared.
-    return spaces.Dict([(key, space_from_json(sub)) for key, sub in subspaces.items()])
+    return spaces.Dict([(key, space_from_json(sub, pickles=pickles)) for key, sub in subspaces.items()])
 
 
-_FROM_JSON: dict[str, Callable[[dict[str, Any]], spaces.Space[Any]]] = {
+def _elsewhere(module: str, name: str) -> Callable[[dict[str, Any], bool], spaces.Space[Any]]:
+    """The builder ``name`` of ``module``, imported when a description first needs it."""
+
+    def build(data: dict[str, Any], pickles: bool) -> spaces.Space[Any]:
+        import importlib
+
+        built: spaces.Space[Any] = getattr(importlib.import_module(module, __package__), name)(data, pickles)
+        return built
+
+    return build
+
+
+# Each builder takes the description and whether pickled spaces may be read.
+_FROM_JSON: dict[str, Callable[[dict[str, Any], bool], spaces.Space[Any]]] = {
     "Box": _box_from_json,
-    "Discrete": lambda d: spaces.Discrete(
+    "Discrete": lambda d, _: spaces.Discrete(
         int(_require(d, "n", "Discrete")), start=int(d.get("start", 0)), dtype=_dtype(d, "int64")
     ),
-    "MultiDiscrete": lambda d: spaces.MultiDiscrete(
+    "MultiDiscrete": lambda d, _: spaces.MultiDiscrete(
         np.asarray(_require(d, "nvec", "MultiDiscrete")),
         dtype=_dtype(d, "int64"),
         start=np.asarray(d["start"]) if "start" in d else None,
     ),
-    "MultiBinary": lambda d: spaces.MultiBinary(_require(d, "n", "MultiBinary")),
-    "Text": lambda d: spaces.Text(
+    "MultiBinary": lambda d, _: spaces.MultiBinary(_require(d, "n", "MultiBinary")),
+    "Text": lambda d, _: spaces.Text(
         int(_require(d, "max_length", "Text")),
         min_length=int(d.get("min_length", 0)),
         charset=_require(d, "charset", "Text"),
     ),
     "Dict": _dict_from_json,
-    "Tuple": lambda d: spaces.Tuple([space_from_json(sub) for sub in _require(d, "spaces", "Tuple")]),
+    "Tuple": lambda d, p: spaces.Tuple([space_from_json(sub, pickles=p) for sub in _require(d, "spaces", "Tuple")]),
+    "Graph": _elsewhere(".dynamic", "graph_from_json"),
+    "Sequence": _elsewhere(".dynamic", "sequence_from_json"),
+    "OneOf": _elsewhere(".dynamic", "one_of_from_json"),
+    "Pickled": _elsewhere(".user_spaces", "from_json"),
 }
 
 
-def space_from_json(data: dict[str, Any]) -> spaces.Space[Any]:
+def space_from_json(data: dict[str, Any], *, pickles: bool = False) -> spaces.Space[Any]:
     """Build the space that :func:`space_to_json` described.
 
+    Args:
+        data: the description.
+        pickles: read a pickled space of your own even if this process did not pickle it itself
+            (unpickling runs code: only for a session that trusts pickles).
+
     Raises:
-        SpaceCodecError: the description is malformed or names an unknown space type.
+        SpaceCodecError: the description is malformed, names an unknown space type, or holds a
+            pickle this process may not read.
     """
     if not isinstance(data, dict):
         raise SpaceCodecError(f"a space description must be a JSON object, got {type(data).__name__}")
@@ -220,7 +260,7 @@ def space_from_json(data: dict[str, Any]) -> spaces.Space[Any]:
     if build is None:
         raise SpaceCodecError(f"unknown space type {kind!r}; expected one of {sorted(_FROM_JSON)}")
     try:
-        return build(data)
+        return build(data, pickles)
     except SpaceCodecError:
         raise
     except RecursionError:  # hostile nesting of Dict/Tuple: its repr would recurse as deep
@@ -236,7 +276,9 @@ def space_from_json(data: dict[str, Any]) -> spaces.Space[Any]:
 @functools.singledispatch
 def encode(space: spaces.Space[Any], value: Any) -> Any:
     """Turn a value of ``space`` into plain JSON types (lists, numbers, strings, dicts)."""
-    raise UnsupportedSpaceError(f"cannot encode values of {type(space).__name__}")
+    from . import user_spaces
+
+    return user_spaces.encode(space, value)
 
 
 @encode.register(spaces.Box)
@@ -266,6 +308,15 @@ def _(space: spaces.Tuple[Any], value: Any) -> Any:
     return [encode(sub, item) for sub, item in zip(space.spaces, value, strict=True)]
 
 
+@encode.register(spaces.Graph)
+@encode.register(spaces.Sequence)
+@encode.register(spaces.OneOf)
+def _(space: spaces.Space[Any], value: Any) -> Any:
+    from . import dynamic
+
+    return dynamic.encode(space, value)
+
+
 @functools.singledispatch
 def decode(space: spaces.Space[Any], data: Any) -> Any:
     """Turn the JSON form of a value back into the value ``space`` expects (arrays of its dtype...).
@@ -273,7 +324,18 @@ def decode(space: spaces.Space[Any], data: Any) -> Any:
     Raises:
         SpaceCodecError: ``data`` does not have the shape or type the space needs.
     """
-    raise UnsupportedSpaceError(f"cannot decode values of {type(space).__name__}")
+    from . import user_spaces
+
+    return user_spaces.decode(space, data)
+
+
+@decode.register(spaces.Graph)
+@decode.register(spaces.Sequence)
+@decode.register(spaces.OneOf)
+def _(space: spaces.Space[Any], data: Any) -> Any:
+    from . import dynamic
+
+    return dynamic.decode(space, data)
 
 
 @decode.register(spaces.Box)
@@ -334,8 +396,14 @@ def mismatch(space: spaces.Space[Any], value: Any) -> str | None:
     As strict as the space's ``contains`` (and as a server decoding the value: a ``bool`` is no
     ``Discrete`` action, an array of floats no integer one), except that a ``Text`` value's
     characters are left to the server: its charset is often narrower than what it takes (a
-    program may hold any Unicode character).
+    program may hold any Unicode character). A space of your own whose values travel pickled
+    leaves them to its env, as Gymnasium's vector envs do (its ``contains`` is yours and need not
+    take every value the env does).
     """
+    from . import user_spaces  # Graph, Sequence, OneOf and spaces of your own come here
+
+    if user_spaces.carries_pickled_values(space):
+        return None
     try:
         inside = bool(space.contains(value))
     except Exception:  # a contains() that cannot handle the type: not a value of the space
