@@ -22,6 +22,7 @@ _ALE_MODES = ("NextStep", "SameStep")
 
 __all__ = [
     "block_seed",
+    "check_batch",
     "join_batches",
     "join_infos",
     "join_taken",
@@ -209,6 +210,16 @@ def join_taken(
         join_batches(truncated),
         infos,
     )
+
+
+def check_batch(actions: Any) -> Any:
+    """``actions`` if they are a batch; a scalar raises the ``TypeError`` AsyncVectorEnv's ``iterate``
+    raises (a vector env takes one action per sub-env)."""
+    try:
+        iter(actions)
+    except TypeError as exc:
+        raise TypeError(f"Unable to iterate over the following elements: {actions}") from exc
+    return actions
 
 
 def attr_values(values: Any, num_envs: int) -> list[Any]:

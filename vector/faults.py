@@ -9,7 +9,6 @@ the answer to that session's next request.
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Callable
@@ -26,11 +25,11 @@ __all__ = [
     "FAILURE_INFO_KEY",
     "RECOVERABLE",
     "complete_all",
+    "finish_resets",
     "read_reply",
     "read_step",
     "recover",
     "recover_all",
-    "reset_all",
     "restart",
     "send_all",
 ]
@@ -104,12 +103,13 @@ def restart(block: Block[Any], exc: Exception, fleet: Fleet, env: str) -> str:
     return reason
 
 
-def reset_all(blocks: list[Block[Any]], reset: Callable[[Block[Any]], None], fleet: Fleet, env: str) -> list[Any]:
-    """Send ``reset``'s request to every block, then read every reply; a block whose server is lost
-    is restarted on a healthy one and reset again. Each block remembers its reset's result, which
-    is returned, block by block."""
-    failures = send_all(blocks, reset)
-    outcomes = complete_all([functools.partial(read_reply, block, failure) for block, failure in zip(blocks, failures)])
+def finish_resets(
+    blocks: list[Block[Any]], outcomes: list[Any], reset: Callable[[Block[Any]], None], fleet: Fleet, env: str
+) -> list[Any]:
+    """The reset blocks' results, once every reply was read: a block whose server was lost (its
+    outcome, the failure) is restarted on a healthy one and reset again. Each block remembers its
+    reset's result, which is returned, block by block."""
+    outcomes = list(outcomes)
     for index, (block, outcome) in enumerate(zip(blocks, outcomes)):
         if isinstance(outcome, Exception):  # its server is gone: reset it on a healthy one
             restart(block, outcome, fleet, env)
@@ -157,35 +157,3 @@ def ask_all(blocks: list[Block[Any]], send: Callable[[Block[Any]], None]) -> lis
     if lost is not None:
         raise lost
     return results
-
-
-def read_steps(
-    blocks: list[Block[Any]], failures: list[Exception | None], outcomes: list[Any], timeout: float | None
-) -> Exception | None:
-    """Read into ``outcomes`` every block's step result not read yet (a lost one's failure, for a
-    restart); return the first error a server answered with (a ``RemoteError``), once all are read.
-
-    Raises:
-        TimeoutError: not every result came within ``timeout``; those read are kept in ``outcomes``.
-    """
-    deadline = None if timeout is None else time.monotonic() + timeout
-    error: Exception | None = None  # a RemoteError of one block, raised after the rest
-    for index, (block, failure) in enumerate(zip(blocks, failures)):
-        if outcomes[index] is not None:
-            continue  # read by an earlier step_wait that ran out of time
-        try:
-            outcomes[index] = read_step(block, failure, deadline)
-        except RequestTimeoutError:
-            raise  # not raised by read_step: its call timeout means a restart
-        except TimeoutError:
-            raise TimeoutError(
-                f"step_wait got no results from every server within {timeout:g} s; the step is still "
-                "pending: call step_wait again"
-            ) from None
-        except Exception as exc:  # the env's own error: keep reading the others, then raise it
-            error = error or exc
-            outcomes[index] = exc
-        except BaseException:  # interrupted (Ctrl-C): that session is gone; a later step_wait restarts it
-            outcomes[index] = ConnectionLostError(block.url, "batch_step", None, "interrupted")
-            raise
-    return error

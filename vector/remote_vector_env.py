@@ -8,14 +8,12 @@ kind's :class:`~openenv_gym.vector.block.BlockCodec`; fault recovery is :mod:`.f
 
 from __future__ import annotations
 
-import enum
 import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 from gymnasium.envs.registration import EnvSpec
-from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
@@ -31,10 +29,11 @@ from openenv_gym.providers.base import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.providers.fleet import Fleet, split
 from openenv_gym.redaction import hide_token_kwarg
 
-from .batching import attr_values, reset_mask, seed_list
+from .batching import attr_values, check_batch, reset_mask, seed_list
 from .block import Block, StepTuple
-from .faults import FAILURE_INFO_KEY, ask_all, read_steps, recover_all, reset_all, send_all
+from .faults import FAILURE_INFO_KEY, ask_all, finish_resets, read_reply, read_step, recover_all
 from .make_blocks import open_blocks, transport_of
+from .pending import Call, PendingCall
 from .send_recv import SendRecv
 from .serving import Serving, check_attached, vector_fleet
 
@@ -44,12 +43,6 @@ if TYPE_CHECKING:
     from openenv_gym.snapshot import Snapshot
 
 __all__ = ["FAILURE_INFO_KEY", "RemoteVectorEnv"]
-
-
-class _Pending(enum.Enum):
-    NONE = "none"
-    STEP = "step"
-    ASYNC = "send/recv"  # EnvPool-style stepping: blocks in flight on their own
 
 
 def _release(blocks: list[Block[Any]], fleet: Fleet, *, parallel: bool = False) -> None:
@@ -225,10 +218,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         self.batch_size = num_envs if batch_size is None else batch_size
         if not 1 <= self.batch_size <= num_envs:
             raise ValueError(f"batch_size must be between 1 and num_envs={num_envs}, got {batch_size}")
-        self._pending = _Pending.NONE
-        # Per block: the failure its step request met while being sent, and what step_wait read.
-        self._send_failures: list[Exception | None] = []
-        self._outcomes: list[Any] = []
+        self._pending = PendingCall()  # the asynchronous call in flight (reset_async, step_async, ...)
         self._fleet = vector_fleet(
             options,
             num_envs,
@@ -335,24 +325,46 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
     def _check_idle(self, call: str) -> None:
         """Raise unless the env is open and no call is pending."""
         self._check_open(call)
-        if self._pending is not _Pending.NONE:
-            raise AlreadyPendingCallError(
-                f"Calling `{call}` while waiting for a pending call to `{self._pending.value}` to complete",
-                self._pending.value,
-            )
+        self._pending.check_idle(call)
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Reset all sub-envs, or those ``options["reset_mask"]`` selects (as SyncVectorEnv does)."""
-        self._check_idle("reset")
+        self._check_open("reset")
+        self.reset_async(seed=seed, options=options)
+        return self.reset_wait()
+
+    def reset_async(self, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> None:
+        """Send the reset to every server (or those ``options["reset_mask"]`` selects); :meth:`reset_wait`
+        collects the results, as AsyncVectorEnv's."""
+        self._check_idle("reset_async")
         seeds = seed_list(seed, self.num_envs)
         options = dict(options) if options is not None else None
         mask = reset_mask(options, self.num_envs)
         selected = [block for block in self._blocks if mask is None or any(mask[block.start : block.stop])]
-        # Every request is sent first (the servers work in parallel), then every reply read.
-        outcomes = reset_all(selected, lambda block: block.begin_reset(seeds, options, mask), self._fleet, repr(self))
-        results = {id(block): outcome for block, outcome in zip(selected, outcomes)}
+
+        def begin(block: Block[Any]) -> None:
+            block.begin_reset(seeds, options, mask)
+
+        self._pending.begin(Call.RESET, selected, begin, context=(begin, mask))
+
+    def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
+        """The results of :meth:`reset_async`; a lost server's block is reset again on a healthy one.
+
+        Raises:
+            NoAsyncCallError: no reset is pending.
+            multiprocessing.TimeoutError: (a :class:`~.pending.WaitTimeoutError`) not every server
+                answered within ``timeout``; the reset stays pending.
+            RemoteError: a server refused the reset (an exception in the env), once every reply is read.
+        """
+        self._check_open("reset_wait")
+        flight, error = self._pending.wait(Call.RESET, timeout, read_reply)
+        if error is not None:
+            raise error
+        begin, mask = flight.context
+        outcomes = finish_resets(flight.blocks, flight.outcomes, begin, self._fleet, repr(self))
+        results = {id(block): outcome for block, outcome in zip(flight.blocks, outcomes)}
         return self._codec.assemble_reset(self._blocks, results, mask)
 
     def step(self, actions: Any) -> StepTuple:
@@ -365,17 +377,16 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         """Send the actions to every server; :meth:`step_wait` collects the results.
 
         Raises:
+            TypeError: ``actions`` is no batch (a scalar), as AsyncVectorEnv raises it.
             InvalidActionError: an action is not in the action space; nothing was sent.
         """
         self._check_idle("step_async")
-        prepared = self._codec.prepare(actions, self.action_space, self.num_envs)
+        prepared = self._codec.prepare(check_batch(actions), self.action_space, self.num_envs)
 
         def send_step(block: Block[Any]) -> None:
             block.begin_step(self._codec.slice(prepared, block.start, block.stop))
 
-        self._send_failures = send_all(self._blocks, send_step)
-        self._outcomes = [None] * len(self._blocks)
-        self._pending = _Pending.STEP
+        self._pending.begin(Call.STEP, self._blocks, send_step)
 
     def step_wait(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Collect the results of :meth:`step_async`: each server has ``call_timeout`` (or ``timeout``
@@ -383,19 +394,17 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
         Raises:
             NoAsyncCallError: no step is pending.
+            multiprocessing.TimeoutError: (a :class:`~.pending.WaitTimeoutError`) not every result
+                came within ``timeout``; the step stays pending: a later ``step_wait`` reads the rest.
             RemoteError: a server refused the step (an invalid action, an exception in the env);
                 raised once every other server's reply has been read.
         """
         self._check_open("step_wait")
-        if self._pending is not _Pending.STEP:
-            raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
-        # A timeout or an interruption leaves the step pending: a later step_wait reads the rest.
-        error = read_steps(self._blocks, self._send_failures, self._outcomes, timeout)
-        self._pending = _Pending.NONE
+        flight, error = self._pending.wait(Call.STEP, timeout, read_step)
         if error is not None:
             raise error
         # Every healthy server's reply is read; now restart the failed blocks.
-        results = recover_all(self._blocks, self._outcomes, self._fleet, repr(self), self.autoreset_mode)
+        results = recover_all(self._blocks, flight.outcomes, self._fleet, repr(self), self.autoreset_mode)
         return self._codec.assemble_step(self._blocks, results)
 
     # EnvPool-style asynchronous stepping -------------------------------------------------------
@@ -406,7 +415,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         self._check_idle("async_reset")
         seeds = seed_list(seed, self.num_envs)
         self._pool.begin(self._blocks, lambda block: block.begin_reset(seeds, options, None))
-        self._pending = _Pending.ASYNC
+        self._pending.enter(Call.SEND_RECV)
 
     def send(self, actions: Any, env_id: Any = None) -> None:
         """Step the sub-envs ``env_id`` (all when ``None``) without waiting, as EnvPool's ``send``:
@@ -417,10 +426,10 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             ValueError: ``env_id`` splits a block, or names one still in flight.
         """
         self._check_open("send")
-        if self._pending is _Pending.STEP:
+        if self._pending.call is not Call.SEND_RECV:
             self._check_idle("send")
-        self._pool.send(actions, env_id)
-        self._pending = _Pending.ASYNC
+        self._pool.send(check_batch(actions), env_id)
+        self._pending.enter(Call.SEND_RECV)
 
     def recv(self, timeout: float | None = None) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The step results of the first ``batch_size`` sub-envs whose results are in, EnvPool's way,
@@ -434,14 +443,38 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         self._check_open("recv")
         result = self._pool.recv(timeout)
         if self._pool.idle:
-            self._pending = _Pending.NONE
+            self._pending.done()
         return result
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call a public method of every sub-env (or read the attribute if it is not callable); results
         travel as JSON (arrays come back as lists). Not available with ``batched=False``."""
         self._check_open("call")
-        return self._call_blocks(BatchCallFrame("call", name, list(args), kwargs))
+        self.call_async(name, *args, **kwargs)
+        return self.call_wait()
+
+    def call_async(self, name: str, /, *args: Any, **kwargs: Any) -> None:
+        """Send :meth:`call`'s request to every server; :meth:`call_wait` collects the results."""
+        self._check_idle("call_async")
+        frame = BatchCallFrame("call", name, list(args), kwargs)
+        self._pending.begin(Call.CALL, self._blocks, lambda block: block.begin_call(frame))
+
+    def call_wait(self, timeout: float | None = None) -> tuple[Any, ...]:
+        """The results of :meth:`call_async`, one per sub-env.
+
+        Raises:
+            NoAsyncCallError: no call is pending.
+            multiprocessing.TimeoutError: (a :class:`~.pending.WaitTimeoutError`) not every server
+                answered within ``timeout``; the call stays pending.
+            ConnectionLostError: (or another lost-server failure) once every reply was read; the
+                next step restarts that block.
+        """
+        self._check_open("call_wait")
+        flight, error = self._pending.wait(Call.CALL, timeout, read_reply)
+        error = error or next((outcome for outcome in flight.outcomes if isinstance(outcome, Exception)), None)
+        if error is not None:
+            raise error
+        return tuple(value for result in flight.outcomes for value in result.values)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """A public attribute of every sub-env, as JSON values."""
@@ -457,6 +490,15 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         self._check_idle(frame.op)
         results = ask_all(self._blocks, lambda block: block.begin_call(frame))
         return tuple(value for result in results for value in result.values)
+
+    @property
+    def np_random_seed(self) -> Any:
+        """Each sub-env's ``np_random_seed``, as AsyncVectorEnv's (a tuple); a server-side vector env's
+        sub-envs are one env, whose seed is the vector env's own (an int, as Gymnasium's vector envs)."""
+        try:
+            return self.get_attr("np_random_seed")
+        except NotImplementedError:  # the blocks' sub-envs take no attribute calls
+            return super().np_random_seed
 
     # Snapshots (vector/snapshots.py) -----------------------------------------------------------
 
@@ -532,7 +574,12 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         results: list[RenderFrame] = ask_all(self._blocks, lambda block: block.begin_render())
         return self._codec.join_frames([own_frame(result.frame) for result in results])
 
-    def close_extras(self, **kwargs: Any) -> None:
-        """Close every session and stop every server this env started."""
-        if self._closer.detach() is not None:
-            _release(self._blocks, self._fleet, parallel=True)
+    def close_extras(self, timeout: float | None = None, terminate: bool = False) -> None:
+        """Close every session and stop every server this env started. A pending call is warned of
+        and given ``timeout`` (``terminate``: none) to finish first, as AsyncVectorEnv's ``close`` does."""
+        try:
+            waits = {Call.RESET: self.reset_wait, Call.STEP: self.step_wait, Call.CALL: self.call_wait}
+            self._pending.close(waits, 0 if terminate else timeout)
+        finally:
+            if self._closer.detach() is not None:
+                _release(self._blocks, self._fleet, parallel=True)
