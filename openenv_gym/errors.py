@@ -192,17 +192,30 @@ class SpaceMismatchError(OpenEnvGymError, RuntimeError):
         got: the sub-env's space (its JSON form if it cannot be rebuilt here).
     """
 
-    def __init__(self, index: int, role: str, expected: Any, got: Any) -> None:
+    def __init__(self, index: int, role: str, expected: Any, got: Any, observation_mode: str = "same") -> None:
         super().__init__(index, role, expected, got)
         self.index = index
         self.role = role
         self.expected = expected
         self.got = got
+        self.observation_mode = observation_mode  # "different": only shapes and dtypes must agree
 
     def __str__(self) -> str:
+        if self.role == "observation" and self.observation_mode != "same":
+            return (
+                f"sub-env {self.index} has the observation space {self.got}, whose shape or dtype differs from "
+                f"{self.expected}'s: with observation_mode='different' or a custom space the sub-environments' "
+                "observation spaces must share a common shape and dtype"
+            )
+        hint = (
+            "; some of the sub-environments observation spaces are not equivalent. If this is intentional, use "
+            "`observation_mode='different'` instead."
+            if self.role == "observation"
+            else ""
+        )
         return (
             f"sub-env {self.index} has the {self.role} space {self.got}, not {self.expected} as the env of "
-            f"env_fns[0] has; in order to batch them, every sub-env's {self.role} space must be equal"
+            f"env_fns[0] has; in order to batch them, every sub-env's {self.role} space must be equal{hint}"
         )
 
 

@@ -341,7 +341,7 @@ def test_serve_refuses_to_take_pickles_without_a_token(arguments, message):
     ("kwargs", "error", "message"),
     [
         ({"worker": lambda *args: None}, ValueError, "worker= is not supported"),
-        ({"observation_mode": "different"}, ValueError, "observation_mode='different' is not supported"),
+        ({"observation_mode": "invalid"}, ValueError, "Invalid `observation_mode`, expected: 'same' or 'different'"),
         ({"max_concurrency": 2}, ValueError, "max_concurrency= is not supported"),
         ({"base_url": "http://127.0.0.1:8000"}, TypeError, "base_url= cannot be given"),
         ({"base_urls": ["http://127.0.0.1:8000"]}, TypeError, "base_urls= cannot be given"),

@@ -15,7 +15,9 @@ from typing import Any
 
 import cloudpickle
 import gymnasium as gym
+from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_differing_spaces
 
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
 from openenv_gym.client.batch_client import BatchClient, BatchKind, BatchReply, codec_subprotocols
@@ -28,7 +30,6 @@ from openenv_gym.protocol.pickled import BatchMakeFrame, import_path, pickled_ba
 from openenv_gym.providers import provider_options
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT, new_token
 from openenv_gym.spaces import space_from_json, space_to_json
-from openenv_gym.spaces.shared_memory import check_shared_memory
 from openenv_gym.startup import PICKLED_FACTORIES_TARGET
 
 from .remote_vector_env import RemoteVectorEnv
@@ -59,6 +60,7 @@ class FactoryBatchKind(BatchKind):
         factories: list[bytes],
         spaces: dict[str, Any],
         first: int,
+        observation_mode: str = "same",
     ) -> None:
         if len(factories) != envs:
             raise ValueError(f"{len(factories)} factories for {envs} sub-envs")
@@ -66,6 +68,7 @@ class FactoryBatchKind(BatchKind):
         self.factories = factories
         self.spaces = spaces
         self.first = first
+        self.observation_mode = observation_mode
 
     def new_session(self) -> ClientSession[BatchReply | ErrorFrame]:
         return ClientSession(parse_batch_server_frame, _REPLIES)
@@ -79,10 +82,20 @@ class FactoryBatchKind(BatchKind):
         for offset, spaces in enumerate(reply.values):
             for role in ("observation", "action"):
                 got = spaces.get(role) if isinstance(spaces, dict) else None
-                if got != self.spaces[role]:
-                    raise SpaceMismatchError(
-                        self.first + offset, role, space_from_json(self.spaces[role]), _readable(got)
-                    )
+                if got == self.spaces[role] or (role == "observation" and self._shares_shape(got)):
+                    continue
+                expected = space_from_json(self.spaces[role])
+                raise SpaceMismatchError(self.first + offset, role, expected, _readable(got), self.observation_mode)
+
+    def _shares_shape(self, got: Any) -> bool:
+        """Whether a sub-env's observation space may join the batch though not equal to the expected
+        one: with ``observation_mode`` other than ``"same"``, if it shares its shape and dtype (AsyncVectorEnv's rule)."""
+        if self.observation_mode == "same":
+            return False
+        space = _readable(got)
+        return isinstance(space, gym.Space) and is_space_dtype_shape_equiv(
+            space_from_json(self.spaces["observation"]), space
+        )
 
 
 class FactoryBatchClient(BatchClient):
@@ -102,6 +115,8 @@ class FactoryBatchClient(BatchClient):
         factories: each sub-env's factory, pickled.
         spaces: the JSON forms of the spaces every sub-env must have (``{"action": ..., "observation": ...}``).
         first: the index of this session's first sub-env in the vector env, for error messages.
+        observation_mode: ``"same"`` (default): every sub-env's observation space must equal
+            ``spaces["observation"]``; otherwise (``"different"``, a custom space) share its shape and dtype.
         name: what the sub-envs are, for error messages (default: the ``env_id`` argument).
         render_mode: not sent: the factories make their envs in the render mode they choose.
         **settings: as for :class:`~openenv_gym.client.SessionClient`.
@@ -119,13 +134,14 @@ class FactoryBatchClient(BatchClient):
         factories: list[bytes],
         spaces: dict[str, Any],
         first: int = 0,
+        observation_mode: str = "same",
         name: str | None = None,
         render_mode: str | None = None,
         **settings: Any,
     ) -> None:
         if name is not None:
             settings["env_id"] = name
-        kind = FactoryBatchKind(envs, autoreset_mode, codec, factories, spaces, first)
+        kind = FactoryBatchKind(envs, autoreset_mode, codec, factories, spaces, first, observation_mode)
         # The batch client's calls over a kind of its own (BatchClient.__init__ would build a BatchKind).
         SyncConnection.__init__(self, kind, base_url, **settings)
 
@@ -162,8 +178,8 @@ class EnvFnsVectorEnv(RemoteVectorEnv):
         open_timeout: float,
         call_timeout: float,
         startup_timeout: float,
+        observation_mode: str | tuple[gym.Space[Any], gym.Space[Any]],
         options: dict[str, Any],
-        shared_memory: bool = False,
     ) -> None:
         dummy = env_fns[0]()
         try:
@@ -175,11 +191,12 @@ class EnvFnsVectorEnv(RemoteVectorEnv):
             self._label = dummy.spec.id if dummy.spec is not None else type(dummy.unwrapped).__name__
         finally:
             dummy.close()
-        if shared_memory:
-            check_shared_memory(single_observation_space)  # AsyncVectorEnv's rule, though no segment is made
-        self._spaces_json = {  # the servers trust pickles: a space of your own travels as one
-            "action": space_to_json(single_action_space, pickles=True),
-            "observation": space_to_json(single_observation_space, pickles=True),
+        self._observation_mode, single_observation_space, batch_observation_space = _observation_spaces(
+            observation_mode, env_fns, single_observation_space
+        )
+        self._spaces_json = {
+            "action": space_to_json(single_action_space),
+            "observation": space_to_json(single_observation_space),
         }
         self._factories = [_pickled(index, fn) for index, fn in enumerate(env_fns)]
         self._copy = copy
@@ -203,6 +220,10 @@ class EnvFnsVectorEnv(RemoteVectorEnv):
             startup_timeout=startup_timeout,
             **options,
         )
+        # The spaces themselves, as AsyncVectorEnv holds them (the servers' schema rebuilt equal ones).
+        self.single_observation_space = single_observation_space
+        if batch_observation_space is not None:
+            self.observation_space = batch_observation_space
         self.metadata = {**metadata, "autoreset_mode": self.autoreset_mode}
         self.render_mode = render_mode
         self._renders = render_mode is not None  # the factories make their envs in it
@@ -217,6 +238,7 @@ class EnvFnsVectorEnv(RemoteVectorEnv):
             factories=self._factories[start:stop],
             spaces=self._spaces_json,
             first=start,
+            observation_mode=self._observation_mode,
             name=self._label,
         )
 
@@ -225,6 +247,40 @@ class EnvFnsVectorEnv(RemoteVectorEnv):
 
     def __repr__(self) -> str:
         return f"RemoteVectorEnv(env_fns: {self._label}, num_envs={self.num_envs})"
+
+
+def _observation_spaces(
+    observation_mode: Any, env_fns: Sequence[Callable[[], gym.Env[Any, Any]]], first: gym.Space[Any]
+) -> tuple[str, gym.Space[Any], gym.Space[Any] | None]:
+    """How the sub-envs' observation spaces are checked (``"same"``: equal to the single space; else
+    sharing its shape and dtype), the single observation space, and the batch one (``None``: the
+    single one batched), as AsyncVectorEnv reads ``observation_mode``. ``first``: env_fns[0]'s.
+
+    Raises:
+        TypeError: a tuple whose items are not both spaces.
+        ValueError: any other mode.
+    """
+    if isinstance(observation_mode, tuple) and len(observation_mode) == 2:
+        batch, single = observation_mode
+        if not isinstance(batch, gym.Space) or not isinstance(single, gym.Space):
+            raise TypeError(
+                f"Expected both elements of observation_mode to be Spaces, got {type(batch)} and {type(single)}"
+            )
+        return "different", single, batch
+    if isinstance(observation_mode, str) and observation_mode == "same":
+        return "same", first, None
+    if isinstance(observation_mode, str) and observation_mode == "different":
+        # Every factory is called here (its env closed at once) for its space, as AsyncVectorEnv does.
+        spaces = []
+        for make in env_fns:
+            env = make()
+            spaces.append(env.observation_space)
+            env.close()
+        return "different", spaces[0], batch_differing_spaces(spaces)
+    raise ValueError(
+        "Invalid `observation_mode`, expected: 'same' or 'different' or tuple of single and batch observation space, "
+        f"actual got {observation_mode}"
+    )
 
 
 def _pickled(index: int, factory: Callable[[], Any]) -> bytes:
@@ -243,7 +299,7 @@ def from_env_fns(
     context: str | None = None,
     daemon: bool = True,
     worker: Callable[..., None] | None = None,
-    observation_mode: str = "same",
+    observation_mode: str | tuple[gym.Space[Any], gym.Space[Any]] = "same",
     autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
     max_concurrency: int | None = None,
     *,
@@ -298,18 +354,18 @@ def from_env_fns(
 
     Args:
         env_fns: one factory per sub-env.
-        shared_memory: as AsyncVectorEnv's, refuses an observation space its shared memory cannot
-            hold (``TypeError`` for a Graph or Sequence, ``ValueError`` for a space of your own); no
-            segment is made: observations come over sockets (Box observations as raw bytes with
-            ``codec="binary"``, the default).
+        shared_memory: accepted and ignored: observations come over sockets (Box observations as
+            raw bytes with ``codec="binary"``, the default).
         copy: as AsyncVectorEnv's: ``False`` returns the vector env's own observation buffer
             from ``reset`` and ``step``, which the next call overwrites.
         context: accepted and ignored: no ``multiprocessing`` here; the provider starts the servers.
         daemon: accepted and ignored: the servers always stop with this process (even if it is
             killed), and their envs may start processes of their own.
         worker: refused unless ``None``: the servers' batch sessions are the workers.
-        observation_mode: ``"same"`` only (every sub-env has env_fns[0]'s spaces); ``"different"``
-            and a tuple of spaces are refused.
+        observation_mode: as AsyncVectorEnv's: ``"same"`` (every sub-env has env_fns[0]'s observation
+            space); ``"different"`` (every factory is called here for its space; the spaces must share a
+            shape and dtype; the batch space is ``batch_differing_spaces`` of them); or a tuple
+            ``(batch_space, single_space)``, every sub-env's space sharing the single one's shape and dtype.
         autoreset_mode: a ``gymnasium.vector.AutoresetMode`` or its value, as AsyncVectorEnv's.
         max_concurrency: refused unless ``None``: a server steps its sub-envs one after another,
             so ``servers=`` sets how many run at once.
@@ -334,17 +390,12 @@ def from_env_fns(
         raise ValueError("env_fns is empty: give one factory per sub-env")
     if worker is not None:
         raise ValueError("worker= is not supported: the servers' batch sessions step the sub-envs (leave it None)")
-    if observation_mode != "same":
-        raise ValueError(
-            f"observation_mode={observation_mode!r} is not supported: every sub-env must have the spaces of "
-            "env_fns[0] ('same')"
-        )
     if max_concurrency is not None:
         raise ValueError(
             "max_concurrency= is not supported: a server steps its sub-envs one after another, so servers= sets "
             "how many run at once"
         )
-    del context, daemon  # accepted for AsyncVectorEnv's callers; nothing here uses them
+    del shared_memory, context, daemon  # accepted for AsyncVectorEnv's callers; nothing here uses them
     if not isinstance(provider, str) or provider == "url":
         raise ValueError(
             f"provider={provider!r}: from_env_fns sends pickled factories only to servers it starts itself "
@@ -377,6 +428,6 @@ def from_env_fns(
         open_timeout=open_timeout,
         call_timeout=call_timeout,
         startup_timeout=startup_timeout,
+        observation_mode=observation_mode,
         options=options,
-        shared_memory=shared_memory,
     )
