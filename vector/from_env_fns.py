@@ -30,6 +30,7 @@ from openenv_gym.protocol.pickled import BatchMakeFrame, import_path, pickled_ba
 from openenv_gym.providers import provider_options
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT, new_token
 from openenv_gym.spaces import space_from_json, space_to_json
+from openenv_gym.spaces.shared_memory import check_shared_memory
 from openenv_gym.startup import PICKLED_FACTORIES_TARGET
 
 from .remote_vector_env import RemoteVectorEnv
@@ -180,6 +181,7 @@ class EnvFnsVectorEnv(RemoteVectorEnv):
         startup_timeout: float,
         observation_mode: str | tuple[gym.Space[Any], gym.Space[Any]],
         options: dict[str, Any],
+        shared_memory: bool = False,
     ) -> None:
         dummy = env_fns[0]()
         try:
@@ -194,9 +196,11 @@ class EnvFnsVectorEnv(RemoteVectorEnv):
         self._observation_mode, single_observation_space, batch_observation_space = _observation_spaces(
             observation_mode, env_fns, single_observation_space
         )
-        self._spaces_json = {
-            "action": space_to_json(single_action_space),
-            "observation": space_to_json(single_observation_space),
+        if shared_memory:
+            check_shared_memory(single_observation_space)  # AsyncVectorEnv's rule, though no segment is made
+        self._spaces_json = {  # the servers trust pickles: a space of your own travels as one
+            "action": space_to_json(single_action_space, pickles=True),
+            "observation": space_to_json(single_observation_space, pickles=True),
         }
         self._factories = [_pickled(index, fn) for index, fn in enumerate(env_fns)]
         self._copy = copy
@@ -354,8 +358,10 @@ def from_env_fns(
 
     Args:
         env_fns: one factory per sub-env.
-        shared_memory: accepted and ignored: observations come over sockets (Box observations as
-            raw bytes with ``codec="binary"``, the default).
+        shared_memory: as AsyncVectorEnv's, refuses an observation space its shared memory cannot
+            hold (``TypeError`` for a Graph or Sequence, ``ValueError`` for a space of your own); no
+            segment is made: observations come over sockets (Box observations as raw bytes with
+            ``codec="binary"``, the default).
         copy: as AsyncVectorEnv's: ``False`` returns the vector env's own observation buffer
             from ``reset`` and ``step``, which the next call overwrites.
         context: accepted and ignored: no ``multiprocessing`` here; the provider starts the servers.
@@ -395,7 +401,7 @@ def from_env_fns(
             "max_concurrency= is not supported: a server steps its sub-envs one after another, so servers= sets "
             "how many run at once"
         )
-    del shared_memory, context, daemon  # accepted for AsyncVectorEnv's callers; nothing here uses them
+    del context, daemon  # accepted for AsyncVectorEnv's callers; nothing here uses them
     if not isinstance(provider, str) or provider == "url":
         raise ValueError(
             f"provider={provider!r}: from_env_fns sends pickled factories only to servers it starts itself "
@@ -430,4 +436,5 @@ def from_env_fns(
         startup_timeout=startup_timeout,
         observation_mode=observation_mode,
         options=options,
+        shared_memory=shared_memory,
     )
