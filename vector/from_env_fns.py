@@ -31,6 +31,7 @@ from openenv_gym.providers import provider_options
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT, new_token
 from openenv_gym.spaces import space_from_json, space_to_json
 from openenv_gym.spaces.shared_memory import check_shared_memory
+from openenv_gym.spaces.user_spaces import same_space
 from openenv_gym.startup import PICKLED_FACTORIES_TARGET
 
 from .remote_vector_env import RemoteVectorEnv
@@ -83,7 +84,7 @@ class FactoryBatchKind(BatchKind):
         for offset, spaces in enumerate(reply.values):
             for role in ("observation", "action"):
                 got = spaces.get(role) if isinstance(spaces, dict) else None
-                if got == self.spaces[role] or (role == "observation" and self._shares_shape(got)):
+                if same_space(got, self.spaces[role]) or (role == "observation" and self._shares_shape(got)):
                     continue
                 expected = space_from_json(self.spaces[role])
                 raise SpaceMismatchError(self.first + offset, role, expected, _readable(got), self.observation_mode)

@@ -25,7 +25,16 @@ from gymnasium import spaces
 
 from ..errors import SpaceCodecError, UnsupportedSpaceError
 
-__all__ = ["PICKLED", "carries_pickled_values", "carry_pickled_values", "decode", "describe", "encode", "from_json"]
+__all__ = [
+    "PICKLED",
+    "carries_pickled_values",
+    "carry_pickled_values",
+    "decode",
+    "describe",
+    "encode",
+    "from_json",
+    "same_space",
+]
 
 #: The ``type`` of a pickled space's description.
 PICKLED = "Pickled"
@@ -154,3 +163,25 @@ def decode(space: spaces.Space[Any], data: Any) -> Any:
     if not carries_pickled_values(space):
         raise no_json_form(space)
     return _unpickle(data, f"a value of {type(space).__name__}")
+
+
+def _holds_pickle(description: Any) -> bool:
+    if isinstance(description, dict):
+        return description.get("type") == PICKLED or any(_holds_pickle(item) for item in description.values())
+    return isinstance(description, list) and any(_holds_pickle(item) for item in description)
+
+
+def same_space(got: Any, expected: Any) -> bool:
+    """Whether the description ``got`` describes the space ``expected`` describes, for a session that
+    trusts pickles: equal descriptions, or, where they hold pickles (whose bytes follow a space's
+    state, such as its random generator), equal spaces once read, as AsyncVectorEnv compares them."""
+    if got == expected:
+        return True
+    if not (_holds_pickle(got) and _holds_pickle(expected)):
+        return False
+    from .codec import space_from_json
+
+    try:
+        return bool(space_from_json(got, pickles=True) == space_from_json(expected, pickles=True))
+    except SpaceCodecError:
+        return False
