@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import gymnasium as gym
 
 from .client import AsyncEnvClient
-from .env import ClosedEnvError, server_face
-from .errors import ConnectionLostError, RequestTimeoutError, ServerConnectError
-from .face import Face, StepResult, wire_action
+from .env_core import ClosedEnvError, EnvCore, reset_kwargs
+from .errors import ConnectionLostError, RequestTimeoutError, ServerConnectError, SnapshotError
+from .face import StepResult
 from .make_options import MakeOptions
-from .providers import Provider
+from .providers import Provider, URLProvider
+from .served import read_core
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -47,34 +48,33 @@ class AsyncRemoteEnv:
 
     Made by :func:`make_async` or by :meth:`AsyncEnvPool.acquire
     <openenv_gym.async_pool.AsyncEnvPool.acquire>`; :meth:`aclose` closes the session, or hands
-    it back to its pool.
+    it back to its pool. A thin layer over an :class:`~openenv_gym.env_core.EnvCore` (this env's
+    own: :meth:`EnvCore.fresh <openenv_gym.env_core.EnvCore.fresh>` gives one per session) and the
+    session's client, whose calls it awaits.
 
     Attributes:
         action_space, observation_space: as for ``gym.make`` of the same id.
         env_id: the Gymnasium id (or server target) it was made for.
+        max_episode_steps: the time limit (``None``: the server's only).
         failed: the error that broke the session (the server died, a call timed out), if any.
     """
 
     def __init__(
         self,
         client: AsyncEnvClient,
-        face: Face,
+        core: EnvCore,
         *,
-        env_id: str | None = None,
-        max_episode_steps: int | None = None,
         release: Callable[[AsyncRemoteEnv], Awaitable[None]] | None = None,
     ) -> None:
         self._client = client
-        self._face = face
-        self.env_id = env_id
-        self.max_episode_steps = max_episode_steps
-        self.action_space: gym.Space[Any] = face.action_space
-        self.observation_space: gym.Space[Any] = face.observation_space
+        self._core = core
+        self.env_id = core.env_id
+        self.max_episode_steps = core.max_episode_steps
+        self.action_space: gym.Space[Any] = core.face.action_space
+        self.observation_space: gym.Space[Any] = core.face.observation_space
         self.failed: BaseException | None = None
         self._release = release
         self._closed = False
-        self._elapsed = 0
-        self._snapshot_support: dict[str, Any] | None = None  # /schema["snapshot"], read on first use
 
     def __repr__(self) -> str:
         return f"AsyncRemoteEnv({self.env_id or '?'}, {self._client.url})"
@@ -91,7 +91,7 @@ class AsyncRemoteEnv:
         A reset's ``info["tools"]`` gives them in OpenAI format; this is the list before that
         conversion, for code that builds its own tool objects (the TRL integration's methods).
         """
-        return list(self._face.tools)
+        return list(self._core.face.tools)
 
     def _check_open(self, call: str) -> None:
         if self._closed:
@@ -109,77 +109,51 @@ class AsyncRemoteEnv:
     ) -> tuple[Any, dict[str, Any]]:
         """Start an episode; as ``gymnasium.Env.reset``."""
         self._check_open("reset")
-        kwargs: dict[str, Any] = {}
-        if seed is not None:
-            kwargs["seed"] = seed
-        if options is not None:
-            kwargs["options"] = options
-        frame = await self._call(self._client.reset(**kwargs))
-        self._elapsed = 0
-        return self._face.reset_result(frame)
+        return self._core.reset_result(await self._call(self._client.reset(**reset_kwargs(seed, options))))
 
     async def step(self, action: Any) -> StepResult:
         """Apply ``action``; as :meth:`RemoteEnv.step <openenv_gym.env.RemoteEnv.step>`, awaited: the
         same actions, results and errors (after the end of an episode, ``EpisodeEndedError``)."""
         self._check_open("step")
-        self._client.kind.check_can_step()
-        wire = wire_action(self._face, action, self.env_id)
+        core, client = self._core, self._client
+        client.kind.check_can_step()
+        wire = core.wire_action(action)
         if isinstance(wire, tuple):  # a malformed tool call, answered without a round trip
             result = wire
         else:
-            result = self._face.step_result(await self._call(self._client.step(wire)))
-        self._elapsed += 1
-        if self.max_episode_steps is not None and self._elapsed >= self.max_episode_steps:
-            observation, reward, terminated, _, info = result
-            result = (observation, reward, terminated, True, info)
-            self._client.kind.end_episode()
+            result = core.face.step_result(await self._call(client.step(wire)))
+        result, at_limit = core.count_step(result)
+        if at_limit:
+            client.kind.end_episode()
         return result
-
-    async def _check_snapshots(self) -> None:
-        if self._snapshot_support is None:
-            from .client import http_get_json
-            from .snapshot import check_support
-
-            client = self._client
-            schema = await asyncio.to_thread(
-                http_get_json, client.address, "/schema", timeout=client.open_timeout, token=client.token
-            )
-            self._snapshot_support = check_support(schema, repr(self), self.env_id)
 
     async def snapshot(self, *, portable: bool = False) -> Snapshot:
         """Have the server keep the env's current state (and this env's step count towards its
         time limit); as :meth:`RemoteEnv.snapshot <openenv_gym.env.RemoteEnv.snapshot>`, awaited."""
-        from .snapshot import Snapshot
-
         self._check_open("snapshot")
-        await self._check_snapshots()
-        frame = await self._call(self._client.snapshot(portable))
-        return Snapshot.of(frame, self._client.address, self._elapsed)
+        self._core.check_snapshots(repr(self))
+        return self._core.snapshot(await self._call(self._client.snapshot(portable)))
 
     async def restore(self, snapshot: Snapshot) -> tuple[Any, dict[str, Any]]:
         """Put the env back into ``snapshot``'s state; as :meth:`RemoteEnv.restore
         <openenv_gym.env.RemoteEnv.restore>`, awaited (the time limit counts on from the snapshot's step)."""
-        from .errors import SnapshotError
-        from .snapshot import falls_back, portable_bytes
-
         self._check_open("restore")
-        await self._check_snapshots()
-        frame = None
-        if snapshot.server == self._client.address:
+        core = self._core
+        core.check_snapshots(repr(self))
+        snapshot_id = core.restore_id(snapshot)
+        if snapshot_id is None:
+            portable = core.restore_bytes(snapshot)
+        else:
             try:
-                frame = await self._call(self._client.restore(snapshot.id))
+                return core.restored(snapshot, await self._call(self._client.restore(snapshot_id)))
             except SnapshotError as exc:
-                if not falls_back(snapshot, exc):
-                    raise
-        if frame is None:
-            frame = await self._call(self._client.restore(portable=portable_bytes(snapshot, self.env_id)))
-        self._elapsed = snapshot.elapsed_steps
-        return self._face.restored_result(frame)
+                portable = core.restore_bytes(snapshot, exc)
+        return core.restored(snapshot, await self._call(self._client.restore(portable=portable)))
 
     async def release(self, *snapshots: Snapshot) -> None:
         """Have the server drop these snapshots' states (those this session took)."""
         self._check_open("release")
-        ids = tuple(snapshot.id for snapshot in snapshots if snapshot.server == self._client.address)
+        ids = self._core.releasable(snapshots)
         if ids:
             await self._call(self._client.release(ids))
 
@@ -187,36 +161,10 @@ class AsyncRemoteEnv:
         """``count`` new envs, each a new session on this env's server starting from its current
         state; as :meth:`RemoteEnv.fork <openenv_gym.env.RemoteEnv.fork>`, awaited. Close them
         (``aclose``) before this env."""
-        if count < 1:
-            raise ValueError(f"fork(count) needs a count of at least 1, got {count}")
+        self._core.check_fork_count(count)
         handle = await self.snapshot()
-        client = self._client
-
-        async def branch() -> AsyncRemoteEnv:
-            twin = AsyncEnvClient(
-                client.address,
-                open_timeout=client.open_timeout,
-                call_timeout=client.call_timeout,
-                env_id=client.env_id,
-                token=client.token,
-            )
-
-            async def close(env: AsyncRemoteEnv) -> None:
-                await env.client.close()
-
-            child = AsyncRemoteEnv(
-                twin, self._face, env_id=self.env_id, max_episode_steps=self.max_episode_steps, release=close
-            )
-            child._snapshot_support = self._snapshot_support
-            try:
-                await child.restore(handle)
-            except BaseException:
-                await child.aclose()
-                raise
-            return child
-
         try:
-            results = await asyncio.gather(*(branch() for _ in range(count)), return_exceptions=True)
+            results = await asyncio.gather(*(self._forked(handle) for _ in range(count)), return_exceptions=True)
         finally:
             await self.release(handle)
         failed = next((result for result in results if isinstance(result, BaseException)), None)
@@ -224,6 +172,24 @@ class AsyncRemoteEnv:
             await asyncio.gather(*(r.aclose() for r in results if isinstance(r, AsyncRemoteEnv)))
             raise failed
         return [result for result in results if isinstance(result, AsyncRemoteEnv)]
+
+    async def _forked(self, handle: Snapshot) -> AsyncRemoteEnv:
+        """A new session on this env's server, with a fork's core, restored to ``handle``."""
+        client = self._client
+        twin = AsyncEnvClient(
+            client.address,
+            open_timeout=client.open_timeout,
+            call_timeout=client.call_timeout,
+            env_id=client.env_id,
+            token=client.token,
+        )
+        fork = AsyncRemoteEnv(twin, self._core.forked(), release=_close_session)
+        try:
+            await fork.restore(handle)
+        except BaseException:
+            await fork.aclose()
+            raise
+        return fork
 
     async def aclose(self) -> None:
         """Close the session (or hand it back to the pool it came from); idempotent."""
@@ -260,25 +226,31 @@ def spec_options(env_id: str, kwargs: Mapping[str, Any]) -> tuple[dict[str, Any]
     return options, max_episode_steps
 
 
-async def open_face(
+async def _close_session(env: AsyncRemoteEnv) -> None:
+    await env.client.close()
+
+
+async def open_core(
     client: AsyncEnvClient,
     base_url: str,
-    server: str | None,
+    make: MakeOptions,
     provider: Provider,
-    open_timeout: float,
     token: str | None,
-    json_schema_fallback: bool,
-    tool_calls: bool | None,
-) -> Face:
-    """Connect ``client`` and learn how the server's actions and observations travel."""
-    face = await asyncio.to_thread(
-        server_face, base_url, server, provider, open_timeout, token, json_schema_fallback, tool_calls
+    *,
+    env_id: str | None = None,
+    max_episode_steps: int | None = None,
+) -> EnvCore:
+    """Read what the server at ``base_url`` serves (:func:`~openenv_gym.served.read_core`, in a worker thread),
+    connect ``client``, and have its session list the tools a tool face still needs."""
+    attached = isinstance(provider, URLProvider)  # started by someone else: is it this env?
+    core = await asyncio.to_thread(
+        read_core, base_url, make, token, attached=attached, env_id=env_id, max_episode_steps=max_episode_steps
     )
     await client.connect()
-    request = face.tool_list_request()
+    request = core.face.tool_list_request()
     if request is not None:  # an OpenEnv server lists its tools in no /schema: ask the session
-        face.take_tool_list(await client.step(request))
-    return face
+        core.face.take_tool_list(await client.step(request))
+    return core
 
 
 async def make_async(env_id: str, **kwargs: Any) -> AsyncRemoteEnv:
@@ -298,15 +270,8 @@ async def make_async(env_id: str, **kwargs: Any) -> AsyncRemoteEnv:
         url, open_timeout=timeouts.open, call_timeout=timeouts.call, env_id=make.server, token=token
     )
     try:
-        face = await open_face(
-            client,
-            url,
-            make.server,
-            fleet.providers[0],
-            timeouts.open,
-            token,
-            make.json_schema_fallback,
-            make.tool_calls,
+        core = await open_core(
+            client, url, make, fleet.providers[0], token, env_id=env_id, max_episode_steps=max_episode_steps
         )
     except BaseException:
         await client.close()
@@ -319,4 +284,4 @@ async def make_async(env_id: str, **kwargs: Any) -> AsyncRemoteEnv:
         finally:
             await asyncio.to_thread(fleet.close)
 
-    return AsyncRemoteEnv(client, face, env_id=env_id, max_episode_steps=max_episode_steps, release=release)
+    return AsyncRemoteEnv(client, core, release=release)

@@ -22,8 +22,9 @@ import asyncio
 import logging
 from typing import Any
 
-from .async_env import AsyncRemoteEnv, Face, open_face, spec_options
+from .async_env import AsyncRemoteEnv, open_core, spec_options
 from .client import AsyncEnvClient
+from .env_core import EnvCore
 from .errors import OpenEnvGymError
 from .make_options import MakeOptions
 from .providers import Provider
@@ -109,7 +110,7 @@ class AsyncEnvPool:
         self._servers: list[_Server] = []
         self._idle: asyncio.Queue[_Slot] = asyncio.Queue()
         self._lent: dict[AsyncRemoteEnv, _Slot] = {}
-        self._face: Face | None = None
+        self._core: EnvCore | None = None
         self._started = False
         self._closed = False
 
@@ -155,15 +156,14 @@ class AsyncEnvPool:
             self._servers = [_Server(self._fleet, index) for index in range(len(self._fleet))]
             first = self._servers[0]
             probe = self._client(first)
-            self._face = await open_face(
+            self._core = await open_core(
                 probe,
                 first.url,
-                self._options.server,
+                self._options,
                 first.provider,
-                self.open_timeout,
                 self._token_of(first.provider),
-                self._options.json_schema_fallback,
-                self._options.tool_calls,
+                env_id=self.env_id,
+                max_episode_steps=self.max_episode_steps,
             )
             ranges = split(self.size, len(self._servers))
             targets = [server for server, (start, stop) in zip(self._servers, ranges) for _ in range(stop - start)]
@@ -190,7 +190,7 @@ class AsyncEnvPool:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed")
         await self.start()
-        assert self._face is not None
+        assert self._core is not None
         wait = self.acquire_timeout if timeout is None else timeout
         try:
             slot = await asyncio.wait_for(self._idle.get(), wait)
@@ -206,9 +206,7 @@ class AsyncEnvPool:
             except BaseException:
                 self._idle.put_nowait(slot)  # the next acquire tries again
                 raise
-        env = AsyncRemoteEnv(
-            slot.client, self._face, env_id=self.env_id, max_episode_steps=self.max_episode_steps, release=self._release
-        )
+        env = AsyncRemoteEnv(slot.client, self._core.fresh(), release=self._release)
         self._lent[env] = slot
         return env
 

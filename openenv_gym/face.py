@@ -17,12 +17,14 @@ calls, :class:`~openenv_gym.tool_face.ToolFace` (loaded only when a tool env is 
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import gymnasium as gym
 
 from .errors import InvalidActionError, SpaceCodecError
-from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, to_wire
+from .spaces import ACTION_FIELD, OBSERVATION_FIELD, from_wire, mismatch, space_from_json, to_wire
 
 if TYPE_CHECKING:
     from .protocol import ObservationFrame
@@ -33,10 +35,14 @@ __all__ = [
     "Face",
     "PublishedSpaces",
     "SchemaSpaces",
+    "ServerSpaces",
     "SpacesFace",
     "StepResult",
     "WireFace",
+    "face_of_schema",
     "offers_tools",
+    "shm_refusal",
+    "spaces_of_schema",
     "step_result",
     "wants_tool_face",
     "wire_action",
@@ -173,6 +179,10 @@ class SpacesFace:
 
     def take_tool_list(self, frame: ObservationFrame) -> None:
         raise TypeError(f"{self!r} takes no tool list")
+
+
+#: The spaces of a server and how their values travel (importable from :mod:`openenv_gym.env` too).
+ServerSpaces = SpacesFace
 
 
 def _model_fields(model_schema: Any) -> tuple[frozenset[str], frozenset[str]]:
@@ -327,3 +337,66 @@ def wants_tool_face(tool_calls: bool | None, schema: Any, base_url: str) -> bool
     if tool_calls is None:
         return offered and not (isinstance(schema, dict) and schema.get("spaces"))
     return tool_calls
+
+
+def spaces_of_schema(schema: Any, base_url: str, json_schema_fallback: bool = False) -> SpacesFace:
+    """The face of the spaces a server's ``/schema`` gives (``base_url`` names the server in messages).
+
+    A server's own Gymnasium spaces (``/schema["spaces"]``) are always used when it publishes
+    them. Otherwise, with ``json_schema_fallback``, they are built from its JSON schemas by
+    :func:`openenv_gym.spaces.schema.openenv_spaces`, with one warning naming the fields left out.
+
+    Raises:
+        ValueError: it publishes no Gymnasium spaces and ``json_schema_fallback`` is off.
+        UnsupportedSpaceError: a field every action needs has no space (the message names it).
+    """
+    spaces = schema.get("spaces") if isinstance(schema, dict) else None
+    if spaces:
+        return PublishedSpaces(
+            space_from_json(spaces["action"]), space_from_json(spaces["observation"]), schema.get("action")
+        )
+    if not json_schema_fallback or not isinstance(schema, dict):
+        raise ValueError(
+            f"the server at {base_url} publishes no Gymnasium spaces in /schema (an OpenEnv server?); "
+            "to build spaces from its JSON schemas use gym.make('openenv/Remote-v0', base_url=...) "
+            "or pass json_schema_fallback=True"
+        )
+    from .spaces.schema import openenv_spaces
+
+    action, observation = openenv_spaces(schema)
+    unmapped = {
+        f"{mapped.role}.{path}": reason for mapped in (action, observation) for path, reason in mapped.unmapped.items()
+    }
+    if unmapped:
+        listed = "; ".join(f"{path}: {reason}" for path, reason in unmapped.items())
+        warnings.warn(
+            f"openenv-gym: the server at {base_url} publishes JSON schemas only, and these fields have no "
+            f"Gymnasium space, so they are left out of the spaces (optional action fields take the server's "
+            f"default): {listed}",
+            UserWarning,
+            stacklevel=4,
+        )
+    return SchemaSpaces(action, observation, unmapped)
+
+
+def face_of_schema(schema: Any, base_url: str, *, json_schema_fallback: bool, tool_calls: bool | None) -> Face:
+    """How one env's actions and observations travel, by its server's ``/schema``: its spaces, or
+    the tool face (whose ``tools`` may be empty: an OpenEnv server lists them to a session)."""
+    if wants_tool_face(tool_calls, schema, base_url):
+        from .tool_face import ToolFace  # loaded only for a tool env
+
+        return ToolFace(list(schema.get("tools") or []))
+    return spaces_of_schema(schema, base_url, json_schema_fallback)
+
+
+def shm_refusal(face: Face, seat: Mapping[str, str]) -> str | None:
+    """Why a plain session of this face cannot take shared memory, or None if its server may offer it."""
+    if isinstance(face, SchemaSpaces):
+        return "the server publishes no Gymnasium spaces (an OpenEnv server)"
+    if not isinstance(face, PublishedSpaces):
+        return "a tool call's step takes the WebSocket"
+    if face.own_action_model:
+        return "the server's actions have a model of their own"
+    if seat:
+        return "a seat in a game takes turns on the WebSocket"
+    return None

@@ -10,6 +10,7 @@ provider and the rest to the environment (:func:`~openenv_gym.providers.start_op
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
@@ -17,7 +18,7 @@ from .providers import Provider, start_options
 from .providers.base import DEFAULT_STARTUP_TIMEOUT
 from .providers.fleet import Fleet, Layout, build_providers, plan_layout
 
-__all__ = ["MakeOptions", "Timeouts"]
+__all__ = ["MakeOptions", "Timeouts", "build_provider"]
 
 #: What a single env says when it has neither a server to run nor one to attach to.
 ONE_ENV_NEEDS = (
@@ -39,6 +40,10 @@ class Timeouts:
     open: float = DEFAULT_OPEN_TIMEOUT
     call: float = DEFAULT_CALL_TIMEOUT
     startup: float = DEFAULT_STARTUP_TIMEOUT
+
+    def session(self) -> dict[str, float]:
+        """A session client's keyword arguments for them (``open_timeout=``, ``call_timeout=``)."""
+        return {"open_timeout": self.open, "call_timeout": self.call}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +99,34 @@ class MakeOptions:
         except the options of the provider that starts its servers (``memory=`` for Docker,
         ``ray_address=`` for Ray), which go to the provider. ``base_urls`` wins over ``base_url``
         (a spec may set one, the caller the other).
+
+        Args:
+            server: what the provider serves: a Gymnasium id or ``"module:attr"``.
+            base_url: attach to a running server instead (``"ws://127.0.0.1:8000"``); sets
+                ``provider="url"``.
+            base_urls: several running servers (a vector env's or a pool's).
+            provider: ``"process"`` (default: a child process on loopback), ``"docker"`` (a
+                container), ``"ray"`` (a Ray cluster), ``"url"``, or a
+                :class:`~openenv_gym.providers.Provider` instance.
+            provider_kwargs: options of the provider, such as ``{"memory": "1g"}`` for Docker; they
+                may also be given as further keyword arguments (``ray_address="auto"``).
+            env_kwargs: keyword arguments for the environment on the server (for one whose name is
+                also a provider option); other keyword arguments go there too.
+            token: the token the server requires (``Authorization: Bearer``); for a server the
+                provider starts, the token it is to require. Default: the provider's (none on
+                loopback, a fresh one for a server beyond it).
+            open_timeout: seconds to connect to the server.
+            call_timeout: seconds to wait for each reset or step.
+            startup_timeout: seconds a started server has to become healthy.
+            json_schema_fallback: when the server publishes no Gymnasium spaces (an OpenEnv server),
+                build them from its JSON schemas (:mod:`openenv_gym.spaces.schema`: fields that
+                cannot be mapped are left out with one warning; a required action field that cannot
+                be mapped raises ``UnsupportedSpaceError``). Off by default: such a server is
+                refused with a ``ValueError``. A server's published spaces are always used as they are.
+            tool_calls: ``None`` (the default) picks the tool face for an env that offers tools and
+                publishes no spaces; ``True`` always (the env must offer tools), ``False`` never.
+            sessions_per_server: how many sub-envs ``gym.make_vec`` packs per server (a registered
+                spec, a Hub manifest's, may set it; a single env holds one session and ignores it).
 
         Raises:
             TypeError: loose arguments that cannot reach an env, since no server is started.
@@ -190,3 +223,35 @@ class MakeOptions:
         """
         providers = self.providers(layout, max_episode_steps=max_episode_steps, needs=needs, **server_options)
         return Fleet(providers, name=self.server, health_timeout=health_timeout or self.timeouts.open)
+
+
+#: ``build_provider``'s parameters, in the order it took them positionally.
+_BUILD_PROVIDER_PARAMETERS = (
+    "server",
+    "base_url",
+    "provider",
+    "provider_kwargs",
+    "env_kwargs",
+    "kwargs",
+    "token",
+    "open_timeout",
+    "startup_timeout",
+)
+
+
+def build_provider(*args: Any, **arguments: Any) -> Provider:
+    """The provider of one env's server, from ``gym.make``'s arguments (nothing is started yet).
+
+    Deprecated: ``MakeOptions.parse(server=..., **gym_make_kwargs).providers()[0]`` does the
+    same, and is what ``gym.make`` uses. Takes ``server, base_url, provider, provider_kwargs,
+    env_kwargs, kwargs, token, open_timeout, startup_timeout`` as before, ``kwargs`` being the
+    loose keyword arguments.
+    """
+    warnings.warn(
+        "build_provider is deprecated: use openenv_gym.make_options.MakeOptions.parse(...).providers()[0]",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    arguments.update(zip(_BUILD_PROVIDER_PARAMETERS, args))
+    loose = arguments.pop("kwargs", None) or {}
+    return MakeOptions.parse(**arguments, **loose).providers()[0]

@@ -34,6 +34,10 @@ import openenv_gym.spaces
 #: The Gymnasium face: what turns the wire into ``gymnasium.Env``/``VectorEnv`` and their adapters.
 FACE = (
     "openenv_gym.env",
+    "openenv_gym.env_core",
+    "openenv_gym.served",
+    "openenv_gym.rendering",
+    "openenv_gym.seats",
     "openenv_gym.async_env",
     "openenv_gym.async_pool",
     "openenv_gym.tool_face",
@@ -213,6 +217,11 @@ PLAIN_ENV_MODULES = {
     "openenv_gym.registry": "the catalog gymnasium's import registers",
     # the Gymnasium face of one env
     "openenv_gym.env": "RemoteEnv",
+    "openenv_gym.env_core": "its EnvCore (what it knows of its server, its episode, the snapshot rules)",
+    "openenv_gym.served": "the one reader of a server's /schema",
+    "openenv_gym.snapshot": "Snapshot, the handle the core's snapshot rules give",
+    "openenv_gym.rendering": "render modes judged, frames handed out",
+    "openenv_gym.seats": "a seat in a game: its /ws query and its /schema",
     "openenv_gym.face": "its Face (spaces <-> wire)",
     "openenv_gym.make_options": "gym.make's arguments sorted once",
     "openenv_gym._lost_server": "a call that lost its server says when the server process died",

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import openenv_gym
+import openenv_gym.rendering
 from openenv_gym.env import RemoteEnv
 from openenv_gym.protocol import RenderFrame, parse_server_frame
 
@@ -272,7 +272,7 @@ def test_a_vector_env_without_a_render_mode_renders_none():
 
 def test_a_server_that_renders_nothing_warns_once_and_render_refuses(monkeypatch):
     """A render_mode on an env without render modes (SB3 passes one) warns once per process; render() raises."""
-    monkeypatch.setattr(openenv_gym.env, "_render_warned", False)
+    monkeypatch.setattr(openenv_gym.rendering, "_render_warned", False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         envs = [gym.make("openenv/Echo-v0", render_mode="rgb_array") for _ in range(2)]
