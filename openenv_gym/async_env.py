@@ -266,9 +266,7 @@ async def make_async(env_id: str, **kwargs: Any) -> AsyncRemoteEnv:
     (url,) = await asyncio.to_thread(fleet.start)
     token = make.token or fleet.token
     timeouts = make.timeouts
-    client = AsyncEnvClient(
-        url, open_timeout=timeouts.open, call_timeout=timeouts.call, env_id=make.server, token=token
-    )
+    client = AsyncEnvClient(url, **timeouts.session(), env_id=make.server, token=token)
     try:
         core = await open_core(
             client, url, make, fleet.providers[0], token, env_id=env_id, max_episode_steps=max_episode_steps

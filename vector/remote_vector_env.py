@@ -17,17 +17,18 @@ from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT, http_get_json
+from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
 from openenv_gym.client.batch_client import BatchClient
 from openenv_gym.client.vector_client import TRANSPORTS
 from openenv_gym.env import ClosedEnvError, own_frame
-from openenv_gym.make_options import MakeOptions
+from openenv_gym.make_options import MakeOptions, Timeouts
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame
 from openenv_gym.providers.base import DEFAULT_STARTUP_TIMEOUT
 from openenv_gym.providers.fleet import Fleet, split
 from openenv_gym.redaction import hide_token_kwarg
+from openenv_gym.served import read_server_info
 
 from .batching import attr_values, check_batch, reset_mask, seed_list
 from .block import Block, StepTuple
@@ -299,7 +300,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
     def _server_schema(self, url: str, open_timeout: float) -> Any:
         """The first server's ``/schema``, which the spaces come from (from_env_fns: the local env's)."""
-        return http_get_json(url, "/schema", timeout=open_timeout, token=self._fleet.token)
+        return read_server_info(url, Timeouts(open=open_timeout), self._fleet.token).schema
 
     def _batch_client(self, start: int, stop: int) -> Callable[..., BatchClient]:
         """What opens the batch session of sub-envs ``start`` to ``stop`` (from_env_fns sends their factories)."""
