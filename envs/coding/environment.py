@@ -169,8 +169,8 @@ class CodingEnvironment(Environment[CodeAction, CodeObservation, CodingState]):
             self.task_set = TaskSet(
                 select_tasks(tasks, difficulties), splits=splits, split_seed=split_seed, split=split
             )
-        self.observation_type = TaskObservation if mode == "tasks" else CodeObservation  # type: ignore[misc]
-        self.space_descriptions = _space_descriptions(mode, self.limits.output_limit)  # type: ignore[misc]
+        self.observation_type = TaskObservation if mode == "tasks" else CodeObservation
+        self.space_descriptions = _space_descriptions(mode, self.limits.output_limit)
         self._sandbox = task_sandbox(tasks, self.limits, sandbox)  # raises if no sandbox here
         self._rng = random.Random()
         self._task: Task | None = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import string
 import uuid
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import Field
 
@@ -40,6 +40,20 @@ class EchoObservation(Observation):
     message_length: int = 0
 
 
+# Spaces as data, so the server never imports gymnasium: a Dict of printable Text for the
+# action, and the echoed Text plus its length for the observation.
+SPACES: dict[str, Any] = {
+    "action": {"type": "Dict", "spaces": {"message": _TEXT}},
+    "observation": {
+        "type": "Dict",
+        "spaces": {
+            "echoed_message": _TEXT,
+            "message_length": {"type": "Discrete", "n": MAX_MESSAGE_LENGTH + 1, "start": 0, "dtype": "int64"},
+        },
+    },
+}
+
+
 class EchoEnvironment(Environment[EchoAction, EchoObservation, State]):
     """Echoes each message back. Episodes never end on their own."""
 
@@ -48,18 +62,7 @@ class EchoEnvironment(Environment[EchoAction, EchoObservation, State]):
     SUPPORTS_CONCURRENT_SESSIONS = True
     blocking = False  # a step is a few microseconds: run it on the event loop
 
-    # Spaces as data, so the server never imports gymnasium: a Dict of printable Text for the
-    # action, and the echoed Text plus its length for the observation.
-    space_descriptions: ClassVar[dict[str, Any]] = {
-        "action": {"type": "Dict", "spaces": {"message": _TEXT}},
-        "observation": {
-            "type": "Dict",
-            "spaces": {
-                "echoed_message": _TEXT,
-                "message_length": {"type": "Discrete", "n": MAX_MESSAGE_LENGTH + 1, "start": 0, "dtype": "int64"},
-            },
-        },
-    }
+    space_descriptions = SPACES
 
     def __init__(self) -> None:
         self._state = State()

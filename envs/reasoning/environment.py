@@ -110,7 +110,7 @@ class ReasoningGymEnvironment(Environment[AnswerAction, ReasoningObservation, Re
             if not made:
                 raise ValueError(f"no task has a difficulty in {difficulties}")
         self.task_set = TaskSet(made, split=split)
-        self.space_descriptions = _space_descriptions(self.task_set)  # type: ignore[misc]
+        self.space_descriptions = _space_descriptions(self.task_set)
         self._length_limits = _length_limits(self.task_set)
         self._rng = random.Random()
         self._task: ReasoningTask | None = None

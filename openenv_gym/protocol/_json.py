@@ -37,15 +37,21 @@ def invalid(message: str, **details: Any) -> ProtocolError:
     return ProtocolError(ErrorCode.VALIDATION_ERROR.value, message, details)
 
 
-def load_object(message: str | bytes) -> dict[str, Any]:
-    """The JSON object a text frame holds; ``INVALID_JSON`` or ``VALIDATION_ERROR`` otherwise."""
-    if isinstance(message, (bytes, bytearray, memoryview)):
+def text_of(message: str | bytes) -> str:
+    """A text frame's text; ``INVALID_JSON`` for a binary frame, where only text holds JSON."""
+    if not isinstance(message, str):
         raise ProtocolError(
             ErrorCode.INVALID_JSON.value,
             "binary frames are not accepted on this session: send JSON text frames",
         )
+    return message
+
+
+def load_object(message: str | bytes) -> dict[str, Any]:
+    """The JSON object a text frame holds; ``INVALID_JSON`` or ``VALIDATION_ERROR`` otherwise."""
+    text = text_of(message)
     try:
-        obj = loads(message)
+        obj = loads(text)
     except ValueError as exc:
         raise ProtocolError(ErrorCode.INVALID_JSON.value, f"Invalid JSON: {exc}") from exc
     except RecursionError as exc:  # hostile nesting: refuse it like any other bad JSON

@@ -218,7 +218,9 @@ class BatchStepFrame:
 
 @dataclass(frozen=True)
 class BatchCallFrame:
-    """Read (``get``), write (``set``) or call (``call``) a public attribute of every sub-env.
+    """Read (``get``), write (``set``) or call (``call``) a public attribute of every sub-env, or of
+    the sub-envs ``envs`` (the session's indices: SB3's ``indices``; the reply still has one value
+    per sub-env, ``None`` for those not asked).
 
     ``set`` takes one value per sub-env in ``values``; ``call`` calls the attribute with ``args``
     and ``kwargs`` if it is callable and returns it otherwise, as ``SyncVectorEnv.call`` does.
@@ -229,9 +231,12 @@ class BatchCallFrame:
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     values: list[Any] | None = None
+    envs: list[int] | None = None
 
     def serialize(self) -> str:
         data = {"op": self.op, "name": self.name, "args": self.args, "kwargs": self.kwargs, "values": self.values}
+        if self.envs is not None:  # every sub-env's call keeps the frame it always had
+            data["envs"] = self.envs
         return dumps({"type": "batch_call", "data": data})
 
     def __str__(self) -> str:
@@ -297,9 +302,9 @@ class BatchResultFrame:
             if not isinstance(self.observations, list):
                 raise invalid("batch_result observations must be a list")
             size = len(self.observations)
-        lists = {"observations": self.observations, "infos": self.infos}
+        lists: dict[str, object] = {"observations": self.observations, "infos": self.infos}
         if self.rewards is not None:
-            lists.update(rewards=self.rewards, terminated=self.terminated, truncated=self.truncated)  # type: ignore[arg-type]
+            lists.update(rewards=self.rewards, terminated=self.terminated, truncated=self.truncated)
         for name, values in lists.items():
             if not isinstance(values, list) or len(values) != size:
                 raise invalid(f"batch_result {name} must be a list of {size} items")
@@ -359,7 +364,12 @@ def parse_batch_client_frame(
             raise invalid("batch_call args must be a list and kwargs an object")
         if op == "set" and not isinstance(values, list):
             raise invalid("batch_call set needs values, a list with one value per sub-env")
-        return BatchCallFrame(op, name, args, kwargs, values)
+        envs = data.get("envs")
+        if envs is not None and not (
+            isinstance(envs, list) and all(isinstance(e, int) and not isinstance(e, bool) and e >= 0 for e in envs)
+        ):
+            raise invalid("batch_call envs must be null or a list of sub-env indices")
+        return BatchCallFrame(op, name, args, kwargs, values, envs)
     raise ProtocolError(
         ErrorCode.UNKNOWN_TYPE.value,
         f"Unknown message type: {kind} (a batch session takes batch_reset, batch_step, batch_call, render, "
@@ -376,8 +386,8 @@ def parse_batch_server_frame(message: str | bytes) -> BatchServerFrame:
     Raises:
         ProtocolError: the message is not a well-formed batch result, render or error frame.
     """
-    if arrays.is_packed(message):
-        return _parse_binary_result(message)  # type: ignore[arg-type]
+    if not isinstance(message, str) and arrays.is_packed(message):
+        return _parse_binary_result(message)
     frame = load_object(message)
     return _batch_result(frame, message)
 
@@ -418,9 +428,12 @@ def _batch_result(frame: dict[str, Any], message: str | bytes) -> BatchServerFra
         final = {int(index): value for index, value in (data.get("final") or {}).items()}
     except (AttributeError, ValueError):
         raise invalid("batch_result final must map sub-env indices to results") from None
+    # Wire values, whatever they are: result.check() below refuses what is not a list of K items.
+    observations: Any = data.get("observations")
+    infos: Any = data.get("infos")
     result = BatchResultFrame(
-        observations=data.get("observations"),  # type: ignore[arg-type]
-        infos=data.get("infos"),  # type: ignore[arg-type]
+        observations=observations,
+        infos=infos,
         rewards=data.get("rewards"),
         terminated=data.get("terminated"),
         truncated=data.get("truncated"),

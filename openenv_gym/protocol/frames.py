@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import ProtocolError
 from . import arrays
-from ._json import data_object, dumps, elide, invalid, load_object
+from ._json import data_object, dumps, elide, invalid, load_object, text_of
 from .codes import ErrorCode
 from .snapshot import (
     ReleaseRequest,
@@ -331,9 +331,10 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
     Raises:
         ProtocolError: if the message is not a well-formed server frame.
     """
-    if arrays.is_packed(message):  # a rendered frame, on a connection that negotiated binary
-        return RenderFrame.from_object(arrays.unpack(message))  # type: ignore[arg-type]
-    frame = load_object(message)
+    if not isinstance(message, str) and arrays.is_packed(message):  # a rendered frame, on a binary connection
+        return RenderFrame.from_object(arrays.unpack(message))
+    text = text_of(message)
+    frame = load_object(text)
     kind = frame.get("type")
     if kind == "observation":
         data = data_object(frame, "observation")
@@ -359,7 +360,7 @@ def parse_server_frame(message: str | bytes) -> ServerFrame:
     if kind == "state":
         return StateFrame(data_object(frame, "state"))
     if kind == "render":
-        return RenderFrame.from_object(arrays.from_json(message))  # type: ignore[arg-type]
+        return RenderFrame.from_object(arrays.from_json(text))
     if kind == "error":
         return ErrorFrame.from_data(data_object(frame, "error"))
     if kind == "mcp":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -119,14 +119,16 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
     """
 
     action_type: ClassVar[type[Action]] = Action
-    observation_type: ClassVar[type[Observation]] = Observation
     state_type: ClassVar[type[State]] = State
     SUPPORTS_CONCURRENT_SESSIONS: ClassVar[bool] = False
-    blocking: ClassVar[bool] = True
+    # A class's defaults, which an instance may set for itself (an env of two modes, a Gymnasium
+    # env served in its own thread or not).
+    observation_type: type[Observation] = Observation
+    blocking: bool = True
 
     action_space: spaces.Space[Any] | None = None
     observation_space: spaces.Space[Any] | None = None
-    space_descriptions: ClassVar[dict[str, Any] | None] = None
+    space_descriptions: dict[str, Any] | None = None
 
     tools: ClassVar[Mapping[str, Tool]] = {}
     tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT
@@ -218,7 +220,8 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
 
     def parse_action(self, data: dict[str, Any]) -> ActT:
         """Turn a step frame's ``data`` into an action; raise ``ValueError`` if it does not fit."""
-        return self.action_type.model_validate(data)  # type: ignore[return-value]
+        # A class attribute cannot name the class's type parameter: a subclass's action_type is its ActT.
+        return cast(ActT, self.action_type.model_validate(data))
 
     def observation_frame(self, observation: ObsT) -> ObservationFrame:
         """Turn what :meth:`reset` or :meth:`step` returned into an observation frame."""

@@ -111,7 +111,7 @@ class GymEnvironment(Environment[Any, Any, State]):
         )
         if blocking is None:
             blocking = not type(self.env.unwrapped).__module__.startswith(_MICROSECOND_ENVS)
-        self.blocking = blocking  # type: ignore[misc]
+        self.blocking = blocking
         # Plain attributes, not a pydantic State: validating an assignment on every step costs
         # more than CartPole's own step.
         self._episode_id: str | None = None

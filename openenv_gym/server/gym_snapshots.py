@@ -33,7 +33,6 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from numpy.random.bit_generator import ISeedSequence
 
 from ..errors import SnapshotRefusedError
 
@@ -144,19 +143,20 @@ def _shared(env: gym.Env[Any, Any]) -> dict[str, Any]:
     return shared
 
 
-class _NoSeed(ISeedSequence):
+class _NoSeed(np.random.SeedSequence):
     """Seeds a bit generator with zeros, at once: its state is set right after (seeding properly
-    costs most of unpickling a ``Generator``, whose state then replaces it anyway)."""
+    costs most of unpickling a ``Generator``, whose state then replaces it anyway). A
+    ``SeedSequence`` (made once), as bit generators take; only its :meth:`generate_state` is used."""
 
     def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray[Any, Any]:
         return np.zeros(n_words, dtype=dtype)
 
 
-_NO_SEED = _NoSeed()
+_NO_SEED = _NoSeed(0)
 
 
 def _generator(bit_generator_type: type[np.random.BitGenerator], state: dict[str, Any]) -> np.random.Generator:
-    bit_generator = bit_generator_type(_NO_SEED)  # type: ignore[arg-type]  # any ISeedSequence will do
+    bit_generator = bit_generator_type(_NO_SEED)
     bit_generator.state = state
     return np.random.Generator(bit_generator)
 
@@ -231,10 +231,10 @@ def load_state(state: bytes, live: gym.Env[Any, Any], how: Made) -> tuple[gym.En
             f"the snapshot is of an env made as {config.decode(errors='replace')[:300]}, this one as "
             f"{how.config.decode(errors='replace')[:300]}"
         )
-    state = memoryview(state)[_CONFIG_LENGTH.size + length :]  # type: ignore[assignment]
+    pickled = memoryview(state)[_CONFIG_LENGTH.size + length :]
     token = _LIVE.set(_shared(live) | how.parts)
     try:
-        env, native, generators, extra = pickle.loads(state)
+        env, native, generators, extra = pickle.loads(pickled)
     finally:
         _LIVE.reset(token)
     for name, generator in generators.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -73,8 +74,8 @@ class PlainHandler:
         self.snapshots = snapshots
         #: The observation frame last sent (a snapshot keeps it, a restore answers with it).
         self._last_frame: str | None = None
-        #: The results of the last step through shared memory, made a frame only when one is asked for.
-        self._last_step: tuple[Any, ...] | None = None
+        #: The frame of the last step through shared memory, made only when one is asked for.
+        self._last_step: Callable[[], ObservationFrame] | None = None
         #: The shared-memory offer, then channel, once a client asks for one.
         self.shm = ShmSteps("step")
 
@@ -164,7 +165,7 @@ class PlainHandler:
                 ErrorCode.EXECUTION_ERROR,
                 f"snapshot: {type(env).__name__}.snapshot() returned {type(state).__name__}, not bytes",
             ).serialize()
-        last_frame = self._last_reply(env)
+        last_frame = self._last_reply()
         assert last_frame is not None  # the session rules refuse a snapshot before a reset
         kept = Kept(state, last_frame, self.protocol.state is SessionState.ENDED, session.render_mode)
         sealed = snapshots.travelling(kept) if portable else None  # before it is kept: it may be refused
@@ -260,10 +261,10 @@ class PlainHandler:
     def _took_frame(self, reply: str) -> None:
         self._last_frame, self._last_step = reply, None
 
-    def _last_reply(self, env: Environment[Any, Any, Any]) -> str | None:
+    def _last_reply(self) -> str | None:
         """The observation frame of the episode's last reset or step, however it travelled."""
-        if self._last_step is not None:  # only a GymEnvironment steps through shared memory
-            self._took_frame(env.step_frame(*self._last_step).serialize())  # type: ignore[attr-defined]
+        if self._last_step is not None:
+            self._took_frame(self._last_step().serialize())
         return self._last_frame
 
     def _offer_shm(self, session: Session, env: Environment[Any, Any, Any]) -> str:
@@ -299,9 +300,9 @@ class PlainHandler:
             session.last_active = time.monotonic()  # the loop's clock
         terminated, truncated, info = bool(terminated), bool(truncated), env.info_json(info)
         self.protocol.stepped(terminated, truncated)
-        self._last_step = (observation, reward, terminated, truncated, info)
+        self._last_step = functools.partial(env.step_frame, observation, reward, terminated, truncated, info)
         if session.watchers:  # rare: the frame a WebSocket step would have sent, for the loop to show
-            frame = env.step_frame(*self._last_step)
+            frame = self._last_step()
             session.loop.call_soon_threadsafe(
                 session.observed, "step", env.action_wire_form(action), frame.serialize(), frame
             )

@@ -279,10 +279,11 @@ class Watcher:
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
-                if not task.cancelled() and isinstance(task.exception(), (ConnectionClosed, TimeoutError)):
-                    logger.info("a watch connection ended: %s", task.exception())
-                elif not task.cancelled() and task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
+                error = None if task.cancelled() else task.exception()
+                if isinstance(error, (ConnectionClosed, TimeoutError)):
+                    logger.info("a watch connection ended: %s", error)
+                elif error is not None:
+                    raise error
         finally:
             for task in tasks:
                 task.cancel()
