@@ -51,3 +51,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     slow = Counter(item.path for item in items if item.get_closest_marker("slow"))
     items.sort(key=lambda item: -slow[item.path])
+
+
+# The conformance tier's count per path, written by the session's controller (see tests/conformance/report.py).
+from tests.conformance.report import pytest_terminal_summary  # noqa: E402, F401

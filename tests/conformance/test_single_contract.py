@@ -1,0 +1,66 @@
+"""The Env contract on every single-env path (``gym.make`` over the WebSocket and over shared memory,
+and the async env): Gymnasium's and Stable-Baselines3's env checkers, results equal to ``gym.make``
+of the same env locally, seeding and close."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.error import ClosedEnvironmentError
+
+from tests.equivalence import assert_same_trajectory, play
+
+from .contract import assert_episodes_equal, gym_check, sb3_check
+from .envs import PROBE_ID
+
+
+def test_gymnasiums_env_checker_passes(single_path, servers, closing):
+    """Gymnasium's env checker on the Box probe."""
+    gym_check(closing(single_path(servers)))
+
+
+def test_stable_baselines3s_env_checker_passes(single_path, servers, closing):
+    """SB3's env checker on the Box probe."""
+    sb3_check(closing(single_path(servers)))
+
+
+def test_episodes_equal_gym_makes(single_path, servers, closing):
+    """The Box probe's episodes equal gym.make's here, observation dtypes included."""
+    env = closing(single_path(servers))
+    local = closing(gym.make(PROBE_ID))
+    assert assert_same_trajectory(play(env, 3, 40, 5), play(local, 3, 40, 5)) >= 5
+    assert assert_episodes_equal(env, local) >= 5
+
+
+def test_reset_seeds_the_envs_own_generator(single_path, servers, closing):
+    """reset(seed=s) seeds env.np_random, as gymnasium.Env.reset does: the wrappers that draw from
+    it (StickyAction, AddWhiteNoise, ObstructView) repeat themselves under the same seed."""
+    env = closing(single_path(servers))
+    env.reset(seed=9)
+    first = env.np_random.random(4)
+    env.reset(seed=9)
+    np.testing.assert_array_equal(env.np_random.random(4), first)
+
+
+def test_the_same_seed_gives_the_same_episode(single_path, servers, closing):
+    """reset(seed=s) twice: the same first observation and info; another seed, another."""
+    env = closing(single_path(servers))
+    first, info = env.reset(seed=4)
+    again, info_again = env.reset(seed=4)
+    np.testing.assert_array_equal(first, again)
+    assert info == info_again
+    other, _ = env.reset(seed=5)
+    assert not np.array_equal(first, other)
+
+
+def test_closing_twice_is_harmless_and_a_closed_env_refuses_calls(single_path, servers):
+    """close() is idempotent; reset and step on a closed env raise ClosedEnvironmentError."""
+    env = single_path(servers)
+    env.reset(seed=0)
+    env.close()
+    env.close()
+    with pytest.raises(ClosedEnvironmentError):
+        env.unwrapped.reset(seed=0)
+    with pytest.raises(ClosedEnvironmentError):
+        env.unwrapped.step(0)
