@@ -82,7 +82,7 @@ def _address(url: str | None) -> str | None:
 
 def _session_socket(client: Any) -> socket.socket | None:
     inner = getattr(client, "client", client)  # a plain session's batch wraps one EnvClient
-    return inner._sock
+    return inner.connection._sock
 
 
 def _state(pid: int) -> str | None:

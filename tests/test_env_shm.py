@@ -126,7 +126,7 @@ def test_an_ended_episode_and_a_step_before_reset_are_refused_on_both_sides(cart
         with pytest.raises(EpisodeEndedError):
             env.step(0)  # refused by the client, nothing sent
         client = env._client
-        client._begin_link_step("step", lambda link: link.send_one(0))  # past the client's own check
+        client.connection.begin_shared_step("step", lambda link: link.send_one(0))  # past the client's own check
         with pytest.raises(EpisodeEndedError, match="reset before stepping again") as refused:
             client.complete()
         assert isinstance(refused.value, RemoteError) and refused.value.code == "EPISODE_ENDED"
@@ -162,7 +162,7 @@ def test_the_server_checks_every_action_it_reads_from_the_segment(env_id):
                 link.views.actions.view(np.uint8).reshape(-1)[: raw.size] = raw
                 link.ask()
 
-            client._begin_link_step("step", write)
+            client.connection.begin_shared_step("step", write)
             try:
                 result = client.complete()
             except RemoteError as exc:
@@ -269,11 +269,12 @@ def test_a_stopped_server_times_out_and_a_killed_one_is_reported(cartpole_server
             os.kill(provider.pid, signal.SIGCONT)
         assert env.transport == "ws"  # the session was abandoned, its segment let go
         assert wait_until(lambda: segments_mapped(os.getpid()) == before, timeout=10)
-        env._client.call_timeout = 30.0  # the rest must not hinge on a busy machine answering within a second
+        # The rest must not hinge on a busy machine answering within a second.
+        env._client.connection.terms.call_timeout = 30.0
         env.reset(seed=0)  # connects again, and takes shared memory again
         assert env.transport == "shm"
         stop(provider.pid)  # so that the step cannot be answered before the kill
-        env._client._begin_link_step("step", lambda link: link.send_one(0))
+        env._client.connection.begin_shared_step("step", lambda link: link.send_one(0))
         os.kill(provider.pid, signal.SIGKILL)
         with pytest.raises(ConnectionLostError):
             env._client.complete()

@@ -20,13 +20,14 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import openenv_gym
 from openenv_gym.client import EnvClient, http_get_json
+from openenv_gym.client.batch_client import BatchClient
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.providers import ProcessProvider
 from openenv_gym.server import EnvServer, GymEnvironment
 from openenv_gym.spaces import space_to_json
 from openenv_gym.startup import PICKLED_FACTORIES_TARGET
 from openenv_gym.vector import RemoteVectorEnv
-from openenv_gym.vector.from_env_fns import FactoryBatchClient
+from openenv_gym.vector.from_env_fns import factory_batch_client
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.equivalence import assert_lockstep, assert_same
 from tests.utils import UNIT, own_server_pids, wait_until
@@ -234,14 +235,14 @@ def test_sub_envs_with_other_spaces_are_refused_as_async_vector_env_does():
 # The servers' side of the rule ------------------------------------------------------------------
 
 
-def factory_client(url: str, factories: list[bytes], **kwargs) -> FactoryBatchClient:
+def factory_client(url: str, factories: list[bytes], **kwargs) -> BatchClient:
     """A batch client that sends ``factories`` (pickled) to the server at ``url``."""
     cartpole = gym.make("CartPole-v1")
     expected = {
         "action": space_to_json(cartpole.action_space),
         "observation": space_to_json(cartpole.observation_space),
     }
-    return FactoryBatchClient(
+    return factory_batch_client(
         url,
         len(factories),
         WireAutoresetMode.NEXT_STEP,

@@ -20,12 +20,11 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_differing_spaces
 
 from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
-from openenv_gym.client.batch_client import BatchClient, BatchKind, BatchReply, codec_subprotocols
-from openenv_gym.client.sync_connection import SyncConnection
+from openenv_gym.client.batch_client import BatchClient, BatchKind, codec_subprotocols
 from openenv_gym.errors import SpaceMismatchError
-from openenv_gym.protocol import ClientSession, ErrorFrame, MessageType, RenderFrame
+from openenv_gym.protocol import MessageType
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
-from openenv_gym.protocol.batch import BatchResultFrame, BatchValuesFrame, parse_batch_server_frame
+from openenv_gym.protocol.batch import BatchValuesFrame
 from openenv_gym.protocol.pickled import BatchMakeFrame, import_path, pickled_batch_query, python_version
 from openenv_gym.providers import provider_options
 from openenv_gym.providers.process import DEFAULT_STARTUP_TIMEOUT, new_token
@@ -38,49 +37,29 @@ from .remote_vector_env import RemoteVectorEnv
 
 __all__ = ["from_env_fns"]
 
-_REPLIES: dict[MessageType, type] = {
-    MessageType.BATCH_MAKE: BatchValuesFrame,
-    MessageType.BATCH_RESET: BatchResultFrame,
-    MessageType.BATCH_STEP: BatchResultFrame,
-    MessageType.BATCH_CALL: BatchValuesFrame,
-    MessageType.RENDER: RenderFrame,
-}
 
+class FactoryOpening:
+    """What a batch session of pickled factories opens with: their ``batch_make`` frame, and the
+    check of the server's answer (every sub-env's spaces must hold the expected ones).
 
-class FactoryBatchKind(BatchKind):
-    """A batch session whose opening request is the ``batch_make`` frame of the pickled factories.
-
-    The session opens ``/ws/batch?...&factories=pickled``; the server's answer (every sub-env's
-    spaces) must hold the expected ones. Args as for :class:`FactoryBatchClient`.
+    A :class:`~openenv_gym.client.batch_client.BatchKind` handed it is ``from_env_fns``' session
+    kind. Args as for :func:`factory_batch_client`.
     """
 
+    call = MessageType.BATCH_MAKE
+
     def __init__(
-        self,
-        envs: int,
-        autoreset_mode: WireAutoresetMode,
-        codec: str,
-        factories: list[bytes],
-        spaces: dict[str, Any],
-        first: int,
-        observation_mode: str = "same",
+        self, factories: list[bytes], spaces: dict[str, Any], first: int, observation_mode: str = "same"
     ) -> None:
-        if len(factories) != envs:
-            raise ValueError(f"{len(factories)} factories for {envs} sub-envs")
-        super().__init__(envs, autoreset_mode, pickled_batch_query(envs, autoreset_mode), codec_subprotocols(codec))
         self.factories = factories
         self.spaces = spaces
         self.first = first
         self.observation_mode = observation_mode
 
-    def new_session(self) -> ClientSession[BatchReply | ErrorFrame]:
-        return ClientSession(parse_batch_server_frame, _REPLIES)
+    def frame(self) -> BatchMakeFrame:
+        return BatchMakeFrame(self.factories, python_version(), self.first, import_path())
 
-    def opening(self) -> tuple[str, Callable[[], str]]:
-        frame = BatchMakeFrame(self.factories, python_version(), self.first, import_path())
-        return "batch_make", lambda: self.session.send(MessageType.BATCH_MAKE, frame)
-
-    def opened(self, reply: BatchReply) -> None:
-        assert isinstance(reply, BatchValuesFrame)  # the session takes no other reply to batch_make
+    def check(self, reply: BatchValuesFrame) -> None:
         for offset, spaces in enumerate(reply.values):
             for role in ("observation", "action"):
                 got = spaces.get(role) if isinstance(spaces, dict) else None
@@ -100,14 +79,27 @@ class FactoryBatchKind(BatchKind):
         )
 
 
-class FactoryBatchClient(BatchClient):
+def factory_batch_client(
+    base_url: str,
+    envs: int,
+    autoreset_mode: WireAutoresetMode,
+    codec: str = "json",
+    *,
+    factories: list[bytes],
+    spaces: dict[str, Any],
+    first: int = 0,
+    observation_mode: str = "same",
+    name: str | None = None,
+    render_mode: str | None = None,
+    **settings: Any,
+) -> BatchClient:
     """A batch session whose sub-envs the server makes from the pickled factories sent first.
 
-    :meth:`connect` opens ``/ws/batch?...&factories=pickled``, sends the ``batch_make`` frame and
-    checks that every sub-env's spaces are the expected ones; so does every reconnection. It is
-    the batch client's connection handed a :class:`FactoryBatchKind`.
+    Its :meth:`~BatchClient.connect` opens ``/ws/batch?...&factories=pickled``, sends the
+    ``batch_make`` frame and checks that every sub-env's spaces are the expected ones; so does
+    every reconnection. It is the batch client handed a :class:`BatchKind` given a :class:`FactoryOpening`.
 
-    Raises (from :meth:`connect`, besides a batch client's errors):
+    Raises (from :meth:`~BatchClient.connect`, besides a batch client's errors):
         EnvCreationError: a factory could not be unpickled, raised, or returned no ``gymnasium.Env``.
         RemoteError: the server refused pickled factories (code ``PICKLES_REFUSED``).
         SpaceMismatchError: a sub-env's spaces are not the expected ones.
@@ -121,36 +113,16 @@ class FactoryBatchClient(BatchClient):
             ``spaces["observation"]``; otherwise (``"different"``, a custom space) share its shape and dtype.
         name: what the sub-envs are, for error messages (default: the ``env_id`` argument).
         render_mode: not sent: the factories make their envs in the render mode they choose.
-        **settings: as for :class:`~openenv_gym.client.SessionClient`.
+        **settings: as for :class:`~openenv_gym.client.SessionTerms`.
     """
-
-    kind: FactoryBatchKind
-
-    def __init__(
-        self,
-        base_url: str,
-        envs: int,
-        autoreset_mode: WireAutoresetMode,
-        codec: str = "json",
-        *,
-        factories: list[bytes],
-        spaces: dict[str, Any],
-        first: int = 0,
-        observation_mode: str = "same",
-        name: str | None = None,
-        render_mode: str | None = None,
-        **settings: Any,
-    ) -> None:
-        if name is not None:
-            settings["env_id"] = name
-        kind = FactoryBatchKind(envs, autoreset_mode, codec, factories, spaces, first, observation_mode)
-        # The batch client's calls over a kind of its own (BatchClient.__init__ would build a BatchKind).
-        SyncConnection.__init__(self, kind, base_url, **settings)
-
-    @property
-    def factories(self) -> list[bytes]:
-        """Each sub-env's factory, pickled."""
-        return self.kind.factories
+    if len(factories) != envs:
+        raise ValueError(f"{len(factories)} factories for {envs} sub-envs")
+    if name is not None:
+        settings["env_id"] = name
+    opening = FactoryOpening(factories, spaces, first, observation_mode)
+    query = pickled_batch_query(envs, autoreset_mode)
+    kind = BatchKind(envs, autoreset_mode, query, codec_subprotocols(codec), opening)
+    return BatchClient.of(kind, base_url, **settings)
 
 
 def _readable(description: Any) -> Any:
@@ -239,7 +211,7 @@ class EnvFnsVectorEnv(RemoteVectorEnv):
 
     def _batch_client(self, start: int, stop: int) -> Callable[..., BatchClient]:
         return functools.partial(
-            FactoryBatchClient,
+            factory_batch_client,
             factories=self._factories[start:stop],
             spaces=self._spaces_json,
             first=start,

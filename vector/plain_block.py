@@ -29,4 +29,4 @@ class PlainBlock(BatchBlock):
 
     @property
     def connection(self) -> Any:
-        return self.client.client
+        return self.client.client.connection

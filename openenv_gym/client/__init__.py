@@ -6,11 +6,13 @@ session over ``/ws/batch`` (:class:`BatchClient`), or one server-side vector env
 OpenEnv's protocol, so they work with our servers and with OpenEnv's; they know nothing of
 gymnasium.
 
-Each client is a connection (:class:`~openenv_gym.client.sync_connection.SyncConnection`, or
+Each client holds a connection (:class:`~openenv_gym.client.sync_connection.SyncConnection`, or
 :class:`~openenv_gym.client.async_connection.AsyncConnection`) handed the logic of its kind of
-session (:class:`~openenv_gym.client.session_kind.SessionKind`), as a websockets ``Connection`` is
-handed its protocol. The names load on first use (PEP 562), so a plain env's
-``EnvClient`` does not import the batch, vector or asyncio clients.
+session (a :class:`~openenv_gym.client.session_kind.SessionKind`), as a websockets ``Connection``
+is handed its protocol, and a step transport (the WebSocket or shared memory,
+:class:`~openenv_gym.client.step_transport.StepTransport`); the client makes its kind's calls on
+it. No client or connection extends another. The names load on first use (PEP 562), so a plain
+env's ``EnvClient`` does not import the batch, vector or asyncio clients.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
         DEFAULT_CALL_TIMEOUT,
         DEFAULT_MAX_FRAME_BYTES,
         DEFAULT_OPEN_TIMEOUT,
-        SessionClient,
+        SessionTerms,
         remote_error,
     )
     from .async_client import AsyncEnvClient
@@ -39,7 +41,7 @@ __all__ = [
     "AsyncEnvClient",
     "BatchClient",
     "EnvClient",
-    "SessionClient",
+    "SessionTerms",
     "VectorClient",
     "auth_headers",
     "http_get_json",
@@ -51,7 +53,7 @@ _MODULES = {
     "DEFAULT_CALL_TIMEOUT": "._session",
     "DEFAULT_MAX_FRAME_BYTES": "._session",
     "DEFAULT_OPEN_TIMEOUT": "._session",
-    "SessionClient": "._session",
+    "SessionTerms": "._session",
     "remote_error": "._session",
     "auth_headers": "._http",
     "http_get_json": "._http",

@@ -1,9 +1,12 @@
-"""What the session connections share: settings, the session kind they are handed, and turning
-replies into results or errors."""
+"""What the sync and the async connections share, held rather than inherited: the session's terms
+(:class:`SessionTerms`: the server, the settings, the session kind, why there is no connection),
+replies turned into results or errors, and :class:`Delegated`, how a client shows what callers read
+of the connection it holds."""
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+import operator
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
 
 from ..errors import (
     CapacityReachedError,
@@ -25,7 +28,8 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_OPEN_TIMEOUT",
-    "SessionClient",
+    "Delegated",
+    "SessionTerms",
     "connection_lost",
     "remote_error",
 ]
@@ -34,6 +38,7 @@ DEFAULT_CALL_TIMEOUT = 60.0
 DEFAULT_MAX_FRAME_BYTES = 100 * 2**20  # OpenEnv's servers send frames up to 100 MB
 
 ReplyT = TypeVar("ReplyT")
+T = TypeVar("T")
 
 
 def remote_error(frame: ErrorFrame, env_id: str | None) -> RemoteError:
@@ -62,8 +67,9 @@ _REMOTE_ERRORS: dict[str, type[RemoteError]] = {
 }
 
 
-class SessionClient(Generic[ReplyT]):
-    """What the async and the sync connections share: settings, their session kind, and replies.
+class SessionTerms(Generic[ReplyT]):
+    """A session's terms, which its connection (sync or async) holds: the server, the settings, the
+    session kind, and why there is no connection now; and the replies matched to their calls.
 
     A connection moves bytes; what travels is the business of the
     :class:`~openenv_gym.client.session_kind.SessionKind` it is handed (its URL, its frames, the
@@ -97,35 +103,54 @@ class SessionClient(Generic[ReplyT]):
         self.call_timeout = call_timeout
         self.env_id = env_id
         self.max_frame_bytes = max_frame_bytes
-        # Why there is no connection, for the error a later call raises.
-        self._unusable = "not connected yet: call connect() first"
+        #: Why there is no connection, for the error a later call raises.
+        self.unusable = "not connected yet: call connect() first"
 
     @property
     def url(self) -> str:
         """The session's ``ws://`` URL: the server's address with the kind's path and query."""
         return self.kind.url(self.address)
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.url!r})"
-
-    def _connected(self, subprotocol: str | None) -> None:
+    def connected(self, subprotocol: str | None) -> None:
         """Start the session's rules afresh for a new connection that agreed on ``subprotocol``."""
         self.kind.restart(subprotocol)
 
-    def _disconnected(self, why: str) -> None:
+    def disconnected(self, why: str) -> None:
         """Record why later calls cannot be made (until a reset reconnects)."""
         self.kind.restart(None)
-        self._unusable = why
+        self.unusable = why
 
-    def _not_connected(self, call: str) -> ConnectionLostError:
-        if self._unusable == SERVER_CLOSED_REASON:  # every later call says so, not only the first
+    def not_connected(self, call: str) -> ConnectionLostError:
+        """The error of ``call`` made while there is no connection."""
+        if self.unusable == SERVER_CLOSED_REASON:  # every later call says so, not only the first
             return ServerClosedError(self.url, call, SERVER_CLOSED_CODE, SERVER_CLOSED_REASON)
-        return ConnectionLostError(self.url, call, None, self._unusable)
+        return ConnectionLostError(self.url, call, None, self.unusable)
 
-    def _finish(self, reply: str | bytes) -> ReplyT:
+    def finish(self, reply: str | bytes) -> ReplyT:
         """Match ``reply`` to the call in flight: its result, or the :class:`RemoteError` it stands for."""
         kind = self.kind
         frame = kind.session.receive(reply)
         if isinstance(frame, ErrorFrame):
             raise remote_error(frame, self.env_id)
         return kind.check(frame)
+
+
+class Delegated(property, Generic[T]):
+    """A client's read-only attribute that is an object's it holds (``path`` from the client, as
+    ``"connection.terms.token"``): a client holds its connection rather than extending it.
+
+    A ``property`` whose getter is an ``operator.attrgetter``, so reading it runs no Python code.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(operator.attrgetter(path))
+
+    if TYPE_CHECKING:  # what a read gives, for type checkers (at run time, property's own)
+
+        @overload
+        def __get__(self, instance: None, owner: type[Any] | None = None) -> Self: ...
+
+        @overload
+        def __get__(self, instance: object, owner: type[Any] | None = None) -> T: ...
+
+        def __get__(self, instance: object, owner: type[Any] | None = None) -> Self | T: ...

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any
+from typing import Any, Self
 
 from websockets.typing import Subprotocol
 
@@ -18,7 +18,8 @@ from ..protocol.agents import (
     parse_agents_server_frame,
 )
 from ..protocol.arrays import BINARY_SUBPROTOCOL
-from .session_kind import Opening, SessionKind
+from ._session import Delegated
+from .session_kind import Opening
 from .sync_connection import SyncConnection
 
 __all__ = ["AgentsClient", "AgentsKind", "AgentsReply"]
@@ -36,20 +37,22 @@ _REPLIES: dict[MessageType, type] = {
 }
 
 
-class AgentsKind(SessionKind[AgentsReply]):
+class AgentsKind:
     """The logic of a multi-agent session: its frames (packed once the binary codec is agreed),
     and the env's spec asked for as soon as the connection opens."""
 
     def __init__(self, api: str, render_mode: str | None, binary: bool) -> None:
         self.subprotocols = [Subprotocol(BINARY_SUBPROTOCOL)] if binary else None
-        super().__init__()
+        self.session: ClientSession[AgentsReply | ErrorFrame] = ClientSession(parse_agents_server_frame, _REPLIES)
+        self.subprotocol: str | None = None
         self.api = api
         self.query = agents_query(api, render_mode)
         #: The env's spec, from the opening request.
         self.spec: AgentsSpec | None = None
 
-    def new_session(self) -> ClientSession[AgentsReply | ErrorFrame]:
-        return ClientSession(parse_agents_server_frame, _REPLIES)
+    def restart(self, subprotocol: str | None) -> None:
+        self.session = ClientSession(parse_agents_server_frame, _REPLIES)
+        self.subprotocol = subprotocol
 
     def url(self, address: str) -> str:
         parts = urllib.parse.urlsplit(address)
@@ -74,27 +77,50 @@ class AgentsKind(SessionKind[AgentsReply]):
             return self.session.send_binary(frame.type, frame)
         return self.session.send(frame.type, frame)
 
+    def close(self) -> str:
+        return self.session.send_close()
+
     def render(self) -> str:
         return self.session.send_render()
 
 
-class AgentsClient(SyncConnection[AgentsReply]):
+class AgentsClient:
     """Drive one PettingZoo env on a server, every agent of it, one frame per call.
+
+    It holds a :class:`~openenv_gym.client.sync_connection.SyncConnection` (:attr:`connection`)
+    handed an :class:`AgentsKind` (:attr:`kind`); ``close`` is the connection's.
 
     Args:
         base_url: the server, as ``http://host:port`` or ``ws://host:port``.
         api: ``"aec"`` or ``"parallel"``: the server makes the env in that API.
         render_mode: have the env made in this render mode.
         binary: offer the binary codec (arrays as raw bytes both ways); JSON otherwise.
-        **settings: as for :class:`~openenv_gym.client.SessionClient`.
+        **settings: as for :class:`~openenv_gym.client.SessionTerms`.
     """
 
-    kind: AgentsKind
+    url: Delegated[str] = Delegated("connection.url")
+    token: Delegated[str | None] = Delegated("connection.terms.token")
 
     def __init__(
         self, base_url: str, api: str, *, render_mode: str | None = None, binary: bool = True, **settings: Any
     ) -> None:
-        super().__init__(AgentsKind(api, render_mode, binary), base_url, **settings)
+        self.kind = AgentsKind(api, render_mode, binary)
+        self.connection: SyncConnection[AgentsReply] = SyncConnection(self.kind, base_url, **settings)
+        self.close = self.connection.close
+
+    def __repr__(self) -> str:
+        return f"AgentsClient({self.url!r})"
+
+    def connect(self) -> Self:
+        """Open the session and read the env's spec (see :meth:`SyncConnection.connect`); idempotent."""
+        self.connection.connect()
+        return self
+
+    def __enter__(self) -> Self:
+        return self.connect()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     @property
     def spec(self) -> AgentsSpec:
@@ -104,7 +130,7 @@ class AgentsClient(SyncConnection[AgentsReply]):
         return self.kind.spec
 
     def _ask(self, call: str, frame: AgentsRequest) -> Any:
-        return self._request(call, self.kind.request, frame)
+        return self.connection.request(call, self.kind.request, frame)
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Reset the env; its result's data (see :mod:`openenv_gym.protocol.agents`)."""
@@ -126,6 +152,6 @@ class AgentsClient(SyncConnection[AgentsReply]):
 
     def render(self) -> Any:
         """What the env's ``render()`` returns."""
-        frame = self._request("render", self.kind.render)
+        frame = self.connection.request("render", self.kind.render)
         assert isinstance(frame, RenderFrame)  # the session takes no other reply to a render
         return frame.frame

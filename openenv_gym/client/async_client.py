@@ -1,4 +1,4 @@
-"""`AsyncEnvClient`: the asyncio ``/ws`` session client, an :class:`AsyncConnection` handed a :class:`PlainKind`.
+"""`AsyncEnvClient`: the asyncio ``/ws`` session client, a :class:`PlainKind`'s calls on the :class:`AsyncConnection` it holds.
 
 It speaks OpenEnv's ``/ws`` protocol, so it works with our servers and with OpenEnv's; the
 synchronous twin is :class:`~openenv_gym.client.EnvClient`. Every wait is bounded: connecting by
@@ -9,18 +9,22 @@ raise :class:`~openenv_gym.errors.ConnectionLostError`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from ..protocol import ObservationFrame, StateFrame
 from ..protocol.snapshot import SnapshotFrame
+from ._session import Delegated
 from .async_connection import AsyncConnection
 from .session_kind import PlainKind
 
 __all__ = ["AsyncEnvClient"]
 
 
-class AsyncEnvClient(AsyncConnection[Any]):
-    """An async session with one environment server; arguments as :class:`SessionClient`, without ``kind``.
+class AsyncEnvClient:
+    """An async session with one environment server; arguments as :class:`SessionTerms`, without ``kind``.
+
+    It holds an :class:`~openenv_gym.client.async_connection.AsyncConnection` (:attr:`connection`)
+    handed a :class:`PlainKind` (:attr:`kind`); ``close`` is the connection's.
 
     Example::
 
@@ -29,10 +33,32 @@ class AsyncEnvClient(AsyncConnection[Any]):
             result = await client.step({"action": 1})
     """
 
-    kind: PlainKind
+    url: Delegated[str] = Delegated("connection.url")
+    address: Delegated[str] = Delegated("connection.terms.address")
+    token: Delegated[str | None] = Delegated("connection.terms.token")
+    open_timeout: Delegated[float] = Delegated("connection.terms.open_timeout")
+    call_timeout: Delegated[float] = Delegated("connection.terms.call_timeout")
+    env_id: Delegated[str | None] = Delegated("connection.terms.env_id")
+    is_open: Delegated[bool] = Delegated("connection.is_open")
 
     def __init__(self, base_url: str, **settings: Any) -> None:
-        super().__init__(PlainKind(), base_url, **settings)
+        self.kind = PlainKind()
+        self.connection: AsyncConnection[Any] = AsyncConnection(self.kind, base_url, **settings)
+        self.close = self.connection.close
+
+    def __repr__(self) -> str:
+        return f"AsyncEnvClient({self.url!r})"
+
+    async def connect(self) -> Self:
+        """Open the session (see :meth:`AsyncConnection.connect`); idempotent."""
+        await self.connection.connect()
+        return self
+
+    async def __aenter__(self) -> Self:
+        return await self.connect()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
     async def reset(self, **kwargs: Any) -> ObservationFrame:
         """Start an episode; ``kwargs`` (``seed``, ``options``, ...) go to the environment's reset.
@@ -44,19 +70,19 @@ class AsyncEnvClient(AsyncConnection[Any]):
             RequestTimeoutError, ConnectionLostError: see the module docstring.
         """
         await self.connect()
-        frame = await self._request("reset", self.kind.reset, kwargs)
+        frame = await self.connection.request("reset", self.kind.reset, kwargs)
         assert isinstance(frame, ObservationFrame)
         return frame
 
     async def step(self, action: dict[str, Any]) -> ObservationFrame:
         """Apply one action, given as its wire form (a JSON object of its fields)."""
-        frame = await self._request("step", self.kind.step, action)
+        frame = await self.connection.request("step", self.kind.step, action)
         assert isinstance(frame, ObservationFrame)
         return frame
 
     async def state(self) -> dict[str, Any]:
         """The session's state (``episode_id``, ``step_count`` and env-specific fields)."""
-        frame = await self._request("state", self.kind.state)
+        frame = await self.connection.request("state", self.kind.state)
         assert isinstance(frame, StateFrame)
         return frame.state
 
@@ -68,7 +94,7 @@ class AsyncEnvClient(AsyncConnection[Any]):
             SnapshotUnsupportedError: the env cannot be snapshotted (the message says why).
             SnapshotError: the session holds as many snapshots as the server allows.
         """
-        frame = await self._request("snapshot", self.kind.snapshot, portable)
+        frame = await self.connection.request("snapshot", self.kind.snapshot, portable)
         assert isinstance(frame, SnapshotFrame)
         return frame
 
@@ -80,12 +106,12 @@ class AsyncEnvClient(AsyncConnection[Any]):
             SnapshotError: the server keeps no such id, or did not seal those bytes.
         """
         await self.connect()
-        frame = await self._request("restore", self.kind.restore, snapshot_id, portable)
+        frame = await self.connection.request("restore", self.kind.restore, snapshot_id, portable)
         assert isinstance(frame, ObservationFrame)
         return frame
 
     async def release(self, ids: tuple[str, ...]) -> SnapshotFrame:
         """Have the server drop the kept states ``ids`` (ids it no longer keeps are ignored)."""
-        frame = await self._request("release", self.kind.release, ids)
+        frame = await self.connection.request("release", self.kind.release, ids)
         assert isinstance(frame, SnapshotFrame)
         return frame

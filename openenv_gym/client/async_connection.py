@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from websockets.asyncio.client import ClientConnection, connect, unix_connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
@@ -22,18 +22,30 @@ from ..errors import CapacityReachedError, RequestTimeoutError, ServerClosedErro
 from ..protocol.closing import SERVER_CLOSED_REASON
 from ..urls import is_loopback_host, tcp_form, unix_socket_path
 from ._http import auth_headers, websockets_logger
-from ._session import SessionClient, connection_lost
+from ._session import SessionTerms, connection_lost
+from .session_kind import SessionKind
 
 __all__ = ["AsyncConnection"]
 
 ReplyT = TypeVar("ReplyT")
 
 
-class AsyncConnection(SessionClient[ReplyT]):
+class AsyncConnection(Generic[ReplyT]):
     """An async session with one environment server, of the kind it is handed; arguments as
-    :class:`~openenv_gym.client.SessionClient`."""
+    :class:`~openenv_gym.client.SessionTerms` (held as :attr:`terms`)."""
 
-    _ws: ClientConnection | None = None
+    def __init__(self, kind: SessionKind[ReplyT], base_url: str, **settings: Any) -> None:
+        self.terms = SessionTerms(kind, base_url, **settings)
+        self.kind = kind
+        self._ws: ClientConnection | None = None
+
+    @property
+    def url(self) -> str:
+        """The session's ``ws://`` URL (see :class:`~openenv_gym.client.SessionTerms`)."""
+        return self.terms.url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
 
     @property
     def is_open(self) -> bool:
@@ -48,46 +60,47 @@ class AsyncConnection(SessionClient[ReplyT]):
         """
         if self._ws is not None:
             return self
-        loopback = is_loopback_host(urllib.parse.urlsplit(self.url).hostname)
+        terms, url = self.terms, self.url
+        loopback = is_loopback_host(urllib.parse.urlsplit(url).hostname)
         options: dict[str, Any] = {
-            "open_timeout": self.open_timeout,
-            "max_size": self.max_frame_bytes,
+            "open_timeout": terms.open_timeout,
+            "max_size": terms.max_frame_bytes,
             "compression": None,
             "close_timeout": 2,
             "subprotocols": self.kind.subprotocols,
-            "additional_headers": auth_headers(self.token),
-            "logger": websockets_logger(self.token),
+            "additional_headers": auth_headers(terms.token),
+            "logger": websockets_logger(terms.token),
         }
-        socket_path = unix_socket_path(self.url)
+        socket_path = unix_socket_path(url)
         try:
             if socket_path is not None:
-                self._ws = await unix_connect(socket_path, tcp_form(self.url), **options)
+                self._ws = await unix_connect(socket_path, tcp_form(url), **options)
             else:
-                self._ws = await connect(self.url, proxy=None if loopback else True, **options)
+                self._ws = await connect(url, proxy=None if loopback else True, **options)
         except TimeoutError as exc:
-            raise ServerConnectError(self.url, f"no handshake within {self.open_timeout:g} s") from exc
+            raise ServerConnectError(url, f"no handshake within {terms.open_timeout:g} s") from exc
         except (OSError, InvalidHandshake, InvalidURI) as exc:
-            if isinstance(exc, OSError) and self._unusable == SERVER_CLOSED_REASON:  # say why it refuses
-                raise self._not_connected("connect") from exc
-            raise ServerConnectError(self.url, str(exc) or type(exc).__name__) from exc
-        self._connected(self._ws.subprotocol)
+            if isinstance(exc, OSError) and terms.unusable == SERVER_CLOSED_REASON:  # say why it refuses
+                raise terms.not_connected("connect") from exc
+            raise ServerConnectError(url, str(exc) or type(exc).__name__) from exc
+        terms.connected(self._ws.subprotocol)
         opening = self.kind.opening()
         if opening is not None:
             try:
-                self.kind.opened(await self._request(*opening))
+                self.kind.opened(await self.request(*opening))
             except BaseException:
                 await self.close()
                 raise
         return self
 
-    async def _request(self, call: str, build: Callable[..., str | bytes], *args: Any) -> ReplyT:
+    async def request(self, call: str, build: Callable[..., str | bytes], *args: Any) -> ReplyT:
         """Send the frame ``build(*args)`` makes (once the connection is known to be there); await its reply."""
         ws = self._ws
         if ws is None:
-            raise self._not_connected(call)
+            raise self.terms.not_connected(call)
         text = build(*args)
         try:
-            async with asyncio.timeout(self.call_timeout):
+            async with asyncio.timeout(self.terms.call_timeout):
                 try:
                     await ws.send(text)
                 except ConnectionClosed:
@@ -95,7 +108,7 @@ class AsyncConnection(SessionClient[ReplyT]):
                 reply = await ws.recv()
         except TimeoutError:
             self._abandon(f"the session was abandoned after {call} timed out; make a new client")
-            raise RequestTimeoutError(self.url, call, self.call_timeout) from None
+            raise RequestTimeoutError(self.url, call, self.terms.call_timeout) from None
         except ConnectionClosed as exc:
             received = exc.rcvd
             lost = connection_lost(
@@ -109,7 +122,7 @@ class AsyncConnection(SessionClient[ReplyT]):
             self._abandon(f"the session was abandoned when {call} was cancelled; make a new client")
             raise
         try:
-            return self._finish(reply)
+            return self.terms.finish(reply)
         except CapacityReachedError:
             self._abandon("the server refused the session: it is at capacity")
             raise
@@ -117,7 +130,7 @@ class AsyncConnection(SessionClient[ReplyT]):
     def _abandon(self, why: str) -> None:
         """Drop the connection at once, without a close handshake the server may never answer."""
         ws, self._ws = self._ws, None
-        self._disconnected(why)
+        self.terms.disconnected(why)
         if ws is not None:
             ws.transport.abort()
 
@@ -130,7 +143,7 @@ class AsyncConnection(SessionClient[ReplyT]):
             await ws.send(self.kind.close())
         except ConnectionClosed:
             pass
-        self._disconnected("the client was closed")
+        self.terms.disconnected("the client was closed")
         await ws.close()
 
     async def __aenter__(self) -> Self:

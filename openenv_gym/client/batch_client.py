@@ -1,10 +1,15 @@
-"""`BatchClient`: one batch session (``/ws/batch``), K sub-environments per frame; its kind, `BatchKind`."""
+"""`BatchClient`: one batch session (``/ws/batch``), K sub-environments per frame; its kind, `BatchKind`.
+
+The client holds a connection handed the kind and makes the kind's calls on it; the vector client
+(:mod:`openenv_gym.client.vector_client`) shares :func:`batch_url`, :func:`codec_subprotocols` and
+:func:`round_trip`, not a base class.
+"""
 
 from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from websockets.typing import Subprotocol
 
@@ -30,12 +35,12 @@ from ..protocol.snapshot import (
     ReleaseRequest,
     SnapshotFrame,
 )
-from .session_kind import SessionKind
+from ._session import Delegated
+from .session_kind import Opening
 from .sync_connection import SyncConnection
 
-__all__ = ["BatchClient", "BatchKind", "BatchReply", "BlockClient", "BlockKind", "batch_url", "codec_subprotocols"]
+__all__ = ["BatchClient", "BatchKind", "BatchOpening", "BatchReply", "batch_url", "codec_subprotocols", "round_trip"]
 
-ReplyT = TypeVar("ReplyT")
 FrameT = TypeVar("FrameT")
 
 #: What a batch session answers, besides an error frame.
@@ -69,37 +74,70 @@ def codec_subprotocols(codec: str) -> list[Subprotocol] | None:
     return [Subprotocol(BINARY_SUBPROTOCOL)] if codec == "binary" else None
 
 
-class BlockKind(SessionKind[ReplyT]):
-    """What batch and vector sessions share: ``envs`` sub-envs, opened at ``/ws/batch?query``.
+class BatchOpening(Protocol):
+    """A request a batch session sends as it opens, before any call, and the check of its answer,
+    as ``from_env_fns``' ``batch_make`` (the sub-envs made from pickled factories, their spaces checked)."""
+
+    #: The request's message type (answered with a ``batch_values`` frame).
+    call: MessageType
+
+    def frame(self) -> Any:
+        """The request (a protocol frame), made for each connection."""
+        ...
+
+    def check(self, reply: BatchValuesFrame) -> None:
+        """Raise if the answer (one value per sub-env) is not what the session needs."""
+        ...
+
+
+class BatchKind:
+    """The logic of a batch session: ``envs`` sub-envs, opened at ``/ws/batch?query``; its frames,
+    and one entry per sub-env in each reply.
 
     Args:
         envs: how many sub-envs the session holds.
         autoreset_mode: the autoreset mode the server applies.
         query: the query string that opens the session (see :func:`~openenv_gym.protocol.batch.batch_query`).
         subprotocols: the codec offered (see :func:`codec_subprotocols`).
+        opening: a request sent as the session opens (see :class:`BatchOpening`), or None.
     """
 
     def __init__(
-        self, envs: int, autoreset_mode: AutoresetMode, query: str, subprotocols: list[Subprotocol] | None
+        self,
+        envs: int,
+        autoreset_mode: AutoresetMode,
+        query: str,
+        subprotocols: list[Subprotocol] | None,
+        opening: BatchOpening | None = None,
     ) -> None:
-        self.subprotocols = subprotocols
-        super().__init__()
         self.envs = envs
         self.autoreset_mode = autoreset_mode
         self.query = query
+        self.subprotocols = subprotocols
+        self.opening_request = opening
+        self._replies = _REPLIES if opening is None else {**_REPLIES, opening.call: BatchValuesFrame}
+        self.session: ClientSession[BatchReply | ErrorFrame] = self._new_session()
+        self.subprotocol: str | None = None
+
+    def _new_session(self) -> ClientSession[BatchReply | ErrorFrame]:
+        return ClientSession(parse_batch_server_frame, self._replies)
+
+    def restart(self, subprotocol: str | None) -> None:
+        self.session = self._new_session()
+        self.subprotocol = subprotocol
 
     def url(self, address: str) -> str:
         return batch_url(address, self.query)
 
-    def render(self) -> str:
-        return self.session.send_render()
+    def opening(self) -> Opening:
+        opening = self.opening_request
+        if opening is None:
+            return None
+        return opening.call.value, lambda: self.session.send(opening.call, opening.frame())
 
-
-class BatchKind(BlockKind[BatchReply]):
-    """The logic of a batch session: its frames, and one entry per sub-env in each reply."""
-
-    def new_session(self) -> ClientSession[BatchReply | ErrorFrame]:
-        return ClientSession(parse_batch_server_frame, _REPLIES)
+    def opened(self, reply: BatchReply) -> None:
+        assert self.opening_request is not None and isinstance(reply, BatchValuesFrame)  # the only reply to it
+        self.opening_request.check(reply)
 
     def check(self, reply: BatchReply) -> BatchReply:
         if isinstance(reply, (BatchResultFrame, RenderFrame)):
@@ -107,6 +145,12 @@ class BatchKind(BlockKind[BatchReply]):
         elif isinstance(reply, BatchValuesFrame) and len(reply.values) != self.envs:
             raise ValueError(f"batch_values has {len(reply.values)} values for {self.envs} sub-envs")
         return reply
+
+    def close(self) -> str:
+        return self.session.send_close()
+
+    def render(self) -> str:
+        return self.session.send_render()
 
     def reset(self, frame: BatchResetFrame) -> str:
         return self.session.send(MessageType.BATCH_RESET, frame)
@@ -127,45 +171,26 @@ class BatchKind(BlockKind[BatchReply]):
         return self.session.send(MessageType.RELEASE, frame)
 
 
-class BlockClient(SyncConnection[ReplyT]):
-    """What the batch and vector clients share: a connection handed a :class:`BlockKind`."""
-
-    kind: BlockKind[ReplyT]
-
-    @property
-    def envs(self) -> int:
-        """How many sub-environments the session holds."""
-        return self.kind.envs
-
-    @property
-    def autoreset_mode(self) -> AutoresetMode:
-        """The autoreset mode the server applies."""
-        return self.kind.autoreset_mode
-
-    def begin_render(self) -> None:
-        """Send a render request; :meth:`complete` reads every sub-env's frame."""
-        self.begin("render", self.kind.render)
-
-    def render(self) -> Any:
-        """Every sub-env's frame (or the vector env's), as :meth:`begin_render` and :meth:`complete` read it."""
-        return self._round_trip(self.begin_render, RenderFrame).frame
-
-    def _round_trip(self, begin: Callable[..., None], reply: type[FrameT], *args: Any, **kwargs: Any) -> FrameT:
-        """``begin(*args, **kwargs)`` and :meth:`complete` in one call, its reply of type ``reply``."""
-        with self._lock:
-            begin(*args, **kwargs)
-            result = self.complete()
-        assert isinstance(result, reply)  # the session takes no other reply to that request
-        return result
+def round_trip(
+    connection: SyncConnection[Any], begin: Callable[..., None], reply: type[FrameT], *args: Any, **kwargs: Any
+) -> FrameT:
+    """``begin(*args, **kwargs)`` and ``connection.complete()`` in one call, its reply of type ``reply``."""
+    with connection.lock:
+        begin(*args, **kwargs)
+        result = connection.complete()
+    assert isinstance(result, reply)  # the session takes no other reply to that request
+    return result
 
 
-class BatchClient(BlockClient[BatchReply]):
+class BatchClient:
     """Reset, step or query ``envs`` sub-environments on one server with one frame each.
 
     Each call is split in two, :meth:`begin_batch_step` (and its siblings) then :meth:`complete`, so a
     vector env can send to all its servers before it reads any reply; ``reset_batch``,
     ``step_batch`` and ``call_batch`` do both at once. :meth:`complete` checks that a reply
-    holds one entry per sub-env.
+    holds one entry per sub-env. It holds a :class:`~openenv_gym.client.sync_connection.SyncConnection`
+    (:attr:`connection`) handed a :class:`BatchKind` (:attr:`kind`); ``begin``, ``complete`` and
+    ``close`` are the connection's.
 
     Args:
         base_url: the server, as ``http://host:port`` or ``ws://host:port``.
@@ -177,10 +202,12 @@ class BatchClient(BlockClient[BatchReply]):
             :class:`~openenv_gym.client.vector_client.VectorClient`, which speaks to it).
         render_mode: have the sub-envs made in this render mode; :meth:`begin_render` then asks
             for their frames (raw bytes with ``codec="binary"``, inline JSON otherwise).
-        **settings: as for :class:`~openenv_gym.client.SessionClient`.
+        **settings: as for :class:`~openenv_gym.client.SessionTerms`.
     """
 
-    kind: BatchKind
+    url: Delegated[str] = Delegated("connection.url")
+    envs: Delegated[int] = Delegated("kind.envs")
+    autoreset_mode: Delegated[AutoresetMode] = Delegated("kind.autoreset_mode")
 
     def __init__(
         self,
@@ -194,7 +221,46 @@ class BatchClient(BlockClient[BatchReply]):
         **settings: Any,
     ) -> None:
         query = batch_query(envs, autoreset_mode, backend, render_mode)
-        super().__init__(BatchKind(envs, autoreset_mode, query, codec_subprotocols(codec)), base_url, **settings)
+        self._hold(BatchKind(envs, autoreset_mode, query, codec_subprotocols(codec)), base_url, settings)
+
+    @classmethod
+    def of(cls, kind: BatchKind, base_url: str, **settings: Any) -> BatchClient:
+        """A batch client handed a kind of the caller's (one with an opening: see :class:`BatchOpening`)."""
+        client = cls.__new__(cls)
+        client._hold(kind, base_url, settings)
+        return client
+
+    def _hold(self, kind: BatchKind, base_url: str, settings: dict[str, Any]) -> None:
+        self.kind = kind
+        self.connection: SyncConnection[BatchReply] = SyncConnection(kind, base_url, **settings)
+        self.begin = self.connection.begin
+        self.complete = self.connection.complete
+        self.close = self.connection.close
+
+    def __repr__(self) -> str:
+        return f"BatchClient({self.url!r})"
+
+    def connect(self) -> Self:
+        """Open the session (see :meth:`SyncConnection.connect`); idempotent."""
+        self.connection.connect()
+        return self
+
+    def __enter__(self) -> Self:
+        return self.connect()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _round_trip(self, begin: Callable[..., None], reply: type[FrameT], *args: Any, **kwargs: Any) -> FrameT:
+        return round_trip(self.connection, begin, reply, *args, **kwargs)
+
+    def begin_render(self) -> None:
+        """Send a render request; :meth:`complete` reads every sub-env's frame."""
+        self.begin("render", self.kind.render)
+
+    def render(self) -> Any:
+        """Every sub-env's frame, as :meth:`begin_render` and :meth:`complete` read it."""
+        return self._round_trip(self.begin_render, RenderFrame).frame
 
     def begin_batch_reset(
         self, seeds: Seeds | None = None, options: dict[str, Any] | None = None, mask: Mask | None = None

@@ -1,7 +1,7 @@
 """`SessionKind`: the logic of one kind of session, handed to a connection; `PlainKind`, the ``/ws`` one.
 
 A connection (:class:`~openenv_gym.client.sync_connection.SyncConnection`, or its asyncio twin)
-moves frames; its kind says what they are: the URL and subprotocols to open, the request frames
+moves frames; its kind, any class with what :class:`SessionKind` names, says what they are: the URL and subprotocols to open, the request frames
 of its calls, the :class:`~openenv_gym.protocol.ClientSession` that matches replies to them, and
 the checks a reply must pass. No I/O here, as in websockets' ``ClientProtocol``.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from websockets.typing import Subprotocol
 
@@ -36,42 +36,39 @@ def with_query(url: str, **params: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(query=f"{parts.query}&{query}" if parts.query else query))
 
 
-class SessionKind(Generic[ReplyT]):
-    """What one kind of session sends and expects; a connection holds one.
+class SessionKind(Protocol[ReplyT]):
+    """What one kind of session sends and expects: what a connection needs of the kind it holds.
 
-    Subclasses give :meth:`new_session` (the call rules and reply types of their frames) and their
-    request builders, each returning the frame to send and marking its call as in flight.
+    Each kind (:class:`PlainKind`, a batch's, a vector's, agents') is a class of its own that has
+    these; its request builders (``reset``, ``step``...) return the frame to send and mark its call
+    as in flight in :attr:`session`.
     """
 
     #: Offered in the WebSocket handshake (a codec), or None.
-    subprotocols: list[Subprotocol] | None = None
-
-    def __init__(self) -> None:
-        self.session = self.new_session()
-        self.subprotocol: str | None = None  # the one the server agreed to, while connected
-
-    def new_session(self) -> ClientSession[ReplyT | ErrorFrame]:
-        """Fresh call rules, as every connection starts with."""
-        raise NotImplementedError
+    subprotocols: list[Subprotocol] | None
+    #: The call rules and reply types of the kind's frames, fresh for each connection.
+    session: ClientSession[ReplyT | ErrorFrame]
+    #: The subprotocol the server agreed to, while connected.
+    subprotocol: str | None
 
     def url(self, address: str) -> str:
         """The URL that opens this kind of session on the server at ``address`` (a ``ws://.../ws`` URL)."""
-        return address
+        ...
 
     def restart(self, subprotocol: str | None) -> None:
         """Start afresh: a connection opened (and agreed on ``subprotocol``) or was dropped (None)."""
-        self.session = self.new_session()
-        self.subprotocol = subprotocol
+        ...
 
     def opening(self) -> Opening:
         """A request to send as soon as the connection is open, before any call (None: there is none).
 
         Its reply goes to :meth:`opened`; if either raises, the connection is closed again.
         """
-        return None
+        ...
 
     def opened(self, reply: ReplyT) -> None:
         """Check the reply to :meth:`opening`'s request."""
+        ...
 
     def check(self, reply: ReplyT) -> ReplyT:
         """``reply``, once it passes this kind's checks (the connection has parsed it and raised for errors).
@@ -79,24 +76,27 @@ class SessionKind(Generic[ReplyT]):
         Raises:
             ProtocolError, ValueError: the reply does not fit the session (a wrong count of sub-envs...).
         """
-        return reply
+        ...
 
     def close(self) -> str:
         """The close frame; no reply is expected."""
-        return self.session.send_close()
+        ...
 
 
-class PlainKind(SessionKind[Any]):
+class PlainKind:
     """One environment over ``/ws``: OpenEnv's own session (reset, step, state), our render and snapshots."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self.subprotocols: list[Subprotocol] | None = None
+        self.session: ClientSession[Any] = ClientSession(parse_plain_server_frame, _PLAIN_REPLIES)
+        self.subprotocol: str | None = None
         self.render_mode: str | None = None
         #: What the session asks of a PettingZoo server's ``/ws``: its seat (agent, game, ...).
         self.seat: dict[str, str] = {}
 
-    def new_session(self) -> ClientSession[Any]:
-        return ClientSession(parse_plain_server_frame, _PLAIN_REPLIES)
+    def restart(self, subprotocol: str | None) -> None:
+        self.session = ClientSession(parse_plain_server_frame, _PLAIN_REPLIES)
+        self.subprotocol = subprotocol
 
     def url(self, address: str) -> str:
         params = dict(self.seat)
@@ -112,6 +112,15 @@ class PlainKind(SessionKind[Any]):
         # A seat that cannot be taken (taken, a wrong token) fails the session as it opens: ask
         # for the state at once, so the failure is the connection's, not the first reset's.
         return ("state", self.state) if self.seat else None
+
+    def opened(self, reply: Any) -> None:
+        pass  # the state is the seat's: that it came is the check
+
+    def check(self, reply: Any) -> Any:
+        return reply
+
+    def close(self) -> str:
+        return self.session.send_close()
 
     def ask_render_mode(self, render_mode: str) -> None:
         """Open the session as ``/ws?render_mode=...``, offering the binary codec for RGB frames."""

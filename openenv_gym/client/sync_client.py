@@ -1,31 +1,35 @@
-"""`EnvClient`: the synchronous ``/ws`` session client, a connection handed a :class:`PlainKind`."""
+"""`EnvClient`: the synchronous ``/ws`` session client, a :class:`PlainKind`'s calls on the connection it holds."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from ..protocol import ObservationFrame, RenderFrame, StateFrame
 from ..protocol.snapshot import SnapshotFrame
+from ._session import Delegated
 from .session_kind import PlainKind
-from .shm_connection import ShmConnection
-from .sync_connection import replies_waiting
+from .step_transport import StepTransport
+from .sync_connection import SyncConnection, replies_waiting
 
 if TYPE_CHECKING:
     from ..protocol.vector import VectorResultFrame
+    from .shm_link import ShmLink
 
 __all__ = ["EnvClient", "replies_waiting"]
 
 
-class EnvClient(ShmConnection[Any]):
+class EnvClient:
     """A synchronous session with one environment server (ours or OpenEnv's).
 
-    Arguments as :class:`~openenv_gym.client.SessionClient`, without ``kind``; and
+    Arguments as :class:`~openenv_gym.client.SessionTerms`, without ``kind``; and
     ``transport``: ``"ws"`` (default), or ``"auto"``/``"shm"`` to move the steps of a Gymnasium
     env served by openenv-gym on this host to shared memory (:meth:`step_shared`; see
-    :class:`~openenv_gym.client.VectorClient`). Calls are
-    serialized by a lock, so a client may be shared between threads. Every wait is bounded:
-    connecting by ``open_timeout``, each call by ``call_timeout``. After a timeout the session is
-    abandoned (a late reply could be taken for the next call's) and later calls raise
+    :class:`~openenv_gym.client.step_transport.StepTransport`). It holds a
+    :class:`~openenv_gym.client.sync_connection.SyncConnection` (:attr:`connection`) handed a
+    :class:`PlainKind` (:attr:`kind`); ``begin``, ``complete`` and ``close`` are the connection's.
+    Calls are serialized by a lock, so a client may be shared between threads. Every wait is
+    bounded: connecting by ``open_timeout``, each call by ``call_timeout``. After a timeout the
+    session is abandoned (a late reply could be taken for the next call's) and later calls raise
     :class:`~openenv_gym.errors.ConnectionLostError`; ``reset`` connects again.
 
     Example::
@@ -35,17 +39,43 @@ class EnvClient(ShmConnection[Any]):
             result = client.step({"action": 0})
     """
 
-    kind: PlainKind
+    url: Delegated[str] = Delegated("connection.url")
+    address: Delegated[str] = Delegated("connection.terms.address")
+    token: Delegated[str | None] = Delegated("connection.terms.token")
+    open_timeout: Delegated[float] = Delegated("connection.terms.open_timeout")
+    call_timeout: Delegated[float] = Delegated("connection.terms.call_timeout")
+    env_id: Delegated[str | None] = Delegated("connection.terms.env_id")
+    #: The shared-memory segment the steps go through, while connected with ``shm``.
+    link: Delegated[ShmLink | None] = Delegated("connection.link")
+    transport: Delegated[str] = Delegated("connection.transport")
+    #: Why the steps take the transport they take (after :meth:`connect`).
+    transport_reason: Delegated[str] = Delegated("connection.steps.reason")
 
     def __init__(self, base_url: str, *, transport: str = "ws", **settings: Any) -> None:
-        super().__init__(PlainKind(), base_url, transport=transport, **settings)
+        self.kind = kind = PlainKind()
+        steps = StepTransport(transport, offer_request=kind.shm_open)
+        self.connection: SyncConnection[Any] = SyncConnection(kind, base_url, steps=steps, **settings)
+        self.begin = self.connection.begin
+        self.complete = self.connection.complete
+        self.close = self.connection.close
 
-    def _shm_open(self) -> str:
-        return self.kind.shm_open()
+    def __repr__(self) -> str:
+        return f"EnvClient({self.url!r})"
 
-    @property
-    def _shm_envs(self) -> int:
-        return 1
+    def connect(self) -> Self:
+        """Open the session (see :meth:`SyncConnection.connect`); idempotent."""
+        self.connection.connect()
+        return self
+
+    def __enter__(self) -> Self:
+        return self.connect()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def keep_to_websocket(self, reason: str) -> None:
+        """Have the steps take the WebSocket, for ``reason`` (the caller knows the server cannot offer more)."""
+        self.connection.steps.keep_to_websocket(reason)
 
     def step_shared(self, action: Any) -> VectorResultFrame:
         """Apply one action through shared memory (:attr:`transport` must be ``"shm"``): a value of
@@ -57,12 +87,10 @@ class EnvClient(ShmConnection[Any]):
             RemoteError, RequestTimeoutError, ConnectionLostError: as :meth:`step`.
         """
         self.kind.check_can_step()
-        with self._lock:
-            self._begin_link_step("step", lambda link: link.send_one(action))
-            result = self.complete()
+        result: VectorResultFrame = self.connection.request_shared("step", lambda link: link.send_one(action))
         if result.terminated[0] or result.truncated[0]:
             self.kind.end_episode()
-        return result  # type: ignore[no-any-return]
+        return result
 
     def begin_reset(self, **kwargs: Any) -> None:
         """Send a reset (connecting first if needed); :meth:`complete` reads its observation."""
@@ -87,25 +115,25 @@ class EnvClient(ShmConnection[Any]):
             RequestTimeoutError, ConnectionLostError: see the class docstring.
         """
         self.connect()
-        frame = self._request("reset", self.kind.reset, kwargs)
+        frame = self.connection.request("reset", self.kind.reset, kwargs)
         assert isinstance(frame, ObservationFrame)
         return frame
 
     def step(self, action: dict[str, Any]) -> ObservationFrame:
         """Apply one action, given as its wire form (a JSON object of its fields)."""
-        frame = self._request("step", self.kind.step, action)
+        frame = self.connection.request("step", self.kind.step, action)
         assert isinstance(frame, ObservationFrame)
         return frame
 
     def state(self) -> dict[str, Any]:
         """The session's state (``episode_id``, ``step_count`` and env-specific fields)."""
-        frame = self._request("state", self.kind.state)
+        frame = self.connection.request("state", self.kind.state)
         assert isinstance(frame, StateFrame)
         return frame.state
 
     def render(self) -> Any:
         """The env's frame in the session's render mode (see :meth:`ask_render_mode`)."""
-        frame = self._request("render", self.kind.render)
+        frame = self.connection.request("render", self.kind.render)
         assert isinstance(frame, RenderFrame)
         return frame.frame
 
@@ -117,7 +145,7 @@ class EnvClient(ShmConnection[Any]):
             SnapshotUnsupportedError: the env cannot be snapshotted (the message says why).
             SnapshotError: the session holds as many snapshots as the server allows.
         """
-        frame = self._request("snapshot", self.kind.snapshot, portable)
+        frame = self.connection.request("snapshot", self.kind.snapshot, portable)
         assert isinstance(frame, SnapshotFrame)
         return frame
 
@@ -129,13 +157,13 @@ class EnvClient(ShmConnection[Any]):
             SnapshotError: the server keeps no such id, or did not seal those bytes.
         """
         self.connect()
-        frame = self._request("restore", self.kind.restore, snapshot_id, portable)
+        frame = self.connection.request("restore", self.kind.restore, snapshot_id, portable)
         assert isinstance(frame, ObservationFrame)
         return frame
 
     def release(self, ids: tuple[str, ...]) -> SnapshotFrame:
         """Have the server drop the kept states ``ids`` (ids it no longer keeps are ignored)."""
-        frame = self._request("release", self.kind.release, ids)
+        frame = self.connection.request("release", self.kind.release, ids)
         assert isinstance(frame, SnapshotFrame)
         return frame
 

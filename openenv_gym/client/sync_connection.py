@@ -5,7 +5,9 @@ thread hand-off on the hot path, which is why ``RemoteEnv.step`` uses it. One sh
 thread services idle connections every few seconds, answering the server's pings (OpenEnv's
 uvicorn servers close connections that leave pings unanswered for 40 s, and an agent may think
 longer than that between steps). What travels is the business of the
-:class:`~openenv_gym.client.session_kind.SessionKind` the connection is handed.
+:class:`~openenv_gym.client.session_kind.SessionKind` the connection is handed; how its steps
+travel, of the :class:`~openenv_gym.client.step_transport.StepTransport` (the WebSocket, or a
+shared-memory segment, :class:`~openenv_gym.client.shm_link.ShmLink`, whose steps take no frame).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, cast
 
 from websockets.client import ClientProtocol
 from websockets.exceptions import InvalidState, InvalidStatus
@@ -36,12 +38,16 @@ from ..errors import (
     ServerClosedError,
     ServerConnectError,
 )
-from ..protocol import ErrorCode
+from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.closing import SERVER_CLOSED_REASON
 from ..urls import tcp_form, unix_socket_path
 from ._http import auth_headers, websockets_logger
-from ._session import SessionClient, connection_lost
+from ._session import SessionTerms, connection_lost, remote_error
 from .session_kind import SessionKind
+from .step_transport import StepTransport
+
+if TYPE_CHECKING:
+    from .shm_link import ShmLink
 
 __all__ = ["SyncConnection", "replies_waiting"]
 
@@ -86,101 +92,132 @@ class _Keepalive:
 _keepalive = _Keepalive()
 
 
-class SyncConnection(SessionClient[ReplyT]):
+class SyncConnection(Generic[ReplyT]):
     """A synchronous session with one environment server (ours or OpenEnv's), of the kind it is handed.
 
-    Arguments as :class:`~openenv_gym.client.SessionClient`. Calls are serialized by a lock, so
-    a connection may be shared between threads. Every wait is bounded: connecting by
-    ``open_timeout``, each call by ``call_timeout``. After a timeout the session is abandoned (a
-    late reply could be taken for the next call's) and later calls raise
-    :class:`~openenv_gym.errors.ConnectionLostError`; connecting again starts a new session.
-    The clients (:class:`~openenv_gym.client.EnvClient`, :class:`~openenv_gym.client.BatchClient`,
-    :class:`~openenv_gym.client.VectorClient`) are this connection handed their kind, with the
-    kind's calls as methods.
+    Arguments as :class:`~openenv_gym.client.SessionTerms` (held as :attr:`terms`), and ``steps``:
+    how the steps travel (default: the WebSocket). Calls are serialized by a lock, so a connection
+    may be shared between threads. Every wait is bounded: connecting by ``open_timeout``, each
+    call by ``call_timeout``. After a timeout the session is abandoned (a late reply could be taken
+    for the next call's) and later calls raise :class:`~openenv_gym.errors.ConnectionLostError`;
+    connecting again starts a new session. The clients (:class:`~openenv_gym.client.EnvClient`,
+    :class:`~openenv_gym.client.BatchClient`, :class:`~openenv_gym.client.VectorClient`,
+    ``AgentsClient``) each hold one, handed their kind, and make the kind's calls on it.
     """
 
-    def __init__(self, kind: SessionKind[ReplyT], base_url: str, **settings: Any) -> None:
-        super().__init__(kind, base_url, **settings)
+    def __init__(
+        self, kind: SessionKind[ReplyT], base_url: str, *, steps: StepTransport | None = None, **settings: Any
+    ) -> None:
+        self.terms = SessionTerms(kind, base_url, **settings)
+        self.kind = kind
+        #: How the steps travel; :attr:`link` is the segment they take while it has one.
+        self.steps = steps if steps is not None else StepTransport()
+        self.link: ShmLink | None = None
+        self._link_in_flight = False
         self._sock: socket.socket | None = None
         self._ws: ClientProtocol | None = None
-        self._lock = threading.RLock()  # reentrant: a locked call may connect first
+        #: Serializes calls (hold it to make a begin and its complete one call); reentrant: a locked
+        #: call may connect first.
+        self.lock = threading.RLock()
         self._inbox: collections.deque[str | bytes] = collections.deque()
         self._fragments: list[bytes] = []
         self._binary = False  # the kind of the message being assembled
         self._call, self._deadline = "call", 0.0  # the request in flight, for complete()
         self._in_flight = False
 
+    @property
+    def url(self) -> str:
+        """The session's ``ws://`` URL (see :class:`~openenv_gym.client.SessionTerms`)."""
+        return self.terms.url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    @property
+    def transport(self) -> str:
+        """``"shm"`` while the steps go through shared memory, else ``"ws"``."""
+        return "shm" if self.link is not None else "ws"
+
     # Connection ---------------------------------------------------------------------------------
 
     def connect(self) -> Self:
-        """Open the session, and send the kind's opening request if it has one; idempotent.
+        """Open the session, send the kind's opening request if it has one, and take the step
+        transport (see :class:`~openenv_gym.client.step_transport.StepTransport`); idempotent.
 
         Raises:
             ServerConnectError: refused, unreachable, or no handshake within ``open_timeout``.
             RemoteError, and what the kind's check raises: its opening request failed (the
                 connection is closed again).
+            ConnectionLostError: ``transport="shm"`` and the server cannot offer it or be reached
+                (the message says why); the connection is closed again.
         """
-        with self._lock:
-            if self._ws is not None:
-                return self
-            uri = parse_uri(tcp_form(self.url))
-            socket_path = unix_socket_path(self.url)
-            deadline = time.monotonic() + self.open_timeout
-            try:
-                if socket_path is not None:
-                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    sock.settimeout(self.open_timeout)
-                    try:
-                        sock.connect(socket_path)
-                    except OSError:
-                        sock.close()
-                        raise
-                else:
-                    sock = socket.create_connection((uri.host, uri.port), timeout=self.open_timeout)
-                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError as exc:
-                if self._unusable == SERVER_CLOSED_REASON:  # refused since: say why, not just "refused"
-                    raise self._not_connected("connect") from exc
-                raise ServerConnectError(self.url, str(exc)) from exc
-            try:
-                if uri.secure:
-                    sock = ssl.create_default_context().wrap_socket(sock, server_hostname=uri.host)
-                protocol = ClientProtocol(
-                    uri,
-                    max_size=self.max_frame_bytes,
-                    subprotocols=self.kind.subprotocols,
-                    logger=websockets_logger(self.token),
-                )
-                request = protocol.connect()
-                request.headers.update(auth_headers(self.token))
-                protocol.send_request(request)
-                self._sock, self._ws = sock, protocol
-                self._flush(deadline)
-                while protocol.state is State.CONNECTING and protocol.handshake_exc is None:
-                    self._read(deadline)
-            except TimeoutError as exc:
-                self._drop("the handshake timed out")
-                raise ServerConnectError(self.url, f"no handshake within {self.open_timeout:g} s") from exc
-            except (OSError, ConnectionLostError) as exc:
-                if self._sock is None:
-                    sock.close()  # the TLS wrap failed before the socket was ours to drop
-                self._drop("the handshake failed")
-                raise ServerConnectError(self.url, str(exc)) from exc
-            if protocol.handshake_exc is not None:
-                self._drop("the handshake was refused")
-                why = _refusal(protocol.handshake_exc)
-                raise ServerConnectError(self.url, why) from protocol.handshake_exc
-            self._connected(protocol.subprotocol)
-            _keepalive.add(self)
-            opening = self.kind.opening()
-            if opening is not None:
-                try:
-                    self.begin(*opening)
-                    self.kind.opened(self.complete())
-                except BaseException:
-                    self.close()
-                    raise
+        with self.lock:
+            if self._ws is None:
+                self._open()
+                self.link = self.steps.take(self)
         return self
+
+    def _open(self) -> None:
+        """Connect, finish the handshake and send the kind's opening request (see :meth:`connect`)."""
+        terms = self.terms
+        url, open_timeout = terms.url, terms.open_timeout
+        uri = parse_uri(tcp_form(url))
+        socket_path = unix_socket_path(url)
+        deadline = time.monotonic() + open_timeout
+        try:
+            if socket_path is not None:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(open_timeout)
+                try:
+                    sock.connect(socket_path)
+                except OSError:
+                    sock.close()
+                    raise
+            else:
+                sock = socket.create_connection((uri.host, uri.port), timeout=open_timeout)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            if terms.unusable == SERVER_CLOSED_REASON:  # refused since: say why, not just "refused"
+                raise terms.not_connected("connect") from exc
+            raise ServerConnectError(url, str(exc)) from exc
+        try:
+            if uri.secure:
+                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=uri.host)
+            protocol = ClientProtocol(
+                uri,
+                max_size=terms.max_frame_bytes,
+                subprotocols=self.kind.subprotocols,
+                logger=websockets_logger(terms.token),
+            )
+            request = protocol.connect()
+            request.headers.update(auth_headers(terms.token))
+            protocol.send_request(request)
+            self._sock, self._ws = sock, protocol
+            self._flush(deadline)
+            while protocol.state is State.CONNECTING and protocol.handshake_exc is None:
+                self._read(deadline)
+        except TimeoutError as exc:
+            self._drop("the handshake timed out")
+            raise ServerConnectError(url, f"no handshake within {open_timeout:g} s") from exc
+        except (OSError, ConnectionLostError) as exc:
+            if self._sock is None:
+                sock.close()  # the TLS wrap failed before the socket was ours to drop
+            self._drop("the handshake failed")
+            raise ServerConnectError(url, str(exc)) from exc
+        if protocol.handshake_exc is not None:
+            self._drop("the handshake was refused")
+            why = _refusal(protocol.handshake_exc)
+            raise ServerConnectError(url, why) from protocol.handshake_exc
+        terms.connected(protocol.subprotocol)
+        _keepalive.add(self)
+        opening = self.kind.opening()
+        if opening is not None:
+            try:
+                self.begin(*opening)
+                self.kind.opened(self.complete())
+            except BaseException:
+                self.close()
+                raise
 
     def _flush(self, deadline: float) -> None:
         """Send whatever the protocol has queued (frames, pongs, the close handshake)."""
@@ -253,9 +290,13 @@ class SyncConnection(SessionClient[ReplyT]):
         return ConnectionLostError(self.url, call, None, str(exc))
 
     def _drop(self, why: str) -> None:
-        """Forget the connection at once, without a close handshake."""
+        """Forget the connection (and the shared-memory segment, if it has one) at once, without a close handshake."""
         sock, self._sock, self._ws = self._sock, None, None
-        self._disconnected(why)
+        link, self.link = self.link, None
+        self._link_in_flight = False
+        if link is not None:
+            link.close()
+        self.terms.disconnected(why)
         self._inbox.clear()
         self._fragments = []
         if sock is not None:
@@ -263,7 +304,7 @@ class SyncConnection(SessionClient[ReplyT]):
 
     def _service_idle(self) -> None:
         """Answer pings and notice a close while no call is running (from the keepalive thread)."""
-        if not self._lock.acquire(blocking=False):
+        if not self.lock.acquire(blocking=False):
             return  # a call is running and reads the socket itself
         try:
             if self._in_flight or self._sock is None or self._ws is None or self._ws.state is not State.OPEN:
@@ -274,13 +315,13 @@ class SyncConnection(SessionClient[ReplyT]):
         except (OSError, TimeoutError, ConnectionLostError):
             pass  # the next call reports the broken connection
         finally:
-            self._lock.release()
+            self.lock.release()
 
     # Calls --------------------------------------------------------------------------------------
 
-    def _request(self, call: str, build: Callable[..., str | bytes], *args: Any) -> ReplyT:
+    def request(self, call: str, build: Callable[..., str | bytes], *args: Any) -> ReplyT:
         """Send the frame ``build(*args)`` makes (once the connection is known to be there); read its reply."""
-        with self._lock:
+        with self.lock:
             self.begin(call, build, *args)
             return self.complete()
 
@@ -297,11 +338,11 @@ class SyncConnection(SessionClient[ReplyT]):
         Raises:
             ConnectionLostError: not connected, or the connection failed while sending.
         """
-        with self._lock:
+        with self.lock:
             if self._ws is None:
-                raise self._not_connected(call)
+                raise self.terms.not_connected(call)
             text = build(*args)
-            self._call, self._deadline = call, time.monotonic() + self.call_timeout
+            self._call, self._deadline = call, time.monotonic() + self.terms.call_timeout
             self._in_flight = True  # the keepalive thread must not read this reply
             try:
                 self._guarded(self._send_text, text)
@@ -321,7 +362,7 @@ class SyncConnection(SessionClient[ReplyT]):
             RemoteError: the server answered with an error frame; the session stays usable.
             RequestTimeoutError, ConnectionLostError: the session is dropped (see the class).
         """
-        with self._lock:
+        with self.lock:
             if not self._in_flight:
                 raise ProtocolError(ErrorCode.SESSION_ERROR.value, "complete() with no request in flight")
             call_deadline = self._deadline
@@ -355,7 +396,7 @@ class SyncConnection(SessionClient[ReplyT]):
             if keep_on_timeout:
                 raise _StillWaiting from None
             self._drop(f"the session was abandoned after {call} timed out; make a new client")
-            raise RequestTimeoutError(self.url, call, self.call_timeout) from None
+            raise RequestTimeoutError(self.url, call, self.terms.call_timeout) from None
         except ConnectionLostError as exc:
             exc.call = call
             self._drop(
@@ -382,26 +423,80 @@ class SyncConnection(SessionClient[ReplyT]):
             except (OSError, InvalidState):
                 pass  # the server may have said why before it closed: read that
 
-    def _next_message(self) -> str | bytes:
+    def begin_shared_step(self, call: str, write: Callable[[ShmLink], None]) -> None:
+        """Ask for a step through the segment (:attr:`link` must be there): ``write(link)`` writes
+        its actions and asks; :meth:`complete` reads the reply (a frame, or the error frame the
+        server wrote).
+
+        Raises:
+            ValueError: what ``write`` raised for actions that do not fit (nothing was asked).
+            ConnectionLostError: the channel failed (the session is dropped).
+        """
+        with self.lock:
+            if self._in_flight:
+                raise ProtocolError(ErrorCode.SESSION_ERROR.value, f"{call} while {self._call} is in flight")
+            assert self.link is not None
+            self._call, self._deadline = call, time.monotonic() + self.terms.call_timeout
+            try:
+                write(self.link)
+            except OSError as exc:
+                lost = self._failed(call, exc)
+                self._drop(
+                    SERVER_CLOSED_REASON
+                    if isinstance(lost, ServerClosedError)
+                    else "the shared-memory channel failed earlier"
+                )
+                raise lost from exc
+            self._link_in_flight = self._in_flight = True
+
+    def request_shared(self, call: str, write: Callable[[ShmLink], None]) -> ReplyT:
+        """:meth:`begin_shared_step` and :meth:`complete` in one call."""
+        with self.lock:
+            self.begin_shared_step(call, write)
+            return self.complete()
+
+    def _next_message(self) -> Any:
+        """The reply to the call in flight: from shared memory for a step there (a frame, already
+        read), else the WebSocket's next message. :meth:`complete` maps the failures, as for both."""
+        if self._link_in_flight:
+            assert self.link is not None
+            try:
+                # The WebSocket is watched too: a connection cut under this client ends the step at once.
+                reply = self.link.receive(self._deadline, self._sock, lambda: self._read(self._deadline))
+            except ProtocolError as exc:  # a malformed segment: the channel is not to be trusted further
+                raise ConnectionLostError(self.url, self._call, None, str(exc)) from exc
+            self._link_in_flight = False
+            return reply
         if self._ws is None:
-            raise self._not_connected(self._call)
+            raise self.terms.not_connected(self._call)
         while not self._inbox:
             if self._ws.state is State.CLOSED:
                 raise self._lost(self._call)
             self._read(self._deadline)
         return self._inbox.popleft()
 
+    def _finish(self, reply: Any) -> ReplyT:
+        if isinstance(reply, (str, bytes)):
+            return self.terms.finish(reply)
+        if isinstance(reply, ErrorFrame):  # written by the server into the segment
+            raise remote_error(reply, self.terms.env_id)
+        return cast("ReplyT", reply)  # a step's result, read from the segment
+
     def answered(self) -> bool:
         """Whether a reply to the call in flight has begun to arrive, or the connection is gone."""
+        if self._link_in_flight and self.link is not None:
+            return self.link.answered()
         return bool(self._inbox) or self._sock is None
 
     def waitable(self) -> Any:
         """What turns readable when a reply arrives (for ``select``; call :meth:`answered` after)."""
+        if self._link_in_flight and self.link is not None:
+            return self.link.waitable()
         return self._sock
 
     def close(self) -> None:
         """Send a close frame, close the WebSocket and the socket; idempotent, never raises."""
-        with self._lock:
+        with self.lock:
             protocol = self._ws
             if protocol is None:
                 return

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from websockets.typing import Subprotocol
 
@@ -10,11 +11,18 @@ from ..protocol import ClientSession, ErrorCode, ErrorFrame, MessageType, Render
 from ..protocol.batch import AutoresetMode, batch_query
 from ..protocol.shm import ShmOffer, ShmOpenFrame
 from ..protocol.vector import VectorResetFrame, VectorResultFrame, VectorStepFrame, parse_vector_server_frame
-from ._session import remote_error
-from .batch_client import BlockClient, BlockKind, codec_subprotocols
-from .shm_connection import TRANSPORTS, ShmConnection
+from ._session import Delegated, remote_error
+from .batch_client import batch_url, codec_subprotocols, round_trip
+from .session_kind import Opening
+from .step_transport import TRANSPORTS, StepTransport
+from .sync_connection import SyncConnection
+
+if TYPE_CHECKING:
+    from .shm_link import ShmLink
 
 __all__ = ["TRANSPORTS", "VectorClient", "VectorKind", "VectorReply"]
+
+FrameT = TypeVar("FrameT")
 
 #: What a vector session answers, besides an error frame.
 VectorReply = VectorResultFrame | RenderFrame | ShmOffer
@@ -27,9 +35,10 @@ _REPLIES: dict[MessageType, type] = {
 }
 
 
-class VectorKind(BlockKind[VectorReply]):
-    """The logic of a vector session: its frames (actions packed once the binary codec is agreed),
-    and one entry per sub-env in each reply."""
+class VectorKind:
+    """The logic of a vector session: ``envs`` sub-envs as one server-side vector env, opened at
+    ``/ws/batch?query``; its frames (actions packed once the binary codec is agreed), and one
+    entry per sub-env in each reply."""
 
     def __init__(
         self,
@@ -39,16 +48,37 @@ class VectorKind(BlockKind[VectorReply]):
         query: str,
         subprotocols: list[Subprotocol] | None,
     ) -> None:
-        super().__init__(envs, autoreset_mode, query, subprotocols)
+        self.envs = envs
+        self.autoreset_mode = autoreset_mode
         self.backend = backend
+        self.query = query
+        self.subprotocols = subprotocols
+        self.session: ClientSession[VectorReply | ErrorFrame] = ClientSession(parse_vector_server_frame, _REPLIES)
+        self.subprotocol: str | None = None
 
-    def new_session(self) -> ClientSession[VectorReply | ErrorFrame]:
-        return ClientSession(parse_vector_server_frame, _REPLIES)
+    def restart(self, subprotocol: str | None) -> None:
+        self.session = ClientSession(parse_vector_server_frame, _REPLIES)
+        self.subprotocol = subprotocol
+
+    def url(self, address: str) -> str:
+        return batch_url(address, self.query)
+
+    def opening(self) -> Opening:
+        return None
+
+    def opened(self, reply: VectorReply) -> None:
+        pass  # no opening request
 
     def check(self, reply: VectorReply) -> VectorReply:
         if not isinstance(reply, ShmOffer):
             reply.check(self.envs)
         return reply
+
+    def close(self) -> str:
+        return self.session.send_close()
+
+    def render(self) -> str:
+        return self.session.send_render()
 
     def shm_open(self) -> str:
         return self.session.send(MessageType.SHM_OPEN, ShmOpenFrame())
@@ -62,11 +92,14 @@ class VectorKind(BlockKind[VectorReply]):
         return self.session.send(MessageType.VECTOR_STEP, frame)
 
 
-class VectorClient(BlockClient[VectorReply], ShmConnection[VectorReply]):
+class VectorClient:
     """Reset or step one server-side vector env of ``envs`` sub-envs, one frame per call.
 
     Results stay arrays: observations, rewards and flags as the vector env returned them, infos
-    as Gymnasium's vector infos. With ``codec="binary"`` the actions travel packed too.
+    as Gymnasium's vector infos. With ``codec="binary"`` the actions travel packed too. It holds a
+    :class:`~openenv_gym.client.sync_connection.SyncConnection` (:attr:`connection`) handed a
+    :class:`VectorKind` (:attr:`kind`) and a step transport; ``begin``, ``complete`` and ``close``
+    are the connection's.
 
     Args:
         base_url: the server, as ``http://host:port`` or ``ws://host:port``.
@@ -81,10 +114,19 @@ class VectorClient(BlockClient[VectorReply], ShmConnection[VectorReply]):
             :attr:`transport_reason` says which was taken, and why.
         render_mode: have the vector env made in this render mode (see
             :class:`~openenv_gym.client.batch_client.BatchClient`).
-        **settings: as for :class:`~openenv_gym.client.SessionClient`.
+        **settings: as for :class:`~openenv_gym.client.SessionTerms`.
     """
 
-    kind: VectorKind
+    url: Delegated[str] = Delegated("connection.url")
+    envs: Delegated[int] = Delegated("kind.envs")
+    autoreset_mode: Delegated[AutoresetMode] = Delegated("kind.autoreset_mode")
+    #: The server-side vector env.
+    backend: Delegated[str] = Delegated("kind.backend")
+    #: The shared-memory segment the steps go through, while connected with ``shm``.
+    link: Delegated[ShmLink | None] = Delegated("connection.link")
+    transport: Delegated[str] = Delegated("connection.transport")
+    #: Why the steps take the transport they take (after :meth:`connect`).
+    transport_reason: Delegated[str] = Delegated("connection.steps.reason")
 
     def __init__(
         self,
@@ -99,24 +141,37 @@ class VectorClient(BlockClient[VectorReply], ShmConnection[VectorReply]):
         **settings: Any,
     ) -> None:
         query = batch_query(envs, autoreset_mode, backend, render_mode)
-        super().__init__(
-            VectorKind(envs, autoreset_mode, backend, query, codec_subprotocols(codec)),
-            base_url,
-            transport=transport,
-            **settings,
-        )
+        self.kind = kind = VectorKind(envs, autoreset_mode, backend, query, codec_subprotocols(codec))
+        steps = StepTransport(transport, envs=envs, offer_request=kind.shm_open)
+        self.connection: SyncConnection[VectorReply] = SyncConnection(kind, base_url, steps=steps, **settings)
+        self.begin = self.connection.begin
+        self.complete = self.connection.complete
+        self.close = self.connection.close
 
-    def _shm_open(self) -> str:
-        return self.kind.shm_open()
+    def __repr__(self) -> str:
+        return f"VectorClient({self.url!r})"
 
-    @property
-    def _shm_envs(self) -> int:
-        return self.envs
+    def connect(self) -> Self:
+        """Open the session (see :meth:`SyncConnection.connect`); idempotent."""
+        self.connection.connect()
+        return self
 
-    @property
-    def backend(self) -> str:
-        """The server-side vector env."""
-        return self.kind.backend
+    def __enter__(self) -> Self:
+        return self.connect()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _round_trip(self, begin: Callable[..., None], reply: type[FrameT], *args: Any, **kwargs: Any) -> FrameT:
+        return round_trip(self.connection, begin, reply, *args, **kwargs)
+
+    def begin_render(self) -> None:
+        """Send a render request; :meth:`complete` reads the vector env's frame."""
+        self.begin("render", self.kind.render)
+
+    def render(self) -> Any:
+        """The vector env's frame, as :meth:`begin_render` and :meth:`complete` read it."""
+        return self._round_trip(self.begin_render, RenderFrame).frame
 
     def begin_vector_reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None, mask: list[bool] | None = None
@@ -127,14 +182,15 @@ class VectorClient(BlockClient[VectorReply], ShmConnection[VectorReply]):
 
     def begin_vector_step(self, actions: Any) -> None:
         """Send a ``vector_step`` with the batch of actions (through shared memory, if the session has it)."""
-        if self.link is None:
-            self.begin("vector_step", self.kind.step, VectorStepFrame(actions))
+        connection = self.connection
+        if connection.link is None:
+            connection.begin("vector_step", self.kind.step, VectorStepFrame(actions))
             return
         try:
-            self._begin_link_step("vector_step", lambda link: link.send(actions))
+            connection.begin_shared_step("vector_step", lambda link: link.send(actions))
         except ValueError as exc:  # does not fit the segment: refused as the server refuses it, unasked
             refusal = ErrorFrame(ErrorCode.VALIDATION_ERROR, f"invalid actions for {self.envs} sub-envs: {exc}")
-            raise remote_error(refusal, self.env_id) from exc
+            raise remote_error(refusal, connection.terms.env_id) from exc
 
     def reset_vector(self, *args: Any, **kwargs: Any) -> VectorResultFrame:
         """:meth:`begin_vector_reset` and :meth:`complete` in one call."""

@@ -1,5 +1,6 @@
 """Connections handed their session kind: the kinds' URLs, frames and checks, the opening request,
-the shape of the clients (no call a kind never sends) and the lazy client package."""
+the shape of the clients (each holds a connection, none extends another, no call a kind never
+sends) and the lazy client package."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import numpy as np
 import pytest
 
 import openenv_gym.client
-from openenv_gym.client import BatchClient, EnvClient, SessionClient, VectorClient
+from openenv_gym.client import AsyncEnvClient, BatchClient, EnvClient, VectorClient
+from openenv_gym.client.agents_client import AgentsClient, AgentsKind
 from openenv_gym.client.async_connection import AsyncConnection
-from openenv_gym.client.batch_client import BatchKind, BlockClient, codec_subprotocols
+from openenv_gym.client.batch_client import BatchKind, codec_subprotocols
 from openenv_gym.client.session_kind import PlainKind, with_query
 from openenv_gym.client.sync_connection import SyncConnection
 from openenv_gym.client.vector_client import VectorKind
@@ -57,12 +59,14 @@ def test_the_package_resolves_every_public_name_on_first_use():
         _ = openenv_gym.client.Nothing
 
 
-def test_each_client_is_a_connection_with_only_its_kinds_calls():
-    """No client inherits a call its kind never sends: a vector client is not a batch client."""
-    for client in (EnvClient, BatchClient, VectorClient):
-        assert issubclass(client, SyncConnection) and issubclass(client, SessionClient)
-    assert not issubclass(VectorClient, BatchClient) and not issubclass(BatchClient, EnvClient)
-    assert issubclass(BatchClient, BlockClient) and issubclass(VectorClient, BlockClient)
+def test_no_client_connection_or_kind_extends_another_and_each_client_holds_a_connection():
+    """One sync and one async connection, handed a kind; a client holds one and has only its kind's calls."""
+    clients = (EnvClient, AsyncEnvClient, BatchClient, VectorClient, AgentsClient)
+    for cls in (SyncConnection, AsyncConnection, *clients, PlainKind, BatchKind, VectorKind, AgentsKind):
+        assert [base for base in cls.__mro__[1:] if base.__module__.startswith("openenv_gym")] == [], cls
+    for client in (EnvClient("http://127.0.0.1:9"), BatchClient("http://127.0.0.1:9", 1, NEXT_STEP)):
+        assert isinstance(client.connection, SyncConnection) and client.connection.kind is client.kind
+    assert isinstance(AsyncEnvClient("http://127.0.0.1:9").connection, AsyncConnection)
     for name in ("reset", "step", "state", "begin_step", "begin_reset", "ask_render_mode"):
         assert not hasattr(BatchClient, name) and not hasattr(VectorClient, name)
     for name in ("begin_batch_reset", "begin_batch_step", "step_batch", "call_batch"):

@@ -202,7 +202,7 @@ def test_a_newcomer_waits_for_the_slot_of_a_closing_session():
         first = EnvClient(server.url)
         try:
             first.reset()
-            first._sock.shutdown(socket.SHUT_RDWR)  # the connection ends without a close frame
+            first.connection._sock.shutdown(socket.SHUT_RDWR)  # the connection ends without a close frame
             assert wait_until(lambda: SLOW_CLOSES_BEGUN, 5 * UNIT), "the server did not see the connection end"
             with EnvClient(server.url, call_timeout=10 * UNIT) as second:
                 assert second.reset().done is False

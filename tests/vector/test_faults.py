@@ -152,7 +152,7 @@ def test_interrupted_step_wait_can_be_resumed(batched):
         real_complete = client.complete
 
         def interrupted(timeout=None):
-            session._drop("interrupted by the test")
+            session.connection._drop("interrupted by the test")
             raise KeyboardInterrupt
 
         client.complete = interrupted
@@ -187,7 +187,7 @@ def test_a_cut_connection_comes_back_on_the_same_server(mode, monkeypatch):
     try:
         envs.reset(seed=0)
         envs.step(np.array([0, 0]))
-        envs._blocks[0].client._sock.shutdown(socket.SHUT_RDWR)
+        envs._blocks[0].client.connection._sock.shutdown(socket.SHUT_RDWR)
         _, rewards, _, truncations, infos = envs.step(np.array([0, 0]))
         assert truncations.tolist() == [True, False] and rewards.tolist() == [0.0, 1.0]
         assert infos[f"_{FAILURE_INFO_KEY}"].tolist() == [True, False]

@@ -43,7 +43,7 @@ def test_matches_sync_vector_env(mode, batched, codec):
     try:
         assert isinstance(remote, RemoteVectorEnv) and len(remote._blocks) == (2 if batched else NUM_ENVS)
         if batched:  # the codec the servers agreed to
-            subprotocols = {block.client._ws.subprotocol for block in remote._blocks}
+            subprotocols = {block.client.connection._ws.subprotocol for block in remote._blocks}
             assert subprotocols == ({"openenv-gym.binary.v2"} if codec == "binary" else {None})
         assert remote.metadata["autoreset_mode"] is mode
         assert remote.observation_space == local.observation_space and remote.action_space == local.action_space
@@ -238,7 +238,7 @@ def test_servers_that_differ_in_codec_still_give_sync_vector_env_results():
         block.client.close()
         block.make_client = functools.partial(block.make_client, codec="json")
         block.client = block.make_client(block.provider.start()).connect()
-        assert [b.client._ws.subprotocol for b in remote._blocks] == ["openenv-gym.binary.v2", None]
+        assert [b.client.connection._ws.subprotocol for b in remote._blocks] == ["openenv-gym.binary.v2", None]
         assert_same(remote.reset(seed=5), local.reset(seed=5), "reset")
         assert assert_lockstep(remote, local, 300, np.random.default_rng(2)) > 10
     finally:

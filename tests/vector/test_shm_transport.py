@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the openenv/... ids)
-from openenv_gym.client import VectorClient
+from openenv_gym.client import VectorClient, step_transport
 from openenv_gym.client.shm_link import ShmLink, socket_address
+from openenv_gym.client.step_transport import shm_unreachable
 from openenv_gym.errors import ConnectionLostError, RemoteError, RequestTimeoutError
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.shm import ShmLayout, ShmOffer
@@ -72,23 +73,22 @@ def test_shm_is_refused_where_it_cannot_serve_with_the_reason():
         per_env.close()
 
 
-def test_a_client_elsewhere_falls_back_to_the_websocket_or_fails_clearly(cartpole_server):
+def test_a_client_elsewhere_falls_back_to_the_websocket_or_fails_clearly(cartpole_server, monkeypatch):
     _, url = cartpole_server
     client = VectorClient(url, 2, NEXT_STEP, "gymnasium")
-    assert client._shm_unreachable() is None  # a loopback server may share memory
-    client.address = client.address.replace("127.0.0.1", "10.1.2.3")
-    assert "not on a loopback address" in client._shm_unreachable()
+    assert shm_unreachable(client.url) is None  # a loopback server may share memory
+    assert "not on a loopback address" in shm_unreachable(client.url.replace("127.0.0.1", "10.1.2.3"))
     # A server whose socket this process cannot reach (as from a container): auto falls back.
     layout = ShmLayout(2, "<i8", (), "<f4", (4,), 4096).to_json()
     unreachable = ShmOffer("@openenv-gym-shm-nobody-listens-here", "0" * 64, layout)
     with pytest.raises(ConnectionRefusedError):
         ShmLink.open(unreachable, 2, timeout=1.0)
     strict = VectorClient(url, 2, NEXT_STEP, "gymnasium", transport="shm")
-    strict._shm_unreachable = lambda: "the server is at 10.1.2.3, not on a loopback address of this host"
+    elsewhere = "the server is at 10.1.2.3, not on a loopback address of this host"
+    monkeypatch.setattr(step_transport, "shm_unreachable", lambda url: elsewhere)
     with pytest.raises(ConnectionLostError, match=r"transport='shm' cannot be served: the server is at 10\.1\.2\.3"):
         strict.connect()
     lenient = VectorClient(url, 2, NEXT_STEP, "gymnasium")
-    lenient._shm_unreachable = strict._shm_unreachable
     with lenient:
         assert lenient.transport == "ws" and "10.1.2.3" in lenient.transport_reason
         assert lenient.reset_vector(seed=0).observations.shape == (2, 4)
@@ -115,9 +115,10 @@ def test_the_server_checks_every_request_it_reads_from_the_segment(cartpole_serv
             for field in ("status", "infos_bytes", "reward_dtype", "server_sleeping"):
                 link.views.header[field][0] = rng.integers(0, 2**32, dtype=np.uint64)  # the server's fields
             link._seq = int(rng.integers(0, 2**62))  # any new number is a request
-            with client._lock:
-                client._call, client._deadline = "vector_step", time.monotonic() + 30
-                client._in_flight = client._link_in_flight = True
+            connection = client.connection
+            with connection.lock:
+                connection._call, connection._deadline = "vector_step", time.monotonic() + 30
+                connection._in_flight = connection._link_in_flight = True
                 link.ask()
             try:
                 result = client.complete()
@@ -177,7 +178,7 @@ def test_a_stopped_server_times_out_and_a_killed_one_is_reported(cartpole_server
         os.kill(provider.pid, signal.SIGCONT)
     assert client.link is None  # abandoned, its segment let go
     assert wait_until(lambda: segments_mapped(os.getpid()) == before, timeout=10)
-    client.call_timeout = 30.0  # the rest must not hinge on a busy machine answering within a second
+    client.connection.terms.call_timeout = 30.0  # the rest must not hinge on a busy machine answering within a second
     client.connect()
     client.reset_vector(seed=0)
     stop(provider.pid)  # so that the step cannot be answered before the kill
