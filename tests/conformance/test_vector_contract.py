@@ -1,6 +1,7 @@
 """The VectorEnv contract on every vector path, held to Gymnasium's own SyncVectorEnv of the same envs:
 spaces and batched spaces, reset and step results with their dtypes, seeding, the three autoreset
-modes with their final observations and infos, infos batched with masks, and close."""
+modes with their final observations and infos, infos batched with masks, close, and a scalar
+action's TypeError."""
 
 from __future__ import annotations
 
@@ -147,3 +148,15 @@ def test_closing_twice_is_harmless_and_a_closed_env_refuses_calls(vector_path, s
         envs.reset()
     with pytest.raises(ClosedEnvironmentError):
         envs.step(np.zeros(NUM_ENVS, np.int64))
+
+
+def test_a_scalar_action_is_a_type_error(vector_path, servers, closing):
+    """A vector env's action is a batch: one scalar is a TypeError, as in Gymnasium's vector envs."""
+    envs = closing(vector_path(servers))
+    envs.reset(seed=0)
+    local = closing(reference_vector())
+    local.reset(seed=0)
+    with pytest.raises(TypeError):
+        local.step(1)
+    with pytest.raises(TypeError):
+        envs.step(1)
