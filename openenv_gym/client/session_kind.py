@@ -1,9 +1,10 @@
 """`SessionKind`: the logic of one kind of session, handed to a connection; `PlainKind`, the ``/ws`` one.
 
 A connection (:class:`~openenv_gym.client.sync_connection.SyncConnection`, or its asyncio twin)
-moves frames; its kind, any class with what :class:`SessionKind` names, says what they are: the URL and subprotocols to open, the request frames
-of its calls, the :class:`~openenv_gym.protocol.ClientSession` that matches replies to them, and
-the checks a reply must pass. No I/O here, as in websockets' ``ClientProtocol``.
+moves frames; its kind, any class with what :class:`SessionKind` names (none extends another),
+says what they are: the URL and subprotocols to open, the request frames of its calls, the
+:class:`~openenv_gym.protocol.ClientSession` that matches replies to them, and the checks a reply
+must pass. No I/O here, as in websockets' ``ClientProtocol``.
 """
 
 from __future__ import annotations

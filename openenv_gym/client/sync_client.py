@@ -87,7 +87,10 @@ class EnvClient:
             RemoteError, RequestTimeoutError, ConnectionLostError: as :meth:`step`.
         """
         self.kind.check_can_step()
-        result: VectorResultFrame = self.connection.request_shared("step", lambda link: link.send_one(action))
+        connection = self.connection
+        with connection.lock:
+            connection.begin_shared_step("step", lambda link: link.send_one(action))
+            result: VectorResultFrame = connection.complete()
         if result.terminated[0] or result.truncated[0]:
             self.kind.end_episode()
         return result

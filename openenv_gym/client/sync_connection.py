@@ -449,12 +449,6 @@ class SyncConnection(Generic[ReplyT]):
                 raise lost from exc
             self._link_in_flight = self._in_flight = True
 
-    def request_shared(self, call: str, write: Callable[[ShmLink], None]) -> ReplyT:
-        """:meth:`begin_shared_step` and :meth:`complete` in one call."""
-        with self.lock:
-            self.begin_shared_step(call, write)
-            return self.complete()
-
     def _next_message(self) -> Any:
         """The reply to the call in flight: from shared memory for a step there (a frame, already
         read), else the WebSocket's next message. :meth:`complete` maps the failures, as for both."""
