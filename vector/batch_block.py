@@ -8,7 +8,9 @@ converts them once per step (per-block array slices cost more with one sub-env p
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
+from copy import deepcopy
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -43,7 +45,7 @@ class BatchBlock(Block[BatchClient]):
 
     @property
     def connection(self) -> SyncConnection[Any]:
-        return self.client.connection
+        return self.client
 
     def begin_reset(self, seeds: Seeds, options: dict[str, Any] | None, mask: Mask | None) -> None:
         sub_mask = mask[self.start : self.stop] if mask is not None else None
@@ -56,8 +58,9 @@ class BatchBlock(Block[BatchClient]):
             self.client.begin_batch_step(actions)
 
     def begin_call(self, frame: BatchCallFrame) -> None:
-        values = frame.values[self.start : self.stop] if frame.values is not None else None
-        self.client.begin_batch_call(BatchCallFrame(frame.op, frame.name, frame.args, frame.kwargs, values))
+        if frame.envs is None and frame.values is not None:  # every sub-env's: this block's slice of the values
+            frame = dataclasses.replace(frame, values=frame.values[self.start : self.stop])
+        self.client.begin_batch_call(frame)  # else the session's own sub-envs (vector/sub_env_calls.py)
 
     snapshot_refusal: ClassVar[str | None] = None
 
@@ -174,9 +177,11 @@ class BatchCodec:
         return [self.face.observation_from_wire(item) for item in wire]
 
     def _copy(self) -> Any:
-        if self.copy and isinstance(self.observations, np.ndarray):
+        if not self.copy:
+            return self.observations
+        if isinstance(self.observations, np.ndarray):
             return np.copy(self.observations)
-        return self.observations
+        return deepcopy(self.observations)  # a Dict or Tuple space's batch of arrays, as AsyncVectorEnv copies it
 
     def _add_sub_env_infos(
         self,

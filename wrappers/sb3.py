@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import concatenate, create_empty_array
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 
 __all__ = ["SB3VecEnv", "make_sb3_vec_env"]
@@ -66,26 +67,53 @@ class SB3VecEnv(VecEnv):
                     "to encode the text (e.g. as token ids in a Box) before handing it to SB3"
                 )
         self.venv = venv
-        self._actions: np.ndarray | None = None
+        self._actions: Any = None
+        # SB3 hands a Dict or Tuple action per sub-env: they are joined into this batch (Gymnasium's form).
+        composite = isinstance(venv.single_action_space, (spaces.Dict, spaces.Tuple))
+        self._action_batch = create_empty_array(venv.single_action_space, venv.num_envs) if composite else None
         super().__init__(venv.num_envs, venv.single_observation_space, venv.single_action_space)
         # VecEnv set render_mode (through get_attr) and render_modes; VecVideoRecorder also reads the fps.
         if venv.metadata.get("render_fps") is not None:
             self.metadata = {**self.metadata, "render_fps": venv.metadata["render_fps"]}
 
     def reset(self) -> Any:
-        seeds = self._seeds if any(seed is not None for seed in self._seeds) else None
-        options = self._options[0] or None  # a Gymnasium VectorEnv takes one options dict
-        # Gymnasium's own vector envs (and ours) take one seed per sub-env; VectorEnv.reset declares only an int.
-        observations, infos = self.venv.reset(seed=seeds, options=options)  # type: ignore[arg-type]
-        self.reset_infos = self._split_infos(infos)
+        # Sub-envs with the same options are reset together: a Gymnasium VectorEnv takes one options
+        # dict, so other options are another reset of only their sub-envs (options["reset_mask"]).
+        groups: dict[str, tuple[dict[str, Any] | None, list[int]]] = {}
+        for index, own in enumerate(self._options):
+            groups.setdefault(repr(own), (own or None, []))[1].append(index)
+        observations: Any = None
+        for options, members in groups.values():
+            if len(groups) > 1:
+                mask = np.zeros(self.num_envs, dtype=np.bool_)
+                mask[members] = True
+                options = {**(options or {}), "reset_mask": mask}
+            observations, infos = self.venv.reset(seed=self._seed(), options=options)
+            per_env = self._split_infos(infos)
+            for index in members:
+                self.reset_infos[index] = per_env[index]
         self._reset_seeds()
         self._reset_options()
         return observations
 
+    def _seed(self) -> int | None:
+        """The seed of the next reset: SB3's ``seed(s)`` gives sub-env ``i`` the seed ``s + i``, as
+        Gymnasium's vector envs read ``reset(seed=s)``."""
+        first = self._seeds[0]
+        if first is None and all(seed is None for seed in self._seeds):
+            return None
+        if first is None or self._seeds != [first + index for index in range(self.num_envs)]:
+            raise ValueError(f"seeds {self._seeds}: a vector env seeds its sub-envs s, s + 1, ... (use seed(s))")
+        return first
+
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = actions
+        batch: Any = actions
+        if self._action_batch is not None:  # DummyVecEnv indexes SB3's actions: one per sub-env
+            items = [actions[index] for index in range(self.num_envs)]
+            batch = concatenate(self.venv.single_action_space, items, self._action_batch)
+        self._actions = batch
         if hasattr(self.venv, "step_async"):  # RemoteVectorEnv: the step runs while SB3 goes on
-            self.venv.step_async(actions)
+            self.venv.step_async(batch)
             self._actions = None
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, list[dict[str, Any]]]:
@@ -145,24 +173,64 @@ class SB3VecEnv(VecEnv):
         self.venv.close()
 
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-        """The vector env's attribute, once per selected sub-env (``render_mode`` among them)."""
-        return [getattr(self.venv, attr_name)] * len(self._indices(indices))
+        """Each selected sub-env's attribute (``get_wrapper_attr``, as ``DummyVecEnv``), as JSON values
+        from remote sub-envs; ``render_mode`` is the vector env's.
+
+        Raises:
+            AttributeError: a sub-env has no such attribute (so ``has_attr`` is false).
+        """
+        chosen = self._indices(indices)
+        if attr_name == "render_mode":  # every sub-env's is the vector env's (also a server-side vector env's)
+            return [self.venv.render_mode] * len(chosen)
+        return self._sub_envs("get", attr_name, chosen)
 
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
-        raise AttributeError(f"cannot set {attr_name!r} on remote sub-environments")
+        """Set the attribute of each selected sub-env to ``value`` (``set_wrapper_attr``, as Gymnasium's vector envs)."""
+        chosen = self._indices(indices)
+        self._sub_envs("set", attr_name, chosen, values=[value] * len(chosen))
 
     def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list[Any]:
-        raise AttributeError(f"cannot call {method_name!r} on remote sub-environments")
+        """Call a method of each selected sub-env; remote sub-envs' results arrive as JSON values (arrays as lists)."""
+        return self._sub_envs("call", method_name, self._indices(indices), args=method_args, kwargs=method_kwargs)
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper[Any, Any, Any, Any]], indices: Any = None) -> list[bool]:
         return [False] * len(self._indices(indices))
 
-    def _indices(self, indices: Any) -> Sequence[int]:
+    def _sub_envs(
+        self,
+        op: str,
+        name: str,
+        chosen: list[int],
+        *,
+        args: Sequence[Any] = (),
+        kwargs: dict[str, Any] | None = None,
+        values: list[Any] | None = None,
+    ) -> list[Any]:
+        """Get, set or call an attribute of sub-envs ``chosen``: a RemoteVectorEnv asks only their
+        servers; another vector env, Gymnasium's ``get_attr``/``set_attr``/``call`` on every sub-env."""
+        from openenv_gym.vector import RemoteVectorEnv
+        from openenv_gym.vector.sub_env_calls import call_sub_envs
+
+        if isinstance(self.venv, RemoteVectorEnv):
+            return call_sub_envs(self.venv, chosen, op, name, args=args, kwargs=kwargs, values=values)
+        # SyncVectorEnv and AsyncVectorEnv have Gymnasium's call/get_attr/set_attr; VectorEnv declares none.
+        venv: Any = self.venv
+        if op == "get":
+            found = venv.get_attr(name)
+            return [found[index] for index in chosen]
+        if chosen != list(range(self.num_envs)):
+            raise NotImplementedError(f"{type(venv).__name__} {op}s {name!r} on every sub-env, not on {chosen}")
+        if op == "set":
+            venv.set_attr(name, values)
+            return [None] * self.num_envs
+        return list(venv.call(name, *args, **(kwargs or {})))
+
+    def _indices(self, indices: Any) -> list[int]:
+        """SB3's ``indices`` (``None``: all; an int; an iterable; negative from the end) as sub-env indices."""
         if indices is None:
-            return range(self.num_envs)
-        if isinstance(indices, int):
-            return [indices]
-        return list(indices) if isinstance(indices, Iterable) else [indices]
+            return list(range(self.num_envs))
+        every = range(self.num_envs)
+        return [every[index] for index in ([indices] if isinstance(indices, int) else indices)]
 
 
 def make_sb3_vec_env(env_id: str, n_envs: int = 1, *, monitor: bool = True, **kwargs: Any) -> VecEnv:

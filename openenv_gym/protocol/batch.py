@@ -302,9 +302,9 @@ class BatchResultFrame:
             if not isinstance(self.observations, list):
                 raise invalid("batch_result observations must be a list")
             size = len(self.observations)
-        lists: dict[str, object] = {"observations": self.observations, "infos": self.infos}
+        lists = {"observations": self.observations, "infos": self.infos}
         if self.rewards is not None:
-            lists.update(rewards=self.rewards, terminated=self.terminated, truncated=self.truncated)
+            lists.update(rewards=self.rewards, terminated=self.terminated, truncated=self.truncated)  # type: ignore[arg-type]
         for name, values in lists.items():
             if not isinstance(values, list) or len(values) != size:
                 raise invalid(f"batch_result {name} must be a list of {size} items")
@@ -386,8 +386,8 @@ def parse_batch_server_frame(message: str | bytes) -> BatchServerFrame:
     Raises:
         ProtocolError: the message is not a well-formed batch result, render or error frame.
     """
-    if not isinstance(message, str) and arrays.is_packed(message):
-        return _parse_binary_result(message)
+    if arrays.is_packed(message):
+        return _parse_binary_result(message)  # type: ignore[arg-type]
     frame = load_object(message)
     return _batch_result(frame, message)
 
@@ -428,12 +428,9 @@ def _batch_result(frame: dict[str, Any], message: str | bytes) -> BatchServerFra
         final = {int(index): value for index, value in (data.get("final") or {}).items()}
     except (AttributeError, ValueError):
         raise invalid("batch_result final must map sub-env indices to results") from None
-    # Wire values, whatever they are: result.check() below refuses what is not a list of K items.
-    observations: Any = data.get("observations")
-    infos: Any = data.get("infos")
     result = BatchResultFrame(
-        observations=observations,
-        infos=infos,
+        observations=data.get("observations"),  # type: ignore[arg-type]
+        infos=data.get("infos"),  # type: ignore[arg-type]
         rewards=data.get("rewards"),
         terminated=data.get("terminated"),
         truncated=data.get("truncated"),

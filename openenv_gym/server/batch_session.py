@@ -157,10 +157,12 @@ class BatchHandler:
                     self.protocol.reset_succeeded()
                 return self._encode(session, result)
             if isinstance(request, BatchCallFrame):
-                if request.values is not None and len(request.values) != self.size:
+                targets = self.size if request.envs is None else len(request.envs)
+                if request.values is not None and len(request.values) != targets:
                     raise self._refuse(
-                        ErrorCode.VALIDATION_ERROR, f"{len(request.values)} values for {self.size} sub-envs"
+                        ErrorCode.VALIDATION_ERROR, f"{len(request.values)} values for {targets} sub-envs"
                     )
+                self._check_indices(tuple(request.envs or ()))
                 return (await session.call(self._call_all, request)).serialize()
             if isinstance(request, BatchStepFrame):
                 actions = self._parse_actions(request)
@@ -313,23 +315,25 @@ class BatchHandler:
         return [env.render() for env in self.envs]
 
     def _call_all(self, request: BatchCallFrame) -> BatchValuesFrame:
-        """Get, set or call a public attribute of every sub-env, as ``SyncVectorEnv`` does."""
+        """Get, set or call a public attribute of every sub-env (or of ``request.envs``, the others'
+        values ``None``), as ``SyncVectorEnv`` does."""
         from ..spaces import jsonable
 
-        values: list[Any] = []
+        values: list[Any] = [None] * self.size
         new_values = request.values or []  # a set's, one per sub-env (its frame was parsed with them)
-        for index, env in enumerate(self.envs):
+        chosen = range(self.size) if request.envs is None else request.envs
+        for position, index in enumerate(chosen):
+            env = self.envs[index]
             target = getattr(env, "env", env)  # a GymEnvironment's Gymnasium env, else the env
             get = getattr(target, "get_wrapper_attr", None) or (lambda name, t=target: getattr(t, name))
             if request.op == "set":
                 setter = getattr(target, "set_wrapper_attr", None) or (lambda name, v, t=target: setattr(t, name, v))
-                setter(request.name, new_values[index])
-                values.append(None)
+                setter(request.name, new_values[position])
                 continue
             value = get(request.name)
             if request.op == "call" and callable(value):
                 value = value(*request.args, **request.kwargs)
-            values.append(jsonable(value))
+            values[index] = jsonable(value)
         return BatchValuesFrame(values)
 
     # Snapshots ----------------------------------------------------------------------------------

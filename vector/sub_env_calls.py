@@ -1,0 +1,78 @@
+"""Get, set or call an attribute of chosen sub-envs of a RemoteVectorEnv, in the order chosen.
+
+Gymnasium's ``call``/``get_attr``/``set_attr`` reach every sub-env; Stable-Baselines3's
+``env_method``/``get_attr``/``set_attr`` take ``indices``, and a call meant for sub-envs 0 and 2
+must leave sub-env 1 alone. Each block is asked only for its chosen sub-envs (the ``envs`` of a
+``batch_call`` frame, in the session's indices), and answers one value per sub-env as ever
+(``None`` for those not asked); the values are returned in the order asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from openenv_gym.errors import RemoteError
+from openenv_gym.protocol import ErrorCode
+from openenv_gym.protocol.batch import BatchCallFrame
+
+from .faults import ask_all
+
+if TYPE_CHECKING:
+    from .block import Block
+    from .remote_vector_env import RemoteVectorEnv
+
+__all__ = ["call_sub_envs"]
+
+
+def call_sub_envs(
+    env: RemoteVectorEnv,
+    indices: Sequence[int],
+    op: str,
+    name: str,
+    *,
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
+    values: Sequence[Any] | None = None,
+) -> list[Any]:
+    """``op`` (``"get"``, ``"set"`` or ``"call"``) of attribute ``name`` on sub-envs ``indices``
+    (each in ``0..num_envs-1``), one value each in that order; ``values``: a set's, one per index.
+
+    Raises:
+        AttributeError: a sub-env has no attribute ``name`` (as a local env would raise it).
+        RemoteError: another exception on a server.
+        NotImplementedError: the sub-envs are a server-side vector env, not separate envs.
+    """
+    env._check_idle(op)
+    asked: list[tuple[Block[Any], list[int]]] = []  # each block, and the positions in indices it holds
+    for block in env._blocks:
+        positions = [position for position, index in enumerate(indices) if block.start <= index < block.stop]
+        if positions:
+            asked.append((block, positions))
+    frames = {
+        id(block): BatchCallFrame(
+            op,
+            name,
+            list(args),
+            dict(kwargs or {}),
+            None if values is None else [values[position] for position in positions],
+            [indices[position] - block.start for position in positions],
+        )
+        for block, positions in asked
+    }
+    try:
+        replies = ask_all([block for block, _ in asked], lambda block: block.begin_call(frames[id(block)]))
+    except RemoteError as error:
+        if _is_attribute_error(error):
+            raise AttributeError(error.headline()) from error
+        raise
+    ordered: list[Any] = [None] * len(indices)
+    for (block, positions), reply in zip(asked, replies):
+        for position in positions:  # a reply holds one value per sub-env of the block, None if not asked
+            ordered[position] = reply.values[indices[position] - block.start]
+    return ordered
+
+
+def _is_attribute_error(error: RemoteError) -> bool:
+    """Whether a server's error is a sub-env's ``AttributeError`` (its message names the exception's type)."""
+    return error.code == ErrorCode.EXECUTION_ERROR.value and ": AttributeError: " in error.message
