@@ -4,7 +4,9 @@ sends) and the lazy client package."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 import subprocess
 import sys
 
@@ -71,6 +73,15 @@ def test_no_client_connection_or_kind_extends_another_and_each_client_holds_a_co
         assert not hasattr(BatchClient, name) and not hasattr(VectorClient, name)
     for name in ("begin_batch_reset", "begin_batch_step", "step_batch", "call_batch"):
         assert hasattr(BatchClient, name) and not hasattr(VectorClient, name) and not hasattr(EnvClient, name)
+
+
+@pytest.mark.parametrize("module", sorted(pkgutil.iter_modules(openenv_gym.client.__path__)), ids=lambda m: m.name)
+def test_no_class_of_the_client_package_extends_one_of_ours(module):
+    """Composition only: a class in openenv_gym.client (errors aside) has no base class of the project's."""
+    loaded = importlib.import_module(f"openenv_gym.client.{module.name}")
+    for cls in vars(loaded).values():
+        if isinstance(cls, type) and cls.__module__ == loaded.__name__ and not issubclass(cls, Exception):
+            assert [base for base in cls.__mro__[1:] if base.__module__.startswith("openenv_gym")] == [], cls
 
 
 def test_the_kinds_give_their_urls():
