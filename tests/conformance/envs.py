@@ -29,6 +29,10 @@ DICT_ID = "conformance/DictProbe-v0"
 TUPLE_ID = "conformance/TupleProbe-v0"
 TROUBLE_ID = "conformance/Trouble-v0"
 LIST_INFO_ID = "conformance/ListInfoProbe-v0"
+SEQUENCE_ID = "conformance/SequenceProbe-v0"
+GRAPH_ID = "conformance/GraphProbe-v0"
+ONE_OF_ID = "conformance/OneOfProbe-v0"
+VARYING_SHAPE = {SEQUENCE_ID, GRAPH_ID}  # no static shared memory holds their observations
 NAP = 3.0  # seconds a Trouble env's action 1 sleeps: far longer than the timeouts the tests give it
 
 
@@ -112,6 +116,43 @@ class TupleProbe(Probe):
         return (np.array([self.total, self.offset], np.float32), self.steps)
 
 
+POINT = spaces.Box(-100.0, 100.0, (2,), np.float32)
+
+
+class SequenceProbe(Probe):
+    """The probe observed as a Sequence of points, one per step so far (a space of varying size)."""
+
+    def observed(self) -> spaces.Space[Any]:
+        return spaces.Sequence(POINT)
+
+    def observation(self) -> Any:
+        return tuple(np.array([step, self.offset], np.float32) for step in range(self.steps))
+
+
+class GraphProbe(Probe):
+    """The probe observed as a Graph: a chain of a node per step, each edge the running sum mod 3."""
+
+    def observed(self) -> spaces.Space[Any]:
+        return spaces.Graph(node_space=POINT, edge_space=spaces.Discrete(3))
+
+    def observation(self) -> Any:
+        nodes = np.array([[step, self.offset] for step in range(self.steps + 1)], np.float32)
+        links = np.array([[step, step + 1] for step in range(self.steps)], np.int64).reshape(-1, 2)
+        return spaces.GraphInstance(nodes, np.full(self.steps, self.total % 3, np.int64), links)
+
+
+class OneOfProbe(Probe):
+    """The probe observed as a OneOf: a point on even steps, the step count on odd ones."""
+
+    def observed(self) -> spaces.Space[Any]:
+        return spaces.OneOf((POINT, spaces.Discrete(TIME_LIMIT + 1)))
+
+    def observation(self) -> Any:
+        if self.steps % 2 == 0:
+            return (0, np.array([self.total, self.offset], np.float32))
+        return (1, self.steps)
+
+
 class Trouble(Probe):
     """The probe whose action 1 sleeps :data:`NAP` seconds and whose action 2 raises RuntimeError."""
 
@@ -149,7 +190,16 @@ def vector_of(env_id: str):
     return make
 
 
-IDS = {PROBE_ID: Probe, DICT_ID: DictProbe, TUPLE_ID: TupleProbe, TROUBLE_ID: Trouble, LIST_INFO_ID: ListInfoProbe}
+IDS = {
+    PROBE_ID: Probe,
+    DICT_ID: DictProbe,
+    TUPLE_ID: TupleProbe,
+    TROUBLE_ID: Trouble,
+    LIST_INFO_ID: ListInfoProbe,
+    SEQUENCE_ID: SequenceProbe,
+    GRAPH_ID: GraphProbe,
+    ONE_OF_ID: OneOfProbe,
+}
 for _id, _class in IDS.items():
     if _id not in gym.registry:
         gym.register(

@@ -80,7 +80,11 @@ class VectorPath:
 
 def _from_env_fns(servers: Servers, env_id: str, num_envs: int, mode: AutoresetMode, render_mode: str | None) -> Any:
     factory = functools.partial(gym.make, served(env_id), render_mode=render_mode)
-    return RemoteVectorEnv.from_env_fns([factory] * num_envs, autoreset_mode=mode, servers=1)
+    # As with AsyncVectorEnv, spaces of varying shape need shared_memory=False (the default refuses them).
+    shared_memory = env_id not in conformance_envs.VARYING_SHAPE
+    return RemoteVectorEnv.from_env_fns(
+        [factory] * num_envs, autoreset_mode=mode, servers=1, shared_memory=shared_memory
+    )
 
 
 def _make_vec(**options: Any) -> Callable[..., VectorEnv[Any, Any, Any]]:
