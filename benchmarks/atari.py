@@ -132,8 +132,8 @@ def where_time_goes(n: int, calls: int) -> str:
 
         def round_trip() -> None:
             client.begin("echo", lambda: '{"type":"state"}')
-            client._next_message()  # the raw reply: no frame to parse
-            client._in_flight = False
+            client.connection._next_message()  # the raw reply: no frame to parse
+            client.connection._in_flight = False
 
         floor_us = _per_call_us(round_trip, calls)
         client.close()

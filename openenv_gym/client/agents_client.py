@@ -99,7 +99,11 @@ class AgentsClient:
     """
 
     url: Delegated[str] = Delegated("connection.url")
+    address: Delegated[str] = Delegated("connection.terms.address")
     token: Delegated[str | None] = Delegated("connection.terms.token")
+    open_timeout: Delegated[float] = Delegated("connection.terms.open_timeout")
+    call_timeout: Delegated[float] = Delegated("connection.terms.call_timeout")
+    env_id: Delegated[str | None] = Delegated("connection.terms.env_id")
 
     def __init__(
         self, base_url: str, api: str, *, render_mode: str | None = None, binary: bool = True, **settings: Any

@@ -206,6 +206,11 @@ class BatchClient:
     """
 
     url: Delegated[str] = Delegated("connection.url")
+    address: Delegated[str] = Delegated("connection.terms.address")
+    token: Delegated[str | None] = Delegated("connection.terms.token")
+    open_timeout: Delegated[float] = Delegated("connection.terms.open_timeout")
+    call_timeout: Delegated[float] = Delegated("connection.terms.call_timeout")
+    env_id: Delegated[str | None] = Delegated("connection.terms.env_id")
     envs: Delegated[int] = Delegated("kind.envs")
     autoreset_mode: Delegated[AutoresetMode] = Delegated("kind.autoreset_mode")
 
