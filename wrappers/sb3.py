@@ -194,7 +194,18 @@ class SB3VecEnv(VecEnv):
         return self._sub_envs("call", method_name, self._indices(indices), args=method_args, kwargs=method_kwargs)
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper[Any, Any, Any, Any]], indices: Any = None) -> list[bool]:
-        return [False] * len(self._indices(indices))
+        """Whether a ``wrapper_class`` (or a subclass) wraps each selected sub-env, as SB3's ``is_wrapped``
+        checks it; remote sub-envs' servers compare the classes by module and qualified name."""
+        from stable_baselines3.common.env_util import is_wrapped
+
+        from openenv_gym.vector import RemoteVectorEnv
+
+        chosen = self._indices(indices)
+        if isinstance(self.venv, RemoteVectorEnv):
+            identity = [wrapper_class.__module__, wrapper_class.__qualname__]
+            return self._sub_envs("wrapped", wrapper_class.__name__, chosen, args=identity)
+        envs = getattr(self.venv, "envs", None)  # SyncVectorEnv's; AsyncVectorEnv's are in its workers
+        return [envs is not None and is_wrapped(envs[index], wrapper_class) for index in chosen]
 
     def _sub_envs(
         self,

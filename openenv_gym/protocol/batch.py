@@ -223,7 +223,9 @@ class BatchCallFrame:
     per sub-env, ``None`` for those not asked).
 
     ``set`` takes one value per sub-env in ``values``; ``call`` calls the attribute with ``args``
-    and ``kwargs`` if it is callable and returns it otherwise, as ``SyncVectorEnv.call`` does.
+    and ``kwargs`` if it is callable and returns it otherwise, as ``SyncVectorEnv.call`` does;
+    ``wrapped`` answers whether a wrapper of class ``name`` (``args``: its module and qualified
+    name) wraps the sub-env, as SB3's ``env_is_wrapped``.
     """
 
     op: str
@@ -355,8 +357,8 @@ def parse_batch_client_frame(
         return BatchResetFrame(seeds, options, mask)
     if kind == MessageType.BATCH_CALL.value:
         op, name = data.get("op"), data.get("name")
-        if op not in ("get", "set", "call"):
-            raise invalid("batch_call op must be 'get', 'set' or 'call'")
+        if op not in ("get", "set", "call", "wrapped"):
+            raise invalid("batch_call op must be 'get', 'set', 'call' or 'wrapped'")
         if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
             raise invalid(f"batch_call name must be a public attribute name, got {name!r}")
         args, kwargs, values = data.get("args") or [], data.get("kwargs") or {}, data.get("values")

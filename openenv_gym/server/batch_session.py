@@ -330,6 +330,9 @@ class BatchHandler:
                 setter = getattr(target, "set_wrapper_attr", None) or (lambda name, v, t=target: setattr(t, name, v))
                 setter(request.name, new_values[position])
                 continue
+            if request.op == "wrapped":
+                values[index] = _is_wrapped(target, request.args)
+                continue
             value = get(request.name)
             if request.op == "call" and callable(value):
                 value = value(*request.args, **request.kwargs)
@@ -455,3 +458,16 @@ def BatchSession(  # the class this was, kept for code that made one
 ) -> Session:
     """A :class:`Session` served by a :class:`BatchHandler`."""
     return Session(connection, BatchHandler(factory, size, autoreset_mode), send_tracebacks=send_tracebacks)
+
+
+def _is_wrapped(env: Any, wrapper: list[Any]) -> bool:
+    """Whether a Gymnasium wrapper of class ``wrapper`` (its module and qualified name), or of a
+    subclass, wraps ``env``, as SB3's ``is_wrapped`` checks it (by name: the class is the client's)."""
+    import gymnasium as gym
+
+    layer = env
+    while isinstance(layer, gym.Wrapper):
+        if any([cls.__module__, cls.__qualname__] == wrapper for cls in type(layer).__mro__):
+            return True
+        layer = layer.env
+    return False

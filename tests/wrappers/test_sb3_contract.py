@@ -4,6 +4,7 @@ per-sub-env reset options, Dict and Tuple spaces in SB3's shapes, each checked a
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -80,6 +81,35 @@ def test_get_set_and_call_reach_the_chosen_sub_envs_as_in_dummy_vec_env():
             assert venv.env_method("scaled", 2, indices=[1, 2], offset=1) == [1, 11]
             assert venv.env_method("scaled", 3) == [15, 0, 15]
             assert venv.has_attr("level")
+    finally:
+        remote.close()
+        local.close()
+
+
+class MonitorOfOurs(Monitor):
+    """A subclass of SB3's Monitor: env_is_wrapped(Monitor) is true for it too, as isinstance says."""
+
+
+def sometimes_monitored(index: int) -> gym.Env[Any, Any]:
+    env: gym.Env[Any, Any] = Counter(spaces.Discrete(2))
+    if index == 1:
+        env = Monitor(env)
+    if index == 2:
+        env = gym.wrappers.TimeLimit(MonitorOfOurs(env), 10)
+    return env
+
+
+def test_env_is_wrapped_looks_through_each_sub_env_s_wrappers_as_dummy_vec_env():
+    """env_is_wrapped answers per sub-env, through other wrappers and for subclasses, with SB3's indices."""
+    env_fns = [functools.partial(sometimes_monitored, index) for index in range(N_ENVS)]
+    remote = SB3VecEnv(RemoteVectorEnv.from_env_fns(env_fns, autoreset_mode="SameStep", servers=2))
+    local = DummyVecEnv(env_fns)
+    try:
+        for venv in (remote, local):
+            assert venv.env_is_wrapped(Monitor) == [False, True, True]
+            assert venv.env_is_wrapped(MonitorOfOurs, indices=[2, 1]) == [True, False]
+            assert venv.env_is_wrapped(gym.wrappers.TimeLimit, indices=-1) == [True]
+            assert venv.env_is_wrapped(gym.wrappers.RecordEpisodeStatistics) == [False] * N_ENVS
     finally:
         remote.close()
         local.close()
