@@ -24,6 +24,18 @@ def lockstep(remote, local, actions, where: str = "step") -> list[tuple]:
     return results
 
 
+def assert_same_types(actual: Any, expected: Any, where: str) -> None:
+    """Nested results of the same Python and numpy types, down to each element of an object array
+    (a final observation Gymnasium hands back as the env's ``int`` must not come as ``np.int64``)."""
+    assert type(actual) is type(expected), f"{where}: {type(actual).__name__} != {type(expected).__name__}"
+    if isinstance(expected, dict):
+        for key in expected:
+            assert_same_types(actual[key], expected[key], f"{where}.{key}")
+    elif isinstance(expected, (tuple, list)) or (isinstance(expected, np.ndarray) and expected.dtype == object):
+        for index, (a, e) in enumerate(zip(actual, expected)):
+            assert_same_types(a, e, f"{where}[{index}]")
+
+
 def random_actions(steps: int, seed: int = 0, num_envs: int = 3) -> np.ndarray:
     """``steps`` rows of seeded random probe actions, one per sub-env."""
     return np.random.default_rng(seed).integers(0, 3, (steps, num_envs))

@@ -32,6 +32,7 @@ LIST_INFO_ID = "conformance/ListInfoProbe-v0"
 SEQUENCE_ID = "conformance/SequenceProbe-v0"
 GRAPH_ID = "conformance/GraphProbe-v0"
 ONE_OF_ID = "conformance/OneOfProbe-v0"
+DISCRETE_ID = "conformance/DiscreteProbe-v0"
 VARYING_SHAPE = {SEQUENCE_ID, GRAPH_ID}  # no static shared memory holds their observations
 NAP = 3.0  # seconds a Trouble env's action 1 sleeps: far longer than the timeouts the tests give it
 
@@ -114,6 +115,16 @@ class TupleProbe(Probe):
 
     def observation(self) -> Any:
         return (np.array([self.total, self.offset], np.float32), self.steps)
+
+
+class DiscreteProbe(Probe):
+    """The probe observed as its step count, a Python int in Discrete(TIME_LIMIT + 1)."""
+
+    def observed(self) -> spaces.Space[Any]:
+        return spaces.Discrete(TIME_LIMIT + 1)
+
+    def observation(self) -> Any:
+        return self.steps
 
 
 POINT = spaces.Box(-100.0, 100.0, (2,), np.float32)
@@ -199,6 +210,7 @@ IDS = {
     SEQUENCE_ID: SequenceProbe,
     GRAPH_ID: GraphProbe,
     ONE_OF_ID: OneOfProbe,
+    DISCRETE_ID: DiscreteProbe,
 }
 for _id, _class in IDS.items():
     if _id not in gym.registry:

@@ -12,7 +12,7 @@ from gymnasium.vector import AutoresetMode
 
 from tests.equivalence import assert_same
 
-from .contract import assert_batched_values, assert_spaces_batched, random_actions
+from .contract import assert_batched_values, assert_same_types, assert_spaces_batched, random_actions
 from .envs import LIST_INFO_ID, PROBE_ID, SUM_LIMIT
 from .paths import reference_vector
 
@@ -35,15 +35,16 @@ def test_reset_and_step_give_batched_values_of_gymnasiums_types(vector_path, ser
 def test_results_equal_sync_vector_envs_through_many_episode_ends(vector_path, servers, closing, env_id, mode):
     """Seeded resets, random actions, episodes ending by termination and time limit: every
     observation, reward, flag and info (final_obs, final_info and the masks included; a list-valued
-    info as Gymnasium batches it) as SyncVectorEnv's."""
+    info as Gymnasium batches it), by value and type, as SyncVectorEnv's."""
     envs = closing(vector_path(servers, env_id, autoreset_mode=mode))
     local = closing(reference_vector(env_id, autoreset_mode=mode))
     assert envs.metadata["autoreset_mode"] is mode
     assert_same(envs.reset(seed=5), local.reset(seed=5), "reset")
     ends = 0
     for index, action in enumerate(random_actions(40)):
-        expected = local.step(action)
-        assert_same(envs.step(action), expected, f"step {index}")
+        expected, got = local.step(action), envs.step(action)
+        assert_same(got, expected, f"step {index}")
+        assert_same_types(got, expected, f"step {index}")
         ended = expected[2] | expected[3]
         ends += int(ended.sum())
         if mode is AutoresetMode.DISABLED and ended.any():
