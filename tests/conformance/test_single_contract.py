@@ -11,7 +11,7 @@ from gymnasium.error import ClosedEnvironmentError
 
 from tests.equivalence import assert_same_trajectory, play
 
-from .contract import assert_episodes_equal, gym_check, sb3_check
+from .contract import assert_episodes_equal, assert_same_types, gym_check, sb3_check
 from .envs import PROBE_ID
 
 
@@ -64,3 +64,21 @@ def test_closing_twice_is_harmless_and_a_closed_env_refuses_calls(single_path, s
         env.unwrapped.reset(seed=0)
     with pytest.raises(ClosedEnvironmentError):
         env.unwrapped.step(0)
+
+
+def test_infos_equal_gym_makes(single_path, servers, closing):
+    """Every reset's and step's info as gym.make's here, by value and type (a float stays a float)."""
+    env = closing(single_path(servers))
+    local = closing(gym.make(PROBE_ID))
+    for each in (env, local):
+        each.action_space.seed(6)
+    infos: list[list] = [[], []]
+    for each, seen in zip((env, local), infos):
+        seen.append(each.reset(seed=8)[1])
+        for _ in range(20):
+            _, _, terminated, truncated, info = each.step(each.action_space.sample())
+            seen.append(info)
+            if terminated or truncated:
+                seen.append(each.reset()[1])
+    assert infos[0] == infos[1]
+    assert_same_types(infos[0], infos[1], "infos")
