@@ -35,18 +35,24 @@ def test_render_tiles_the_sub_envs_frames(sb3_path, servers, closing):
     np.testing.assert_equal(venv.render(), reference.render())
 
 
-@pytest.mark.parametrize("wrapper", ["VecNormalize", "VecFrameStack", "VecMonitor"])
+SB3_WRAPPERS = ["VecNormalize", "VecFrameStack", "VecMonitor", "VecCheckNan", "VecExtractDictObs"]
+
+
+@pytest.mark.parametrize("wrapper", SB3_WRAPPERS)
 def test_sb3s_vec_env_wrappers_give_what_they_give_over_dummy_vec_env(sb3_path, servers, closing, wrapper):
-    """SB3's VecNormalize, VecFrameStack and VecMonitor over the path and over DummyVecEnv: the same steps."""
+    """SB3's VecEnv wrappers over the path and over DummyVecEnv (VecExtractDictObs over the Dict probe): the same steps."""
     from stable_baselines3.common import vec_env
 
     wraps = {
         "VecNormalize": lambda venv: vec_env.VecNormalize(venv),
         "VecFrameStack": lambda venv: vec_env.VecFrameStack(venv, n_stack=3),
         "VecMonitor": lambda venv: vec_env.VecMonitor(venv),
+        "VecCheckNan": lambda venv: vec_env.VecCheckNan(venv, raise_exception=True),
+        "VecExtractDictObs": lambda venv: vec_env.VecExtractDictObs(venv, "position"),
     }
-    venv = closing(wraps[wrapper](sb3_path(servers, PROBE_ID, SB3_ENVS)))
-    reference = closing(wraps[wrapper](dummy()))
+    env_id = DICT_ID if wrapper == "VecExtractDictObs" else PROBE_ID
+    venv = closing(wraps[wrapper](sb3_path(servers, env_id, SB3_ENVS)))
+    reference = closing(wraps[wrapper](dummy(env_id)))
     venv.seed(0)
     reference.seed(0)
     np.testing.assert_equal(venv.reset(), reference.reset())
