@@ -1,6 +1,5 @@
-"""`RemoteEnv`: a ``gymnasium.Env`` whose ``reset`` and ``step`` run on an environment server; a thin
-layer over an :class:`~openenv_gym.env_core.EnvCore` (what the env knows and decides) and one
-:class:`~openenv_gym.client.EnvClient` (the session), whose calls it makes."""
+"""`RemoteEnv`: a ``gymnasium.Env`` whose ``reset`` and ``step`` run on an environment server; a thin layer
+over an :class:`~openenv_gym.env_core.EnvCore` and the :class:`~openenv_gym.client.EnvClient` it calls."""
 
 from __future__ import annotations
 
@@ -75,13 +74,16 @@ class RemoteEnv(gym.Env[Any, Any]):
         server: what the provider serves: a Gymnasium id or ``"module:attr"``.
         render_mode: as for a local env, one the server publishes (its ``metadata["render_modes"]``):
             :meth:`render` returns the frames (:mod:`openenv_gym.rendering` says what else).
-        agent, game, game_token, opponents, turn_timeout: on a server of a PettingZoo env, the
-            seat in a game this env plays (:mod:`openenv_gym.seats` says how).
-        transport: how steps travel (other calls take the WebSocket): ``"auto"`` (default) takes
-            shared memory with an openenv-gym server on this host that offers it (spaces that batch
-            into arrays), else the WebSocket; ``"ws"``; ``"shm"`` fails, saying why, where it cannot
-            be had. :attr:`transport` and :attr:`transport_reason` say which, and why; the results
-            are the same either way (a step's info is its JSON form).
+        agent: on a server of a PettingZoo env, the seat this env plays (:mod:`openenv_gym.seats` says
+            how seats and games go, for this argument and the next four).
+        game: the id of a game to join.
+        game_token: the game's token (a game is known by its id and token together).
+        opponents: seats the server plays, as ``{agent: policy}``.
+        turn_timeout: seconds a turn of this seat's may take, at most.
+        transport: how steps travel (other calls take the WebSocket): ``"auto"`` (default) takes shared
+            memory with an openenv-gym server on this host that offers it, else the WebSocket; ``"ws"``;
+            ``"shm"`` fails, saying why, where it cannot be had (:attr:`transport` and
+            :attr:`transport_reason` say which, and why). The results are the same (info as JSON).
         **options: the options every remote env takes, declared once by :meth:`MakeOptions.parse
             <openenv_gym.make_options.MakeOptions.parse>` (``base_url``, ``provider``,
             ``provider_kwargs``, ``env_kwargs``, ``token``, the timeouts, ``json_schema_fallback``,
@@ -91,8 +93,7 @@ class RemoteEnv(gym.Env[Any, Any]):
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 - gymnasium.Env declares it so
     _spec: gym.envs.registration.EnvSpec | None = None
-    #: The env whose server a fork's session is on (kept alive while the fork is).
-    _parent: RemoteEnv | None = None
+    _parent: RemoteEnv | None = None  # a fork's: the env whose server it is on, kept alive while it is
 
     @property
     def spec(self) -> gym.envs.registration.EnvSpec | None:
