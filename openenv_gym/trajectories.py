@@ -191,7 +191,7 @@ class TrajectoryWriter:
             raise ValueError("a Parquet file is written whole: append=True is for JSONL")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.count = 0
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[dict[str, Any]] | None = [] if self.parquet else None  # a Parquet file's, until close()
         self._file = None if self.parquet else self.path.open("a" if append else "w", encoding="utf-8")
 
     def write(self, trajectory: Trajectory) -> None:
@@ -200,10 +200,12 @@ class TrajectoryWriter:
         if self._file is not None:
             self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
             self._file.flush()
-        else:
+        elif self._rows is not None:
             self._rows.append(
                 {key: json.dumps(value) if key in JSON_TEXT_COLUMNS else value for key, value in record.items()}
             )
+        else:
+            raise ValueError(f"{self.path}: written after close()")
         self.count += 1
 
     def close(self) -> None:
@@ -211,12 +213,12 @@ class TrajectoryWriter:
         if self._file is not None:
             self._file.close()
             self._file = None
-        elif self.parquet and self._rows is not None:
+        elif self._rows is not None:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
             pq.write_table(pa.Table.from_pylist(self._rows), self.path)
-            self._rows = None  # type: ignore[assignment]
+            self._rows = None
 
     def __enter__(self) -> TrajectoryWriter:
         return self

@@ -16,6 +16,7 @@ apart from the paid one.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -60,12 +61,13 @@ class EpisodeBook:
         self.action_space, self.observation_space = action_space, observation_space
         self.stream = stream
         self.rewards = list(rewards)
-        self._template = {
-            "env_id": env_id,
-            "env_version": env_version,
-            "spaces": {"action": space_to_json(action_space), "observation": space_to_json(observation_space)},
-            "metadata": dict(metadata or {}),
-        }
+        self._new_trajectory = functools.partial(
+            Trajectory,
+            env_id=env_id,
+            env_version=env_version,
+            spaces={"action": space_to_json(action_space), "observation": space_to_json(observation_space)},
+            metadata=dict(metadata or {}),
+        )
         self.current: Trajectory | None = None
         self._episodes = 0
 
@@ -74,7 +76,7 @@ class EpisodeBook:
     ) -> None:
         """A reset: a new episode begins (the one before it, if unfinished, is dropped: see :meth:`pending`)."""
         task_id = info.get("task_id")
-        self.current = Trajectory(
+        self.current = self._new_trajectory(
             stream=self.stream,
             episode=self._episodes,
             seed=None if seed is None else int(seed),
@@ -82,7 +84,6 @@ class EpisodeBook:
             task_id=task_id if isinstance(task_id, str) else None,
             observations=[jsonable(encode(self.observation_space, observation))],
             infos=[jsonable(dict(info))],
-            **self._template,  # type: ignore[arg-type]
         )
         self._episodes += 1
 

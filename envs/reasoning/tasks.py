@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import Field
 
-from openenv_gym.server.task_sets import BaseTask, choice_error
+from openenv_gym.server.task_sets import BaseTask, Difficulty, choice_error
 
 from .constant_answers import PROBE_ANSWERS, UNSOUND, split_limit
 from .scoring import score_answer
@@ -155,7 +155,7 @@ _HARD = (
     "tsumego",
 )
 #: Each default generator's difficulty; a generator named beyond them counts as ``"medium"``.
-DIFFICULTY: Mapping[str, str] = {
+DIFFICULTY: Mapping[str, Difficulty] = {
     **dict.fromkeys(_EASY, "easy"),
     **dict.fromkeys(_MEDIUM, "medium"),
     **dict.fromkeys(_HARD, "hard"),
@@ -266,7 +266,7 @@ def _task_maker(name: str, split: str) -> Callable[[int, dict[str, Any]], Reason
     def task(index: int, item: dict[str, Any]) -> ReasoningTask:
         return ReasoningTask(
             task_id=f"{name}/{split}/{index}",
-            difficulty=DIFFICULTY.get(name, "medium"),  # type: ignore[arg-type]
+            difficulty=DIFFICULTY.get(name, "medium"),
             split=split,
             generator=name,
             question=item["question"],

@@ -39,7 +39,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -51,6 +51,7 @@ __all__ = [
     "HF_PREFIX",
     "RESET_OPTIONS",
     "BaseTask",
+    "Difficulty",
     "TaskSet",
     "TaskSource",
     "choice_error",
@@ -64,7 +65,9 @@ __all__ = [
 ]
 
 HF_PREFIX = "hf://datasets/"
-DIFFICULTIES = ("easy", "medium", "hard")
+#: How hard a task is.
+Difficulty = Literal["easy", "medium", "hard"]
+DIFFICULTIES: tuple[Difficulty, ...] = get_args(Difficulty)
 #: How a set whose tasks name no split is cut, unless the env is given ``splits``.
 DEFAULT_SPLITS: Mapping[str, float] = {"train": 0.8, "test": 0.2}
 #: What ``reset(options=...)`` of a task env takes.
@@ -86,7 +89,7 @@ class BaseTask(BaseModel):
     hidden_fields: ClassVar[tuple[str, ...]] = ()
 
     task_id: str = Field(min_length=1, max_length=200)
-    difficulty: Literal["easy", "medium", "hard"]
+    difficulty: Difficulty
     split: str | None = Field(default=None, min_length=1, max_length=64)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import keyword
 from collections.abc import Callable, Mapping
+from types import GenericAlias
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 if TYPE_CHECKING:
@@ -41,10 +42,11 @@ def annotation_of(schema: Any) -> Any:
         return Union[tuple(annotation_of({**schema, "type": one}) for one in kind)]  # noqa: UP007
     if kind == "array":
         items = schema.get("items")
-        return list[annotation_of(items)] if isinstance(items, Mapping) and items else list  # type: ignore[misc]
+        # list[...] of a type found at run time: the alias that subscription makes, made directly.
+        return GenericAlias(list, annotation_of(items)) if isinstance(items, Mapping) and items else list
     if kind == "object":
         extra = schema.get("additionalProperties")
-        return dict[str, annotation_of(extra)] if isinstance(extra, Mapping) and extra else dict  # type: ignore[misc]
+        return GenericAlias(dict, (str, annotation_of(extra))) if isinstance(extra, Mapping) and extra else dict
     return _JSON_SCALARS.get(kind, Any) if isinstance(kind, str) else Any
 
 
