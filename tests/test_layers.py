@@ -206,8 +206,8 @@ import openenv_gym.env
 print(json.dumps(sorted(name for name in sys.modules if name.split(".")[0] == "openenv_gym")))
 """
 
-#: What a plain env needs, module by module: anything else ``import openenv_gym.env`` loads is a
-#: layer it does not use (a new entry here needs its reason).
+#: What a plain env needs, module by module: the import budget of ``import openenv_gym.env`` (no count
+#: stands for it). Anything else it loads is a layer it does not use (a new entry here needs its reason).
 PLAIN_ENV_MODULES = {
     # the root (lazy exports, the hook that registers the catalog when gymnasium is imported), its
     # errors, and the registry that hook loads
