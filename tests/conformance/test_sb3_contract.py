@@ -1,9 +1,10 @@
 """Stable-Baselines3's VecEnv contract on every SB3 path, held to SB3's own DummyVecEnv of the same envs:
 reset and step (dones, terminal_observation, TimeLimit.truncated), seed, Dict and Tuple
-observations, render and SB3's VecEnv wrappers."""
+observations, env_is_wrapped, render and SB3's VecEnv wrappers."""
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -64,3 +65,12 @@ def test_sb3s_vec_env_wrappers_give_what_they_give_over_dummy_vec_env(sb3_path, 
         for info in (*infos, *expected[3]):  # VecMonitor's episode time is the clock's
             info.get("episode", {}).pop("t", None)
         np.testing.assert_equal((observations, rewards, dones, infos), expected)
+
+
+def test_env_is_wrapped_sees_the_sub_envs_wrappers(sb3_path, servers, closing):
+    """env_is_wrapped(TimeLimit) is True for sub-envs gym.make wrapped in a time limit, as in DummyVecEnv."""
+    venv = closing(sb3_path(servers, PROBE_ID, SB3_ENVS))
+    reference = closing(dummy())
+    for wrapper in (gym.wrappers.TimeLimit, gym.wrappers.RecordEpisodeStatistics):
+        assert venv.env_is_wrapped(wrapper) == reference.env_is_wrapped(wrapper)
+    assert venv.env_is_wrapped(gym.wrappers.TimeLimit, indices=[2]) == [True]
