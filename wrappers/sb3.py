@@ -38,6 +38,11 @@ class SB3VecEnv(VecEnv):
     SB3 has no ``Text`` space: an env whose observations contain text needs a wrapper that
     encodes it (for example to token ids in a ``Box``) before SB3 can use it.
 
+    ``get_attr``, ``set_attr``, ``env_method`` and ``env_is_wrapped`` reach the sub-envs SB3's
+    ``indices`` choose, and no others (a RemoteVectorEnv asks only their servers); ``set_options``
+    gives each sub-env its own options at its next reset; Dict and Tuple actions are taken one
+    per sub-env, as ``DummyVecEnv`` takes them.
+
     A vector env made with ``render_mode="rgb_array"`` gives this ``render_mode``,
     ``metadata["render_fps"]`` and :meth:`get_images`, so SB3's ``render()`` tiles the sub-envs'
     frames and ``VecVideoRecorder`` records them.
