@@ -269,3 +269,23 @@ def openenv_core_servers(names: tuple[str, ...]) -> Iterator[dict[str, str]]:
         for process, _ in processes.values():
             stop_process(process)
         logs.close()
+
+
+def assert_restores_elsewhere(
+    source: Any, target: Any, *, seed: int, before: tuple[int, ...] = (), action: int
+) -> None:
+    """A portable snapshot of ``source`` (reset with ``seed``, then stepped with ``before``), restored
+    on ``target`` (an env of another server), steps ``action`` to the observation ``source`` did:
+    the two servers share the snapshot key."""
+    import numpy as np
+
+    from openenv_gym.snapshot import restore, snapshot
+
+    source.reset(seed=seed)
+    for step in before:
+        source.step(step)
+    handle = snapshot(source, portable=True)
+    expected = source.step(action)[0]
+    target.reset(seed=0)
+    restore(target, handle)
+    np.testing.assert_array_equal(target.step(action)[0], expected)

@@ -30,7 +30,7 @@ from openenv_gym.providers.docker.owners import owned_containers
 from openenv_gym.providers.docker.provider import DockerProvider
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.equivalence import assert_lockstep, assert_same, assert_same_trajectory, checker_warnings, gym_check, play
-from tests.utils import REPO_ROOT, UNIT, our_containers, wait_until
+from tests.utils import REPO_ROOT, UNIT, assert_restores_elsewhere, our_containers, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -388,7 +388,6 @@ def test_a_socket_path_too_long_for_unix_sockets_is_refused_at_once(tmp_path, mo
 def test_a_container_and_a_local_server_restore_each_others_portable_snapshots(docker):
     """The container's server gets this process's snapshot key, as a local server does, on its
     standard input: the key is nowhere ``docker inspect`` shows (its environment, its command)."""
-    from openenv_gym.snapshot import restore, snapshot
     from openenv_gym.startup import shared_snapshot_key
 
     contained = gym.make("openenv/CartPole-v1", provider="docker")
@@ -396,13 +395,7 @@ def test_a_container_and_a_local_server_restore_each_others_portable_snapshots(d
     try:
         inspected = json.dumps(docker.api.inspect_container(contained.unwrapped.provider.container_id))
         assert shared_snapshot_key() not in inspected and "OPENENV_GYM_SNAPSHOT_KEY" not in inspected
-        contained.reset(seed=3)
-        contained.step(1)
-        handle = snapshot(contained, portable=True)
-        expected = contained.step(0)[0]
-        local.reset(seed=0)
-        restore(local, handle)
-        np.testing.assert_array_equal(local.step(0)[0], expected)
+        assert_restores_elsewhere(contained, local, seed=3, before=(1,), action=0)
     finally:
         local.close()
         contained.close()

@@ -28,7 +28,7 @@ from openenv_gym.providers.docker.swarm import SECRET_DIR, SwarmProvider
 from openenv_gym.vector.remote_vector_env import FAILURE_INFO_KEY
 from tests.equivalence import assert_lockstep, assert_same
 from tests.test_async_env import _echo_episode
-from tests.utils import REPO_ROOT, UNIT, run_async, wait_until
+from tests.utils import REPO_ROOT, UNIT, assert_restores_elsewhere, run_async, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
@@ -89,7 +89,6 @@ def test_per_env_sub_envs_on_swarm_equal_a_sync_vector_env(swarm):
 def test_the_token_and_the_snapshot_key_are_secrets_and_a_request_without_the_token_is_refused(swarm):
     from openenv_gym.env import RemoteEnv
     from openenv_gym.providers import ProcessProvider
-    from openenv_gym.snapshot import restore, snapshot
     from openenv_gym.startup import shared_snapshot_key
 
     provider = SwarmProvider("CartPole-v1", memory="300m", pids=100, open_files=2048)
@@ -130,12 +129,7 @@ def test_the_token_and_the_snapshot_key_are_secrets_and_a_request_without_the_to
         local_server = ProcessProvider(target="CartPole-v1")
         remote, local = RemoteEnv(base_url=url, token=provider.token), RemoteEnv(base_url=local_server.start())
         try:
-            remote.reset(seed=5)
-            handle = snapshot(remote, portable=True)
-            expected = remote.step(1)[0]
-            local.reset(seed=0)
-            restore(local, handle)
-            np.testing.assert_array_equal(local.step(1)[0], expected)
+            assert_restores_elsewhere(remote, local, seed=5, action=1)
         finally:
             local.close()
             remote.close()
