@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import dataclasses
-import functools
 import json
 import os
 import random
@@ -42,18 +40,27 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
-from openenv_gym.protocol import arrays, tools
-from openenv_gym.protocol.batch import BINARY_SUBPROTOCOL, BatchCallFrame, BatchResetFrame, BatchStepFrame
-from openenv_gym.protocol.frames import CloseFrame, McpFrame, RenderRequest, ResetFrame, StateRequest, StepFrame
-from openenv_gym.protocol.pickled import BatchMakeFrame
-from openenv_gym.protocol.vector import VectorResetFrame, VectorStepFrame
+from openenv_gym.protocol import arrays
+from openenv_gym.protocol.batch import BINARY_SUBPROTOCOL, BatchResetFrame, BatchStepFrame
+from openenv_gym.protocol.frames import ResetFrame, StepFrame
 from openenv_gym.providers.process import ProcessProvider
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks.live_fuzz_frames
+from benchmarks.live_fuzz_frames import (
+    BAD_QUERIES,
+    Frame,
+    Mutator,
+    batch_seeds,
+    coding_seeds,
+    plain_seeds,
+    tool_call,
+    tool_seeds,
+)
 
 __all__ = ["KINDS", "FuzzReport", "Kind", "fuzz_kind", "main"]
 
@@ -66,7 +73,6 @@ GOOD_CLOSES = {1000, 1007, 1008, 1009, 1013}  # normal, invalid UTF-8, policy (b
 FACTORY_FAILED = "environment factory failed"
 
 
-Frame = str | bytes
 Ask = Callable[[Frame, str], Any]  # sends a frame, awaits the reply of the type named; returns its data
 
 
@@ -83,94 +89,6 @@ class Kind:
     env_kwargs: dict[str, Any] | None = None
     max_sessions: int = 64
     cwd: str | None = None
-
-
-# Valid frames ----------------------------------------------------------------------------------
-
-
-def _mcp(method: str, params: dict[str, Any] | None = None) -> str:
-    request: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": 1}
-    if params is not None:
-        request["params"] = params
-    return McpFrame(request).serialize()
-
-
-def _plain_seeds(path: str) -> list[Frame]:
-    return [
-        ResetFrame().serialize(),
-        ResetFrame({"seed": 3}).serialize(),
-        StepFrame({"action": 0}).serialize(),
-        StepFrame({"action": 1}).serialize(),
-        StateRequest().serialize(),
-        RenderRequest().serialize(),
-        _mcp("tools/list"),
-        CloseFrame().serialize(),
-    ]
-
-
-_VECTOR_ACTIONS = np.array([0, 1, 1, 0], dtype=np.int64)
-
-
-def _batch_seeds(path: str) -> list[Frame]:
-    if "backend=" in path:
-        step = VectorStepFrame(_VECTOR_ACTIONS)
-        return [
-            VectorResetFrame(7).serialize(),
-            VectorResetFrame(None, None, [True, False, True, False]).serialize(),
-            step.serialize(),
-            step.serialize_binary(),
-            RenderRequest().serialize(),
-            CloseFrame().serialize(),
-        ]
-    return [
-        BatchResetFrame([0, 1, 2, 3]).serialize(),
-        BatchResetFrame(None, None, [True, False, False, True]).serialize(),
-        BatchStepFrame([{"action": int(a)} for a in _VECTOR_ACTIONS]).serialize(),
-        BatchCallFrame("get", "render_mode").serialize(),
-        BatchCallFrame("set", "fuzzed", values=[1, 2, 3, 4]).serialize(),
-        BatchMakeFrame([b"\x80\x05N."], "3.11").serialize(),  # refused: this server takes no pickles
-        RenderRequest().serialize(),
-        CloseFrame().serialize(),
-    ]
-
-
-def _tool_call(name: str, arguments: dict[str, Any]) -> str:
-    return StepFrame(tools.call_tool_action(name, arguments)).serialize()
-
-
-def _tool_seeds(path: str) -> list[Frame]:
-    return [
-        ResetFrame().serialize(),
-        StepFrame({"type": "list_tools"}).serialize(),
-        _tool_call("add", {"a": 2, "b": 3}),
-        _tool_call("distance", {"start": {"x": 0, "y": 0}, "end": {"x": 3, "y": 4}, "scale": 2}),
-        _tool_call("submit", {"answer": 5}),
-        _tool_call("fail", {"why": "fuzzed"}),
-        _tool_call("nothing", {}),
-        _tool_call("opaque", {}),
-        _tool_call("get-weather", {"city": "Paris"}),
-        _mcp("tools/list"),
-        _mcp("tools/call", {"name": "add", "arguments": {"a": 1}}),
-        StateRequest().serialize(),
-        CloseFrame().serialize(),
-    ]
-
-
-_CODE = "def solve(numbers):\n    return sorted(numbers)\n\nprint(solve([3, 1, 2]))\n"
-
-
-def _coding_seeds(path: str) -> list[Frame]:
-    return [
-        ResetFrame({"seed": 1}).serialize(),
-        StepFrame({"code": _CODE}).serialize(),
-        StepFrame({"code": "print('hello')"}).serialize(),
-        StateRequest().serialize(),
-        _mcp("tools/list"),
-        CloseFrame().serialize(),
-    ]
-
-
-# The well-behaved client -------------------------------------------------------------------------
 
 
 class GoodClientError(AssertionError):
@@ -210,7 +128,7 @@ async def _tool_episode(ask: Ask, rng: random.Random) -> int:
     await ask(ResetFrame().serialize(), "observation")
     for _ in range(50):
         a, b = rng.randrange(1000), rng.randrange(1000)
-        data = await ask(_tool_call("add", {"a": a, "b": b}), "observation")
+        data = await ask(tool_call("add", {"a": a, "b": b}), "observation")
         result = data["observation"].get("result") or {}
         if result.get("data") != a + b:
             raise GoodClientError(f"add({a}, {b}) gave {str(data)[:300]}")
@@ -230,205 +148,29 @@ async def _coding_episode(ask: Ask, rng: random.Random) -> int:
 
 
 KINDS: dict[str, Kind] = {
-    "plain": Kind("plain", "CartPole-v1", ["/ws"], _plain_seeds, "/ws", _cartpole_episode),
+    "plain": Kind("plain", "CartPole-v1", ["/ws"], plain_seeds, "/ws", _cartpole_episode),
     "batch": Kind(
         "batch",
         "CartPole-v1",
         ["/ws/batch?envs=4&autoreset_mode=NextStep", "/ws/batch?envs=4&autoreset_mode=NextStep&backend=gymnasium"],
-        _batch_seeds,
+        batch_seeds,
         "/ws/batch?envs=4&autoreset_mode=NextStep",
         _batch_episode,
         max_sessions=256,
     ),
     "tool": Kind(
-        "tool", "tests.tool_envs:ToolboxEnvironment", ["/ws"], _tool_seeds, "/ws", _tool_episode, cwd=REPO_ROOT
+        "tool", "tests.tool_envs:ToolboxEnvironment", ["/ws"], tool_seeds, "/ws", _tool_episode, cwd=REPO_ROOT
     ),
     "coding": Kind(
         "coding",
         "openenv_gym.envs.coding:CodingEnvironment",
         ["/ws"],
-        _coding_seeds,
+        coding_seeds,
         "/ws",
         _coding_episode,
         env_kwargs={"limits": {"wall_time": 2}},
     ),
 }
-
-
-# Mutations ---------------------------------------------------------------------------------------
-
-_ODD_VALUES: list[Any] = [
-    None, True, -1, 0, 2**63, -(2**64), 10**400, 1e308, float("nan"), float("inf"), "", "x" * 300,
-    "\ud800", [], [[[]]], {}, {"type": "step"}, 3.5, "reset", "$array", {"$array": {"dtype": "<f4"}},
-]  # fmt: skip
-_BAD_QUERIES = [
-    "envs=0", "envs=-1", "envs=100000", "envs=abc", "envs=2&autoreset_mode=Sometimes", "envs=2&backend=nope",
-    "envs=2&render_mode=human", "envs=2&factories=pickled", "envs=2&autoreset_mode=%ff%fe", "", "envs=1e3",
-]  # fmt: skip
-
-
-class Mutator:
-    """Makes the next frame to send from a kind's valid frames, by one mutation picked at random."""
-
-    def __init__(self, rng: random.Random, max_frame_bytes: int) -> None:
-        self.rng = rng
-        self.max_frame_bytes = max_frame_bytes
-        self.used: Counter[str] = Counter()
-
-    def frame(self, seeds: list[Frame]) -> tuple[Frame, bool]:
-        """A frame and whether it goes as a text frame (bytes as text: maybe invalid UTF-8)."""
-        rng = self.rng
-        seed = rng.choice(seeds)
-        name, mutation = rng.choice(self._mutations)
-        self.used[name] += 1
-        return mutation(self, seed, seeds)
-
-    def _valid(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:  # valid, in any order
-        return seed, isinstance(seed, str)
-
-    def _flip(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        data = bytearray(seed.encode() if isinstance(seed, str) else seed)
-        for _ in range(self.rng.randint(1, 4)):
-            data[self.rng.randrange(len(data))] ^= 1 << self.rng.randrange(8)
-        return bytes(data), isinstance(seed, str)
-
-    def _truncate(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        return seed[: self.rng.randrange(len(seed))], isinstance(seed, str)
-
-    def _retype(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        if not isinstance(seed, str):
-            return self._flip(seed, seeds)
-        frame = json.loads(seed)
-        paths = list(_paths(frame))
-        path = self.rng.choice(paths)
-        value = self.rng.choice(_ODD_VALUES)
-        if not path:
-            return json.dumps(value), True
-        *parents, last = path
-        node = frame
-        for key in parents:
-            node = node[key]
-        node[last] = value
-        return json.dumps(frame), True
-
-    def _huge_number(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        digits = "9" * self.rng.choice([20, 400, 5000, 20000])
-        return self._replace_leaf(seed, digits), True
-
-    def _deep(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        depth = self.rng.choice([100, 1000, 5000, 20000])
-        nested = self.rng.choice(["[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth])
-        return self._replace_leaf(seed, nested), True
-
-    def _replace_leaf(self, seed: Frame, text: str) -> str:
-        if not isinstance(seed, str) or '"data":' not in seed:
-            return '{"type":"step","data":{"action":' + text + "}}"
-        frame = json.loads(seed)
-        marker = "\x00FUZZ\x00"
-        frame["data"] = {**(frame.get("data") or {}), "fuzz": marker}
-        return json.dumps(frame).replace(json.dumps(marker), text)
-
-    def _invalid_utf8(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        data = bytearray(seed.encode() if isinstance(seed, str) else seed)
-        bad = self.rng.choice([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf"])
-        at = self.rng.randrange(len(data) + 1)
-        return bytes(data[:at] + bad + data[at:]), True
-
-    def _swap(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:  # text as binary, binary as text
-        if isinstance(seed, str):
-            return seed.encode(), False
-        return seed, True
-
-    def _oversize(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        padding = "x" * (self.max_frame_bytes + self.rng.randrange(1, 4096))
-        return self._replace_leaf(seed, json.dumps(padding)), self.rng.random() < 0.8
-
-    def _batch_counts(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        n = self.rng.choice([0, 1, 3, 5, 64, 1000])
-        frame = self.rng.choice(
-            [
-                BatchStepFrame([{"action": self.rng.randrange(2)} for _ in range(n)]),
-                BatchResetFrame([self.rng.randrange(10) for _ in range(n)]),
-                BatchResetFrame(None, None, [self.rng.random() < 0.5 for _ in range(n)]),
-                BatchCallFrame("set", "fuzzed", values=list(range(n))),
-                VectorStepFrame(np.zeros(n, dtype=np.int64)),
-                VectorResetFrame(None, None, [True] * n),
-            ]
-        )
-        return frame.serialize(), True
-
-    def _wrong_kind(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:  # another session's frames
-        frame = self.rng.choice(_every_seed())
-        return frame, isinstance(frame, str)
-
-    def _surrogate(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        kind = self.rng.choice(['"\\ud800"', '"\\udfff\\ud800"', '"a\\ud83d"'])
-        frame = self.rng.choice(['{"type":' + kind + "}", '{"type":"step","data":{' + kind + ":1}}"])
-        return (self._replace_leaf(seed, kind) if self.rng.random() < 0.5 else frame), True
-
-    def _random(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        size = self.rng.choice([0, 1, 8, 100, 2000])
-        data = self.rng.randbytes(size)
-        if self.rng.random() < 0.3:
-            data = arrays.BINARY_MAGIC + data  # a packed message's magic, then garbage
-        return data, self.rng.random() < 0.5
-
-    def _packed(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        """A packed message whose header lies: dtypes, shapes, offsets, lengths."""
-        dtype = self.rng.choice(["<f4", "<i8", "|O", ",f8", "<U100000000", "V9999999", "xx", "<M8[ns]"])
-        shape = self.rng.choice([[4], [0], [-1], [2**40], [10**6, 10**6], "x"])
-        described = {"dtype": dtype, "shape": shape, "offset": self.rng.choice([0, -8, 2**40, "0"])}
-        if self.rng.random() < 0.5:
-            described["data"] = [0, 1, 1, 0]
-        actions = {"$array": described}
-        frame = {"type": self.rng.choice(["vector_step", "batch_step", "step"]), "data": {"actions": actions}}
-        header = json.dumps(frame).encode()
-        if self.rng.random() < 0.5:
-            return json.dumps(frame), True
-        length = self.rng.choice([len(header), len(header) + 100, 2**32 - 1, 0])
-        body = self.rng.randbytes(self.rng.choice([0, 8, 32]))
-        return arrays.BINARY_MAGIC + length.to_bytes(4, "little") + header + body, False
-
-    def _base64_garbage(self, seed: Frame, seeds: list[Frame]) -> tuple[Frame, bool]:
-        blob = base64.b64encode(self.rng.randbytes(30)).decode()
-        return self._replace_leaf(seed, json.dumps(blob[:-1] + "!")), True
-
-    _mutations: ClassVar[list[tuple[str, Callable[..., tuple[Frame, bool]]]]] = [
-        ("valid", _valid),
-        ("valid", _valid),
-        ("flip", _flip),
-        ("flip", _flip),
-        ("truncate", _truncate),
-        ("retype", _retype),
-        ("retype", _retype),
-        ("huge_number", _huge_number),
-        ("deep", _deep),
-        ("invalid_utf8", _invalid_utf8),
-        ("swap", _swap),
-        ("oversize", _oversize),
-        ("batch_counts", _batch_counts),
-        ("wrong_kind", _wrong_kind),
-        ("surrogate", _surrogate),
-        ("random", _random),
-        ("packed", _packed),
-        ("base64", _base64_garbage),
-    ]
-
-
-@functools.cache
-def _every_seed() -> list[Frame]:
-    return _plain_seeds("") + _batch_seeds("") + _batch_seeds("backend=") + _tool_seeds("") + _coding_seeds("")
-
-
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> Any:
-    """Every path into a JSON value (the root's is empty)."""
-    yield prefix
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _paths(value, (*prefix, index))
 
 
 # The run -------------------------------------------------------------------------------------------
@@ -548,7 +290,7 @@ class _Run:
         while self.report.frames < self.budget and not self.done.is_set():
             path = rng.choice(self.kind.paths)
             if self.kind.name == "batch" and rng.random() < 0.05:
-                path = "/ws/batch?" + rng.choice(_BAD_QUERIES)
+                path = "/ws/batch?" + rng.choice(BAD_QUERIES)
             subprotocols = [BINARY_SUBPROTOCOL] if rng.random() < 0.3 else None
             try:
                 ws = await asyncio.wait_for(
