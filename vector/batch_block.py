@@ -122,11 +122,21 @@ class BatchCodec:
         name: the env's name, for the error of an invalid action.
         copy: ``False``: ``reset`` and ``step`` return the codec's own observation batch, not a copy
             (``from_env_fns(copy=False)``, as ``AsyncVectorEnv``).
+        check_actions: ``False``: actions go to the sub-envs unchecked, as ``AsyncVectorEnv``
+            sends them (``from_env_fns``: the envs are the caller's own).
     """
 
-    def __init__(self, face: SpacesFace, num_envs: int, name: Callable[[], str | None], copy: bool = True) -> None:
+    def __init__(
+        self,
+        face: SpacesFace,
+        num_envs: int,
+        name: Callable[[], str | None],
+        copy: bool = True,
+        check_actions: bool = True,
+    ) -> None:
         self.face = face
         self.copy = copy
+        self.check_actions = check_actions
         self.single_observation_space = face.observation_space
         self.num_envs = num_envs
         self.name = name
@@ -142,7 +152,7 @@ class BatchCodec:
         )
         if self.face.published and array_space:
             # Array spaces: one check and one tolist() for the batch instead of one per sub-env.
-            problem = mismatch(space, actions)
+            problem = mismatch(space, actions) if self.check_actions else None
             if problem is not None:
                 raise InvalidActionError(actions, space, problem, self.name())
             wire = [{ACTION_FIELD: action} for action in np.asarray(actions).tolist()]
@@ -193,8 +203,10 @@ class BatchCodec:
         """Add a batch session's per-sub-env infos (and SameStep's final ones) at ``first`` on."""
         for offset, info in enumerate(result.infos):
             final = result.final.get(offset)
-            if final is not None:
-                final_obs = self.decode([final["observation"]])[0]
+            if final is not None:  # as the env returned it (a packed session's), else its wire form
+                final_obs = (
+                    final["raw_observation"] if "raw_observation" in final else self.decode([final["observation"]])[0]
+                )
                 infos = add(infos, {"final_obs": final_obs, "final_info": final["info"]}, first + offset)
             if info:  # adding an empty info changes nothing
                 infos = add(infos, info, first + offset)

@@ -137,6 +137,10 @@ class EnvFnsVectorEnv(RemoteVectorEnv):
     """The vector env :func:`from_env_fns` returns: a :class:`RemoteVectorEnv` whose sub-envs come
     from pickled factories. Make it with ``RemoteVectorEnv.from_env_fns``; the arguments are its."""
 
+    # The envs are the caller's own: actions go to them unchecked, as AsyncVectorEnv sends them
+    # (their servers' FactoryEnvironment does not check them either).
+    _check_actions = False
+
     def __init__(
         self,
         env_fns: Sequence[Callable[[], gym.Env[Any, Any]]],

@@ -46,6 +46,7 @@ def make_blocks(
     name: Callable[[], str | None],
     *,
     copy: bool,
+    check_actions: bool = True,
     wire_codec: str,
     transport: str = "auto",
     **options: Any,
@@ -54,7 +55,7 @@ def make_blocks(
 
     Args:
         batch_client: opens a batch session of sub-envs ``start:stop`` (``RemoteVectorEnv._batch_client``).
-        name: the env's name, for errors; ``copy``: as :class:`~.batch_block.BatchCodec`'s.
+        name: the env's name, for errors; ``copy``, ``check_actions``: as :class:`~.batch_block.BatchCodec`'s.
         wire_codec: ``"binary"`` or ``"json"``, for batch and vector sessions.
         transport: how a vector session's steps travel (:data:`~openenv_gym.client.vector_client.TRANSPORTS`);
             other sessions take the WebSocket (``"shm"`` for them raises ``ValueError``).
@@ -73,7 +74,7 @@ def make_blocks(
             "transport='shm' serves server-side vector envs; this one steps one env per sub-env "
             f"({serving.metadata.get('vector_backend_reason', 'no vector backend')})"
         )
-    codec = BatchCodec(face, num_envs, name, copy=copy)
+    codec = BatchCodec(face, num_envs, name, copy=copy, check_actions=check_actions)
     if serving.batched:
         return codec, batch_blocks(placed, batch_client, codec=wire_codec, **options)
     return codec, plain_blocks(placed, serving.tool_schema, **options)

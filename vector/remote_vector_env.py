@@ -125,6 +125,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
     _spec: EnvSpec | None = None
     _copy = True  # from_env_fns(copy=False): reset and step return the env's own observation batch
+    _check_actions = True  # from_env_fns: the caller's own envs take actions unchecked, as AsyncVectorEnv's
 
     @property
     def spec(self) -> EnvSpec | None:
@@ -265,6 +266,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 self._name,
                 self.action_space,
                 copy=self._copy,
+                check_actions=self._check_actions,
                 wire_codec=codec,
                 transport=transport,
                 open_timeout=open_timeout,

@@ -41,7 +41,17 @@ from .codes import ErrorCode
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["BINARY_MAGIC", "BINARY_SUBPROTOCOL", "from_json", "is_packed", "pack", "to_json", "unpack"]
+__all__ = [
+    "BINARY_MAGIC",
+    "BINARY_SUBPROTOCOL",
+    "from_json",
+    "is_packed",
+    "keeps",
+    "pack",
+    "packable",
+    "to_json",
+    "unpack",
+]
 
 #: The WebSocket subprotocol a client offers to receive (and send) these packed messages, on any
 #: session; v2: every array of a message packed (a v1 peer falls back to JSON).
@@ -75,6 +85,40 @@ def pack(value: Any, *, reuse_headers: bool = True) -> bytes:
         buffers = [_raw_bytes(array) + b"\0" * padding for array, padding in zip(arrays, paddings)]
         return b"".join((BINARY_MAGIC, _HEADER_LENGTH.pack(len(header)), header, *buffers))
     return _pack_walking(value)
+
+
+def keeps(value: Any) -> bool:
+    """Whether :func:`unpack` of :func:`pack` gives ``value`` back as it is, types too: dicts with
+    string keys, lists, ``None``, ``bool``, ``int``, ``float``, ``str``, and numpy arrays and
+    scalars of any dtype but object; not tuples (they come back as lists), nor ``numpy.float64``
+    scalars (json writes them as the floats they subclass)."""
+    import numpy as np
+
+    kind = type(value)
+    if kind is dict:
+        return all(type(key) is str and keeps(item) for key, item in value.items())
+    if kind is list:
+        return all(keeps(item) for item in value)
+    if value is None or kind in (bool, int, float, str):
+        return True
+    if kind is np.ndarray or (isinstance(value, np.generic) and kind is not np.float64):
+        return not value.dtype.hasobject
+    return False
+
+
+def packable(value: Any, fallback: Callable[[Any], Any]) -> Any:
+    """``value`` with each part that :func:`pack` would not give back as it is (see :func:`keeps`)
+    replaced by ``fallback(part)`` (a JSON form), walking dicts and lists."""
+    kind = type(value)
+    if kind is dict:
+        return (
+            {key: packable(item, fallback) for key, item in value.items()}
+            if all(type(key) is str for key in value)
+            else fallback(value)
+        )
+    if kind is list:
+        return [packable(item, fallback) for item in value]
+    return value if keeps(value) else fallback(value)
 
 
 def _raw_bytes(array: Any) -> bytes:

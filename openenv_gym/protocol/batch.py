@@ -24,8 +24,12 @@ Observations and actions travel as the wire objects of the single spaces, as on 
 gets each ``batch_result`` of a ``Box`` observation space as one binary message, packed by
 :func:`openenv_gym.protocol.arrays.pack`: the observations as one raw array of shape
 ``(K, ...)``, the rest as JSON. Formatting and parsing floats is most of what JSON costs here;
-raw bytes cost next to nothing. Requests stay JSON on batch sessions (vector sessions,
-:mod:`openenv_gym.protocol.vector`, take packed requests too).
+raw bytes cost next to nothing. A session of Gymnasium envs packs every result (and
+``batch_values``) on a binary connection, whatever the space: infos, call values and ``final``
+travel as the envs gave them (a final observation pack gives back as it is comes as
+``{"raw_observation": value, "info": ...}``), so arrays, numpy scalars, ints and floats arrive as
+what they were; on JSON they keep their JSON forms. Requests stay JSON on batch sessions (vector
+sessions, :mod:`openenv_gym.protocol.vector`, take packed requests too).
 
 **Rendering.** ``&render_mode=rgb_array`` in the query has the sub-envs made in that mode (the
 server checks it against the modes it publishes). A ``{"type":"render"}`` frame is answered
@@ -254,6 +258,11 @@ class BatchValuesFrame:
     def serialize(self) -> str:
         return dumps({"type": "batch_values", "data": {"values": self.values}})
 
+    def serialize_binary(self) -> bytes:
+        """The packed form (:func:`openenv_gym.protocol.arrays.pack`): arrays and numpy scalars
+        arrive as they were sent."""
+        return arrays.pack({"type": "batch_values", "data": {"values": self.values}}, reuse_headers=False)
+
     def __str__(self) -> str:
         return f"batch_values {elide(self.values)}"
 
@@ -283,14 +292,17 @@ class BatchResultFrame:
     def serialize(self) -> str:
         return dumps(self._frame(self.observations))
 
-    def serialize_binary(self, dtype: np.dtype) -> bytes:
-        """The binary form (see the module docstring): observations as raw ``dtype`` bytes.
+    def serialize_binary(self, dtype: np.dtype | None) -> bytes:
+        """The binary form (see the module docstring): observations as raw ``dtype`` bytes (with
+        ``None``, as they are: wire objects); infos and ``final`` packed as they are.
 
         Raises:
             ProtocolError: the observations are not wire objects of equal-shaped numbers.
         """
         import numpy as np  # only binary sessions need it; plain servers stay numpy-free
 
+        if dtype is None:
+            return arrays.pack(self._frame(self.observations), reuse_headers=False)
         try:
             items = [item["observation"] if isinstance(item, dict) else item for item in self.observations]
             array = np.ascontiguousarray(items, dtype=dtype)
@@ -402,13 +414,16 @@ def _parse_binary_result(message: bytes) -> BatchServerFrame:
     frame = arrays.unpack(message)
     if isinstance(frame, dict) and frame.get("type") == MessageType.RENDER.value:
         return RenderFrame.from_object(frame)
+    if isinstance(frame, dict) and frame.get("type") == MessageType.BATCH_VALUES.value:
+        return _batch_result(frame, message)
     try:
         observations = frame["data"]["observations"]
     except (KeyError, TypeError):
         raise invalid("malformed binary batch result: no data.observations") from None
-    if not isinstance(observations, np.ndarray) or observations.ndim == 0:
-        raise invalid("malformed binary batch result: observations are not one array")
-    frame["data"]["observations"] = list(observations)
+    if isinstance(observations, np.ndarray) and observations.ndim > 0:
+        frame["data"]["observations"] = list(observations)
+    elif not isinstance(observations, list):  # wire objects, for a space that is not a Box
+        raise invalid("malformed binary batch result: observations are neither one array nor a list")
     return _batch_result(frame, message)
 
 

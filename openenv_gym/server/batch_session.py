@@ -16,6 +16,7 @@ from ..protocol import (
     ObservationFrame,
     RenderRequest,
     ServerSession,
+    arrays,
     parse_server_frame,
 )
 from ..protocol.batch import (
@@ -54,6 +55,13 @@ class _RawObservations(Protocol):
     last_observation: Any
 
     def wire_form(self, observation: Any) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class _RawInfos(Protocol):
+    """An environment that can hand over its infos as they are (a GymEnvironment), not only as JSON."""
+
+    wire_infos: bool
 
 
 class _BatchRefused(OpenEnvGymError):
@@ -108,6 +116,9 @@ class BatchHandler:
         self._binary_dtype: Any = None
         self._raw = False
         self._raw_envs: list[_RawObservations] = []  # the environments, when raw
+        # Binary sessions: call values, infos and final observations travel as the envs gave them
+        # (packed: arrays, numpy scalars, ints and floats each arrive as what they were).
+        self._packed = False
         self._last_observations: list[dict[str, Any]] = [{}] * size
         # The frame that brought each sub-env to its current state (a snapshot keeps it).
         self._last_frames: list[ObservationFrame | None] = [None] * size
@@ -131,6 +142,11 @@ class BatchHandler:
 
         await session.call(make_all)
         space = getattr(self.envs[0], "observation_space", None)
+        # Gymnasium envs (whose values are more than JSON) answer packed on a binary session.
+        self._packed = session.binary and all(isinstance(env, _RawInfos) for env in self.envs)
+        for gym_env in self.envs if self._packed else ():
+            assert isinstance(gym_env, _RawInfos)
+            gym_env.wire_infos = False  # made packable below, where pack cannot carry a part
         if session.binary and type(space).__name__ == "Box":  # by name: a plain server never imports gymnasium
             self._binary_dtype = getattr(space, "dtype", None)
             # Gymnasium environments then hand over raw arrays: no JSON form is ever built.
@@ -163,7 +179,8 @@ class BatchHandler:
                         ErrorCode.VALIDATION_ERROR, f"{len(request.values)} values for {targets} sub-envs"
                     )
                 self._check_indices(tuple(request.envs or ()))
-                return (await session.call(self._call_all, request)).serialize()
+                values = await session.call(self._call_all, request)
+                return values.serialize_binary() if self._packed else values.serialize()
             if isinstance(request, BatchStepFrame):
                 actions = self._parse_actions(request)
                 result = await session.call(self._step_all, actions)
@@ -185,7 +202,7 @@ class BatchHandler:
 
     def _encode(self, session: Session, result: BatchResultFrame) -> str | bytes:
         try:
-            if self._binary_dtype is not None:
+            if self._packed:
                 return result.serialize_binary(self._binary_dtype)
             return result.serialize()
         except Exception as exc:  # a reply that cannot be encoded must not end the session
@@ -202,7 +219,7 @@ class BatchHandler:
                 result.rewards[index] if result.rewards is not None else None,
                 result.terminated[index] if result.terminated is not None else False,
                 result.truncated[index] if result.truncated is not None else False,
-                result.infos[index],
+                _jsonable(result.infos[index]) if self._packed else result.infos[index],
             )
 
         if isinstance(request, BatchStepFrame):
@@ -261,6 +278,24 @@ class BatchHandler:
         env = self._raw_envs[index]
         return env.wire_form(env.last_observation)
 
+    def _info(self, frame: ObservationFrame) -> dict[str, Any]:
+        """What travels of a frame's info: packed sessions get it as the env gave it, bar the parts
+        that cannot be packed (as JSON); others its JSON form."""
+        if not self._packed or not frame.info:
+            return frame.info
+        info: dict[str, Any] = arrays.packable(frame.info, _jsonable)
+        return info
+
+    def _final_observation(self, index: int, frame: ObservationFrame) -> dict[str, Any]:
+        """A SameStep final observation: ``{"raw_observation": value}``, as the env returned it, on a
+        packed session that can carry it so; else ``{"observation": wire object}``."""
+        gym_env = self.envs[index]
+        if self._packed and isinstance(gym_env, _RawObservations):
+            value = copy.copy(gym_env.last_observation)  # the env may reuse its array as it resets
+            if arrays.keeps(value):
+                return {"raw_observation": value}
+        return {"observation": self._wire_observation(index, frame)}
+
     def _reset_one(self, index: int, **kwargs: Any) -> ObservationFrame:
         env = self.envs[index]
         frame = env.observation_frame(env.reset(**_accepted_kwargs(env.reset, kwargs)))
@@ -276,7 +311,7 @@ class BatchHandler:
                 kwargs: dict[str, Any] = {"seed": seeds[index]}
                 if request.options is not None:
                     kwargs["options"] = request.options
-                infos[index] = self._reset_one(index, **kwargs).info
+                infos[index] = self._info(self._reset_one(index, **kwargs))
                 self._rules[index].was_reset()
                 self._reset_once[index] = True
         return BatchResultFrame(observations=list(self._last_observations), infos=infos)
@@ -297,11 +332,11 @@ class BatchHandler:
                 self._last_observations[index] = self._observation(index, frame)
                 self._last_frames[index] = frame
                 if rule.stepped(done, cut):
-                    final[index] = {"observation": self._wire_observation(index, frame), "info": frame.info}
+                    final[index] = {**self._final_observation(index, frame), "info": self._info(frame)}
                     frame = self._reset_one(index)
                     rule.was_reset()  # SameStep: its episode goes on at once (a snapshot says so)
             observations.append(self._last_observations[index])
-            infos.append(frame.info)
+            infos.append(self._info(frame))
             rewards.append(reward)
             terminated.append(done)
             truncated.append(cut)
@@ -316,9 +351,8 @@ class BatchHandler:
 
     def _call_all(self, request: BatchCallFrame) -> BatchValuesFrame:
         """Get, set or call a public attribute of every sub-env (or of ``request.envs``, the others'
-        values ``None``), as ``SyncVectorEnv`` does."""
-        from ..spaces import jsonable
-
+        values ``None``), as ``SyncVectorEnv`` does: as they are on a packed session, where pack
+        gives them back so, else in their JSON form."""
         values: list[Any] = [None] * self.size
         new_values = request.values or []  # a set's, one per sub-env (its frame was parsed with them)
         chosen = range(self.size) if request.envs is None else request.envs
@@ -336,7 +370,7 @@ class BatchHandler:
             value = get(request.name)
             if request.op == "call" and callable(value):
                 value = value(*request.args, **request.kwargs)
-            values[index] = jsonable(value)
+            values[index] = value if self._packed and arrays.keeps(value) else _jsonable(value)
         return BatchValuesFrame(values)
 
     # Snapshots ----------------------------------------------------------------------------------
@@ -383,7 +417,8 @@ class BatchHandler:
         if frame is None:
             raise self._refuse(ErrorCode.SESSION_ERROR, f"snapshot before sub-env {index} was reset")
         observation = self._wire_observation(index, frame)
-        text = ObservationFrame(observation, frame.reward, frame.done, frame.truncated, frame.info).serialize()
+        info = _jsonable(frame.info) if self._packed else frame.info  # a packed session's may hold arrays
+        text = ObservationFrame(observation, frame.reward, frame.done, frame.truncated, info).serialize()
         return Kept(state, text, self._rules[index].ended, render_mode)
 
     async def _restore(self, session: Session, request: BatchRestoreRequest) -> BatchResultFrame:
@@ -471,3 +506,10 @@ def _is_wrapped(env: Any, wrapper: list[Any]) -> bool:
             return True
         layer = layer.env
     return False
+
+
+def _jsonable(value: Any) -> Any:
+    """:func:`openenv_gym.spaces.jsonable`, imported when first needed (plain servers never need it)."""
+    from ..spaces import jsonable
+
+    return jsonable(value)

@@ -17,17 +17,19 @@ class FactoryEnvironment(GymEnvironment):
     """A :class:`GymEnvironment` of a session of pickled factories (:mod:`.pickled_factories`).
 
     The session trusts pickles, so the values of spaces of your own in its spaces travel pickled
-    (:mod:`openenv_gym.spaces.user_spaces`). An action space holding one has its actions go to the
-    env unchecked, as AsyncVectorEnv sends them: that space's ``contains`` is the user's, and
-    need not take every action the env does.
+    (:mod:`openenv_gym.spaces.user_spaces`). The env is the caller's own, so its actions go to it
+    unchecked, as AsyncVectorEnv sends them: the space's ``contains`` need not take every action
+    the env does (a ``Discrete(4)`` env whose ``step`` handles 4).
     """
 
     def __init__(self, env: gym.Env[Any, Any]) -> None:
         super().__init__(env)
-        self._check_actions = not carry_pickled_values(self.action_space)
+        carry_pickled_values(self.action_space)
         carry_pickled_values(self.observation_space)
 
     def parse_action(self, data: dict[str, Any]) -> Any:
-        if self._check_actions:
-            return super().parse_action(data)
+        if self._discrete is not None and type(data) is dict and len(data) == 1:
+            value = data.get(ACTION_FIELD)
+            if type(value) is int:  # most of what arrives: GymEnvironment's fast path, unchecked
+                return self._discrete[2](value)
         return from_wire(self.action_space, data, ACTION_FIELD)

@@ -121,6 +121,8 @@ class GymEnvironment(Environment[Any, Any, State]):
         #: its JSON form, which for an image would cost far more than the step itself.
         self.last_observation: Any = None
         self.wire_observations = True
+        #: Off (a binary batch session does that): frames carry infos as the env gave them, not as JSON.
+        self.wire_infos = True
         # How the env was made, for its snapshots: taken now, before it steps, and kept by restores.
         self._made = made(self.env)
         # The snapshot probe steps self.env in a thread of its own, which may outlive the wait
@@ -142,7 +144,7 @@ class GymEnvironment(Environment[Any, Any, State]):
         return ObservationFrame(
             observation=self._wire(observation),
             reward=None,
-            info=jsonable(info),
+            info=jsonable(info) if self.wire_infos else info,
         )
 
     def step(self, action: Any) -> ObservationFrame:
@@ -164,7 +166,7 @@ class GymEnvironment(Environment[Any, Any, State]):
             reward=float(reward),
             done=bool(terminated),
             truncated=bool(truncated),
-            info=self.info_json(info),
+            info=self.info_json(info) if self.wire_infos else info,
         )
 
     @staticmethod

@@ -1,0 +1,95 @@
+"""from_env_fns, as AsyncVectorEnv: infos, SameStep's final observations and call values arrive as the
+sub-envs gave them (the binary codec packs them), and actions reach the caller's own envs unchecked."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from openenv_gym.vector import RemoteVectorEnv
+from tests.utils import UNIT, own_server_pids, wait_until
+
+
+def counting_factories(count: int) -> list:
+    """Factories of an env defined here (shipped by value): Discrete observations as plain ints,
+    infos holding arrays and numpy scalars, an action space narrower than what ``step`` handles."""
+
+    class Counting(gym.Env):
+        metadata: ClassVar[dict] = {"render_modes": ["rgb_array"]}
+
+        def __init__(self, index: int) -> None:
+            self.index = index
+            self.render_mode = "rgb_array"
+            self.observation_space = spaces.Discrete(4)
+            self.action_space = spaces.Discrete(4)  # step also takes 4, as Gymnasium's test env does
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.position = 0
+            return 0, {"pair": np.array([self.index, 0])}
+
+        def step(self, action):
+            self.position = min(int(action), 3)
+            info = {"pair": np.array([self.index, self.position]), "count": np.int32(self.position)}
+            return self.position, 0.0, self.position >= 2, False, info
+
+        def render(self) -> np.ndarray:
+            return np.full((2, 2, 3), self.position, dtype=np.uint8)
+
+    return [lambda i=i: Counting(i) for i in range(count)]
+
+
+@pytest.fixture(autouse=True)
+def no_server_left_behind():
+    yield
+    assert wait_until(lambda: not own_server_pids(), 10 * UNIT), f"servers left: {own_server_pids()}"
+
+
+def both(mode: AutoresetMode = AutoresetMode.NEXT_STEP) -> tuple[Any, SyncVectorEnv]:
+    env_fns = counting_factories(2)
+    return RemoteVectorEnv.from_env_fns(env_fns, autoreset_mode=mode, servers=1), SyncVectorEnv(
+        env_fns, autoreset_mode=mode
+    )
+
+
+def test_infos_and_final_observations_equal_sync_vector_envs_types_and_all():
+    remote, local = both(AutoresetMode.SAME_STEP)
+    try:
+        assert data_equivalence(remote.reset(seed=0), local.reset(seed=0))
+        for actions in ([1, 1], [2, 1], [0, 3]):
+            got, expected = remote.step(np.array(actions)), local.step(np.array(actions))
+            assert data_equivalence(got, expected), (actions, got, expected)
+        assert expected[4]["pair"].shape == (2, 2)  # a 2-D array of the sub-envs' arrays
+        assert type(expected[4]["final_obs"][1]) is int  # what the env returned
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_call_values_are_the_sub_envs_own():
+    remote, local = both()
+    try:
+        remote.reset(seed=0)
+        local.reset(seed=0)
+        assert data_equivalence(remote.call("render"), local.call("render"))
+        assert data_equivalence(remote.get_attr("index"), local.get_attr("index"))
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_an_action_outside_the_space_reaches_the_callers_env_as_with_async_vector_env():
+    remote, local = both()
+    try:
+        remote.reset(seed=0)
+        local.reset(seed=0)
+        assert data_equivalence(remote.step(np.array([4, 1])), local.step(np.array([4, 1])))
+    finally:
+        remote.close()
+        local.close()
