@@ -235,4 +235,4 @@ class VectorCodec:
     def join_frames(self, frames: list[Any]) -> Any:
         if all(isinstance(block_frames, np.ndarray) for block_frames in frames):  # a vector env's stacked frames
             return np.concatenate(frames)
-        return [frame for block_frames in frames for frame in block_frames]
+        return tuple(frame for block_frames in frames for frame in block_frames)  # as SyncVectorEnv's
