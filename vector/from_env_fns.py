@@ -126,9 +126,10 @@ def factory_batch_client(
 
 
 def _readable(description: Any) -> Any:
-    """A space from its JSON form, for an error message; the JSON itself if it is not one."""
+    """A space from its JSON form, for an error message; the JSON itself if it is not one. (A
+    space of your own is read from its pickle: the description comes from the run's own servers.)"""
     try:
-        return space_from_json(description)
+        return space_from_json(description, pickles=True)
     except Exception:
         return description
 

@@ -15,6 +15,7 @@ from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import SyncVectorEnv
 
 from openenv_gym import EnvCreationError, RemoteEnv
+from openenv_gym.errors import SpaceMismatchError
 from openenv_gym.server import GymEnvironment
 from openenv_gym.vector import RemoteVectorEnv
 from tests.utils import UNIT, own_server_pids, running_server, wait_until
@@ -95,9 +96,10 @@ def test_from_env_fns_batches_these_spaces_as_sync_vector_env(space: spaces.Spac
         local.close()
 
 
-def own_space_env_fns(count: int) -> list[Any]:
+def own_space_env_fns(count: int, limits: tuple[int, ...] = ()) -> list[Any]:
     """Envs whose spaces are the user's own class, defined here so that it travels by value; each
-    sub-env's space seeded differently, so their pickles differ though the spaces are equal."""
+    sub-env's space seeded differently, so their pickles differ though the spaces are equal (unless
+    ``limits`` gives the sub-envs' spaces different limits)."""
 
     class Countdown(spaces.Space[int]):
         """Numbers up to ``limit``, whose contains() takes no strings."""
@@ -114,7 +116,8 @@ def own_space_env_fns(count: int) -> list[Any]:
 
     class CountdownEnv(gym.Env[Any, Any]):
         def __init__(self, index: int) -> None:
-            self.observation_space = spaces.Tuple((Countdown(10, seed=index), spaces.Discrete(2)))
+            limit = limits[index] if limits else 10
+            self.observation_space = spaces.Tuple((Countdown(limit, seed=index), spaces.Discrete(2)))
             self.action_space = Countdown(10, seed=index)
             self.index = index
 
@@ -148,6 +151,14 @@ def test_from_env_fns_runs_spaces_of_your_own_pickled() -> None:
     finally:
         remote.close()
         local.close()
+
+
+def test_a_sub_env_with_another_space_of_your_own_is_named_as_a_space() -> None:
+    """A sub-env whose space of your own differs is a SpaceMismatchError naming the space it has (read
+    from its pickle), not its pickle's text."""
+    with pytest.raises(SpaceMismatchError, match="sub-env 1 has the observation space Tuple") as refused:
+        RemoteVectorEnv.from_env_fns(own_space_env_fns(2, limits=(10, 5)), shared_memory=False, servers=1)
+    assert "'Pickled'" not in str(refused.value)
 
 
 @pytest.mark.parametrize(
