@@ -152,10 +152,12 @@ class BatchCodec:
         )
         if self.face.published and array_space:
             # Array spaces: one check and one tolist() for the batch instead of one per sub-env.
-            problem = mismatch(space, actions) if self.check_actions else None
-            if problem is not None:
+            if not self.check_actions:  # the caller's own values, dtypes and all (packed on a binary session)
+                wire = [{ACTION_FIELD: action} for action in iterate(space, actions)]
+            elif (problem := mismatch(space, actions)) is not None:
                 raise InvalidActionError(actions, space, problem, self.name())
-            wire = [{ACTION_FIELD: action} for action in np.asarray(actions).tolist()]
+            else:
+                wire = [{ACTION_FIELD: action} for action in np.asarray(actions).tolist()]
         else:
             try:
                 wire = [self.face.action_to_wire(action) for action in iterate(space, actions)]

@@ -80,6 +80,9 @@ class BatchOpening(Protocol):
 
     #: The request's message type (answered with a ``batch_values`` frame).
     call: MessageType
+    #: Whether the session's actions are the caller's own values, for envs that take them as they
+    #: are (``from_env_fns``'): a binary session then packs its steps, keeping their dtypes.
+    actions_as_sent: bool
 
     def frame(self) -> Any:
         """The request (a protocol frame), made for each connection."""
@@ -115,6 +118,7 @@ class BatchKind:
         self.query = query
         self.subprotocols = subprotocols
         self.opening_request = opening
+        self._packs_steps = subprotocols is not None and opening is not None and opening.actions_as_sent
         self._replies = _REPLIES if opening is None else {**_REPLIES, opening.call: BatchValuesFrame}
         self.session: ClientSession[BatchReply | ErrorFrame] = self._new_session()
         self.subprotocol: str | None = None
@@ -155,7 +159,9 @@ class BatchKind:
     def reset(self, frame: BatchResetFrame) -> str:
         return self.session.send(MessageType.BATCH_RESET, frame)
 
-    def step(self, frame: BatchStepFrame) -> str:
+    def step(self, frame: BatchStepFrame) -> str | bytes:
+        if self._packs_steps and self.subprotocol is not None:  # offered and agreed: the actions keep their dtypes
+            return self.session.send_binary(MessageType.BATCH_STEP, frame)
         return self.session.send(MessageType.BATCH_STEP, frame)
 
     def call(self, frame: BatchCallFrame) -> str:

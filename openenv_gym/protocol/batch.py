@@ -28,8 +28,8 @@ raw bytes cost next to nothing. A session of Gymnasium envs packs every result (
 ``batch_values``) on a binary connection, whatever the space: infos, call values and ``final``
 travel as the envs gave them (a final observation pack gives back as it is comes as
 ``{"raw_observation": value, "info": ...}``), so arrays, numpy scalars, ints and floats arrive as
-what they were; on JSON they keep their JSON forms. Requests stay JSON on batch sessions (vector
-sessions, :mod:`openenv_gym.protocol.vector`, take packed requests too).
+what they were; on JSON they keep their JSON forms. A binary client packs its ``batch_step``
+requests too (the caller's actions keep their dtypes); other requests stay JSON.
 
 **Rendering.** ``&render_mode=rgb_array`` in the query has the sub-envs made in that mode (the
 server checks it against the modes it publishes). A ``{"type":"render"}`` frame is answered
@@ -40,6 +40,7 @@ with a ``render`` frame holding one frame per sub-env
 from __future__ import annotations
 
 import enum
+import json
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -86,6 +87,16 @@ __all__ = [
 BATCH_PATH = "/ws/batch"
 BINARY_SUBPROTOCOL = arrays.BINARY_SUBPROTOCOL  # packed messages (protocol/arrays.py) offered
 BINARY_MAGIC = arrays.BINARY_MAGIC
+
+
+def _items(value: Any) -> Any:
+    """A numpy value's items (an action of the caller's own), for JSON; numpy-free otherwise."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} cannot travel as JSON")
+
+
+_dumps_items = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_items).encode
 
 #: A batch reset's seeds, one per sub-env (``None``: that sub-env is reset without a seed).
 Seeds = list[int | None]
@@ -209,12 +220,20 @@ class BatchResetFrame:
 
 @dataclass(frozen=True)
 class BatchStepFrame:
-    """Step every sub-env with its action's wire object."""
+    """Step every sub-env with its action's wire object.
+
+    An action may hold the caller's own numpy values (``from_env_fns``' actions, which reach the
+    caller's envs unchecked): packed (:meth:`serialize_binary`) they keep their dtypes; as JSON
+    they travel as their items (``tolist()``), as any action does.
+    """
 
     actions: list[dict[str, Any]]
 
     def serialize(self) -> str:
-        return dumps({"type": "batch_step", "data": {"actions": self.actions}})
+        return _dumps_items({"type": "batch_step", "data": {"actions": self.actions}})
+
+    def serialize_binary(self) -> bytes:
+        return arrays.pack({"type": "batch_step", "data": {"actions": self.actions}}, reuse_headers=False)
 
     def __str__(self) -> str:
         return f"batch_step {elide(self.actions)}"
@@ -341,7 +360,7 @@ def parse_batch_client_frame(
         ProtocolError: INVALID_JSON, UNKNOWN_TYPE (plain reset/step included: this session
             speaks only batch frames) or VALIDATION_ERROR.
     """
-    frame = load_object(message)
+    frame = _packed_object(message) if arrays.is_packed(message) else load_object(message)
     kind = frame.get("type")
     if kind == MessageType.CLOSE.value:
         return CloseFrame()
@@ -389,6 +408,15 @@ def parse_batch_client_frame(
         f"Unknown message type: {kind} (a batch session takes batch_reset, batch_step, batch_call, render, "
         "snapshot, restore, release and close)",
     )
+
+
+def _packed_object(message: str | bytes) -> dict[str, Any]:
+    """A packed request (a binary codec's ``batch_step``: actions keep the caller's dtypes)."""
+    assert not isinstance(message, str)  # is_packed said so
+    frame = arrays.unpack(message)
+    if not isinstance(frame, dict):
+        raise invalid("a packed message must hold one frame object")
+    return frame
 
 
 BatchServerFrame = BatchResultFrame | BatchValuesFrame | RenderFrame | ErrorFrame | BatchSnapshotFrame | SnapshotFrame

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
 
 from ..spaces import ACTION_FIELD, from_wire
 from ..spaces.user_spaces import carry_pickled_values
@@ -26,10 +28,16 @@ class FactoryEnvironment(GymEnvironment):
         super().__init__(env)
         carry_pickled_values(self.action_space)
         carry_pickled_values(self.observation_space)
+        # An array space's actions may come as the caller's numpy values (or floats): they go to the env as they are.
+        self._as_sent = isinstance(
+            self.action_space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+        )
 
     def parse_action(self, data: dict[str, Any]) -> Any:
-        if self._discrete is not None and type(data) is dict and len(data) == 1:
+        if type(data) is dict and len(data) == 1:
             value = data.get(ACTION_FIELD)
-            if type(value) is int:  # most of what arrives: GymEnvironment's fast path, unchecked
+            if self._discrete is not None and type(value) is int:  # GymEnvironment's fast path, unchecked
                 return self._discrete[2](value)
+            if self._as_sent and isinstance(value, (float, np.ndarray, np.generic)):
+                return value  # the caller's own (a packed request keeps its dtype), as AsyncVectorEnv hands it on
         return from_wire(self.action_space, data, ACTION_FIELD)

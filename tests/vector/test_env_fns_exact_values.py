@@ -3,6 +3,7 @@ sub-envs gave them (the binary codec packs them), and actions reach the caller's
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -93,3 +94,45 @@ def test_an_action_outside_the_space_reaches_the_callers_env_as_with_async_vecto
     finally:
         remote.close()
         local.close()
+
+
+def sleeping_factories(count: int) -> list:
+    """Envs that sleep for their action, as Gymnasium's SlowEnv, and tell the dtype of what they got."""
+
+    class Sleeping(gym.Env):
+        def __init__(self) -> None:
+            self.observation_space = spaces.Discrete(2)
+            self.action_space = spaces.Box(0.0, 1.0, (), np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return 0, {}
+
+        def step(self, action):
+            time.sleep(action)  # takes a number, not a 0-d array
+            return 0, 0.0, False, False, {"dtype": np.asarray(action).dtype.str}
+
+    return [Sleeping for _ in range(count)]
+
+
+def test_actions_reach_the_callers_envs_with_the_callers_dtype():
+    env_fns = sleeping_factories(2)
+    remote, local = RemoteVectorEnv.from_env_fns(env_fns, servers=1), SyncVectorEnv(env_fns)
+    try:
+        remote.reset(seed=0)
+        local.reset(seed=0)
+        actions = np.array([0.0, 0.001])  # float64, as the caller made them
+        got, expected = remote.step(actions)[4]["dtype"], local.step(actions)[4]["dtype"]
+        assert got.tolist() == expected.tolist() == ["<f8", "<f8"]
+    finally:
+        remote.close()
+        local.close()
+
+
+def test_the_json_codec_carries_the_callers_actions_as_their_items():
+    envs = RemoteVectorEnv.from_env_fns(counting_factories(2), codec="json", servers=1)
+    try:
+        envs.reset(seed=0)
+        assert envs.step(np.array([1, 4]))[0].tolist() == [1, 3]
+    finally:
+        envs.close()
