@@ -21,6 +21,7 @@ from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
 from openenv_gym.client.batch_client import BatchClient
 from openenv_gym.client.vector_client import TRANSPORTS
 from openenv_gym.env import ClosedEnvError, own_frame
+from openenv_gym.errors import RemoteError
 from openenv_gym.make_options import MakeOptions, Timeouts
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
@@ -37,6 +38,7 @@ from .make_blocks import open_blocks, transport_of
 from .pending import Call, PendingCall
 from .send_recv import SendRecv
 from .serving import Serving, check_attached, vector_fleet
+from .sub_env_calls import raised_locally
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -476,7 +478,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         flight, error = self._pending.wait(Call.CALL, timeout, read_reply)
         error = error or next((outcome for outcome in flight.outcomes if isinstance(outcome, Exception)), None)
         if error is not None:
-            raise error
+            raise raised_locally(error)
         return tuple(value for result in flight.outcomes for value in result.values)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
@@ -491,7 +493,10 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
     def _call_blocks(self, frame: BatchCallFrame) -> tuple[Any, ...]:
         self._check_idle(frame.op)
-        results = ask_all(self._blocks, lambda block: block.begin_call(frame))
+        try:
+            results = ask_all(self._blocks, lambda block: block.begin_call(frame))
+        except RemoteError as error:
+            raise raised_locally(error) from error
         return tuple(value for result in results for value in result.values)
 
     @property
@@ -500,7 +505,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         sub-envs are one env, whose seed is the vector env's own (an int, as Gymnasium's vector envs)."""
         try:
             return self.get_attr("np_random_seed")
-        except NotImplementedError:  # the blocks' sub-envs take no attribute calls
+        except (NotImplementedError, AttributeError):  # no attribute calls, or a vector env without sub-envs
             return super().np_random_seed
 
     # Snapshots (vector/snapshots.py) -----------------------------------------------------------

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .block import Block
     from .remote_vector_env import RemoteVectorEnv
 
-__all__ = ["call_sub_envs"]
+__all__ = ["call_sub_envs", "raised_locally"]
 
 
 def call_sub_envs(
@@ -35,20 +35,29 @@ def call_sub_envs(
     kwargs: dict[str, Any] | None = None,
     values: Sequence[Any] | None = None,
 ) -> list[Any]:
-    """``op`` (``"get"``, ``"set"`` or ``"call"``) of attribute ``name`` on sub-envs ``indices``
+    """``op`` (``"get"``, ``"set"``, ``"call"`` or ``"wrapped"``) of ``name`` on sub-envs ``indices``
     (each in ``0..num_envs-1``), one value each in that order; ``values``: a set's, one per index.
 
     Raises:
         AttributeError: a sub-env has no attribute ``name`` (as a local env would raise it).
         RemoteError: another exception on a server.
-        NotImplementedError: the sub-envs are a server-side vector env, not separate envs.
+        NotImplementedError: the sub-envs are a server-side vector env, not separate envs (for
+            ``"wrapped"``, their answer is ``False``: no Gymnasium wrapper wraps them).
     """
+    from .batch_block import BatchBlock
+
     env._check_idle(op)
+    ordered: list[Any] = [None] * len(indices)
     asked: list[tuple[Block[Any], list[int]]] = []  # each block, and the positions in indices it holds
     for block in env._blocks:
         positions = [position for position, index in enumerate(indices) if block.start <= index < block.stop]
-        if positions:
+        if positions and isinstance(block, BatchBlock):
             asked.append((block, positions))
+        elif positions and op == "wrapped":  # a server-side vector env's sub-envs are no wrapped envs
+            for position in positions:
+                ordered[position] = False
+        elif positions:
+            block.begin_call(BatchCallFrame(op, name))  # raises why these sub-envs take no calls; nothing sent
     frames = {
         id(block): BatchCallFrame(
             op,
@@ -63,14 +72,21 @@ def call_sub_envs(
     try:
         replies = ask_all([block for block, _ in asked], lambda block: block.begin_call(frames[id(block)]))
     except RemoteError as error:
-        if _is_attribute_error(error):
-            raise AttributeError(error.headline()) from error
-        raise
-    ordered: list[Any] = [None] * len(indices)
+        raise raised_locally(error) from error
     for (block, positions), reply in zip(asked, replies):
         for position in positions:  # a reply holds one value per sub-env of the block, None if not asked
             ordered[position] = reply.values[indices[position] - block.start]
     return ordered
+
+
+def raised_locally(error: Exception) -> Exception:
+    """A server's error as the env would raise it in-process: a sub-env's (or a server-side vector
+    env's) ``AttributeError`` as an ``AttributeError``; any other error as it is."""
+    if isinstance(error, RemoteError) and _is_attribute_error(error):
+        local = AttributeError(error.headline())
+        local.__cause__ = error
+        return local
+    return error
 
 
 def _is_attribute_error(error: RemoteError) -> bool:

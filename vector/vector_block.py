@@ -7,6 +7,7 @@ Gymnasium's vector infos, joined as they are (each array keeps the dtype its bac
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -132,10 +133,10 @@ class VectorBlock(Block[VectorClient]):
             self.client.begin_vector_step(actions)
 
     def begin_call(self, frame: BatchCallFrame) -> None:
-        raise NotImplementedError(
-            f"{frame.op} of sub-env attributes: the sub-envs are one {self.backend} vector env per server, "
-            "not separate envs; make the vector env with vector_backend='per_env' for this"
-        )
+        """The server-side vector env's own ``get_attr``/``set_attr``/``call`` (AttributeError from one that has none)."""
+        if frame.envs is None and frame.values is not None:  # every sub-env's: this block's slice of the values
+            frame = dataclasses.replace(frame, values=frame.values[self.start : self.stop])
+        self.client.begin_call(frame)
 
     def remember(self, result: VectorResultFrame) -> None:
         self.last_result = result

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from websockets.typing import Subprotocol
 
+from ..errors import ProtocolError
 from ..protocol import ClientSession, ErrorCode, ErrorFrame, MessageType, RenderFrame
-from ..protocol.batch import AutoresetMode, batch_query
+from ..protocol.batch import AutoresetMode, BatchCallFrame, BatchValuesFrame, batch_query
 from ..protocol.shm import ShmOffer, ShmOpenFrame
 from ..protocol.vector import VectorResetFrame, VectorResultFrame, VectorStepFrame, parse_vector_server_frame
 from ._session import Delegated, remote_error
@@ -25,13 +26,14 @@ __all__ = ["TRANSPORTS", "VectorClient", "VectorKind", "VectorReply"]
 FrameT = TypeVar("FrameT")
 
 #: What a vector session answers, besides an error frame.
-VectorReply = VectorResultFrame | RenderFrame | ShmOffer
+VectorReply = VectorResultFrame | BatchValuesFrame | RenderFrame | ShmOffer
 
 _REPLIES: dict[MessageType, type] = {
     MessageType.VECTOR_RESET: VectorResultFrame,
     MessageType.VECTOR_STEP: VectorResultFrame,
     MessageType.RENDER: RenderFrame,
     MessageType.SHM_OPEN: ShmOffer,
+    MessageType.BATCH_CALL: BatchValuesFrame,
 }
 
 
@@ -70,7 +72,10 @@ class VectorKind:
         pass  # no opening request
 
     def check(self, reply: VectorReply) -> VectorReply:
-        if not isinstance(reply, ShmOffer):
+        if isinstance(reply, BatchValuesFrame):
+            if len(reply.values) != self.envs:
+                raise ProtocolError(ErrorCode.SESSION_ERROR.value, f"batch_values must hold {self.envs} values")
+        elif not isinstance(reply, ShmOffer):
             reply.check(self.envs)
         return reply
 
@@ -85,6 +90,9 @@ class VectorKind:
 
     def reset(self, frame: VectorResetFrame) -> str:
         return self.session.send(MessageType.VECTOR_RESET, frame)
+
+    def call(self, frame: BatchCallFrame) -> str:
+        return self.session.send(MessageType.BATCH_CALL, frame)
 
     def step(self, frame: VectorStepFrame) -> str | bytes:
         if self.subprotocol is not None:  # the binary codec was offered and agreed: actions travel packed
@@ -196,6 +204,11 @@ class VectorClient:
         except ValueError as exc:  # does not fit the segment: refused as the server refuses it, unasked
             refusal = ErrorFrame(ErrorCode.VALIDATION_ERROR, f"invalid actions for {self.envs} sub-envs: {exc}")
             raise remote_error(refusal, connection.terms.env_id) from exc
+
+    def begin_call(self, frame: BatchCallFrame) -> None:
+        """Send a ``batch_call``: the vector env's own ``get_attr``, ``set_attr`` or ``call``."""
+        self.connect()
+        self.begin("batch_call", self.kind.call, frame)
 
     def reset_vector(self, *args: Any, **kwargs: Any) -> VectorResultFrame:
         """:meth:`begin_vector_reset` and :meth:`complete` in one call."""

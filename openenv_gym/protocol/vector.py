@@ -23,6 +23,8 @@ Each backend keeps its own autoreset mode and reports the modes it serves; which
 client uses is :func:`choose_vector_backend`'s answer. With ``&render_mode=`` in the query the
 vector env is made in that render mode (one of its ``render_modes``), and a
 ``{"type":"render"}`` frame gets what its ``render()`` returns, packed as a ``render`` frame.
+A ``batch_call`` frame (:class:`~openenv_gym.protocol.batch.BatchCallFrame`, for every sub-env)
+is the vector env's own ``call``/``get_attr``/``set_attr``, answered by ``batch_values``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 from ..errors import ProtocolError
 from . import arrays
 from ._json import data_object, dumps, elide, invalid
-from .batch import AutoresetMode
+from .batch import AutoresetMode, BatchCallFrame, BatchValuesFrame, parse_batch_client_frame
 from .codes import ErrorCode, MessageType
 from .frames import CloseFrame, ErrorFrame, RenderFrame, RenderRequest, parse_server_frame
 from .shm import ShmOffer, ShmOpenFrame
@@ -213,7 +215,7 @@ def _load(message: str | bytes) -> dict[str, Any]:
 
 def parse_vector_client_frame(
     message: str | bytes,
-) -> VectorResetFrame | VectorStepFrame | RenderRequest | CloseFrame | ShmOpenFrame:
+) -> VectorResetFrame | VectorStepFrame | BatchCallFrame | RenderRequest | CloseFrame | ShmOpenFrame:
     """Parse one message a client sends on a vector session (text, or packed binary).
 
     Raises:
@@ -229,6 +231,10 @@ def parse_vector_client_frame(
         return RenderRequest()
     if kind == MessageType.SHM_OPEN.value:  # steps through shared memory (openenv_gym.protocol.shm)
         return ShmOpenFrame()
+    if kind == MessageType.BATCH_CALL.value:  # checked as a batch session checks it
+        call = parse_batch_client_frame(message)
+        assert isinstance(call, BatchCallFrame)
+        return call
     data = data_object(frame, str(kind))
     if kind == MessageType.VECTOR_STEP.value:
         if "actions" not in data:
@@ -245,11 +251,14 @@ def parse_vector_client_frame(
         return VectorResetFrame(seed, options, mask)
     raise ProtocolError(
         ErrorCode.UNKNOWN_TYPE.value,
-        f"Unknown message type: {kind} (a vector session takes vector_reset, vector_step, render, shm_open and close)",
+        f"Unknown message type: {kind} (a vector session takes vector_reset, vector_step, batch_call, render, "
+        "shm_open and close)",
     )
 
 
-def parse_vector_server_frame(message: str | bytes) -> VectorResultFrame | RenderFrame | ShmOffer | ErrorFrame:
+def parse_vector_server_frame(
+    message: str | bytes,
+) -> VectorResultFrame | BatchValuesFrame | RenderFrame | ShmOffer | ErrorFrame:
     """Parse one message a server sends on a vector session.
 
     Raises:
@@ -260,6 +269,11 @@ def parse_vector_server_frame(message: str | bytes) -> VectorResultFrame | Rende
         return RenderFrame.from_object(frame)
     if frame.get("type") == MessageType.SHM_OFFER.value:
         return ShmOffer.from_data(data_object(frame, "shm_offer"))
+    if frame.get("type") == MessageType.BATCH_VALUES.value:
+        values = data_object(frame, "batch_values").get("values")
+        if not isinstance(values, list):
+            raise invalid("batch_values needs data.values, a list")
+        return BatchValuesFrame(values)
     if frame.get("type") != MessageType.VECTOR_RESULT.value:
         if isinstance(message, str):
             parsed = parse_server_frame(message)

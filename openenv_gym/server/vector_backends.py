@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from ..protocol.batch import BatchCallFrame
 from ..protocol.vector import OWN_VECTOR_ENVS
 from ..spaces import space_to_json
 from .gym_environment import _MICROSECOND_ENVS, session_render_modes
@@ -23,6 +24,8 @@ from .gym_environment import _MICROSECOND_ENVS, session_render_modes
 __all__ = ["VectorBackends", "VectorHost"]
 
 _ALE_ENTRY_POINT = "ale_py.env:AtariEnv"
+#: The vector env's method each ``batch_call`` op calls.
+_VECTOR_METHODS = {"get": "get_attr", "set": "set_attr", "call": "call"}
 
 
 def _parameters(function: Any) -> dict[str, inspect.Parameter]:
@@ -85,6 +88,34 @@ class VectorHost:
     def render(self) -> Any:
         """The vector env's ``render()``, in the render mode it was made with."""
         return self.env.render()
+
+    def call(self, request: BatchCallFrame) -> list[Any]:
+        """A ``batch_call`` as the vector env answers it in-process: its own ``get_attr``, ``set_attr``
+        or ``call`` (SyncVectorEnv's reach its sub-envs), one value per sub-env.
+
+        Raises:
+            AttributeError: the vector env has no such method (``CartPoleVectorEnv``: a vector env
+                with no sub-env objects), as Gymnasium raises it in-process.
+            ValueError: the call names some sub-envs only (a vector env's reach them all).
+        """
+        method_name = _VECTOR_METHODS.get(request.op)
+        size = getattr(self.env, "num_envs", None)
+        if method_name is None or (request.envs is not None and sorted(request.envs) != list(range(size or 0))):
+            raise ValueError(
+                f"a server-side vector env answers get_attr, set_attr and call of all its sub-envs, not "
+                f"{request.op} of sub-envs {request.envs}: make the vector env with vector_backend='per_env' for this"
+            )
+        method = getattr(self.env, method_name, None)
+        if method is None:
+            raise AttributeError(
+                f"{type(self.env).__name__} has no {method_name}: a vector env without sub-env objects, as in Gymnasium"
+            )
+        if request.op == "set":
+            method(request.name, request.values)
+            return [None] * (size or len(request.values or ()))
+        if request.op == "get":
+            return list(method(request.name))
+        return list(method(request.name, *request.args, **request.kwargs))
 
     def close(self) -> None:
         self.env.close()

@@ -12,8 +12,8 @@ import numpy as np
 from websockets.asyncio.server import ServerConnection
 
 from ..errors import ProtocolError
-from ..protocol import CloseFrame, ErrorCode, ErrorFrame, RenderRequest, ServerSession
-from ..protocol.batch import AutoresetMode
+from ..protocol import CloseFrame, ErrorCode, ErrorFrame, RenderRequest, ServerSession, arrays
+from ..protocol.batch import AutoresetMode, BatchCallFrame, BatchValuesFrame
 from ..protocol.session import SessionState
 from ..protocol.shm import ShmOpenFrame
 from ..protocol.vector import (
@@ -94,6 +94,8 @@ class VectorHandler:
             return self._offer_shm(session)
         if isinstance(request, RenderRequest):
             return await session.render_reply(self.host.render)
+        if isinstance(request, BatchCallFrame):
+            return await self._call(session, request)
         try:
             if isinstance(request, VectorStepFrame):
                 actions = self._check_actions(request.actions)
@@ -120,6 +122,20 @@ class VectorHandler:
             return result.serialize_binary() if session.binary else result.serialize()
         except Exception as exc:  # a reply that cannot be encoded must not end the session
             return _execution_error("encoding the result", exc, session.send_tracebacks).serialize()
+
+    async def _call(self, session: Session, request: BatchCallFrame) -> str | bytes:
+        """The vector env's ``get_attr``/``set_attr``/``call``: its values as they are on a binary
+        session (pack gives them back so), else in their JSON form."""
+        from ..spaces import jsonable
+
+        assert self.host is not None
+        try:
+            values = await session.call(self.host.call, request)
+            if session.binary:
+                return BatchValuesFrame([v if arrays.keeps(v) else jsonable(v) for v in values]).serialize_binary()
+            return BatchValuesFrame([jsonable(value) for value in values]).serialize()
+        except Exception as exc:
+            return _execution_error(f"batch_call {request.op} {request.name}", exc, session.send_tracebacks).serialize()
 
     def _offer_shm(self, session: Session) -> str:
         """Answer ``shm_open``: an offer of the segment, or why there is none."""
