@@ -137,23 +137,19 @@ def _batch_length(value: Any) -> int:
     return len(value)
 
 
-def block_seed(seeds: list[int | None], start: int) -> int | None:
-    """The seed of the block whose first sub-env is ``start``, from the vector env's seeds per
+def block_seed(seeds: list[int | None], start: int, stop: int) -> int | list[int | None] | None:
+    """The seed of the block of sub-envs ``start`` to ``stop``, from the vector env's seeds per
     sub-env: ``[s, s + 1, ...]`` (what ``reset(seed=s)`` means) seeds that block with ``s + start``,
-    so that one block is seeded exactly as ``gymnasium.make_vec(...).reset(seed=s)``.
-
-    Raises:
-        ValueError: seeds that are neither that nor all ``None``: a vector env takes one seed.
+    so that one block is seeded exactly as ``gymnasium.make_vec(...).reset(seed=s)``; other seeds
+    go as the block's own list, which the server-side vector env takes as it does in-process
+    (``SyncVectorEnv`` seeds each sub-env with its own, ``CartPoleVectorEnv`` refuses a list).
     """
     first = seeds[0]
     if first is None and all(item is None for item in seeds):
         return None
     if isinstance(first, int) and seeds == [first + index for index in range(len(seeds))]:
         return first + start
-    raise ValueError(
-        "a server-side vector env takes one seed, not one per sub-env: pass reset(seed=s) (the block that "
-        "starts at sub-env k gets s + k), or make the vector env with vector_backend='per_env'"
-    )
+    return seeds[start:stop]
 
 
 def likely_one_vector_env(server: str | None, requested: str, mode: str) -> bool:

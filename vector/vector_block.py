@@ -94,7 +94,8 @@ def choose_backend(
 class VectorBlock(Block[VectorClient]):
     """Sub-envs ``start`` to ``stop`` as one vector env of the ``backend`` on their server.
 
-    ``reset(seed=s)`` seeds the block starting at sub-env k with ``s + k``.
+    ``reset(seed=s)`` seeds the block starting at sub-env k with ``s + k``; a seed per sub-env
+    goes to the vector env as the block's list.
     """
 
     snapshot_refusal = (
@@ -124,7 +125,7 @@ class VectorBlock(Block[VectorClient]):
 
     def begin_reset(self, seeds: Seeds, options: dict[str, Any] | None, mask: Mask | None) -> None:
         sub_mask = mask[self.start : self.stop] if mask is not None else None
-        self.client.begin_vector_reset(block_seed(seeds, self.start), options, sub_mask)
+        self.client.begin_vector_reset(block_seed(seeds, self.start, self.stop), options, sub_mask)
 
     def begin_step(self, actions: Any) -> None:
         if self.reset_next:  # NextStep right after a restart: this step is the reset

@@ -187,7 +187,10 @@ class VectorClient:
         return self._round_trip(self.begin_render, RenderFrame).frame
 
     def begin_vector_reset(
-        self, seed: int | None = None, options: dict[str, Any] | None = None, mask: list[bool] | None = None
+        self,
+        seed: int | list[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+        mask: list[bool] | None = None,
     ) -> None:
         """Send a ``vector_reset`` (connecting first if needed)."""
         self.connect()

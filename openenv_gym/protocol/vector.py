@@ -139,9 +139,10 @@ def _auto_backend(mode: str, offered: dict[str, dict[str, Any]], render_mode: st
 
 @dataclass(frozen=True)
 class VectorResetFrame:
-    """Reset the vector env (the sub-envs ``mask`` selects, through ``options["reset_mask"]``)."""
+    """Reset the vector env (the sub-envs ``mask`` selects, through ``options["reset_mask"]``) with
+    ``seed``: one, or one per sub-env (``None``: that one unseeded), as the vector env takes it."""
 
-    seed: int | None = None
+    seed: int | list[int | None] | None = None
     options: dict[str, Any] | None = None
     mask: list[bool] | None = None
 
@@ -213,6 +214,10 @@ def _load(message: str | bytes) -> dict[str, Any]:
     return frame
 
 
+def _is_seed(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
 def parse_vector_client_frame(
     message: str | bytes,
 ) -> VectorResetFrame | VectorStepFrame | BatchCallFrame | RenderRequest | CloseFrame | ShmOpenFrame:
@@ -242,8 +247,8 @@ def parse_vector_client_frame(
         return VectorStepFrame(data["actions"])
     if kind == MessageType.VECTOR_RESET.value:
         seed, options, mask = data.get("seed"), data.get("options"), data.get("mask")
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-            raise invalid("vector_reset seed must be null or an integer (one seed seeds the vector env)")
+        if not (_is_seed(seed) or (isinstance(seed, list) and all(_is_seed(item) for item in seed))):
+            raise invalid("vector_reset seed must be null, an integer or a list of them (one per sub-env)")
         if options is not None and not isinstance(options, dict):
             raise invalid("vector_reset options must be null or an object")
         if mask is not None and not (isinstance(mask, list) and all(isinstance(m, bool) for m in mask)):

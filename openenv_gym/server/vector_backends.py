@@ -77,7 +77,9 @@ class VectorHost:
         self.single_observation_space = env.single_observation_space
         self.single_action_space = env.single_action_space
 
-    def reset(self, seed: int | None, options: dict[str, Any] | None, mask: list[bool] | None) -> tuple[Any, Any]:
+    def reset(
+        self, seed: int | list[int | None] | None, options: dict[str, Any] | None, mask: list[bool] | None
+    ) -> tuple[Any, Any]:
         if mask is not None:
             options = {**(options or {}), "reset_mask": np.asarray(mask, dtype=np.bool_)}
         return self.env.reset(seed=seed, options=options)

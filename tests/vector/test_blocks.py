@@ -80,14 +80,13 @@ def test_a_lost_batch_block_reports_its_last_observations_truncated_with_the_rea
 
 
 def test_a_vector_block_seeds_its_vector_env_at_its_first_sub_env():
-    """reset(seed=s) seeds the block at sub-env k with s + k; seeds not of that form are refused."""
+    """reset(seed=s) seeds the block at sub-env k with s + k; other seeds go as the block's own list."""
     block = VectorBlock(
         RecordingSession, "ws://a", None, 3, 6, backend="gymnasium", observation_space=spaces.Discrete(2)
     )
     block.begin_reset([10, 11, 12, 13, 14, 15], None, None)
-    assert block.client.sent == [("reset", (13, None, None))]
-    with pytest.raises(ValueError, match="takes one seed"):
-        block.begin_reset([1, 5, 2, 3, 4, 6], None, None)
+    block.begin_reset([1, 5, 2, 3, None, 6], None, None)
+    assert block.client.sent == [("reset", (13, None, None)), ("reset", ([3, None, 6], None, None))]
 
 
 def test_plain_blocks_share_their_server_and_refuse_pooling_and_calls():

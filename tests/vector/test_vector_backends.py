@@ -150,10 +150,15 @@ def test_per_env_is_exactly_sync_vector_env_semantics():
         envs.close()
 
 
-def test_seeds_a_vector_env_cannot_take_are_refused():
+def test_seeds_a_vector_env_cannot_take_are_refused_by_it():
+    """CartPoleVectorEnv takes one seed: a list is refused with Gymnasium's own message, as in-process."""
+    local = gym.make_vec("CartPole-v1", 3, vectorization_mode="vector_entry_point")
+    with pytest.raises(gym.error.Error, match="Seed must be a python integer"):
+        local.reset(seed=[3, 9, 1])
     envs = gym.make_vec("openenv/CartPole-v1", num_envs=3, servers=1)
     try:
-        with pytest.raises(ValueError, match="takes one seed"):
+        # A sub-env's error reaches the caller as a RemoteError naming it (as its own type: pending_errors.py).
+        with pytest.raises((RemoteError, gym.error.Error), match="Seed must be a python integer"):
             envs.reset(seed=[3, 9, 1])
         obs, _ = envs.reset(seed=[4, 5, 6])  # [s, s+1, ...] is reset(seed=s)
         np.testing.assert_array_equal(obs, gym.make_vec("CartPole-v1", 3).reset(seed=4)[0])
