@@ -47,7 +47,7 @@ class FactoryOpening:
     """
 
     call = MessageType.BATCH_MAKE
-    actions_as_sent = True  # the envs are the caller's own: see EnvFnsVectorEnv._check_actions
+    callers_own_envs = True  # see BatchOpening; and EnvFnsVectorEnv._check_actions
 
     def __init__(
         self, factories: list[bytes], spaces: dict[str, Any], first: int, observation_mode: str = "same"

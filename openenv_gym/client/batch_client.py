@@ -80,9 +80,10 @@ class BatchOpening(Protocol):
 
     #: The request's message type (answered with a ``batch_values`` frame).
     call: MessageType
-    #: Whether the session's actions are the caller's own values, for envs that take them as they
-    #: are (``from_env_fns``'): a binary session then packs its steps, keeping their dtypes.
-    actions_as_sent: bool
+    #: Whether the sub-envs are the caller's own (``from_env_fns``'), as AsyncVectorEnv's workers'
+    #: are: their actions go as sent (a binary session packs its steps, keeping their dtypes), and
+    #: the exception a sub-env raises comes back pickled and is raised as it was.
+    callers_own_envs: bool
 
     def frame(self) -> Any:
         """The request (a protocol frame), made for each connection."""
@@ -118,7 +119,9 @@ class BatchKind:
         self.query = query
         self.subprotocols = subprotocols
         self.opening_request = opening
-        self._packs_steps = subprotocols is not None and opening is not None and opening.actions_as_sent
+        #: See :attr:`BatchOpening.callers_own_envs`.
+        self.callers_own_envs = opening is not None and opening.callers_own_envs
+        self._packs_steps = subprotocols is not None and self.callers_own_envs
         self._replies = _REPLIES if opening is None else {**_REPLIES, opening.call: BatchValuesFrame}
         self.session: ClientSession[BatchReply | ErrorFrame] = self._new_session()
         self.subprotocol: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -95,6 +96,11 @@ class BatchHandler:
     """
 
     kind = "batch"
+    #: Whether an error frame carries the exception a sub-env raised, pickled (a session that
+    #: trusts pickles: from_env_fns', whose client raises it as AsyncVectorEnv does).
+    pickles_errors = False
+    #: The vector env's index of sub-env 0, for the sub-env an error frame names.
+    first_index = 0
 
     def __init__(
         self,
@@ -197,8 +203,25 @@ class BatchHandler:
             return refused.frame.serialize()
         except Exception as exc:
             call = type(request).__name__.replace("Frame", "").replace("Request", "").replace("Batch", "batch_").lower()
-            return _execution_error(call, exc, session.send_tracebacks).serialize()
+            return self._execution_error(call, exc, session.send_tracebacks).serialize()
         return self._encode(session, result)
+
+    def _execution_error(self, call: str, exc: Exception, with_traceback: bool) -> ErrorFrame:
+        """The error frame of a failed call: it names the sub-env that raised (and, if the session
+        pickles errors, carries the exception's type and arguments, base64-encoded)."""
+        frame = _execution_error(call, exc, with_traceback)
+        index = _failed_sub_env(exc)
+        if index is None:
+            return frame
+        details = {**frame.details, "sub_env": self.first_index + index}
+        if self.pickles_errors:
+            try:
+                import cloudpickle  # a session that trusts pickles has it
+
+                details["exception"] = base64.b64encode(cloudpickle.dumps((type(exc), exc.args))).decode()
+            except Exception:  # arguments that do not pickle: the client raises a RemoteError
+                pass
+        return ErrorFrame(frame.code, frame.message, details)
 
     def _encode(self, session: Session, result: BatchResultFrame) -> str | bytes:
         try:
@@ -506,6 +529,21 @@ def _is_wrapped(env: Any, wrapper: list[Any]) -> bool:
             return True
         layer = layer.env
     return False
+
+
+def _failed_sub_env(exc: BaseException) -> int | None:
+    """The sub-env whose call raised ``exc``: the ``index`` of the loop over sub-envs its traceback
+    passes through (read after the fact, so that no step pays for bookkeeping); None if none."""
+    trace = exc.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code in _SUB_ENV_LOOPS:
+            index = trace.tb_frame.f_locals.get("index")
+            return index if isinstance(index, int) else None
+        trace = trace.tb_next
+    return None
+
+
+_SUB_ENV_LOOPS = (BatchHandler._step_all.__code__, BatchHandler._reset_masked.__code__)
 
 
 def _jsonable(value: Any) -> Any:

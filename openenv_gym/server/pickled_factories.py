@@ -141,6 +141,8 @@ class PickledBatchHandler(BatchHandler):
     the connection and closes the envs already made.
     """
 
+    pickles_errors = True  # the envs are the caller's own: it gets their exceptions back as they were
+
     def __init__(self, size: int, autoreset_mode: AutoresetMode, *, make_timeout: float = MAKE_TIMEOUT) -> None:
         super().__init__(NoTargetEnvironment, size, autoreset_mode)
         self.make_timeout = make_timeout
@@ -160,6 +162,7 @@ class PickledBatchHandler(BatchHandler):
         except ConnectionClosed:
             return None  # the client left; run() sees the closed connection and ends
         self.factory = _Factories(request, session.send_tracebacks)
+        self.first_index = request.first
         try:
             await self._create(session)
             spaces = self._spaces(session.send_tracebacks)

@@ -13,6 +13,7 @@ from gymnasium import spaces
 from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
+from openenv_gym.errors import RemoteError
 from openenv_gym.vector import RemoteVectorEnv
 from tests.utils import UNIT, own_server_pids, wait_until
 
@@ -134,5 +135,46 @@ def test_the_json_codec_carries_the_callers_actions_as_their_items():
     try:
         envs.reset(seed=0)
         assert envs.step(np.array([1, 4]))[0].tolist() == [1, 3]
+    finally:
+        envs.close()
+
+
+class Refusal(Exception):
+    """An exception class of the caller's own, with two arguments."""
+
+
+def failing_factories(count: int) -> list:
+    class Failing(gym.Env):
+        def __init__(self) -> None:
+            self.observation_space = spaces.Discrete(2)
+            self.action_space = spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            if seed == 1:
+                raise ValueError("Error in reset")
+            return 0, {}
+
+        def step(self, action):
+            if action == 1:
+                raise Refusal("Error in step", action)
+            return 0, 0.0, False, False, {}
+
+    return [Failing for _ in range(count)]
+
+
+def test_a_sub_envs_exception_is_raised_as_it_was_with_the_remote_traceback_as_its_cause():
+    envs = RemoteVectorEnv.from_env_fns(failing_factories(2), servers=1)
+    try:
+        envs.reset(seed=[0, 0])
+        with pytest.raises(ValueError, match="Error in reset") as caught:
+            envs.reset(seed=[0, 1])
+        assert isinstance(caught.value.__cause__, RemoteError)
+        assert 'in reset\nValueError: Error in reset' in caught.value.__cause__.details["traceback"]
+        assert "raised by sub-env 1 on its server" in caught.value.__notes__[0]
+        envs.reset(seed=[0, 0])
+        with pytest.raises(Refusal) as refused:
+            envs.step(np.array([0, 1]))
+        assert refused.value.args == ("Error in step", 1)
     finally:
         envs.close()
