@@ -17,7 +17,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from openenv_gym.vector import RemoteVectorEnv
-from openenv_gym.wrappers import SB3VecEnv
+from openenv_gym.wrappers import SB3VecEnv, make_sb3_vec_env
 
 N_ENVS = 3
 PARTS = {
@@ -113,6 +113,21 @@ def test_env_is_wrapped_looks_through_each_sub_env_s_wrappers_as_dummy_vec_env()
     finally:
         remote.close()
         local.close()
+
+
+def test_sub_envs_of_a_server_side_vector_env_are_not_wrapped_and_take_no_calls():
+    """One server-side vector env serves the sub-envs: env_is_wrapped is false for each (as SB3's
+    evaluate_policy asks), a call is refused before anything is sent, and the env steps on."""
+    venv = make_sb3_vec_env("openenv/CartPole-v1", n_envs=2, monitor=False, vector_backend="auto")
+    try:
+        assert venv.venv.metadata["vector_backend"] == "openenv_gym"
+        assert venv.env_is_wrapped(Monitor) == [False, False]
+        with pytest.raises(NotImplementedError, match="not separate envs"):
+            venv.get_attr("gravity")
+        venv.reset()
+        assert venv.step(np.array([0, 1]))[0].shape == (2, 4)
+    finally:
+        venv.close()
 
 
 def test_options_reach_each_sub_env_at_its_next_reset():
