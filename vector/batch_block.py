@@ -45,7 +45,7 @@ class BatchBlock(Block[BatchClient]):
 
     @property
     def connection(self) -> SyncConnection[Any]:
-        return self.client
+        return self.client.connection
 
     def begin_reset(self, seeds: Seeds, options: dict[str, Any] | None, mask: Mask | None) -> None:
         sub_mask = mask[self.start : self.stop] if mask is not None else None

@@ -335,9 +335,9 @@ class BatchResultFrame:
             if not isinstance(self.observations, list):
                 raise invalid("batch_result observations must be a list")
             size = len(self.observations)
-        lists = {"observations": self.observations, "infos": self.infos}
+        lists: dict[str, object] = {"observations": self.observations, "infos": self.infos}
         if self.rewards is not None:
-            lists.update(rewards=self.rewards, terminated=self.terminated, truncated=self.truncated)  # type: ignore[arg-type]
+            lists.update(rewards=self.rewards, terminated=self.terminated, truncated=self.truncated)
         for name, values in lists.items():
             if not isinstance(values, list) or len(values) != size:
                 raise invalid(f"batch_result {name} must be a list of {size} items")
@@ -428,8 +428,8 @@ def parse_batch_server_frame(message: str | bytes) -> BatchServerFrame:
     Raises:
         ProtocolError: the message is not a well-formed batch result, render or error frame.
     """
-    if arrays.is_packed(message):
-        return _parse_binary_result(message)  # type: ignore[arg-type]
+    if not isinstance(message, str) and arrays.is_packed(message):
+        return _parse_binary_result(message)
     frame = load_object(message)
     return _batch_result(frame, message)
 
@@ -473,9 +473,12 @@ def _batch_result(frame: dict[str, Any], message: str | bytes) -> BatchServerFra
         final = {int(index): value for index, value in (data.get("final") or {}).items()}
     except (AttributeError, ValueError):
         raise invalid("batch_result final must map sub-env indices to results") from None
+    # Wire values, whatever they are: result.check() below refuses what is not a list of K items.
+    observations: Any = data.get("observations")
+    infos: Any = data.get("infos")
     result = BatchResultFrame(
-        observations=data.get("observations"),  # type: ignore[arg-type]
-        infos=data.get("infos"),  # type: ignore[arg-type]
+        observations=observations,
+        infos=infos,
         rewards=data.get("rewards"),
         terminated=data.get("terminated"),
         truncated=data.get("truncated"),
