@@ -17,6 +17,7 @@ on a few servers.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -28,6 +29,8 @@ from .errors import ConnectionLostError, RequestTimeoutError, ServerConnectError
 from .face import StepResult
 from .make_options import MakeOptions
 from .providers import Provider, URLProvider
+from .redaction import hide_token_kwarg
+from .rendering import own_frame
 from .served import read_core
 
 if TYPE_CHECKING:
@@ -56,6 +59,9 @@ class AsyncRemoteEnv:
         action_space, observation_space: as for ``gym.make`` of the same id.
         env_id: the Gymnasium id (or server target) it was made for.
         max_episode_steps: the time limit (``None``: the server's only).
+        spec: as ``gym.make``'s env's: the id, the options it was made with, and the time limit in
+            force (this side's or the server's) as its ``max_episode_steps``; ``None`` for a pool's.
+        render_mode, metadata: as ``gym.make``'s (``metadata["render_modes"]`` the server's).
         failed: the error that broke the session (the server died, a call timed out), if any.
     """
 
@@ -65,11 +71,15 @@ class AsyncRemoteEnv:
         core: EnvCore,
         *,
         release: Callable[[AsyncRemoteEnv], Awaitable[None]] | None = None,
+        spec: gym.envs.registration.EnvSpec | None = None,
     ) -> None:
         self._client = client
         self._core = core
         self.env_id = core.env_id
         self.max_episode_steps = core.max_episode_steps
+        self.spec = spec
+        self.render_mode = core.render_mode
+        self.metadata: dict[str, Any] = core.render or {"render_modes": []}
         self.action_space: gym.Space[Any] = core.face.action_space
         self.observation_space: gym.Space[Any] = core.face.observation_space
         self.failed: BaseException | None = None
@@ -127,6 +137,14 @@ class AsyncRemoteEnv:
             client.kind.end_episode()
         return result
 
+    async def render(self) -> Any:
+        """The server's frame in ``render_mode``; as :meth:`RemoteEnv.render
+        <openenv_gym.env.RemoteEnv.render>`, awaited (``None`` without a render mode)."""
+        self._check_open("render")
+        if not self._core.asks_frame(repr(self)):
+            return None
+        return own_frame(await self._call(self._client.render()))
+
     async def snapshot(self, *, portable: bool = False) -> Snapshot:
         """Have the server keep the env's current state (and this env's step count towards its
         time limit); as :meth:`RemoteEnv.snapshot <openenv_gym.env.RemoteEnv.snapshot>`, awaited."""
@@ -183,7 +201,9 @@ class AsyncRemoteEnv:
             env_id=client.env_id,
             token=client.token,
         )
-        fork = AsyncRemoteEnv(twin, self._core.forked(), release=_close_session)
+        if self._core.renders and self._core.render_mode is not None:
+            twin.ask_render_mode(self._core.render_mode)
+        fork = AsyncRemoteEnv(twin, self._core.forked(), release=_close_session, spec=self.spec)
         try:
             await fork.restore(handle)
         except BaseException:
@@ -239,13 +259,23 @@ async def open_core(
     *,
     env_id: str | None = None,
     max_episode_steps: int | None = None,
+    render_mode: str | None = None,
 ) -> EnvCore:
     """Read what the server at ``base_url`` serves (:func:`~openenv_gym.served.read_core`, in a worker thread),
-    connect ``client``, and have its session list the tools a tool face still needs."""
+    connect ``client`` (its env made in ``render_mode``), and have its session list the tools a tool face still needs."""
     attached = isinstance(provider, URLProvider)  # started by someone else: is it this env?
     core = await asyncio.to_thread(
-        read_core, base_url, make, token, attached=attached, env_id=env_id, max_episode_steps=max_episode_steps
+        read_core,
+        base_url,
+        make,
+        token,
+        attached=attached,
+        env_id=env_id,
+        max_episode_steps=max_episode_steps,
+        render_mode=render_mode,
     )
+    if core.renders and core.render_mode is not None:
+        client.ask_render_mode(core.render_mode)
     await client.connect()
     request = core.face.tool_list_request()
     if request is not None:  # an OpenEnv server lists its tools in no /schema: ask the session
@@ -257,11 +287,13 @@ async def make_async(env_id: str, **kwargs: Any) -> AsyncRemoteEnv:
     """``gym.make(env_id, **kwargs)`` for asyncio: an :class:`AsyncRemoteEnv` on a server of its own.
 
     Takes ``gym.make``'s keyword arguments for the id (``base_url=``, ``provider=``, ``tool_calls=``,
-    the env's own, ``max_episode_steps=``...). The server is started in a worker thread, so the
-    event loop keeps running; it is stopped by :meth:`AsyncRemoteEnv.aclose`.
+    ``render_mode=``, the env's own, ``max_episode_steps=``...). The server is started in a worker
+    thread, so the event loop keeps running; it is stopped by :meth:`AsyncRemoteEnv.aclose`.
     """
     options, max_episode_steps = spec_options(env_id, kwargs)
-    make = MakeOptions.parse(**options)  # a spec's sessions_per_server is for pools and vector envs
+    make_kwargs = dict(options)
+    render_mode = make_kwargs.pop("render_mode", None)  # the session's, as RemoteEnv's
+    make = MakeOptions.parse(**make_kwargs)  # a spec's sessions_per_server is for pools and vector envs
     fleet = make.fleet()
     (url,) = await asyncio.to_thread(fleet.start)
     token = make.token or fleet.token
@@ -269,7 +301,14 @@ async def make_async(env_id: str, **kwargs: Any) -> AsyncRemoteEnv:
     client = AsyncEnvClient(url, **timeouts.session(), env_id=make.server, token=token)
     try:
         core = await open_core(
-            client, url, make, fleet.providers[0], token, env_id=env_id, max_episode_steps=max_episode_steps
+            client,
+            url,
+            make,
+            fleet.providers[0],
+            token,
+            env_id=env_id,
+            max_episode_steps=max_episode_steps,
+            render_mode=render_mode,
         )
     except BaseException:
         await client.close()
@@ -282,4 +321,6 @@ async def make_async(env_id: str, **kwargs: Any) -> AsyncRemoteEnv:
         finally:
             await asyncio.to_thread(fleet.close)
 
-    return AsyncRemoteEnv(client, core, release=release)
+    # gym.make's spec: the registered one with the options given, and the time limit in force.
+    made = dataclasses.replace(gym.spec(env_id), kwargs=options, max_episode_steps=None)
+    return AsyncRemoteEnv(client, core, release=release, spec=hide_token_kwarg(core.spec(made)))

@@ -97,14 +97,16 @@ class RemoteEnv(gym.Env[Any, Any]):
 
     @property
     def spec(self) -> gym.envs.registration.EnvSpec | None:
-        """The spec ``gym.make`` gave the env; its ``token`` argument has a repr that hides it."""
+        """The spec ``gym.make`` gave the env, its ``max_episode_steps`` the time limit the server
+        applies (as a local env's ``TimeLimit`` states it); its ``token`` has a repr that hides it."""
         return self._spec
 
     @spec.setter
     def spec(self, spec: gym.envs.registration.EnvSpec | None) -> None:
-        self._spec = hide_token_kwarg(spec)
         if spec is not None and "_core" in self.__dict__:
             self._core.env_id = spec.id  # errors name the id gym.make was given
+            spec = self._core.spec(spec)  # with the time limit the server applies
+        self._spec = hide_token_kwarg(spec)
 
     def __init__(
         self,
@@ -156,8 +158,8 @@ class RemoteEnv(gym.Env[Any, Any]):
             client.kind.take_seat(seat or {})
             no_shm = shm_refusal(core.face, seat or {})
             if no_shm is not None:
-                if transport == "shm":
-                    raise ValueError(f"transport='shm' cannot be served: {no_shm}")
+                if transport == "shm":  # refused before any connection
+                    raise ValueError(f"transport='shm' cannot be served: {no_shm}; 'auto' or 'ws' carries this env")
                 client.keep_to_websocket(no_shm)
             if core.render is not None and core.render_mode is not None:
                 client.ask_render_mode(core.render_mode)
@@ -236,11 +238,7 @@ class RemoteEnv(gym.Env[Any, Any]):
             RemoteError: the env's ``render()`` raised on the server.
         """
         self._check_open("render")
-        if self.render_mode is None:
-            return None
-        if not self._core.renders:
-            raise NotImplementedError(f"{self!r}: the server renders nothing (it publishes no render modes)")
-        return own_frame(self._client.render())
+        return own_frame(self._client.render()) if self._core.asks_frame(repr(self)) else None
 
     def state(self) -> dict[str, Any]:
         """The session's state on the server (``episode_id``, ``step_count``, ...)."""

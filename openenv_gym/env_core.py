@@ -8,7 +8,8 @@ says what the calls mean. It holds
   (:func:`openenv_gym.served.read_server_info` is the one reader);
 * the :class:`~openenv_gym.face.Face` (Gymnasium values <-> wire actions and frames) and the
   render mode the session's env is made in;
-* the episode's steps and the time limit they count towards;
+* the episode's steps and the time limit they count towards (this side's, and the one the server
+  says it applies: :attr:`EnvCore.time_limit`, which the env's spec states);
 * the snapshot rules: whether the server snapshots the env, which handles are restored by id and
   which from their bytes, what a restore sets back, which handles a session may release, and what
   a fork copies.
@@ -116,9 +117,39 @@ class EnvCore:
         self.elapsed_steps = 0
 
     @property
+    def time_limit(self) -> int | None:
+        """The time limit in force: the sooner of this side's and the one the server applies (its
+        ``/schema["max_episode_steps"]``), as a spec's ``max_episode_steps`` says it; ``None``: none."""
+        served = self.info.schema.get("max_episode_steps")
+        limits = [limit for limit in (self.max_episode_steps, served) if isinstance(limit, int) and limit > 0]
+        return min(limits, default=None)
+
+    def spec(self, spec: gym.envs.registration.EnvSpec | None) -> gym.envs.registration.EnvSpec | None:
+        """``spec`` (``gym.make``'s, which counts no limit it adds no ``TimeLimit`` for) with the time
+        limit in force as its ``max_episode_steps``, so wrappers that read it (``TimeAwareObservation``)
+        see the limit the episodes end at."""
+        limit = self.time_limit
+        if spec is None or limit is None or spec.max_episode_steps is not None:
+            return spec
+        return dataclasses.replace(spec, max_episode_steps=limit)
+
+    @property
     def renders(self) -> bool:
         """Whether the session's env is made in :attr:`render_mode` and its frames asked for."""
         return self.render is not None and self.render_mode is not None
+
+    def asks_frame(self, who: str) -> bool:
+        """Whether ``render()`` asks the server for a frame: ``False`` without a render mode (it
+        returns ``None``, as a local env's).
+
+        Raises:
+            NotImplementedError: a render mode, and a server that publishes no render modes.
+        """
+        if self.render_mode is None:
+            return False
+        if not self.renders:
+            raise NotImplementedError(f"{who}: the server renders nothing (it publishes no render modes)")
+        return True
 
     # The episode.
 

@@ -389,8 +389,16 @@ def face_of_schema(schema: Any, base_url: str, *, json_schema_fallback: bool, to
     return spaces_of_schema(schema, base_url, json_schema_fallback)
 
 
+#: The spaces whose values shared memory carries: each one fixed-size array of numbers.
+SHM_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+
+
 def shm_refusal(face: Face, seat: Mapping[str, str]) -> str | None:
-    """Why a plain session of this face cannot take shared memory, or None if its server may offer it."""
+    """Why a plain session of this face cannot take shared memory, or None if its server may offer it.
+
+    Known before any connection: ``transport="shm"`` is then refused at once (``ValueError``)
+    and ``"auto"`` keeps to the WebSocket without asking the server.
+    """
     if isinstance(face, SchemaSpaces):
         return "the server publishes no Gymnasium spaces (an OpenEnv server)"
     if not isinstance(face, PublishedSpaces):
@@ -399,4 +407,8 @@ def shm_refusal(face: Face, seat: Mapping[str, str]) -> str | None:
         return "the server's actions have a model of their own"
     if seat:
         return "a seat in a game takes turns on the WebSocket"
+    for what, space in (("action", face.action_space), ("observation", face.observation_space)):
+        if not isinstance(space, SHM_SPACES):  # a Dict, Tuple, Text, Sequence, Graph, OneOf...
+            kinds = ", ".join(kind.__name__ for kind in SHM_SPACES)
+            return f"the {what} space {space} does not batch into one array of numbers (shared memory carries {kinds})"
     return None

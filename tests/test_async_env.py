@@ -79,6 +79,41 @@ def test_the_time_limit_truncates_and_aclose_stops_the_server():
     assert wait_until(lambda: not (own_server_pids() - before), 10 * UNIT)
 
 
+def test_make_async_renders_and_has_gym_makes_spec():
+    """render_mode as gym.make's: the env's frames; the spec names the id and the time limit in force."""
+
+    async def frames():
+        env = await make_async("openenv/CartPole-v1", render_mode="rgb_array", max_episode_steps=7)
+        plain = await make_async("openenv/CartPole-v1")
+        try:
+            await env.reset(seed=2)
+            await env.step(1)
+            (fork,) = await env.fork(1)
+            try:
+                seen = env.render_mode, env.metadata["render_modes"], env.spec, plain.spec
+                return seen, await env.render(), await fork.render(), await plain.render()
+            finally:
+                await fork.aclose()
+        finally:
+            await env.aclose()
+            await plain.aclose()
+
+    (mode, modes, spec, plain_spec), frame, forked, nothing = run_async(frames(), 60 * UNIT)
+    local = gym.make("CartPole-v1", render_mode="rgb_array")
+    local.reset(seed=2)
+    local.step(1)
+    expected = local.render()
+    local.close()
+    assert mode == "rgb_array" and "rgb_array" in modes
+    assert frame.dtype == expected.dtype and frame.flags.writeable
+    np.testing.assert_array_equal(frame, expected)
+    np.testing.assert_array_equal(forked, expected)
+    assert nothing is None  # no render mode: None, as a local env's
+    assert spec.id == "openenv/CartPole-v1" and spec.max_episode_steps == 7
+    assert spec.kwargs["render_mode"] == "rgb_array"
+    assert plain_spec.max_episode_steps == gym.spec("openenv/CartPole-v1").max_episode_steps
+
+
 def test_make_async_has_the_tool_face():
     async def episode():
         async with await make_async("openenv/Echo-v0", tool_calls=True) as env:

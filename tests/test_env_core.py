@@ -90,6 +90,31 @@ def test_the_time_limit_truncates_counts_on_from_a_restored_snapshot_and_a_fork_
 
 
 @pytest.mark.parametrize(
+    ("served", "counted", "in_force"), [(6, None, 6), (None, 4, 4), (6, 4, 4), (3, 8, 3), (None, None, None)]
+)
+def test_the_spec_states_the_time_limit_in_force(served, counted, in_force):
+    """The sooner of the server's limit (its /schema's max_episode_steps) and this side's; a spec
+    that states a limit of its own (a TimeLimit gym.make adds) keeps it."""
+    schema = {} if served is None else {"max_episode_steps": served}
+    env = core(schema, max_episode_steps=counted)
+    assert env.time_limit == in_force
+    made = gym.spec("CartPole-v1")
+    assert env.spec(gym.envs.registration.EnvSpec("Remote-v0")).max_episode_steps == in_force
+    assert env.spec(made).max_episode_steps == made.max_episode_steps
+    assert env.spec(None) is None
+
+
+def test_render_asks_a_frame_only_in_a_render_mode_the_server_publishes():
+    env = core()
+    assert not env.asks_frame("env")  # no render mode: render() is None, as a local env's
+    env.render_mode = "rgb_array"
+    with pytest.raises(NotImplementedError, match="env: the server renders nothing"):
+        env.asks_frame("env")
+    env.render = {"render_modes": ["rgb_array"], "render_fps": 50}
+    assert env.asks_frame("env")
+
+
+@pytest.mark.parametrize(
     ("schema", "reason"),
     [
         ({"snapshot": {"supported": False, "reason": "its state holds a socket"}}, "its state holds a socket"),

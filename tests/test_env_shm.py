@@ -182,14 +182,18 @@ def test_the_server_checks_every_action_it_reads_from_the_segment(env_id):
 def test_a_server_that_cannot_serve_shared_memory_says_why():
     blackjack = RemoteEnv("Blackjack-v1")  # a Tuple observation: no array to lay out
     try:
-        assert blackjack.transport == "ws"
+        assert blackjack.transport == "ws"  # known from its spaces: the server is not asked
+        assert blackjack.transport_reason.startswith("the WebSocket: the observation space Tuple(")
         assert "does not batch into one array of numbers" in blackjack.transport_reason
         blackjack.reset(seed=0)
         assert isinstance(blackjack.step(0)[0], tuple)
     finally:
         blackjack.close()
-    with pytest.raises(ConnectionLostError, match="transport='shm' cannot be served"):
+    # Refused before any connection, as a wrong argument (no lost connection), saying what carries it.
+    with pytest.raises(ValueError, match="transport='shm' cannot be served: the observation space Tuple") as refused:
         RemoteEnv("Blackjack-v1", transport="shm")
+    assert not isinstance(refused.value, ConnectionLostError)
+    assert str(refused.value).endswith("'auto' or 'ws' carries this env")
     echo = gym.make("openenv/Echo-v0")  # an action model of its own: not asked
     try:
         assert echo.unwrapped.transport == "ws"
@@ -325,6 +329,18 @@ def test_only_a_face_of_published_spaces_outside_a_game_asks_for_shared_memory()
         *openenv_spaces({"action": own_model, "observation": {"properties": {"n": {"type": "integer"}}}}), {}
     )
     assert "an OpenEnv server" in shm_refusal(mapped, {})
+    # Shared memory carries arrays of numbers: any other space of either side is known to stay on the WebSocket.
+    box = gym.spaces.Box(-1, 1, (3,))
+    for action_space, observation_space, side in [
+        (gym.spaces.Discrete(2), gym.spaces.Dict({"x": box}), "observation"),
+        (gym.spaces.Discrete(2), gym.spaces.Sequence(box), "observation"),
+        (gym.spaces.Text(5), box, "action"),
+    ]:
+        said = shm_refusal(PublishedSpaces(action_space, observation_space), {})
+        assert said is not None and said.startswith(f"the {side} space"), said
+        assert "does not batch into one array of numbers" in said
+    arrays = (gym.spaces.MultiDiscrete([2, 3]), gym.spaces.MultiBinary(4))
+    assert shm_refusal(PublishedSpaces(*arrays), {}) is None
 
 
 def test_channels_watch_their_segment_only_while_alone_in_their_process():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from ..protocol import ObservationFrame, StateFrame
+from ..protocol import ObservationFrame, RenderFrame, StateFrame
 from ..protocol.snapshot import SnapshotFrame
 from ._session import Delegated
 from .async_connection import AsyncConnection
@@ -85,6 +85,17 @@ class AsyncEnvClient:
         frame = await self.connection.request("state", self.kind.state)
         assert isinstance(frame, StateFrame)
         return frame.state
+
+    async def render(self) -> Any:
+        """The env's frame in the session's render mode (see :meth:`ask_render_mode`)."""
+        frame = await self.connection.request("render", self.kind.render)
+        assert isinstance(frame, RenderFrame)
+        return frame.frame
+
+    def ask_render_mode(self, render_mode: str) -> None:
+        """Have the session's env made in ``render_mode`` (``/ws?render_mode=...``) and its RGB
+        frames sent as raw bytes; call before :meth:`connect`."""
+        self.kind.ask_render_mode(render_mode)
 
     async def snapshot(self, portable: bool = False) -> SnapshotFrame:
         """Have the server keep the env's current state; the reply names it (and, with ``portable``,

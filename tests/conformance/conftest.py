@@ -9,14 +9,17 @@ from typing import Any
 
 import pytest
 
-from .paths import SB3_PATHS, SINGLE_PATHS, VECTOR_PATHS, Servers
+from .paths import ANY_SPACE_SINGLE_PATHS, ARRAYS_ONLY_SINGLE_PATHS, SB3_PATHS, SINGLE_PATHS, VECTOR_PATHS, Servers
 from .report import PATH_PROPERTY
 
 _PATHS = {"vector_path": VECTOR_PATHS, "sb3_path": SB3_PATHS, "single_path": SINGLE_PATHS}
+# Spaces other than arrays of numbers: carried by some single paths, refused (saying so) by the others.
+_PATHS |= {"any_space_single_path": ANY_SPACE_SINGLE_PATHS, "arrays_only_single_path": ARRAYS_ONLY_SINGLE_PATHS}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """A test that takes ``vector_path``, ``sb3_path`` or ``single_path`` runs once per such path."""
+    """A test that takes ``vector_path``, ``sb3_path`` or ``single_path`` (or one of its subsets)
+    runs once per such path."""
     for argument, paths in _PATHS.items():
         if argument in metafunc.fixturenames:
             metafunc.parametrize(argument, paths, ids=[path.name for path in paths])

@@ -145,8 +145,9 @@ class AsyncAsGymEnv(gym.Env[Any, Any]):
         self.env = self._run(openenv_gym.make_async("openenv/Remote-v0", base_url=url, **options))
         self.observation_space = self.env.observation_space
         self.action_space = self.env.action_space
-        self.metadata = getattr(self.env, "metadata", {})
-        self.render_mode = getattr(self.env, "render_mode", None)
+        self.metadata = self.env.metadata
+        self.render_mode = self.env.render_mode
+        self.spec = self.env.spec
 
     def _run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         if self._closed:  # the async env's own ClosedEnvError, raised before any I/O
@@ -172,10 +173,13 @@ class AsyncAsGymEnv(gym.Env[Any, Any]):
 
 @dataclass(frozen=True)
 class SinglePath:
-    """A way to get one remote env: ``gym.make`` over either transport, or the async env."""
+    """A way to get one remote env: ``gym.make`` over either transport, or the async env.
+    ``arrays_only``: its steps carry spaces of arrays of numbers only, and it refuses an env of
+    other spaces (Dict, Tuple, Sequence...) as it is made, saying which path carries it."""
 
     name: str
     make: Callable[[str, str | None], gym.Env[Any, Any]]
+    arrays_only: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -195,9 +199,12 @@ def _gym_make(transport: str) -> Callable[[str, str | None], gym.Env[Any, Any]]:
 
 SINGLE_PATHS = [
     SinglePath("single ws", _gym_make("ws")),
-    SinglePath("single shm", _gym_make("shm")),
+    SinglePath("single shm", _gym_make("shm"), arrays_only=True),
     SinglePath("async", AsyncAsGymEnv),
 ]
+#: The single paths that carry every space, and those that carry arrays of numbers only.
+ANY_SPACE_SINGLE_PATHS = [path for path in SINGLE_PATHS if not path.arrays_only]
+ARRAYS_ONLY_SINGLE_PATHS = [path for path in SINGLE_PATHS if path.arrays_only]
 
 #: Every path's name, for the per-path counts.
 PATH_NAMES = [path.name for path in (*VECTOR_PATHS, *SB3_PATHS, *SINGLE_PATHS)]

@@ -49,14 +49,14 @@ APPLYING: dict[str, Case] = {
 }
 
 
-# Over the Dict probe: tried by pending_spaces.py until every path carries Dict observations.
+# Over the Dict probe: tried by test_single_spaces.py on the paths that carry Dict observations.
 OVER_DICT: dict[str, Case] = {
     "FilterObservation": (DICT_ID, None, lambda env, _: wrappers.FilterObservation(env, ["steps"])),
     "FlattenObservation": (DICT_ID, None, lambda env, _: wrappers.FlattenObservation(env)),
 }
 
 
-# Over an env made with render_mode="rgb_array": tried by pending_render.py until every path renders.
+# Over an env made with render_mode="rgb_array".
 RENDERING: dict[str, Case] = {
     "AddRenderObservation": (
         PROBE_ID,
@@ -73,7 +73,7 @@ RENDERING: dict[str, Case] = {
 }
 
 
-# Needs the env's time limit in its spec: tried by pending_spec.py until a remote env's spec has its server's.
+# Needs the env's time limit in its spec (a remote env's spec states its server's).
 TIME_AWARE: dict[str, Case] = {
     "TimeAwareObservation": (PROBE_ID, None, lambda env, _: wrappers.TimeAwareObservation(env)),
 }
@@ -87,7 +87,7 @@ DRAWING: dict[str, Case] = {
 }
 
 
-# The same, rendering: tried by pending_render.py with RENDERING.
+# The same, rendering: tried with RENDERING.
 DRAWING_RENDERING: dict[str, Case] = {
     "AddWhiteNoise": (
         PROBE_ID,

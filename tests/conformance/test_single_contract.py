@@ -1,6 +1,6 @@
 """The Env contract on every single-env path (``gym.make`` over the WebSocket and over shared memory,
 and the async env): Gymnasium's and Stable-Baselines3's env checkers, results equal to ``gym.make``
-of the same env locally, seeding and close."""
+of the same env locally, seeding and close, the spec's time limit, and render."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.error import ClosedEnvironmentError
+from gymnasium.utils.env_checker import check_env
 
 from tests.equivalence import assert_same_trajectory, play
 
 from .contract import assert_episodes_equal, assert_same_types, gym_check, sb3_check
-from .envs import PROBE_ID
+from .envs import PROBE_ID, TIME_LIMIT
 
 
 def test_gymnasiums_env_checker_passes(single_path, servers, closing):
@@ -82,3 +83,28 @@ def test_infos_equal_gym_makes(single_path, servers, closing):
                 seen.append(each.reset()[1])
     assert infos[0] == infos[1]
     assert_same_types(infos[0], infos[1], "infos")
+
+
+def test_the_spec_holds_the_servers_time_limit(single_path, servers, closing):
+    """The spec's max_episode_steps is the time limit the server applies, as gym.make's TimeLimit states it."""
+    env = closing(single_path(servers))
+    assert env.spec is not None and env.spec.max_episode_steps == TIME_LIMIT
+
+
+def test_gymnasiums_env_checker_passes_its_render_check(single_path, servers, closing):
+    """check_env's render checks, on an env made with render_mode="rgb_array"."""
+    env = closing(single_path(servers, render_mode="rgb_array"))
+    check_env(env.unwrapped)
+
+
+def test_render_gives_the_envs_frame(single_path, servers, closing):
+    """render_mode="rgb_array": render() gives the env's frame, as gym.make's does."""
+    env = closing(single_path(servers, render_mode="rgb_array"))
+    local = closing(gym.make(PROBE_ID, render_mode="rgb_array"))
+    assert env.render_mode == "rgb_array"
+    for each in (env, local):
+        each.reset(seed=0)
+        each.step(1)
+    frame, expected = env.render(), local.render()
+    assert frame.dtype == expected.dtype
+    np.testing.assert_array_equal(frame, expected)

@@ -41,3 +41,26 @@ def test_a_wrapper_drawing_from_the_envs_generator_repeats_itself_under_a_seed(
 ):
     """The wrapper over the path, run twice from the same seed: the same results."""
     assert_repeats_itself(single_path, servers, closing, DRAWING[name], tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(TIME_AWARE))
+def test_a_wrapper_reading_the_time_limit(single_path, servers, closing, name, tmp_path):
+    """A wrapper that reads the spec's max_episode_steps: as over gym.make."""
+    assert_wrapped_equal(single_path, servers, closing, TIME_AWARE[name], tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(RENDERING))
+def test_a_rendering_wrapper_gives_what_it_gives_over_gym_make(
+    single_path, servers, closing, name, tmp_path, monkeypatch
+):
+    """Over an env made with render_mode="rgb_array": the same results and frames."""
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")  # HumanRendering's window, headless
+    assert_wrapped_equal(single_path, servers, closing, RENDERING[name], tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(DRAWING_RENDERING))
+def test_a_rendering_wrapper_drawing_from_the_envs_generator_repeats_itself(
+    single_path, servers, closing, name, tmp_path
+):
+    """The same, drawing from the env's generator: run twice from the same seed, the same frames."""
+    assert_repeats_itself(single_path, servers, closing, DRAWING_RENDERING[name], tmp_path)
