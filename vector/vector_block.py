@@ -28,6 +28,13 @@ from openenv_gym.spaces import mismatch, space_from_json
 
 from .batching import block_seed, join_batches, join_infos, join_taken, lost_result, slice_batch, take_batches
 from .block import Block, StepTuple
+from .space_batches import (
+    batch_from_wire,
+    final_observations_from_wire,
+    is_array_space,
+    join_space_batches,
+    slice_space_batch,
+)
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -186,8 +193,10 @@ class VectorCodec:
         name: Callable[[], str | None],
     ) -> None:
         self.single_action_space = action_space
+        self.single_observation_space = observation_space
         self.num_envs = num_envs
         self.name = name
+        self._arrays = is_array_space(observation_space)  # else batches take Gymnasium's form (space_batches.py)
         empty = create_empty_array(observation_space, num_envs)
         assert empty is not None  # Gymnasium's annotation allows None; it raises for a space it cannot fill
         self.observations: Any = empty
@@ -206,21 +215,42 @@ class VectorCodec:
     def assemble_reset(
         self, blocks: list[Block[Any]], results: dict[int, Any], mask: list[bool] | None
     ) -> tuple[Any, dict[str, Any]]:
-        kept = self.observations
-        self.observations = join_batches(
-            [
-                results[id(block)].observations if id(block) in results else slice_batch(kept, block.start, block.stop)
-                for block in blocks
-            ]
-        )
+        kept, space = self.observations, self.single_observation_space
+        if self._arrays:
+            self.observations = join_batches(
+                [
+                    results[id(block)].observations
+                    if id(block) in results
+                    else slice_batch(kept, block.start, block.stop)
+                    for block in blocks
+                ]
+            )
+        else:
+            self.observations = join_space_batches(
+                space,
+                [
+                    batch_from_wire(space, results[id(block)].observations)
+                    if id(block) in results
+                    else slice_space_batch(space, kept, block.start, block.stop)
+                    for block in blocks
+                ],
+            )
         parts = [(block.start, block.size, results[id(block)].infos) for block in blocks if id(block) in results]
         return self.observations, join_infos(parts, self.num_envs)
 
     def assemble_step(self, blocks: list[Block[Any]], results: list[VectorResultFrame]) -> StepTuple:
         for block, result in zip(blocks, results):
             block.remember(result)
-        self.observations = take_batches([result.observations for result in results])  # new arrays every step
-        parts = [(block.start, block.size, result.infos) for block, result in zip(blocks, results)]
+        space = self.single_observation_space
+        if self._arrays:
+            self.observations = take_batches([result.observations for result in results])  # new arrays every step
+            parts = [(block.start, block.size, result.infos) for block, result in zip(blocks, results)]
+        else:
+            self.observations = join_space_batches(space, [batch_from_wire(space, r.observations) for r in results])
+            parts = [
+                (block.start, block.size, final_observations_from_wire(space, result.infos))
+                for block, result in zip(blocks, results)
+            ]
         return (
             self.observations,
             join_batches([result.rewards for result in results]),
