@@ -56,8 +56,12 @@ def call_sub_envs(
         elif positions and op == "wrapped":  # a server-side vector env's sub-envs are no wrapped envs
             for position in positions:
                 ordered[position] = False
-        elif positions:
-            block.begin_call(BatchCallFrame(op, name))  # raises why these sub-envs take no calls; nothing sent
+        elif positions:  # refused before anything is sent, so no session is left with a reply unread
+            raise NotImplementedError(
+                f"{op} {name!r} on chosen sub-envs: sub-envs {block.start}..{block.stop - 1} are one server-side "
+                "vector env (or plain sessions), not separate envs in a batch session; make the vector env with "
+                "vector_backend='per_env' for this"
+            )
     frames = {
         id(block): BatchCallFrame(
             op,
