@@ -2,7 +2,7 @@
 
 Its session, :class:`~openenv_gym.vector.plain_session.PlainSessionBatch`, presents a batch
 session's requests and results for one sub-env, so the block and its codec are the batch kind's;
-what differs is that the server is shared by many such blocks, and has no sub-env calls.
+what differs is that the server is shared by many such blocks (a sub-env call reaches the session's env).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ class PlainBlock(BatchBlock):
     client: Any  # a PlainSessionBatch: a batch session's requests and results, for one sub-env
     exclusive: ClassVar[bool] = False  # one server serves many plain sessions: a hung one is not killed
     pools: ClassVar[bool] = False
-    begin_call = Block.begin_call  # plain sessions have no sub-env calls
     snapshot_refusal: ClassVar[str | None] = (
         "plain sessions (batched=False, or an OpenEnv server) are not snapshotted by the vector env"
     )

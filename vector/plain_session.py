@@ -16,7 +16,15 @@ from typing import Any
 from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.face import Face, StepResult, WireFace
 from openenv_gym.protocol import ObservationFrame, RenderFrame
-from openenv_gym.protocol.batch import AutoresetMode, AutoresetRule, BatchResultFrame, Mask, Seeds
+from openenv_gym.protocol.batch import (
+    AutoresetMode,
+    AutoresetRule,
+    BatchCallFrame,
+    BatchResultFrame,
+    BatchValuesFrame,
+    Mask,
+    Seeds,
+)
 
 __all__ = ["Face", "PlainSessionBatch", "WireFace"]
 
@@ -30,6 +38,7 @@ class _Pending(enum.Enum):
     STEP = "step"
     ANSWERED = "answered"  # the face answered the action itself: nothing was sent
     RENDER = "render"
+    CALL = "call"  # a batch_call of the one sub-env: its reply is a batch of one value
 
 
 class PlainSessionBatch:
@@ -94,10 +103,19 @@ class PlainSessionBatch:
         self.client.begin_render()
         self._pending = _Pending.RENDER
 
-    def complete(self, timeout: float | None = None) -> BatchResultFrame | RenderFrame:
+    def begin_batch_call(self, frame: BatchCallFrame) -> None:
+        """Send a ``batch_call`` of the sub-env (get, set or call its attribute): the server has it."""
+        self.client.connect()
+        self.client.begin("batch_call", self.client.kind.call, frame)
+        self._pending = _Pending.CALL
+
+    def complete(self, timeout: float | None = None) -> BatchResultFrame | RenderFrame | BatchValuesFrame:
         pending, self._pending = self._pending, _Pending.NONE
         if pending is _Pending.RENDER:  # a batch of one frame
             return RenderFrame([self.client.complete(timeout).frame])
+        if pending is _Pending.CALL:
+            values: BatchValuesFrame = self.client.complete(timeout)
+            return values
         if pending is _Pending.ANSWERED:
             assert self._answer is not None
             (observation, reward, terminated, truncated, info), self._answer = self._answer, None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from websockets.typing import Subprotocol
 
@@ -19,12 +19,29 @@ from ..protocol import ClientSession, ErrorFrame, MessageType
 from ..protocol.arrays import BINARY_SUBPROTOCOL
 from ..protocol.shm import ShmOffer, ShmOpenFrame, parse_plain_server_frame
 
+if TYPE_CHECKING:
+    from ..protocol.batch import BatchCallFrame
+
 __all__ = ["PlainKind", "SessionKind", "with_query"]
 
 ReplyT = TypeVar("ReplyT")
 
-#: What a plain session answers: OpenEnv's replies, and a shared-memory offer.
-_PLAIN_REPLIES = {**ClientSession.REPLIES, MessageType.SHM_OPEN: ShmOffer}
+
+class _PlainReplies(dict[MessageType, type]):
+    """The reply each plain call expects; a vector env's ``batch_call``'s (``batch_values``) loads
+    the batch frames when first asked for: a plain env needs none of them."""
+
+    def __missing__(self, call: MessageType) -> type:
+        if call is not MessageType.BATCH_CALL:
+            raise KeyError(call)
+        from ..protocol.batch import BatchValuesFrame
+
+        self[call] = BatchValuesFrame
+        return BatchValuesFrame
+
+
+#: What a plain session answers: OpenEnv's replies, a shared-memory offer, a batch_call's values.
+_PLAIN_REPLIES = _PlainReplies({**ClientSession.REPLIES, MessageType.SHM_OPEN: ShmOffer})
 
 #: A request a kind sends before any call (its name and the frame's builder), or None.
 Opening = tuple[str, Callable[[], str | bytes]] | None
@@ -150,6 +167,10 @@ class PlainKind:
 
     def render(self) -> str:
         return self.session.send_render()
+
+    def call(self, frame: BatchCallFrame) -> str:
+        """A vector env's ``batch_call`` of this one env (its answer: ``batch_values`` of one value)."""
+        return self.session.send(MessageType.BATCH_CALL, frame)
 
     def snapshot(self, portable: bool) -> str:
         return self.session.send_snapshot(portable)

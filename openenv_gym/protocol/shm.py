@@ -58,6 +58,8 @@ from .frames import ClientFrame, ErrorFrame, ServerFrame, parse_client_frame, pa
 if TYPE_CHECKING:  # numpy loads when a segment is laid out, not with the protocol
     import numpy as np
 
+    from .batch import BatchCallFrame, BatchValuesFrame
+
 __all__ = [
     "FIRST_SLEEP",
     "HEADER",
@@ -356,7 +358,7 @@ def refused(reason: str) -> ErrorFrame:
     return ErrorFrame(ErrorCode.VALIDATION_ERROR, f"shared memory refused: {reason}")
 
 
-def parse_plain_client_frame(message: str | bytes) -> ClientFrame | ShmOpenFrame:
+def parse_plain_client_frame(message: str | bytes) -> ClientFrame | ShmOpenFrame | BatchCallFrame:
     """:func:`~openenv_gym.protocol.frames.parse_client_frame`, and ``shm_open`` (a plain session
     of openenv-gym's may move its steps to shared memory; OpenEnv's frames are left as they are).
 
@@ -367,18 +369,34 @@ def parse_plain_client_frame(message: str | bytes) -> ClientFrame | ShmOpenFrame
     try:
         return parse_client_frame(message)
     except ProtocolError as exc:  # the usual frames pay nothing for the rare one
-        if exc.code == ErrorCode.UNKNOWN_TYPE.value and _message_type(message) == MessageType.SHM_OPEN.value:
+        kind = _message_type(message) if exc.code == ErrorCode.UNKNOWN_TYPE.value else None
+        if kind == MessageType.SHM_OPEN.value:
             return ShmOpenFrame()
+        if kind == MessageType.BATCH_CALL.value:  # a vector env's call/get_attr/set_attr of its one sub-env
+            from .batch import BatchCallFrame, parse_batch_client_frame
+
+            call = parse_batch_client_frame(message)
+            if not isinstance(call, BatchCallFrame):  # the type was read as batch_call: it cannot be another
+                raise
+            return call
         raise
 
 
-def parse_plain_server_frame(message: str | bytes) -> ServerFrame | ShmOffer:
+def parse_plain_server_frame(message: str | bytes) -> ServerFrame | ShmOffer | BatchValuesFrame:
     """:func:`~openenv_gym.protocol.frames.parse_server_frame`, and ``shm_offer``."""
     try:
         return parse_server_frame(message)
     except ProtocolError as exc:
-        if exc.code == ErrorCode.UNKNOWN_TYPE.value and _message_type(message) == MessageType.SHM_OFFER.value:
+        kind = _message_type(message) if exc.code == ErrorCode.UNKNOWN_TYPE.value else None
+        if kind == MessageType.SHM_OFFER.value:
             return ShmOffer.from_data(data_object(load_object(message), "shm_offer"))
+        if kind == MessageType.BATCH_VALUES.value:  # the answer to a batch_call
+            from .batch import BatchValuesFrame
+
+            values = data_object(load_object(message), "batch_values").get("values")
+            if not isinstance(values, list):
+                raise invalid("batch_values needs data.values, a list") from None
+            return BatchValuesFrame(values)
         raise
 
 

@@ -380,19 +380,7 @@ class BatchHandler:
         new_values = request.values or []  # a set's, one per sub-env (its frame was parsed with them)
         chosen = range(self.size) if request.envs is None else request.envs
         for position, index in enumerate(chosen):
-            env = self.envs[index]
-            target = getattr(env, "env", env)  # a GymEnvironment's Gymnasium env, else the env
-            get = getattr(target, "get_wrapper_attr", None) or (lambda name, t=target: getattr(t, name))
-            if request.op == "set":
-                setter = getattr(target, "set_wrapper_attr", None) or (lambda name, v, t=target: setattr(t, name, v))
-                setter(request.name, new_values[position])
-                continue
-            if request.op == "wrapped":
-                values[index] = _is_wrapped(target, request.args)
-                continue
-            value = get(request.name)
-            if request.op == "call" and callable(value):
-                value = value(*request.args, **request.kwargs)
+            value = answer_call(self.envs[index], request, new_values[position] if request.op == "set" else None)
             values[index] = value if self._packed and arrays.keeps(value) else _jsonable(value)
         return BatchValuesFrame(values)
 
@@ -516,6 +504,24 @@ def BatchSession(  # the class this was, kept for code that made one
 ) -> Session:
     """A :class:`Session` served by a :class:`BatchHandler`."""
     return Session(connection, BatchHandler(factory, size, autoreset_mode), send_tracebacks=send_tracebacks)
+
+
+def answer_call(env: Any, request: BatchCallFrame, new_value: Any = None) -> Any:
+    """One env's answer to a ``batch_call``, as ``SyncVectorEnv`` answers for each sub-env: the
+    attribute got (called, if callable, for ``call``), ``new_value`` set (``None``), or whether
+    the wrapper named wraps it."""
+    target = getattr(env, "env", env)  # a GymEnvironment's Gymnasium env, else the env
+    if request.op == "set":
+        setter = getattr(target, "set_wrapper_attr", None) or (lambda name, v: setattr(target, name, v))
+        setter(request.name, new_value)
+        return None
+    if request.op == "wrapped":
+        return _is_wrapped(target, request.args)
+    get = getattr(target, "get_wrapper_attr", None) or (lambda name: getattr(target, name))
+    value = get(request.name)
+    if request.op == "call" and callable(value):
+        value = value(*request.args, **request.kwargs)
+    return value
 
 
 def _is_wrapped(env: Any, wrapper: list[Any]) -> bool:

@@ -25,7 +25,7 @@ from ..protocol import (
     StepFrame,
     jsonrpc,
 )
-from ..protocol.batch import AutoresetMode
+from ..protocol.batch import AutoresetMode, BatchCallFrame, BatchValuesFrame
 from ..protocol.session import EPISODE_ENDED_MESSAGE
 from ..protocol.shm import ShmOpenFrame, parse_plain_client_frame, refused
 from ..protocol.snapshot import ReleaseRequest, RestoreRequest, SnapshotFrame, SnapshotRequest
@@ -125,10 +125,25 @@ class PlainHandler:
                 return _execution_error("state", exc, session.send_tracebacks).serialize()
         if isinstance(request, RenderRequest):
             return await session.render_reply(env.render)
+        if isinstance(request, BatchCallFrame):
+            return await self._call(session, env, request)
         if isinstance(request, (SnapshotRequest, RestoreRequest, ReleaseRequest)):
             return await self._snapshots(session, env, request)
         assert isinstance(request, CloseFrame)
         return None
+
+    @staticmethod
+    async def _call(session: Session, env: Environment[Any, Any, Any], request: BatchCallFrame) -> str:
+        """A vector env's call/get_attr/set_attr of its one sub-env here (a batch of one), as a batch
+        session answers it, the value in its JSON form."""
+        from ..spaces import jsonable  # loaded here: a server of another env runs without gymnasium
+        from .batch_session import answer_call
+
+        try:
+            value = await session.call(answer_call, env, request, (request.values or [None])[0])
+            return BatchValuesFrame([jsonable(value)]).serialize()
+        except Exception as exc:
+            return _execution_error(f"batch_call {request.op} {request.name}", exc, session.send_tracebacks).serialize()
 
     async def _snapshots(
         self,

@@ -90,7 +90,7 @@ def test_a_vector_block_seeds_its_vector_env_at_its_first_sub_env():
 
 
 def test_plain_blocks_share_their_server_and_refuse_pooling_and_calls():
-    """A plain session's server serves many: a hung one is not killed; no send/recv pools, no calls."""
+    """A plain session's server serves many: a hung one is not killed; no send/recv pools."""
     assert BatchBlock.exclusive and BatchBlock.pools and VectorBlock.exclusive
     assert not PlainBlock.exclusive and not PlainBlock.pools
 
