@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from gymnasium import logger
 from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 
-from openenv_gym.errors import ConnectionLostError, RequestTimeoutError
+from openenv_gym.errors import ConnectionLostError, RemoteError, RequestTimeoutError
 
 from .faults import send_all
 
@@ -113,7 +113,7 @@ class PendingCall:
         """
         flight = self.check_waiting(call)
         deadline = None if timeout is None else time.monotonic() + timeout
-        error: Exception | None = None
+        errors: list[Exception] = []
         for index, (block, failure) in enumerate(zip(flight.blocks, flight.failures)):
             if flight.outcomes[index] is not None:
                 continue  # read by an earlier wait that ran out of time
@@ -127,13 +127,13 @@ class PendingCall:
                     f"{call.value} is still pending: call {call.value}_wait again"
                 ) from None
             except Exception as exc:  # the env's own error: keep reading the others, then raise it
-                error = error or exc
+                errors.append(exc)
                 flight.outcomes[index] = exc
             except BaseException:  # interrupted (Ctrl-C): that session is gone; a later wait restarts it
                 flight.outcomes[index] = ConnectionLostError(block.url, f"batch_{call.value}", None, "interrupted")
                 raise
         self.done()
-        return flight, error
+        return flight, _to_raise(errors)
 
     def close(self, waits: Mapping[Call, Callable[[float | None], Any]], timeout: float | None) -> None:
         """Before a close, as AsyncVectorEnv: warn of a pending call and give its wait (of ``waits``)
@@ -147,3 +147,27 @@ class PendingCall:
             wait(timeout)
         except multiprocessing.TimeoutError:
             pass  # AsyncVectorEnv then terminates its workers; closing the sessions does as much
+
+
+def _sub_env_of(exc: BaseException) -> int | None:
+    """The sub-env whose own exception ``exc`` is (``from_env_fns``': its cause, the server's
+    ``RemoteError``, names it); None for any other error."""
+    cause = exc.__cause__
+    index = cause.details.get("sub_env") if isinstance(cause, RemoteError) and cause is not exc else None
+    return index if isinstance(index, int) else None
+
+
+def _to_raise(errors: list[Exception]) -> Exception | None:
+    """The error a wait raises: the first a server answered with; or, when sub-envs raised their own
+    exceptions (``from_env_fns``'), the last of those, each logged first as AsyncVectorEnv logs a
+    worker's (its index, then its traceback: the server's). Logged once every reply is read, so a
+    warning raised as an error leaves no call pending."""
+    own = [exc for exc in errors if _sub_env_of(exc) is not None]
+    for exc in own:
+        assert isinstance(exc.__cause__, RemoteError)
+        logger.error(f"Received the following error from Worker-{_sub_env_of(exc)} - Shutting it down")
+        logger.error(f"{exc.__cause__.details.get('traceback', exc.__cause__.message)}")
+    if own:
+        logger.error("Raising the last exception back to the main process.")
+        return own[-1]
+    return errors[0] if errors else None

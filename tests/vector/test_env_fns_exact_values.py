@@ -4,6 +4,7 @@ sub-envs gave them (the binary codec packs them), and actions reach the caller's
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -167,14 +168,32 @@ def test_a_sub_envs_exception_is_raised_as_it_was_with_the_remote_traceback_as_i
     envs = RemoteVectorEnv.from_env_fns(failing_factories(2), servers=1)
     try:
         envs.reset(seed=[0, 0])
-        with pytest.raises(ValueError, match="Error in reset") as caught:
+        with warnings.catch_warnings(), pytest.raises(ValueError, match="Error in reset") as caught:
+            warnings.simplefilter("ignore")  # AsyncVectorEnv's log of it (the test below)
             envs.reset(seed=[0, 1])
         assert isinstance(caught.value.__cause__, RemoteError)
-        assert 'in reset\nValueError: Error in reset' in caught.value.__cause__.details["traceback"]
+        assert "in reset\nValueError: Error in reset" in caught.value.__cause__.details["traceback"]
         assert "raised by sub-env 1 on its server" in caught.value.__notes__[0]
         envs.reset(seed=[0, 0])
-        with pytest.raises(Refusal) as refused:
+        with warnings.catch_warnings(), pytest.raises(Refusal) as refused:
+            warnings.simplefilter("ignore")
             envs.step(np.array([0, 1]))
         assert refused.value.args == ("Error in step", 1)
     finally:
         envs.close()
+
+
+def test_a_sub_envs_exception_is_logged_as_async_vector_env_logs_a_workers():
+    envs = RemoteVectorEnv.from_env_fns(failing_factories(2), servers=1)
+    try:
+        envs.reset(seed=[0, 0])
+        with warnings.catch_warnings(record=True) as caught, pytest.raises(ValueError):
+            warnings.simplefilter("always")
+            envs.reset(seed=[1, 0])
+    finally:
+        envs.close()
+    messages = [str(warning.message) for warning in caught]
+    assert len(messages) == 3, messages
+    assert "Received the following error from Worker-0 - Shutting it down" in messages[0]
+    assert "ValueError: Error in reset" in messages[1]
+    assert messages[2] == "\x1b[31mERROR: Raising the last exception back to the main process.\x1b[0m"
