@@ -232,6 +232,7 @@ PLAIN_ENV_MODULES = {
     "openenv_gym.client.session_kind": "the plain session's kind",
     "openenv_gym.client.sync_connection": "the blocking connection",
     "openenv_gym.client.sync_client": "EnvClient",
+    "openenv_gym.client._holding": "what every client does with the connection it holds",
     "openenv_gym.client.step_transport": "how a session's steps travel (the shared-memory link loads when taken)",
     # the frames of a plain session and their codecs
     "openenv_gym.protocol": "the wire package",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any, Self
+from typing import Any
 
 from websockets.typing import Subprotocol
 
@@ -18,7 +18,7 @@ from ..protocol.agents import (
     parse_agents_server_frame,
 )
 from ..protocol.arrays import BINARY_SUBPROTOCOL
-from ._session import Delegated
+from . import _holding as holding
 from .session_kind import Opening
 from .sync_connection import SyncConnection
 
@@ -98,12 +98,8 @@ class AgentsClient:
         **settings: as for :class:`~openenv_gym.client.SessionTerms`.
     """
 
-    url: Delegated[str] = Delegated("connection.url")
-    address: Delegated[str] = Delegated("connection.terms.address")
-    token: Delegated[str | None] = Delegated("connection.terms.token")
-    open_timeout: Delegated[float] = Delegated("connection.terms.open_timeout")
-    call_timeout: Delegated[float] = Delegated("connection.terms.call_timeout")
-    env_id: Delegated[str | None] = Delegated("connection.terms.env_id")
+    url, address, token, open_timeout, call_timeout, env_id = holding.SESSION_TERMS
+    connect, __enter__, __exit__, __repr__ = holding.connect, holding.enter, holding.leave, holding.describe
 
     def __init__(
         self, base_url: str, api: str, *, render_mode: str | None = None, binary: bool = True, **settings: Any
@@ -111,20 +107,6 @@ class AgentsClient:
         self.kind = AgentsKind(api, render_mode, binary)
         self.connection: SyncConnection[AgentsReply] = SyncConnection(self.kind, base_url, **settings)
         self.close = self.connection.close
-
-    def __repr__(self) -> str:
-        return f"AgentsClient({self.url!r})"
-
-    def connect(self) -> Self:
-        """Open the session and read the env's spec (see :meth:`SyncConnection.connect`); idempotent."""
-        self.connection.connect()
-        return self
-
-    def __enter__(self) -> Self:
-        return self.connect()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     @property
     def spec(self) -> AgentsSpec:

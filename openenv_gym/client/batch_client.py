@@ -8,8 +8,7 @@ The client holds a connection handed the kind and makes the kind's calls on it; 
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Callable
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, Protocol
 
 from websockets.typing import Subprotocol
 
@@ -35,13 +34,12 @@ from ..protocol.snapshot import (
     ReleaseRequest,
     SnapshotFrame,
 )
-from ._session import Delegated
+from . import _holding as holding
+from ._holding import round_trip
 from .session_kind import Opening
 from .sync_connection import SyncConnection
 
 __all__ = ["BatchClient", "BatchKind", "BatchOpening", "BatchReply", "batch_url", "codec_subprotocols", "round_trip"]
-
-FrameT = TypeVar("FrameT")
 
 #: What a batch session answers, besides an error frame.
 BatchReply = BatchResultFrame | BatchValuesFrame | RenderFrame | BatchSnapshotFrame | SnapshotFrame
@@ -180,17 +178,6 @@ class BatchKind:
         return self.session.send(MessageType.RELEASE, frame)
 
 
-def round_trip(
-    connection: SyncConnection[Any], begin: Callable[..., None], reply: type[FrameT], *args: Any, **kwargs: Any
-) -> FrameT:
-    """``begin(*args, **kwargs)`` and ``connection.complete()`` in one call, its reply of type ``reply``."""
-    with connection.lock:
-        begin(*args, **kwargs)
-        result = connection.complete()
-    assert isinstance(result, reply)  # the session takes no other reply to that request
-    return result
-
-
 class BatchClient:
     """Reset, step or query ``envs`` sub-environments on one server with one frame each.
 
@@ -214,14 +201,11 @@ class BatchClient:
         **settings: as for :class:`~openenv_gym.client.SessionTerms`.
     """
 
-    url: Delegated[str] = Delegated("connection.url")
-    address: Delegated[str] = Delegated("connection.terms.address")
-    token: Delegated[str | None] = Delegated("connection.terms.token")
-    open_timeout: Delegated[float] = Delegated("connection.terms.open_timeout")
-    call_timeout: Delegated[float] = Delegated("connection.terms.call_timeout")
-    env_id: Delegated[str | None] = Delegated("connection.terms.env_id")
-    envs: Delegated[int] = Delegated("kind.envs")
-    autoreset_mode: Delegated[AutoresetMode] = Delegated("kind.autoreset_mode")
+    url, address, token, open_timeout, call_timeout, env_id = holding.SESSION_TERMS
+    envs, autoreset_mode = holding.BATCH_SHAPE
+    connect, __enter__, __exit__, __repr__ = holding.connect, holding.enter, holding.leave, holding.describe
+    begin_render, render = holding.begin_render, holding.render
+    _round_trip = holding.round_trip_on
 
     def __init__(
         self,
@@ -247,34 +231,7 @@ class BatchClient:
     def _hold(self, kind: BatchKind, base_url: str, settings: dict[str, Any]) -> None:
         self.kind = kind
         self.connection: SyncConnection[BatchReply] = SyncConnection(kind, base_url, **settings)
-        self.begin = self.connection.begin
-        self.complete = self.connection.complete
-        self.close = self.connection.close
-
-    def __repr__(self) -> str:
-        return f"BatchClient({self.url!r})"
-
-    def connect(self) -> Self:
-        """Open the session (see :meth:`SyncConnection.connect`); idempotent."""
-        self.connection.connect()
-        return self
-
-    def __enter__(self) -> Self:
-        return self.connect()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def _round_trip(self, begin: Callable[..., None], reply: type[FrameT], *args: Any, **kwargs: Any) -> FrameT:
-        return round_trip(self.connection, begin, reply, *args, **kwargs)
-
-    def begin_render(self) -> None:
-        """Send a render request; :meth:`complete` reads every sub-env's frame."""
-        self.begin("render", self.kind.render)
-
-    def render(self) -> Any:
-        """Every sub-env's frame, as :meth:`begin_render` and :meth:`complete` read it."""
-        return self._round_trip(self.begin_render, RenderFrame).frame
+        self.begin, self.complete, self.close = holding.calls(self.connection)
 
     def begin_batch_reset(
         self, seeds: Seeds | None = None, options: dict[str, Any] | None = None, mask: Mask | None = None

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from ..protocol import ObservationFrame, RenderFrame, StateFrame
 from ..protocol.snapshot import SnapshotFrame
-from ._session import Delegated
+from . import _holding as holding
 from .session_kind import PlainKind
 from .step_transport import StepTransport
 from .sync_connection import SyncConnection, replies_waiting
 
 if TYPE_CHECKING:
     from ..protocol.vector import VectorResultFrame
-    from .shm_link import ShmLink
 
 __all__ = ["EnvClient", "replies_waiting"]
 
@@ -39,39 +38,16 @@ class EnvClient:
             result = client.step({"action": 0})
     """
 
-    url: Delegated[str] = Delegated("connection.url")
-    address: Delegated[str] = Delegated("connection.terms.address")
-    token: Delegated[str | None] = Delegated("connection.terms.token")
-    open_timeout: Delegated[float] = Delegated("connection.terms.open_timeout")
-    call_timeout: Delegated[float] = Delegated("connection.terms.call_timeout")
-    env_id: Delegated[str | None] = Delegated("connection.terms.env_id")
-    #: The shared-memory segment the steps go through, while connected with ``shm``.
-    link: Delegated[ShmLink | None] = Delegated("connection.link")
-    transport: Delegated[str] = Delegated("connection.transport")
-    #: Why the steps take the transport they take (after :meth:`connect`).
-    transport_reason: Delegated[str] = Delegated("connection.steps.reason")
+    url, address, token, open_timeout, call_timeout, env_id = holding.SESSION_TERMS
+    link, transport, transport_reason = holding.STEP_TRANSPORT
+    connect, __enter__, __exit__, __repr__ = holding.connect, holding.enter, holding.leave, holding.describe
+    begin_render = holding.begin_render
 
     def __init__(self, base_url: str, *, transport: str = "ws", **settings: Any) -> None:
         self.kind = kind = PlainKind()
         steps = StepTransport(transport, offer_request=kind.shm_open)
         self.connection: SyncConnection[Any] = SyncConnection(kind, base_url, steps=steps, **settings)
-        self.begin = self.connection.begin
-        self.complete = self.connection.complete
-        self.close = self.connection.close
-
-    def __repr__(self) -> str:
-        return f"EnvClient({self.url!r})"
-
-    def connect(self) -> Self:
-        """Open the session (see :meth:`SyncConnection.connect`); idempotent."""
-        self.connection.connect()
-        return self
-
-    def __enter__(self) -> Self:
-        return self.connect()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        self.begin, self.complete, self.close = holding.calls(self.connection)
 
     def keep_to_websocket(self, reason: str) -> None:
         """Have the steps take the WebSocket, for ``reason`` (the caller knows the server cannot offer more)."""
@@ -103,10 +79,6 @@ class EnvClient:
     def begin_step(self, action: dict[str, Any]) -> None:
         """Send a step; :meth:`complete` reads its observation."""
         self.begin("step", self.kind.step, action)
-
-    def begin_render(self) -> None:
-        """Send a render request; :meth:`complete` reads its :class:`~openenv_gym.protocol.RenderFrame`."""
-        self.begin("render", self.kind.render)
 
     def reset(self, **kwargs: Any) -> ObservationFrame:
         """Start an episode; ``kwargs`` (``seed``, ``options``, ...) go to the environment's reset.

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import Any
 
 from websockets.typing import Subprotocol
 
@@ -12,18 +11,14 @@ from ..protocol import ClientSession, ErrorCode, ErrorFrame, MessageType, Render
 from ..protocol.batch import AutoresetMode, BatchCallFrame, BatchValuesFrame, batch_query
 from ..protocol.shm import ShmOffer, ShmOpenFrame
 from ..protocol.vector import VectorResetFrame, VectorResultFrame, VectorStepFrame, parse_vector_server_frame
+from . import _holding as holding
 from ._session import Delegated, remote_error
-from .batch_client import batch_url, codec_subprotocols, round_trip
+from .batch_client import batch_url, codec_subprotocols
 from .session_kind import Opening
 from .step_transport import TRANSPORTS, StepTransport
 from .sync_connection import SyncConnection
 
-if TYPE_CHECKING:
-    from .shm_link import ShmLink
-
 __all__ = ["TRANSPORTS", "VectorClient", "VectorKind", "VectorReply"]
-
-FrameT = TypeVar("FrameT")
 
 #: What a vector session answers, besides an error frame.
 VectorReply = VectorResultFrame | BatchValuesFrame | RenderFrame | ShmOffer
@@ -125,21 +120,14 @@ class VectorClient:
         **settings: as for :class:`~openenv_gym.client.SessionTerms`.
     """
 
-    url: Delegated[str] = Delegated("connection.url")
-    address: Delegated[str] = Delegated("connection.terms.address")
-    token: Delegated[str | None] = Delegated("connection.terms.token")
-    open_timeout: Delegated[float] = Delegated("connection.terms.open_timeout")
-    call_timeout: Delegated[float] = Delegated("connection.terms.call_timeout")
-    env_id: Delegated[str | None] = Delegated("connection.terms.env_id")
-    envs: Delegated[int] = Delegated("kind.envs")
-    autoreset_mode: Delegated[AutoresetMode] = Delegated("kind.autoreset_mode")
+    url, address, token, open_timeout, call_timeout, env_id = holding.SESSION_TERMS
+    envs, autoreset_mode = holding.BATCH_SHAPE
     #: The server-side vector env.
     backend: Delegated[str] = Delegated("kind.backend")
-    #: The shared-memory segment the steps go through, while connected with ``shm``.
-    link: Delegated[ShmLink | None] = Delegated("connection.link")
-    transport: Delegated[str] = Delegated("connection.transport")
-    #: Why the steps take the transport they take (after :meth:`connect`).
-    transport_reason: Delegated[str] = Delegated("connection.steps.reason")
+    link, transport, transport_reason = holding.STEP_TRANSPORT
+    connect, __enter__, __exit__, __repr__ = holding.connect, holding.enter, holding.leave, holding.describe
+    begin_render, render = holding.begin_render, holding.render
+    _round_trip = holding.round_trip_on
 
     def __init__(
         self,
@@ -157,34 +145,7 @@ class VectorClient:
         self.kind = kind = VectorKind(envs, autoreset_mode, backend, query, codec_subprotocols(codec))
         steps = StepTransport(transport, envs=envs, offer_request=kind.shm_open)
         self.connection: SyncConnection[VectorReply] = SyncConnection(kind, base_url, steps=steps, **settings)
-        self.begin = self.connection.begin
-        self.complete = self.connection.complete
-        self.close = self.connection.close
-
-    def __repr__(self) -> str:
-        return f"VectorClient({self.url!r})"
-
-    def connect(self) -> Self:
-        """Open the session (see :meth:`SyncConnection.connect`); idempotent."""
-        self.connection.connect()
-        return self
-
-    def __enter__(self) -> Self:
-        return self.connect()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def _round_trip(self, begin: Callable[..., None], reply: type[FrameT], *args: Any, **kwargs: Any) -> FrameT:
-        return round_trip(self.connection, begin, reply, *args, **kwargs)
-
-    def begin_render(self) -> None:
-        """Send a render request; :meth:`complete` reads the vector env's frame."""
-        self.begin("render", self.kind.render)
-
-    def render(self) -> Any:
-        """The vector env's frame, as :meth:`begin_render` and :meth:`complete` read it."""
-        return self._round_trip(self.begin_render, RenderFrame).frame
+        self.begin, self.complete, self.close = holding.calls(self.connection)
 
     def begin_vector_reset(
         self,
