@@ -13,6 +13,7 @@ from typing import Any, Self
 
 from ..protocol import ObservationFrame, RenderFrame, StateFrame
 from ..protocol.snapshot import SnapshotFrame
+from . import _holding as holding
 from ._session import Delegated
 from .async_connection import AsyncConnection
 from .session_kind import PlainKind
@@ -33,21 +34,14 @@ class AsyncEnvClient:
             result = await client.step({"action": 1})
     """
 
-    url: Delegated[str] = Delegated("connection.url")
-    address: Delegated[str] = Delegated("connection.terms.address")
-    token: Delegated[str | None] = Delegated("connection.terms.token")
-    open_timeout: Delegated[float] = Delegated("connection.terms.open_timeout")
-    call_timeout: Delegated[float] = Delegated("connection.terms.call_timeout")
-    env_id: Delegated[str | None] = Delegated("connection.terms.env_id")
+    url, address, token, open_timeout, call_timeout, env_id = holding.SESSION_TERMS
     is_open: Delegated[bool] = Delegated("connection.is_open")
+    __repr__ = holding.describe
 
     def __init__(self, base_url: str, **settings: Any) -> None:
         self.kind = PlainKind()
         self.connection: AsyncConnection[Any] = AsyncConnection(self.kind, base_url, **settings)
         self.close = self.connection.close
-
-    def __repr__(self) -> str:
-        return f"AsyncEnvClient({self.url!r})"
 
     async def connect(self) -> Self:
         """Open the session (see :meth:`AsyncConnection.connect`); idempotent."""

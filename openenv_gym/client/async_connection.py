@@ -21,8 +21,9 @@ from websockets.protocol import State
 from ..errors import CapacityReachedError, RequestTimeoutError, ServerClosedError, ServerConnectError
 from ..protocol.closing import SERVER_CLOSED_REASON
 from ..urls import is_loopback_host, tcp_form, unix_socket_path
+from . import _holding as holding
 from ._http import auth_headers, websockets_logger
-from ._session import SessionTerms, connection_lost
+from ._session import Delegated, SessionTerms, connection_lost
 from .session_kind import SessionKind
 
 __all__ = ["AsyncConnection"]
@@ -34,18 +35,14 @@ class AsyncConnection(Generic[ReplyT]):
     """An async session with one environment server, of the kind it is handed; arguments as
     :class:`~openenv_gym.client.SessionTerms` (held as :attr:`terms`)."""
 
+    #: The session's ``ws://`` URL (see :class:`~openenv_gym.client.SessionTerms`).
+    url: Delegated[str] = Delegated("terms.url")
+    __repr__ = holding.describe
+
     def __init__(self, kind: SessionKind[ReplyT], base_url: str, **settings: Any) -> None:
         self.terms = SessionTerms(kind, base_url, **settings)
         self.kind = kind
         self._ws: ClientConnection | None = None
-
-    @property
-    def url(self) -> str:
-        """The session's ``ws://`` URL (see :class:`~openenv_gym.client.SessionTerms`)."""
-        return self.terms.url
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.url!r})"
 
     @property
     def is_open(self) -> bool:

@@ -41,8 +41,9 @@ from ..errors import (
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.closing import SERVER_CLOSED_REASON
 from ..urls import tcp_form, unix_socket_path
+from . import _holding as holding
 from ._http import auth_headers, websockets_logger
-from ._session import SessionTerms, connection_lost, remote_error
+from ._session import Delegated, SessionTerms, connection_lost, remote_error
 from .session_kind import SessionKind
 from .step_transport import StepTransport
 
@@ -105,6 +106,10 @@ class SyncConnection(Generic[ReplyT]):
     ``AgentsClient``) each hold one, handed their kind, and make the kind's calls on it.
     """
 
+    #: The session's ``ws://`` URL (see :class:`~openenv_gym.client.SessionTerms`).
+    url: Delegated[str] = Delegated("terms.url")
+    __repr__ = holding.describe
+
     def __init__(
         self, kind: SessionKind[ReplyT], base_url: str, *, steps: StepTransport | None = None, **settings: Any
     ) -> None:
@@ -124,14 +129,6 @@ class SyncConnection(Generic[ReplyT]):
         self._binary = False  # the kind of the message being assembled
         self._call, self._deadline = "call", 0.0  # the request in flight, for complete()
         self._in_flight = False
-
-    @property
-    def url(self) -> str:
-        """The session's ``ws://`` URL (see :class:`~openenv_gym.client.SessionTerms`)."""
-        return self.terms.url
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.url!r})"
 
     @property
     def transport(self) -> str:
