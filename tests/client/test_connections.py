@@ -75,6 +75,27 @@ def test_no_client_connection_or_kind_extends_another_and_each_client_holds_a_co
         assert hasattr(BatchClient, name) and not hasattr(VectorClient, name) and not hasattr(EnvClient, name)
 
 
+def test_what_the_clients_do_with_their_connection_is_written_once():
+    """connect, the with-block, repr, render and the terms shown are one function or setting each,
+    shared by the clients (and the connections' url and repr), not a copy per class; begin and
+    complete stay the connection's own bound methods, so a step costs no extra call."""
+    sync_clients = (EnvClient, BatchClient, VectorClient, AgentsClient)
+    for name in ("connect", "__enter__", "__exit__"):
+        assert len({vars(cls)[name] for cls in sync_clients}) == 1, name
+    everything = (*sync_clients, AsyncEnvClient, SyncConnection, AsyncConnection)
+    assert len({vars(cls)["__repr__"] for cls in everything}) == 1
+    assert len({vars(cls)["url"] for cls in (*sync_clients, AsyncEnvClient)}) == 1
+    assert len({vars(cls)["token"] for cls in (*sync_clients, AsyncEnvClient)}) == 1
+    assert vars(BatchClient)["render"] is vars(VectorClient)["render"]
+    assert vars(BatchClient)["_round_trip"] is vars(VectorClient)["_round_trip"]
+    assert len({vars(cls)["begin_render"] for cls in (EnvClient, BatchClient, VectorClient)}) == 1
+    client = VectorClient("http://127.0.0.1:9", 2, AutoresetMode.NEXT_STEP, "gymnasium")
+    assert repr(client) == "VectorClient('ws://127.0.0.1:9/ws/batch?envs=2&autoreset_mode=NextStep&backend=gymnasium')"
+    assert repr(client.connection) == repr(client).replace("VectorClient", "SyncConnection")
+    for name in ("begin", "complete", "close"):
+        assert getattr(client, name).__self__ is client.connection and getattr(client, name).__name__ == name
+
+
 @pytest.mark.parametrize("module", sorted(pkgutil.iter_modules(openenv_gym.client.__path__)), ids=lambda m: m.name)
 def test_no_class_of_the_client_package_extends_one_of_ours(module):
     """Composition only: a class in openenv_gym.client (errors aside) has no base class of the project's."""
