@@ -1,5 +1,6 @@
-"""The shape of the code, held by the suite: no module past 600 lines, and no more ``type: ignore`` in the
-package than the recorded count, which only goes down.
+"""The shape of the code, held by the suite: no module past 600 lines, no more ``type: ignore`` in the
+package than the recorded count, which only goes down, and no more than ten places where a class of
+the client side extends another of ours (variation is composed, not subclassed).
 
 What a layer may import is the other half of the shape: ``tests/test_layers.py`` holds it (its
 allow-list of the modules ``import openenv_gym.env`` loads is the import budget).
@@ -7,6 +8,7 @@ allow-list of the modules ``import openenv_gym.env`` loads is the import budget)
 
 from __future__ import annotations
 
+import ast
 import io
 import tokenize
 from pathlib import Path
@@ -22,6 +24,14 @@ PACKAGE_FOLDERS = ("openenv_gym", "vector", "wrappers", "envs")
 #: The ``type: ignore`` comments in the package's code today. It only goes down: a change that removes
 #: some lowers it (the test fails until it does), and one that adds some is refused.
 TYPE_IGNORES = 13
+#: The client side: every folder but the server's, the providers', the pure layers' and the tools'.
+CLIENT_SIDE = ("openenv_gym", "vector", "wrappers")
+NOT_CLIENT_SIDE = ("cli", "protocol", "providers", "sandbox", "scaffold", "server", "spaces", "validation")
+#: The most client-side classes that may extend another class of ours (errors, which extend one
+#: another as Python's own exceptions do, aside). Today's nine: the three spaces faces of
+#: ``face.SpacesFace``, PettingZoo's two faces of ``RemoteAgentsFace``, the vector blocks, and
+#: ``from_env_fns``'s vector env.
+MAX_CLIENT_INHERITANCE = 10
 
 
 def modules(*folders: str) -> list[Path]:
@@ -64,4 +74,37 @@ def test_type_ignores_stay_at_the_recorded_count():
     assert found >= TYPE_IGNORES, (
         f"{found} `type: ignore` in the package, fewer than the recorded {TYPE_IGNORES}: lower TYPE_IGNORES in "
         f"tests/test_shape.py to {found}, so that none comes back"
+    )
+
+
+def _classes(path: Path) -> list[ast.ClassDef]:
+    return [node for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.ClassDef)]
+
+
+def _is_error(name: str) -> bool:
+    return name.endswith(("Error", "Exception", "Warning"))
+
+
+def client_inheritance() -> list[str]:
+    """Each client-side class that extends a class the project defines, as ``path: Class(Base)``."""
+    ours = {node.name for path in modules(*CLIENT_SIDE, "envs") for node in _classes(path)}
+    edges = []
+    for path in modules(*CLIENT_SIDE):
+        parts = path.relative_to(REPO_ROOT).parts
+        if parts[0] == "openenv_gym" and len(parts) > 2 and parts[1] in NOT_CLIENT_SIDE:
+            continue
+        for node in _classes(path):
+            for base in node.bases:
+                name = ast.unparse(base).split("[")[0].rsplit(".", 1)[-1]
+                if name in ours and not _is_error(name) and not _is_error(node.name):
+                    edges.append(f"{path.relative_to(REPO_ROOT)}: {node.name}({name})")
+    return edges
+
+
+def test_client_side_classes_extend_ours_in_at_most_ten_places():
+    edges = client_inheritance()
+    assert any("SpacesFace" in edge for edge in edges)  # the walk sees a known edge
+    assert len(edges) <= MAX_CLIENT_INHERITANCE, (
+        f"{len(edges)} client-side classes extend one of ours, past {MAX_CLIENT_INHERITANCE}: hand the variation "
+        "in as an object (a kind, a transport, an opening) instead. " + "; ".join(edges)
     )
