@@ -14,8 +14,9 @@ import enum
 from typing import Any
 
 from openenv_gym.client.sync_client import EnvClient
+from openenv_gym.errors import RemoteError
 from openenv_gym.face import Face, StepResult, WireFace
-from openenv_gym.protocol import ObservationFrame, RenderFrame
+from openenv_gym.protocol import ErrorCode, ObservationFrame, RenderFrame
 from openenv_gym.protocol.batch import (
     AutoresetMode,
     AutoresetRule,
@@ -114,7 +115,14 @@ class PlainSessionBatch:
         if pending is _Pending.RENDER:  # a batch of one frame
             return RenderFrame([self.client.complete(timeout).frame])
         if pending is _Pending.CALL:
-            values: BatchValuesFrame = self.client.complete(timeout)
+            try:
+                values: BatchValuesFrame = self.client.complete(timeout)
+            except RemoteError as error:
+                if error.code != ErrorCode.UNKNOWN_TYPE.value:
+                    raise
+                raise NotImplementedError(  # OpenEnv's own servers: not openenv-gym's frame
+                    f"{self.url} takes no batch_call: its server (OpenEnv's own) cannot reach the sub-env's attributes"
+                ) from error
             return values
         if pending is _Pending.ANSWERED:
             assert self._answer is not None

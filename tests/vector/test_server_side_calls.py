@@ -1,4 +1,5 @@
-"""call/get_attr/set_attr on a server-side vector env are the vector env's own, as Gymnasium gives them in-process."""
+"""call/get_attr/set_attr on a server-side vector env are the vector env's own, as Gymnasium gives them
+in-process; OpenEnv's own servers, which have no such frame, refuse them saying so."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the openenv/... ids)
+from tests.utils import openenv_core_servers
 
 
 def test_a_vector_env_without_sub_env_objects_refuses_calls_as_gymnasiums_does():
@@ -32,3 +34,18 @@ def test_a_vector_env_without_sub_env_objects_refuses_calls_as_gymnasiums_does()
     finally:
         local.close()
         remote.close()
+
+
+def test_openenv_cores_plain_sessions_refuse_calls_clearly():
+    """Plain sessions of an openenv-core server take no batch_call: NotImplementedError saying why,
+    and np_random_seed is still the vector env's own."""
+    with openenv_core_servers(("cartpole",)) as theirs:
+        envs = gym.make_vec("openenv/Remote-v0", num_envs=2, base_url=theirs["cartpole"], batched=False)
+        try:
+            envs.reset(seed=0)
+            with pytest.raises(NotImplementedError, match="takes no batch_call"):
+                envs.get_attr("gravity")
+            assert isinstance(envs.np_random_seed, int)
+            envs.reset(seed=1)  # the sessions go on
+        finally:
+            envs.close()
