@@ -160,13 +160,16 @@ def _sub_env_of(exc: BaseException) -> int | None:
 def _to_raise(errors: list[Exception]) -> Exception | None:
     """The error a wait raises: the first a server answered with; or, when sub-envs raised their own
     exceptions (``from_env_fns``'), the last of those, each logged first as AsyncVectorEnv logs a
-    worker's (its index, then its traceback: the server's). Logged once every reply is read, so a
-    warning raised as an error leaves no call pending."""
+    worker's (its index, then its traceback: the server's), every failed sub-env of a server too.
+    Logged once every reply is read, so a warning raised as an error leaves no call pending."""
     own = [exc for exc in errors if _sub_env_of(exc) is not None]
     for exc in own:
-        assert isinstance(exc.__cause__, RemoteError)
-        logger.error(f"Received the following error from Worker-{_sub_env_of(exc)} - Shutting it down")
-        logger.error(f"{exc.__cause__.details.get('traceback', exc.__cause__.message)}")
+        cause = exc.__cause__
+        assert isinstance(cause, RemoteError)
+        # Every sub-env of that server that raised (its frame's "failures"), or the one that did.
+        for failure in cause.details.get("failures") or [cause.details]:
+            logger.error(f"Received the following error from Worker-{failure.get('sub_env')} - Shutting it down")
+            logger.error(f"{failure.get('traceback', cause.message)}")
     if own:
         logger.error("Raising the last exception back to the main process.")
         return own[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 from collections.abc import Callable
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from websockets.asyncio.server import ServerConnection
@@ -96,9 +97,11 @@ class BatchHandler:
     """
 
     kind = "batch"
-    #: Whether an error frame carries the exception a sub-env raised, pickled (a session that
-    #: trusts pickles: from_env_fns', whose client raises it as AsyncVectorEnv does).
-    pickles_errors = False
+    #: Whether the sub-envs are the caller's own (a session that trusts pickles: from_env_fns'), as
+    #: AsyncVectorEnv's workers' are: a step before any reset reaches them (the envs decide), every
+    #: sub-env steps or resets even when one raises, and the error frame carries each one's
+    #: exception, pickled (its client logs each and raises the last, as AsyncVectorEnv does).
+    callers_own_envs = False
     #: The vector env's index of sub-env 0, for the sub-env an error frame names.
     first_index = 0
 
@@ -147,6 +150,8 @@ class BatchHandler:
                 self.envs.append(self.factory())
 
         await session.call(make_all)
+        if self.callers_own_envs:
+            self.protocol.reset_succeeded()  # steps need no reset first: the caller's envs decide
         space = getattr(self.envs[0], "observation_space", None)
         # Gymnasium envs (whose values are more than JSON) answer packed on a binary session.
         self._packed = session.binary and all(isinstance(env, _RawInfos) for env in self.envs)
@@ -203,18 +208,49 @@ class BatchHandler:
             return refused.frame.serialize()
         except Exception as exc:
             call = type(request).__name__.replace("Frame", "").replace("Request", "").replace("Batch", "batch_").lower()
-            return self._execution_error(call, exc, session.send_tracebacks).serialize()
+            failures = [exc]
+            if self.callers_own_envs and isinstance(request, (BatchStepFrame, BatchResetFrame)):
+                failures = await session.call(self._every_failure, request, exc)
+            return self._execution_error(call, failures, session.send_tracebacks).serialize()
         return self._encode(session, result)
 
-    def _execution_error(self, call: str, exc: Exception, with_traceback: bool) -> ErrorFrame:
-        """The error frame of a failed call: it names the sub-env that raised (and, if the session
-        pickles errors, carries the exception's type and arguments, base64-encoded)."""
+    def _every_failure(self, request: BatchStepFrame | BatchResetFrame, exc: Exception) -> list[Exception]:
+        """As AsyncVectorEnv runs every worker: the sub-envs after the one that raised ``exc`` step (or
+        reset) too, their results dropped; every sub-env's exception, in order. Only once one raised,
+        so a step that succeeds pays for nothing."""
+        failures = [exc]
+        index = _failed_sub_env(exc)
+        while index is not None and index + 1 < self.size:
+            try:
+                if isinstance(request, BatchStepFrame):
+                    self._step_all(self._parse_actions(request), index + 1)
+                else:
+                    self._reset_masked(request, self._check_reset(request), index + 1)
+                break
+            except Exception as later:
+                index = _failed_sub_env(later)
+                if index is not None:
+                    failures.append(later)
+        return failures
+
+    def _execution_error(self, call: str, failures: list[Exception], with_traceback: bool) -> ErrorFrame:
+        """The error frame of a failed call, for its last exception: it names the sub-env that raised
+        (and, for the caller's own envs, carries the exception's type and arguments, pickled, and
+        under ``"failures"`` each failed sub-env's details when more than one raised)."""
+        *earlier, exc = failures
+        frame = self._failure_frame(call, exc, with_traceback)
+        if not earlier:
+            return frame
+        every = [self._failure_frame(call, each, with_traceback).details for each in earlier]
+        return ErrorFrame(frame.code, frame.message, {**frame.details, "failures": [*every, frame.details]})
+
+    def _failure_frame(self, call: str, exc: Exception, with_traceback: bool) -> ErrorFrame:
         frame = _execution_error(call, exc, with_traceback)
         index = _failed_sub_env(exc)
         if index is None:
             return frame
         details = {**frame.details, "sub_env": self.first_index + index}
-        if self.pickles_errors:
+        if self.callers_own_envs:
             try:
                 import cloudpickle  # a session that trusts pickles has it
 
@@ -326,11 +362,11 @@ class BatchHandler:
         self._last_frames[index] = frame
         return frame
 
-    def _reset_masked(self, request: BatchResetFrame, mask: list[bool]) -> BatchResultFrame:
+    def _reset_masked(self, request: BatchResetFrame, mask: list[bool], first: int = 0) -> BatchResultFrame:
         seeds = request.seeds or [None] * self.size
         infos: list[dict[str, Any]] = [{} for _ in range(self.size)]
-        for index, selected in enumerate(mask):
-            if selected:
+        for index in range(first, self.size):
+            if mask[index]:
                 kwargs: dict[str, Any] = {"seed": seeds[index]}
                 if request.options is not None:
                     kwargs["options"] = request.options
@@ -339,11 +375,13 @@ class BatchHandler:
                 self._reset_once[index] = True
         return BatchResultFrame(observations=list(self._last_observations), infos=infos)
 
-    def _step_all(self, actions: list[Any]) -> BatchResultFrame:
+    def _step_all(self, actions: list[Any], first: int = 0) -> BatchResultFrame:
+        """Step every sub-env (from ``first`` on: :meth:`_every_failure`'s rest, whose result is dropped)."""
         observations, infos = [], []
         rewards, terminated, truncated = [], [], []
         final: dict[int, dict[str, Any]] = {}
-        for index, (env, action, rule) in enumerate(zip(self.envs, actions, self._rules)):
+        sub_envs = zip(self.envs, actions, self._rules)
+        for index, (env, action, rule) in enumerate(sub_envs if not first else islice(sub_envs, first, None), first):
             if rule.resets_instead_of_stepping():
                 frame = self._reset_one(index)
                 reward, done, cut = 0.0, False, False

@@ -28,7 +28,8 @@ class FactoryEnvironment(GymEnvironment):
         super().__init__(env)
         carry_pickled_values(self.action_space)
         carry_pickled_values(self.observation_space)
-        # An array space's actions may come as the caller's numpy values (or floats): they go to the env as they are.
+        # An array space's actions may come as the caller's numpy values or Python numbers: they
+        # go to the env as they are.
         self._as_sent = isinstance(
             self.action_space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
         )
@@ -38,6 +39,6 @@ class FactoryEnvironment(GymEnvironment):
             value = data.get(ACTION_FIELD)
             if self._discrete is not None and type(value) is int:  # GymEnvironment's fast path, unchecked
                 return self._discrete[2](value)
-            if self._as_sent and isinstance(value, (float, np.ndarray, np.generic)):
+            if self._as_sent and isinstance(value, (int, float, np.ndarray, np.generic)):
                 return value  # the caller's own (a packed request keeps its dtype), as AsyncVectorEnv hands it on
         return from_wire(self.action_space, data, ACTION_FIELD)

@@ -141,7 +141,7 @@ class PickledBatchHandler(BatchHandler):
     the connection and closes the envs already made.
     """
 
-    pickles_errors = True  # the envs are the caller's own: it gets their exceptions back as they were
+    callers_own_envs = True  # see BatchHandler.callers_own_envs
 
     def __init__(self, size: int, autoreset_mode: AutoresetMode, *, make_timeout: float = MAKE_TIMEOUT) -> None:
         super().__init__(NoTargetEnvironment, size, autoreset_mode)
