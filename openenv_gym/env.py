@@ -12,7 +12,7 @@ from ._lost_server import said_if_the_server_died
 from .client import EnvClient
 from .env_core import ClosedEnvError, EnvCore, reset_kwargs
 from .errors import SnapshotError
-from .face import ServerSpaces, shm_refusal
+from .face import ServerSpaces, shm_refusal, shm_refused
 from .make_options import MakeOptions, Timeouts, build_provider
 from .providers import Provider, URLProvider
 from .providers.fleet import Fleet
@@ -159,7 +159,7 @@ class RemoteEnv(gym.Env[Any, Any]):
             no_shm = shm_refusal(core.face, seat or {})
             if no_shm is not None:
                 if transport == "shm":  # refused before any connection
-                    raise ValueError(f"transport='shm' cannot be served: {no_shm}; 'auto' or 'ws' carries this env")
+                    raise shm_refused(no_shm)
                 client.keep_to_websocket(no_shm)
             if core.render is not None and core.render_mode is not None:
                 client.ask_render_mode(core.render_mode)

@@ -42,6 +42,8 @@ __all__ = [
     "face_of_schema",
     "offers_tools",
     "shm_refusal",
+    "shm_refused",
+    "shm_space_refusal",
     "spaces_of_schema",
     "step_result",
     "wants_tool_face",
@@ -407,8 +409,19 @@ def shm_refusal(face: Face, seat: Mapping[str, str]) -> str | None:
         return "the server's actions have a model of their own"
     if seat:
         return "a seat in a game takes turns on the WebSocket"
-    for what, space in (("action", face.action_space), ("observation", face.observation_space)):
+    return shm_space_refusal(face.action_space, face.observation_space)
+
+
+def shm_space_refusal(action_space: gym.Space[Any], observation_space: gym.Space[Any]) -> str | None:
+    """Why shared memory cannot carry a (sub-)env of these spaces, or None if it can: the one rule
+    of the single env's and the server-side vector env's ``transport="shm"``."""
+    for what, space in (("action", action_space), ("observation", observation_space)):
         if not isinstance(space, SHM_SPACES):  # a Dict, Tuple, Text, Sequence, Graph, OneOf...
             kinds = ", ".join(kind.__name__ for kind in SHM_SPACES)
             return f"the {what} space {space} does not batch into one array of numbers (shared memory carries {kinds})"
     return None
+
+
+def shm_refused(reason: str) -> ValueError:
+    """The error of ``transport="shm"`` asked for an env that :func:`shm_refusal` refuses, raised before connecting."""
+    return ValueError(f"transport='shm' cannot be served: {reason}; 'auto' or 'ws' carries this env")

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from openenv_gym.client.vector_client import VectorClient
-from openenv_gym.face import WireFace
+from openenv_gym.face import WireFace, shm_refused, shm_space_refusal
 from openenv_gym.spaces import ToolCallSpace
 
 from .batch_block import BatchBlock, BatchCodec
@@ -66,8 +66,17 @@ def make_blocks(
     face, num_envs = serving.face, sum(stop - start for _, _, (start, stop) in placed)
     if serving.backend is not None:
         codec: BlockCodec = VectorCodec(face.action_space, face.observation_space, num_envs, name)
+        no_shm = shm_space_refusal(face.action_space, face.observation_space)  # known from /schema
+        if no_shm is not None and transport == "shm":  # refused before any block connects
+            raise shm_refused(no_shm)
         return codec, vector_blocks(
-            placed, serving.backend, face.observation_space, codec=wire_codec, transport=transport, **options
+            placed,
+            serving.backend,
+            face.observation_space,
+            codec=wire_codec,
+            transport=transport,
+            no_shm=no_shm,
+            **options,
         )
     if transport == "shm":
         raise ValueError(
@@ -121,11 +130,17 @@ def batch_blocks(placed: Placed, client: Callable[[int, int], Callable[..., Any]
     ]
 
 
-def vector_blocks(placed: Placed, backend: str, observation_space: gym.Space[Any], **options: Any) -> list[Block[Any]]:
-    """One vector session per server: its sub-envs are one vector env of ``backend``."""
+def vector_blocks(
+    placed: Placed, backend: str, observation_space: gym.Space[Any], *, no_shm: str | None = None, **options: Any
+) -> list[Block[Any]]:
+    """One vector session per server: its sub-envs are one vector env of ``backend``. ``no_shm``:
+    why shared memory cannot carry them (:func:`~openenv_gym.face.shm_space_refusal`), if it cannot:
+    their steps then keep to the WebSocket without asking the server."""
     return [
         VectorBlock(
-            functools.partial(VectorClient, backend=backend, envs=stop - start, token=provider.token, **options),
+            functools.partial(
+                _vector_client, no_shm, backend=backend, envs=stop - start, token=provider.token, **options
+            ),
             url,
             provider,
             start,
@@ -135,6 +150,13 @@ def vector_blocks(placed: Placed, backend: str, observation_space: gym.Space[Any
         )
         for url, provider, (start, stop) in placed
     ]
+
+
+def _vector_client(no_shm: str | None, url: str, **options: Any) -> VectorClient:
+    client = VectorClient(url, **options)
+    if no_shm is not None:
+        client.connection.steps.keep_to_websocket(no_shm)
+    return client
 
 
 def transport_of(blocks: Sequence[Block[Any]]) -> dict[str, str]:

@@ -9,9 +9,11 @@
 Values, each part in the JSON form of its own space:
 
 * a ``GraphInstance``: ``{"nodes": [node, ...], "edges": [edge, ...] or null, "edge_links":
-  [[i, j], ...] or null}``; decoded, nodes and edges are stacked as Gymnasium stacks them (a
-  batch of ``node_space``, as ``Graph.sample`` gives), edge links ``int32`` (as ``Graph.sample``
-  and ``Graph.from_jsonable`` give them);
+  [[i, j], ...] or null}``, and ``"edge_links_dtype": "int64"`` (say) when the links' integers
+  are not ``int32``; decoded, nodes and edges are stacked as Gymnasium stacks them (a batch of
+  ``node_space``, as ``Graph.sample`` gives), edge links of that dtype, by default ``int32`` (as
+  ``Graph.sample`` and ``Graph.from_jsonable`` give them): an env's links come back as it made
+  them, empty ones included;
 * a ``Sequence`` value: ``[item, ...]``; decoded a tuple, or with ``stack=True`` the items stacked;
 * a ``OneOf`` value ``(index, value)``: ``[index, value]``; decoded with the index an ``int64``,
   as ``OneOf.sample`` gives.
@@ -33,6 +35,8 @@ from .codec import encode as encode_value
 __all__ = ["decode", "describe", "encode", "graph_from_json", "one_of_from_json", "sequence_from_json"]
 
 _GRAPH_FIELDS = {"nodes", "edges", "edge_links"}
+_LINKS_DTYPE = "edge_links_dtype"  # present only when the links are not of the default dtype
+_DEFAULT_LINKS_DTYPE = np.dtype(np.int32)
 
 
 def describe(space: spaces.Space[Any], pickles: bool) -> dict[str, Any]:
@@ -87,16 +91,26 @@ def _batch_from_json(space: spaces.Space[Any], data: Any, what: str) -> Any:
     return concatenate(space, items, empty)
 
 
-def _edge_links(data: Any, count: int) -> np.ndarray:
+def _links_dtype(name: Any) -> np.dtype[Any]:
+    try:
+        dtype: np.dtype[Any] = np.dtype(name)
+    except TypeError as exc:
+        raise SpaceCodecError(f"edge links' dtype is the name of an integer dtype, got {name!r:.200}") from exc
+    if dtype.kind not in "iu":
+        raise SpaceCodecError(f"edge links' dtype is the name of an integer dtype, got {name!r:.200}")
+    return dtype
+
+
+def _edge_links(data: Any, count: int, dtype: np.dtype[Any]) -> np.ndarray:
     pairs = isinstance(data, list) and all(
         isinstance(pair, list) and len(pair) == 2 and all(type(node) is int for node in pair) for pair in data
     )
     if not pairs or len(data) != count:
         raise SpaceCodecError(f"expected {count} edge links [i, j] of integers, got {data!r:.200}")
     try:
-        return np.array(data, dtype=np.int32).reshape(count, 2)
+        return np.array(data, dtype=dtype).reshape(count, 2)
     except OverflowError as exc:
-        raise SpaceCodecError(f"edge links past int32: {data!r:.200}") from exc
+        raise SpaceCodecError(f"edge links past {dtype}: {data!r:.200}") from exc
 
 
 def encode(space: spaces.Space[Any], value: Any) -> Any:
@@ -106,7 +120,11 @@ def encode(space: spaces.Space[Any], value: Any) -> Any:
         if space.edge_space is None or value.edges is None or value.edge_links is None:
             return {"nodes": nodes, "edges": None, "edge_links": None}
         edges = _batch_to_json(space.edge_space, space.batch_edge_space, value.edges)
-        return {"nodes": nodes, "edges": edges, "edge_links": np.asarray(value.edge_links).tolist()}
+        links = np.asarray(value.edge_links)
+        graph = {"nodes": nodes, "edges": edges, "edge_links": links.tolist()}
+        if links.dtype != _DEFAULT_LINKS_DTYPE and links.dtype.kind in "iu":
+            graph[_LINKS_DTYPE] = links.dtype.name
+        return graph
     if isinstance(space, spaces.Sequence):
         items = iterate(space.stacked_feature_space, value) if space.stack else value
         return [encode_value(space.feature_space, item) for item in items]
@@ -122,7 +140,7 @@ def decode(space: spaces.Space[Any], data: Any) -> Any:
         SpaceCodecError: ``data`` does not fit the space.
     """
     if isinstance(space, spaces.Graph):
-        if not isinstance(data, dict) or data.keys() != _GRAPH_FIELDS:
+        if not isinstance(data, dict) or data.keys() - {_LINKS_DTYPE} != _GRAPH_FIELDS:
             got = sorted(data) if isinstance(data, dict) else type(data).__name__
             raise SpaceCodecError(f"a Graph value is an object with {sorted(_GRAPH_FIELDS)}, got {got}")
         nodes = _batch_from_json(space.node_space, data["nodes"], "nodes")
@@ -133,7 +151,8 @@ def decode(space: spaces.Space[Any], data: Any) -> Any:
                 f"edges and edge links come together, and only for a Graph with an edge space: {space}"
             )
         edges = _batch_from_json(space.edge_space, data["edges"], "edges")
-        return spaces.GraphInstance(nodes, edges, _edge_links(data["edge_links"], len(data["edges"])))
+        dtype = _links_dtype(data[_LINKS_DTYPE]) if _LINKS_DTYPE in data else _DEFAULT_LINKS_DTYPE
+        return spaces.GraphInstance(nodes, edges, _edge_links(data["edge_links"], len(data["edges"]), dtype))
     if isinstance(space, spaces.Sequence):
         if space.stack:
             return _batch_from_json(space.feature_space, data, "items")

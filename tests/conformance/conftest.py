@@ -9,12 +9,22 @@ from typing import Any
 
 import pytest
 
-from .paths import ANY_SPACE_SINGLE_PATHS, ARRAYS_ONLY_SINGLE_PATHS, SB3_PATHS, SINGLE_PATHS, VECTOR_PATHS, Servers
+from .paths import (
+    ANY_SPACE_SINGLE_PATHS,
+    ANY_SPACE_VECTOR_PATHS,
+    ARRAYS_ONLY_SINGLE_PATHS,
+    ARRAYS_ONLY_VECTOR_PATHS,
+    SB3_PATHS,
+    SINGLE_PATHS,
+    VECTOR_PATHS,
+    Servers,
+)
 from .report import PATH_PROPERTY
 
 _PATHS = {"vector_path": VECTOR_PATHS, "sb3_path": SB3_PATHS, "single_path": SINGLE_PATHS}
 # Spaces other than arrays of numbers: carried by some single paths, refused (saying so) by the others.
 _PATHS |= {"any_space_single_path": ANY_SPACE_SINGLE_PATHS, "arrays_only_single_path": ARRAYS_ONLY_SINGLE_PATHS}
+_PATHS |= {"any_space_vector_path": ANY_SPACE_VECTOR_PATHS, "arrays_only_vector_path": ARRAYS_ONLY_VECTOR_PATHS}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

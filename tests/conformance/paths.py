@@ -63,6 +63,7 @@ class VectorPath:
 
     name: str
     make: Callable[..., VectorEnv[Any, Any, Any]]
+    arrays_only: bool = False  # as SinglePath's
 
     def __str__(self) -> str:
         return self.name
@@ -110,8 +111,11 @@ VECTOR_PATHS = [
     VectorPath("make_vec per-env", _make_vec(vector_backend="per_env")),
     VectorPath("make_vec plain /ws", _make_vec(batched=False)),
     VectorPath("make_vec server-side ws", _make_vec(vector_backend="gymnasium", transport="ws")),
-    VectorPath("make_vec server-side shm", _make_vec(vector_backend="gymnasium", transport="shm")),
+    VectorPath("make_vec server-side shm", _make_vec(vector_backend="gymnasium", transport="shm"), arrays_only=True),
 ]
+#: The vector paths that carry every space, and those that carry arrays of numbers only.
+ANY_SPACE_VECTOR_PATHS = [path for path in VECTOR_PATHS if not path.arrays_only]
+ARRAYS_ONLY_VECTOR_PATHS = [path for path in VECTOR_PATHS if path.arrays_only]
 
 
 @dataclass(frozen=True)

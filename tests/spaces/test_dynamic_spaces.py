@@ -105,6 +105,20 @@ def test_graph_value_form() -> None:
     }
 
 
+@pytest.mark.parametrize("links", [[], [[0, 1], [1, 0]]], ids=["no-edges", "two-edges"])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_edge_links_come_back_in_the_dtype_the_env_gave(links: list[list[int]], dtype: Any) -> None:
+    """Links not ``int32`` say their dtype (the default is left unsaid, so old forms read as before)."""
+    space = spaces.Graph(node_space=spaces.Discrete(3), edge_space=spaces.Discrete(2))
+    edge_links = np.array(links, dtype=dtype).reshape(-1, 2)
+    value = spaces.GraphInstance(np.array([0, 2]), np.ones(len(links), np.int64), edge_links)
+    text = json.dumps(encode(space, value), allow_nan=False)
+    assert ("edge_links_dtype" in text) is (np.dtype(dtype) != np.int32)
+    assert data_equivalence(decode(space, json.loads(text)), value, exact=True)
+    old_form = {"nodes": [0, 2], "edges": [1] * len(links), "edge_links": links}
+    assert decode(space, old_form).edge_links.dtype == np.int32
+
+
 @pytest.mark.parametrize(
     "space, data, empty",
     [
@@ -158,6 +172,16 @@ def test_empty_batches_keep_their_shape_and_dtype(space: spaces.Space[Any], data
             spaces.Graph(BOX2, spaces.Discrete(2)),
             {"nodes": [[0, 0]], "edges": [1], "edge_links": [[0, 2**40]]},
             "edge links past int32",
+        ),
+        (
+            spaces.Graph(BOX2, spaces.Discrete(2)),
+            {"nodes": [[0, 0]], "edges": [1], "edge_links": [[0, 0]], "edge_links_dtype": "float32"},
+            "edge links' dtype is the name of an integer dtype",
+        ),
+        (
+            spaces.Graph(BOX2, spaces.Discrete(2)),
+            {"nodes": [[0, 0]], "edges": [1], "edge_links": [[0, 0]], "edge_links_dtype": ["int64"]},
+            "edge links' dtype is the name of an integer dtype",
         ),
         (spaces.Graph(BOX2, None), {"nodes": 3, "edges": None, "edge_links": None}, "expected a list of nodes"),
         (spaces.Sequence(spaces.Discrete(3)), {"items": []}, "a Sequence value is a list of items"),
