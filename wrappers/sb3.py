@@ -16,6 +16,16 @@ from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 __all__ = ["SB3VecEnv", "make_sb3_vec_env"]
 
 
+#: The dtypes Gymnasium's vector infos batch a Python ``bool``, ``int`` and ``float`` into.
+_PYTHON_NUMBER_DTYPES = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float64))
+
+
+def _of_python_numbers(values: Any) -> bool:
+    """Whether ``values`` is a vector info's batch of Python numbers: a sub-env's value is then
+    handed on as the Python number DummyVecEnv hands on (JSON carries no ``float64`` of its own)."""
+    return isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype in _PYTHON_NUMBER_DTYPES
+
+
 def _has_text(space: spaces.Space[Any]) -> bool:
     if isinstance(space, spaces.Text):
         return True
@@ -159,8 +169,9 @@ class SB3VecEnv(VecEnv):
                 for index in indices:
                     per_env[index][key] = inner[index]
             else:
+                items = values.tolist() if _of_python_numbers(values) else values
                 for index in indices:
-                    per_env[index][key] = values[index]
+                    per_env[index][key] = items[index]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
         """Every sub-env's RGB frame, as ``DummyVecEnv`` gives them (``None`` each, with a warning,
