@@ -21,6 +21,7 @@
     │   ├── ConnectionLostError (ConnectionError)  the connection dropped while a call was waiting
     │   │   └── ServerClosedError                  ... because the server's owner closed it
     │   ├── RequestTimeoutError (TimeoutError)     no reply within the timeout
+    │   ├── WaitTimeoutError (TimeoutError, multiprocessing.TimeoutError) a vector env's *_wait(timeout=) ran out
     │   ├── EnvMismatchError (ValueError)          the server runs another env than the one asked for
     │   └── RemoteError                            the server answered with an error frame
     │       ├── CapacityReachedError               ... because every session slot is taken
@@ -41,12 +42,13 @@ Built-in parents are chosen so that ``except TimeoutError`` or ``except Connecti
 working for callers who do not know this package.
 
 One more lives beside the Gymnasium face, since its second parent is Gymnasium's own and this
-module does not import gymnasium: ``openenv_gym.env.ClosedEnvError`` (``OpenEnvGymError`` and
+module does not import gymnasium: ``openenv_gym.env_core.ClosedEnvError`` (``OpenEnvGymError`` and
 ``gymnasium.error.ClosedEnvironmentError``), raised by any call on a closed env or vector env.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 from typing import Any
 
 __all__ = [
@@ -84,6 +86,7 @@ __all__ = [
     "ToolFailedError",
     "TrustRemoteCodeError",
     "UnsupportedSpaceError",
+    "WaitTimeoutError",
 ]
 
 
@@ -291,6 +294,14 @@ class RequestTimeoutError(ClientError, TimeoutError):
             f"{self.call} on {self.url} got no answer within {self.timeout:g} s; "
             f"raise the timeout if the environment is slow"
         )
+
+
+class WaitTimeoutError(ClientError, multiprocessing.TimeoutError, TimeoutError):
+    """A vector env's ``*_wait(timeout=...)`` ran out of time; the call stays pending (call ``*_wait`` again).
+
+    It is what Gymnasium's AsyncVectorEnv raises (``multiprocessing.TimeoutError``) and a built-in
+    ``TimeoutError``.
+    """
 
 
 class EnvMismatchError(ClientError, ValueError):

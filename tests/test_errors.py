@@ -42,7 +42,7 @@ def exception_classes() -> dict[str, type[BaseException]]:
 def test_every_exception_class_derives_from_the_root():
     """Each exception class defined anywhere in the package, private ones too, is an OpenEnvGymError."""
     classes = exception_classes()
-    assert "openenv_gym.errors.RemoteError" in classes and "openenv_gym.env.ClosedEnvError" in classes
+    assert "openenv_gym.errors.RemoteError" in classes and "openenv_gym.env_core.ClosedEnvError" in classes
     outside = sorted(name for name, cls in classes.items() if not issubclass(cls, openenv_gym.OpenEnvGymError))
     assert outside == []
 

@@ -55,6 +55,7 @@ PUBLIC = {
         "ToolFailedError",
         "TrustRemoteCodeError",
         "UnsupportedSpaceError",
+        "WaitTimeoutError",
         "__version__",
         "catalog",
         "hub",

@@ -22,25 +22,18 @@ from typing import TYPE_CHECKING, Any
 from gymnasium import logger
 from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 
-from openenv_gym.errors import ConnectionLostError, RemoteError, RequestTimeoutError
+from openenv_gym.errors import ConnectionLostError, RemoteError, RequestTimeoutError, WaitTimeoutError
 
 from .faults import send_all
 
 if TYPE_CHECKING:
     from .block import Block
 
-__all__ = ["Call", "InFlight", "PendingCall", "WaitTimeoutError"]
+__all__ = ["Call", "InFlight", "PendingCall"]
 
 #: Reads one block's reply: ``(block, its send failure, deadline)`` to the reply (or the failure
 #: that costs the block a restart, returned).
 Read = Callable[["Block[Any]", "Exception | None", "float | None"], Any]
-
-
-class WaitTimeoutError(multiprocessing.TimeoutError, TimeoutError):
-    """A ``*_wait(timeout=...)`` ran out of time; the call stays pending (call ``*_wait`` again).
-
-    It is what AsyncVectorEnv raises (``multiprocessing.TimeoutError``) and a built-in ``TimeoutError``.
-    """
 
 
 class Call(enum.Enum):

@@ -359,7 +359,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
         Raises:
             NoAsyncCallError: no reset is pending.
-            multiprocessing.TimeoutError: (a :class:`~.pending.WaitTimeoutError`) not every server
+            multiprocessing.TimeoutError: (an :class:`~openenv_gym.errors.WaitTimeoutError`) not every server
                 answered within ``timeout``; the reset stays pending.
             RemoteError: a server refused the reset (an exception in the env), once every reply is read.
         """
@@ -399,7 +399,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
         Raises:
             NoAsyncCallError: no step is pending.
-            multiprocessing.TimeoutError: (a :class:`~.pending.WaitTimeoutError`) not every result
+            multiprocessing.TimeoutError: (an :class:`~openenv_gym.errors.WaitTimeoutError`) not every result
                 came within ``timeout``; the step stays pending: a later ``step_wait`` reads the rest.
             RemoteError: a server refused the step (an invalid action, an exception in the env);
                 raised once every other server's reply has been read.
@@ -469,7 +469,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
         Raises:
             NoAsyncCallError: no call is pending.
-            multiprocessing.TimeoutError: (a :class:`~.pending.WaitTimeoutError`) not every server
+            multiprocessing.TimeoutError: (an :class:`~openenv_gym.errors.WaitTimeoutError`) not every server
                 answered within ``timeout``; the call stays pending.
             ConnectionLostError: (or another lost-server failure) once every reply was read; the
                 next step restarts that block.

@@ -267,4 +267,6 @@ class VectorCodec:
     def join_frames(self, frames: list[Any]) -> Any:
         if all(isinstance(block_frames, np.ndarray) for block_frames in frames):  # a vector env's stacked frames
             return np.concatenate(frames)
-        return tuple(frame for block_frames in frames for frame in block_frames)  # as SyncVectorEnv's
+        joined = [frame for block_frames in frames for frame in block_frames]
+        # The vector env's own sequence: SyncVectorEnv's frames are a tuple, CartPoleVectorEnv's a list.
+        return tuple(joined) if isinstance(frames[0], tuple) else joined

@@ -200,7 +200,8 @@ class RenderFrame:
 
     On a batch or vector session the frame is one per sub-env: a list (each item what that
     sub-env's ``render()`` returned), or whatever the server-side vector env's ``render()``
-    returned (Gymnasium's ``CartPoleVectorEnv`` gives a list too)."""
+    returned: Gymnasium's ``CartPoleVectorEnv`` gives a list, its ``SyncVectorEnv`` a tuple, which
+    travels as a list with ``"tuple": true`` beside it."""
 
     frame: Any
 
@@ -213,11 +214,14 @@ class RenderFrame:
         """
         if not isinstance(frame, dict) or frame.get("type") != "render" or not isinstance(frame.get("data"), dict):
             raise invalid("a render frame must be an object with type 'render' and data.frame")
-        return cls(frame["data"].get("frame"))
+        data = frame["data"]
+        value = data.get("frame")
+        return cls(tuple(value) if data.get("tuple") is True and isinstance(value, list) else value)
 
     def _frame(self) -> dict[str, Any]:
-        frame = list(self.frame) if isinstance(self.frame, tuple) else self.frame
-        return {"type": "render", "data": {"frame": frame}}
+        if isinstance(self.frame, tuple):  # SyncVectorEnv's frames are a tuple, CartPoleVectorEnv's a list: say which
+            return {"type": "render", "data": {"frame": list(self.frame), "tuple": True}}
+        return {"type": "render", "data": {"frame": self.frame}}
 
     def serialize(self) -> str:
         return arrays.to_json(self._frame())
@@ -227,8 +231,8 @@ class RenderFrame:
 
     def check(self, size: int) -> None:
         """Raise :class:`ProtocolError` unless the frame holds ``size`` frames, one per sub-env
-        (a list, or an array of ``size`` rows), as a batch or vector session's must."""
-        count: int | None = len(self.frame) if isinstance(self.frame, list) else None
+        (a list or tuple, or an array of ``size`` rows), as a batch or vector session's must."""
+        count: int | None = len(self.frame) if isinstance(self.frame, (list, tuple)) else None
         shape = getattr(self.frame, "shape", None)
         if count is None and shape:  # an array stacks the frames along its first axis
             count = int(shape[0])
