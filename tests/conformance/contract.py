@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector.utils import batch_space
 
@@ -117,3 +119,18 @@ def assert_equal_steps(venv, reference, steps: int, seed: int = 0) -> int:
         np.testing.assert_equal(venv.reset_infos, reference.reset_infos)
         ends += int(dones.sum())
     return ends
+
+
+def assert_shm_refused_before_connecting(make, env_id: str, connects: type, monkeypatch, closing) -> None:
+    """``make()`` (a path with ``transport="shm"``) raises the shm refusal's ValueError for ``env_id``'s
+    spaces, naming the space and the transports that carry the env, before ``connects.connect`` runs."""
+
+    def no_connection(opened: Any) -> Any:
+        raise AssertionError(f"{opened!r} connected before refusing the env")
+
+    monkeypatch.setattr(connects, "connect", no_connection)
+    space = closing(gym.make(env_id)).observation_space
+    said = f"transport='shm' cannot be served: the observation space {space} does not batch into one array of numbers"
+    with pytest.raises(ValueError, match=re.escape(said)) as refused:
+        closing(make())
+    assert str(refused.value).endswith("'auto' or 'ws' carries this env")

@@ -11,15 +11,13 @@ WebSocket for it).
 
 from __future__ import annotations
 
-import re
-
 import gymnasium as gym
 import pytest
 
 from openenv_gym.client import EnvClient
 
 from . import single_wrapper_cases
-from .contract import assert_episodes_equal, gym_check, sb3_check
+from .contract import assert_episodes_equal, assert_shm_refused_before_connecting, gym_check, sb3_check
 from .envs import DICT_ID, GRAPH_ID, ONE_OF_ID, SEQUENCE_ID, TUPLE_ID
 
 COMPOSITE = {"Dict": DICT_ID, "Tuple": TUPLE_ID}
@@ -61,13 +59,6 @@ def test_shared_memory_refuses_other_spaces_before_connecting(
 ):
     """A ValueError naming the space and the transports that carry the env; no session is opened."""
     servers.url(env_id)  # the server runs: only the env's session must not be tried
-
-    def no_connection(client: EnvClient) -> EnvClient:
-        raise AssertionError(f"{client!r} connected before refusing the env")
-
-    monkeypatch.setattr(EnvClient, "connect", no_connection)
-    space = closing(gym.make(env_id)).observation_space
-    said = f"transport='shm' cannot be served: the observation space {space} does not batch into one array of numbers"
-    with pytest.raises(ValueError, match=re.escape(said)) as refused:
-        closing(arrays_only_single_path(servers, env_id))
-    assert str(refused.value).endswith("'auto' or 'ws' carries this env")
+    assert_shm_refused_before_connecting(
+        lambda: arrays_only_single_path(servers, env_id), env_id, EnvClient, monkeypatch, closing
+    )

@@ -12,8 +12,6 @@ only: the server-side vector env over ``transport="shm"`` refuses such an env as
 
 from __future__ import annotations
 
-import re
-
 import gymnasium as gym
 import pytest
 from gymnasium.vector import AutoresetMode
@@ -22,7 +20,7 @@ from openenv_gym.client.sync_connection import SyncConnection
 from tests.equivalence import assert_same
 
 from . import vector_wrapper_cases
-from .contract import assert_batched_values, assert_spaces_batched, random_actions
+from .contract import assert_batched_values, assert_shm_refused_before_connecting, assert_spaces_batched, random_actions
 from .envs import DICT_ID, GRAPH_ID, ONE_OF_ID, SEQUENCE_ID, TUPLE_ID
 from .paths import reference_vector
 
@@ -83,16 +81,9 @@ def test_shared_memory_refuses_other_spaces_before_connecting(
 ):
     """A ValueError naming the space and the transports that carry the env; no session is opened."""
     servers.url(env_id)  # the server runs (its /schema is read): only the blocks' sessions must not be tried
-
-    def no_connection(connection: SyncConnection) -> SyncConnection:
-        raise AssertionError(f"{connection!r} connected before refusing the env")
-
-    monkeypatch.setattr(SyncConnection, "connect", no_connection)
-    space = closing(gym.make(env_id)).observation_space
-    said = f"transport='shm' cannot be served: the observation space {space} does not batch into one array of numbers"
-    with pytest.raises(ValueError, match=re.escape(said)) as refused:
-        closing(arrays_only_vector_path(servers, env_id))
-    assert str(refused.value).endswith("'auto' or 'ws' carries this env")
+    assert_shm_refused_before_connecting(
+        lambda: arrays_only_vector_path(servers, env_id), env_id, SyncConnection, monkeypatch, closing
+    )
 
 
 @pytest.mark.parametrize("env_id", NOT_ARRAYS.values(), ids=NOT_ARRAYS.keys())
