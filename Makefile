@@ -33,6 +33,14 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
 	touch $@
 
+# OpenEnv 0.10, the interoperability tests' peer, in a virtual environment of its own: its pins
+# (MCP 1.x, FastMCP 3) differ from ours. The tests run its clients and servers as processes.
+PEER_VENV := .venv-openenv
+$(PEER_VENV)/.installed: tests/openenv010/requirements.txt
+	$(PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/openenv010/requirements.txt
+	touch $@
+
 # The demo needs only the sb3 extra (Stable-Baselines3 and rich), not the test extra.
 $(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
 	$(INSTALL_TORCH)
@@ -68,7 +76,7 @@ docs: $(VENV)/.installed
 # first fails.
 TEST_WORKERS ?= 2
 
-test: $(VENV)/.installed lint
+test: $(VENV)/.installed $(PEER_VENV)/.installed lint
 	@/sbin/ldconfig -p | grep -q 'libseccomp\.so\.2 ' || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp2 >/dev/null; }
 	@command -v ip >/dev/null && command -v iptables >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null; }
 	@if bash scripts/docker-engine.sh; then $(MAKE) --no-print-directory images; \
@@ -111,4 +119,4 @@ fuzz: $(VENV)/.installed
 		.fuzz-corpus tests/fuzz/corpus tests/fuzz/regressions
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) $(PEER_VENV) *.egg-info
