@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.json_schema import models_json_schema
 
 from .frames import observation_fields
+from .task_api import task_api_openapi
 
 __all__ = [
     "HTTP_ROUTES",
@@ -293,6 +294,12 @@ def openapi_document(env_schema: dict[str, Any], metadata: dict[str, Any], versi
             }
         },
     }
+    if "tasks" in env_schema:  # a task env's server answers OpenEnv 0.10's Task API
+        task_paths, task_models = task_api_openapi(_REF)
+        paths.update(task_paths)
+        schemas.update(
+            models_json_schema([(model, "validation") for model in task_models], ref_template=_REF)[1]["$defs"]
+        )
     name = str(metadata.get("target") or metadata.get("name") or "environment")
     return {
         "openapi": "3.1.0",

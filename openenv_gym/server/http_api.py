@@ -19,6 +19,7 @@ import pydantic
 
 from ..protocol.http_api import ResetRequest, StepRequest, openapi_document, parse_body, response_body
 from .session import _accepted_kwargs, factory_error
+from .task_api import task_reset_kwargs
 from .worker import Worker
 
 if TYPE_CHECKING:
@@ -97,6 +98,10 @@ class StatelessRoutes:
                 worker.shutdown()
 
     async def _reset(self, env: Environment[Any, Any, Any], worker: Worker, kwargs: dict[str, Any]) -> Answer:
+        try:  # OpenEnv 0.10's split, index and task_spec: a task the env does not serve is the client's error
+            kwargs = task_reset_kwargs(env, kwargs)
+        except ValueError as exc:
+            return 400, {"detail": "Bad Request", "message": f"reset refused: {exc}"}
         try:
             observation = await worker.call(True, env.reset, **_accepted_kwargs(env.reset, kwargs))
             frame = env.reset_frame(observation)

@@ -24,6 +24,7 @@ from ..urls import is_loopback_host
 from .http_api import DOCS_POLICY, StatelessRoutes, docs_page
 from .http_mcp import HttpMcp
 from .session import factory_error
+from .task_api import TaskApi
 from .watch import SESSIONS_PATH, WATCH_PATH, session_listing, watch_refusal
 from .web_access import browser_refusal, cookie_name, has_token, login_response, single_header, token_refusal
 from .web_page import is_web_path, web_response
@@ -68,6 +69,7 @@ class HttpRoutes:
         self._token = token
         self._mcp = mcp
         self._stateless = StatelessRoutes(server)
+        self._tasks = TaskApi(server)
 
     async def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         """Answer an HTTP request, or let a WebSocket handshake go on (``None``).
@@ -104,7 +106,7 @@ class HttpRoutes:
             return ("GET",)  # a WebSocket handshake
         if path == SESSIONS_PATH or is_web_path(path):
             return ("GET",)
-        return None
+        return TaskApi.methods(path)
 
     async def _route(self, request: Request, body: bytes = b"") -> Response | None:
         server = self._server
@@ -155,6 +157,8 @@ class HttpRoutes:
             response = _response(200, "text/html; charset=utf-8", docs_page(document))
             response.headers["Content-Security-Policy"] = DOCS_POLICY
             return response
+        if TaskApi.methods(path) is not None:  # OpenEnv 0.10's Task API
+            return json_response(*await self._tasks.answer(path, body))
         if path in HTTP_ROUTES:
             status, answer = await self._stateless.answer(request.method, path, body)
             response = json_response(status, answer)

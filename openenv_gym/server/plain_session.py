@@ -34,6 +34,7 @@ from .environment import Environment
 from .session import _accepted_kwargs, _execution_error, make_environments
 from .shm_steps import ShmSteps
 from .snapshots import Kept, SessionSnapshots
+from .task_api import task_reset_kwargs
 from .tools import ToolOutcome, run_tool
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ class PlainHandler:
             return await self._step(session, env, request)
         if isinstance(request, ResetFrame):
             try:
-                kwargs = _accepted_kwargs(env.reset, request.kwargs)
+                kwargs = _accepted_kwargs(env.reset, task_reset_kwargs(env, request.kwargs))
                 observation = await session.call(env.reset, **kwargs)
                 frame = env.reset_frame(observation)
                 reply = frame.serialize()
