@@ -9,6 +9,7 @@
     │   └── InvalidActionError                     an action outside the env's action space
     ├── UnsupportedSpaceError (TypeError)     a Gymnasium space type with no JSON form
     ├── ToolCallError (ValueError)            text that is not one tool call (the tool face shows it to the model)
+    ├── ModelCallError (ValueError)           an agent's model request, or a reply to it, that its API dialect cannot carry
     ├── ToolDefinitionError (TypeError)       an environment's tool that cannot be served (at class creation)
     ├── ToolFailedError (RuntimeError)        a tool call the env refused, raised to TRL (integrations.trl)
     ├── SpaceMismatchError (RuntimeError)     a sub-env's spaces differ from the first's (from_env_fns)
@@ -65,6 +66,7 @@ __all__ = [
     "ImageBuildError",
     "InvalidActionError",
     "ManifestError",
+    "ModelCallError",
     "OpenEnvGymError",
     "ProtocolError",
     "ProviderError",
@@ -159,6 +161,20 @@ class ToolCallError(OpenEnvGymError, ValueError):
     The Gymnasium tool face never raises it: it answers with an error observation, so that the
     model sees its mistake.
     """
+
+
+class ModelCallError(OpenEnvGymError, ValueError):
+    """An agent's model request that does not follow its API dialect (chat completions, Responses,
+    Anthropic Messages), or a reply that cannot be written in it; the message names the field.
+
+    Attributes:
+        dialect: the dialect's name (``"chat_completions"``...), when known.
+    """
+
+    def __init__(self, message: str, dialect: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.dialect = dialect
 
 
 class ToolDefinitionError(OpenEnvGymError, TypeError):

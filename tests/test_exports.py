@@ -32,6 +32,7 @@ PUBLIC = {
         "ImageBuildError",
         "InvalidActionError",
         "ManifestError",
+        "ModelCallError",
         "OpenEnvGymError",
         "ProtocolError",
         "ProviderError",
