@@ -32,6 +32,7 @@ from .http_bodies import BodyReadingConnection
 from .http_mcp import HttpMcp
 from .http_routes import HttpRoutes
 from .idle_reaper import IdleReaper
+from .mcp_socket import MCP_SOCKET_PATH, serve_mcp_socket
 from .options import (
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -465,6 +466,9 @@ class EnvServer:
         assert connection.request is not None
         if connection.request.path.partition("?")[0] == WATCH_PATH:
             await self._watch(connection)
+            return
+        if connection.request.path.partition("?")[0] == MCP_SOCKET_PATH:
+            await serve_mcp_socket(connection, self._mcp, self.idle_timeout)
             return
         try:
             session = self._new_session(connection)

@@ -181,7 +181,8 @@ class HttpMcp:
                 return jsonrpc.error_response(
                     request_id,
                     JsonRpcCode.INVALID_REQUEST,
-                    f"the episode has ended: {CLOSE_SESSION} this session and {CREATE_SESSION} another",
+                    f"the episode has ended: {CLOSE_SESSION} this session and {CREATE_SESSION} another"
+                    " (on a /mcp WebSocket: open another)",
                 )
             answer, done = await _call_and_end(request_id, session.env, request, session.worker)
             session.ended = done
@@ -189,7 +190,9 @@ class HttpMcp:
             return answer
 
     async def _close(self, session_id: str) -> None:
-        session = self._sessions.pop(session_id)
+        session = self._sessions.pop(session_id, None)
+        if session is None:  # closed meanwhile: by its WebSocket's end while the server stops
+            return
         async with session.lock:
             await session.worker.close_env(session.env)
             session.worker.shutdown()

@@ -23,6 +23,7 @@ from ..protocol.pickled import names_factories
 from ..urls import is_loopback_host
 from .http_api import DOCS_POLICY, StatelessRoutes, docs_page
 from .http_mcp import HttpMcp
+from .mcp_socket import is_mcp_socket
 from .session import factory_error
 from .task_api import TaskApi
 from .watch import SESSIONS_PATH, WATCH_PATH, session_listing, watch_refusal
@@ -126,6 +127,8 @@ class HttpRoutes:
                 return login or json_response(401, {"message": "wrong token"})
             if not has_token(request, self._token, cookie):
                 return json_response(401, {"message": token_refusal(request, cookie)})
+        if is_mcp_socket(path, request):  # MCP over a WebSocket, beside POST /mcp (mcp_socket.py)
+            return None
         methods = self._methods(path)
         if methods is not None and request.method not in methods:
             return _wrong_method(path, methods)
