@@ -15,6 +15,8 @@ Python (as 0.10 names its env by its class). It is matched in any case, as 0.10 
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -44,17 +46,22 @@ TASK_RESET_ARGUMENTS = ("split", "index", "task_spec")
 Answer = tuple[int, Any]  # an HTTP status and its JSON body
 
 
-def task_env_name(target: str | None, factory_name: str) -> str:
-    """The env's name in the Task API's paths: the short name of the served ``target``, else the factory's.
+def task_env_name(target: str | None, factory: Any) -> str:
+    """The env's name in the Task API's paths: the short name of the served ``target``, else the
+    name of what ``factory`` makes (through a ``functools.partial`` or a wrapper).
 
-    >>> task_env_name("openenv/Coding-v0", "CodingEnvironment"), task_env_name("games:make", "make")
+    >>> task_env_name("openenv/Coding-v0", None), task_env_name("games:make", None)
     ('Coding-v0', 'make')
-    >>> task_env_name(None, "CodingEnvironment")
-    'CodingEnvironment'
+    >>> from openenv_gym.envs.echo import EchoEnvironment
+    >>> task_env_name(None, functools.partial(EchoEnvironment))
+    'EchoEnvironment'
     """
-    if target is None or target == PICKLED_FACTORIES_TARGET:
-        return factory_name
-    return target.rsplit("/", 1)[-1].rsplit(":", 1)[-1] or factory_name
+    if target is not None and target != PICKLED_FACTORIES_TARGET:
+        return target.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    factory = inspect.unwrap(factory)
+    while isinstance(factory, functools.partial):
+        factory = inspect.unwrap(factory.func)
+    return str(getattr(factory, "__name__", type(factory).__name__))
 
 
 def public_task_spec(task: BaseTask, split: str, index: int) -> dict[str, Any]:
@@ -105,7 +112,7 @@ class TaskApi:
 
     def __init__(self, server: EnvServer) -> None:
         self._server = server
-        self.env_name = task_env_name(server.target, server.served.name)
+        self.env_name = task_env_name(server.target, server.served.factory)
         self._lock = asyncio.Lock()
         self._probed = False
         self._tasks: ServedTasks | None = None
