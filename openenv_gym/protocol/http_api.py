@@ -199,8 +199,9 @@ def _responses(ok: dict[str, Any], *errors: int) -> dict[str, Any]:
     described = {
         "400": "The request cannot be read",
         "401": "The server's token is missing or wrong",
+        "409": "A fresh environment (one is made for each request) cannot take this step: it needs a reset first",
         "422": "The body, or the action in it, does not validate",
-        "500": "The environment failed (a fresh one is made for each request: it cannot step before a reset)",
+        "500": "The environment failed",
         "503": "The server is at its limit of sessions; try again later",
     }
     responses = {"200": ok}
@@ -248,7 +249,9 @@ def openapi_document(env_schema: dict[str, Any], metadata: dict[str, Any], versi
                 "summary": "Step a fresh environment once (an episode that lasts is a /ws session)",
                 "operationId": "step",
                 "requestBody": {"required": True, "content": {_JSON: {"schema": _ref("StepRequest")}}},
-                "responses": _responses(json_body(_ref("ObservationResponse"), "The step's result"), 422, 500, 503),
+                "responses": _responses(
+                    json_body(_ref("ObservationResponse"), "The step's result"), 409, 422, 500, 503
+                ),
             }
         },
         "/mcp": {

@@ -30,7 +30,7 @@ __all__ = ["DOCS_POLICY", "StatelessRoutes", "docs_page"]
 
 logger = logging.getLogger(__name__)
 
-#: What a 500 says of a step: why a fresh environment may refuse it, and where an episode lasts.
+#: What a 409 says of a step: why a fresh environment may refuse it, and where an episode lasts.
 STATELESS_STEP = (
     "POST /step steps a fresh environment, as OpenEnv's HTTP API does, so an env that must be reset "
     "first cannot step there: play an episode on a WebSocket session (/ws)"
@@ -112,6 +112,8 @@ class StatelessRoutes:
     async def _step(
         self, env: Environment[Any, Any, Any], worker: Worker, action: dict[str, Any], kwargs: dict[str, Any]
     ) -> Answer:
+        if env.tools and action.get("type") in ("call_tool", "list_tools"):  # a session's, never a fresh env's
+            return _conflict(f"a tool env's calls run after its reset; {STATELESS_STEP}, or POST /mcp")
         try:
             parsed = env.parse_action(action)
         except pydantic.ValidationError as exc:
@@ -121,8 +123,9 @@ class StatelessRoutes:
         try:
             observation = await worker.call(True, env.step, parsed, **_accepted_kwargs(env.step, kwargs))
             frame = env.observation_frame(observation)
-        except Exception as exc:
-            return self._failed("step", exc, f"; {STATELESS_STEP}")
+        except Exception as exc:  # the client stepped an env nobody reset: its error, not the server's
+            logger.info("HTTP step of a fresh environment refused: %s: %s", type(exc).__name__, exc)
+            return _conflict(f"step failed: {type(exc).__name__}: {exc}; {STATELESS_STEP}")
         return 200, response_body(frame.observation, frame.reward, frame.done)
 
     async def _state(self, env: Environment[Any, Any, Any], worker: Worker) -> Answer:
@@ -145,6 +148,11 @@ class StatelessRoutes:
             frame = factory_error(self._server.factory, exc, self._server.send_tracebacks)
             return 500, {"detail": "Internal Server Error", "message": frame.message}
         return 200, openapi_document(description["schema"], description["metadata"], __version__)
+
+
+def _conflict(message: str) -> Answer:
+    """409 Conflict: the request needs an env in a state a fresh one is not in (reset)."""
+    return 409, {"detail": "Conflict", "message": message}
 
 
 #: The /docs page runs no script and loads nothing: its own styles only.

@@ -85,12 +85,13 @@ def test_echos_reset_differs_only_by_its_own_reward(servers):
     assert {**ours[2], "reward": None} == theirs[2]
 
 
-def test_a_step_a_fresh_env_refuses_is_a_500_as_openenv_cores_with_what_to_do_instead(servers):
-    """CartPole cannot step before a reset, and each HTTP request has a fresh env: both say 500; ours says why."""
+def test_a_step_a_fresh_env_refuses_is_the_clients_409_with_what_to_do_instead(servers):
+    """CartPole cannot step before a reset, and each HTTP request has a fresh env: openenv-core's server
+    answers 500, ours 409 (the client's error, not the server's), saying why."""
     body, headers = json.dumps({"action": {"action": 0}}), {"Content-Type": "application/json"}
     status, _, answer = request(servers["ours"]["cartpole"], "POST", "/step", body, headers)
-    assert status == request(servers["theirs"]["cartpole"], "POST", "/step", body, headers)[0] == 500
-    assert answer["detail"] == "Internal Server Error"
+    assert (status, request(servers["theirs"]["cartpole"], "POST", "/step", body, headers)[0]) == (409, 500)
+    assert answer["detail"] == "Conflict"
     assert "ResetNeeded" in answer["message"] and "WebSocket session (/ws)" in answer["message"]
 
 
