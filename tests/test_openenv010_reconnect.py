@@ -179,3 +179,32 @@ def test_our_client_on_010_server_killed_mid_step_pays_nothing_twice(tmp_path):
         finally:
             env.close()
     assert [entry["pay"] for entry in ledger_lines(str(ledger))] == [1, 5, 1]
+
+
+# Seeds: honoured or refused, never dropped (OpenEnv #1102) ---------------------------------------
+
+
+def test_010_client_seeds_are_honoured_by_our_server(tmp_path):
+    """0.10's client's ``reset(seed=)`` on our server: the same seed gives the same first observation,
+    another seed another."""
+    port = free_port()
+    with ours(port, tmp_path / "ledger"):
+        seen = run_peer("reconnect_client.py", "seeds", f"http://127.0.0.1:{port}")
+    assert seen["seed_3"]["observation"] == seen["seed_3_again"]["observation"]
+    assert seen["seed_3"]["observation"]["draw"] != seen["seed_4"]["observation"]["draw"]
+
+
+def test_010_client_seed_refused_by_our_server_when_the_env_cannot_take_one(tmp_path):
+    """An env of ours whose ``reset`` takes no seed: a seeded reset from 0.10's client is refused
+    with the reason (0.10's own server drops the seed and the reset looks seeded); one without a
+    seed goes on."""
+    port = free_port()
+    with ours(port, tmp_path / "ledger", target="tests.ledger_env:UnseededLedgerEnvironment"):
+        seen = run_peer("reconnect_client.py", "seeds", f"http://127.0.0.1:{port}")
+    refusal = (
+        "Server error: reset failed: ValueError: UnseededLedgerEnvironment.reset() takes no seed, so a seeded "
+        "reset cannot be honoured: reset without a seed (code: EXECUTION_ERROR)"
+    )
+    for call in ("seed_3", "seed_3_again", "seed_4"):
+        assert seen[call] == {"error": "RuntimeError", "message": refusal}
+    assert seen["unseeded"]["observation"]["paid"] == 0

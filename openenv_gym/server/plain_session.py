@@ -31,6 +31,7 @@ from ..protocol.shm import ShmOpenFrame, parse_plain_client_frame, refused
 from ..protocol.snapshot import ReleaseRequest, RestoreRequest, SnapshotFrame, SnapshotRequest
 from ..protocol.tools import CallToolRequest, ListToolsRequest, parse_tool_action
 from .environment import Environment
+from .seeding import refuse_unseedable
 from .session import _accepted_kwargs, _execution_error, make_environments
 from .shm_steps import ShmSteps
 from .snapshots import Kept, SessionSnapshots
@@ -109,6 +110,7 @@ class PlainHandler:
             return await self._step(session, env, request)
         if isinstance(request, ResetFrame):
             try:
+                refuse_unseedable(env.reset, request.kwargs)
                 kwargs = _accepted_kwargs(env.reset, task_reset_kwargs(env, request.kwargs))
                 observation = await session.call(env.reset, **kwargs)
                 frame = env.reset_frame(observation)
