@@ -14,7 +14,9 @@ from openapi_spec_validator import validate
 
 from openenv_gym.client import http_get_json
 from openenv_gym.envs.echo import EchoEnvironment
+from openenv_gym.manifest import load_manifest
 from openenv_gym.providers import ProcessProvider
+from openenv_gym.scaffold import init_env
 from openenv_gym.server import Action, BaseTask, Environment, Observation, State, TaskSet
 from openenv_gym.task_catalog import TaskCatalog
 from tests.openenv010 import run_peer
@@ -58,6 +60,21 @@ def test_openenv_010_task_api_calls_and_resets_on_our_task_servers(env_id, env_k
         {"index": 0, "task_id": ids[0], "done": False},
         {"index": len(ids) - 1, "task_id": ids[-1], "done": False},
     ]
+
+
+def test_openenv_010_task_api_calls_on_an_init_tools_scaffold(tmp_path):
+    """``openenv-gym init --tools``'s env, served as its manifest says, answers 0.10's calls too: its
+    name is the app's attribute, its secret (a hidden field) is in no task spec."""
+    init_env("demo", tmp_path / "demo", tools=True)
+    app = load_manifest(tmp_path / "demo" / "openenv.yaml").app
+    with ProcessProvider(app, cwd=tmp_path / "demo") as url:
+        catalog = TaskCatalog.from_schema(http_get_json(url, "/schema"))
+        seen = run_peer("task_api_session.py", url, "test")
+    assert seen["environments"] == [app.rpartition(":")[2]] and catalog.hidden_fields == ("secret",)
+    listed = seen["tasks"]["tasks"]
+    assert [task["task_id"] for task in listed] == catalog.ids(split="test")
+    assert all(set(task) == {"task_id", "difficulty", "split", "index", "low", "high"} for task in listed)
+    assert [reset["done"] for reset in seen["resets"]] == [False, False]
 
 
 def test_openenv_010_reset_to_a_split_the_operator_closed_is_refused_with_the_reason():
