@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from openapi_spec_validator import validate
+from pydantic import computed_field
 
 from openenv_gym.client import http_get_json
 from openenv_gym.envs.echo import EchoEnvironment
@@ -102,6 +103,11 @@ class Riddle(BaseTask):
 
     question: str
     answer: str
+
+    @computed_field  # derived from a hidden field: no task spec may carry it
+    @property
+    def answer_digits(self) -> int:
+        return len(self.answer)
 
 
 class RiddleObservation(Observation):

@@ -66,7 +66,8 @@ def task_env_name(target: str | None, factory: Any) -> str:
 
 def public_task_spec(task: BaseTask, split: str, index: int) -> dict[str, Any]:
     """What the Task API gives of ``task``, the ``index``-th of ``split``: its public fields only."""
-    public = task.model_dump(mode="json", exclude={*type(task).hidden_fields, "split"})
+    model = type(task)  # its declared fields alone: a computed one may derive from a hidden one
+    public = task.model_dump(mode="json", include=set(model.model_fields) - {*model.hidden_fields, "split"})
     return {
         "task_id": public.pop("task_id"),
         "difficulty": public.pop("difficulty"),
