@@ -61,6 +61,7 @@ def test_openenv_010_task_api_calls_and_resets_on_our_task_servers(env_id, env_k
         {"index": 0, "task_id": ids[0], "done": False},
         {"index": len(ids) - 1, "task_id": ids[-1], "done": False},
     ]
+    assert seen["by_spec"] == ids[1]
 
 
 def test_openenv_010_task_api_calls_on_an_init_tools_scaffold(tmp_path):

@@ -1,6 +1,6 @@
 """Run under OpenEnv 0.10: its Task API calls on the server at ``argv[1]``, the way 0.10 makes them
 (``httpx`` posts to the routes, as its harbor client does; ``GenericEnvClient.reset(split=, index=)``
-over the WebSocket), and prints what each answered as one JSON line.
+and ``reset(task_spec=)`` over the WebSocket), and prints what each answered as one JSON line.
 
 ``argv[2]`` is the split to read; ``argv[3]`` (optional) a split to try a reset on that the server
 should refuse (an operator's closed split).
@@ -20,20 +20,23 @@ def answered(response: httpx.Response) -> dict:
     return {"status": response.status_code, "body": response.json()}
 
 
-async def resets(url: str, split: str, indices: list[int], closed: str | None) -> dict:
-    """Reset 0.10's generic client to each index of ``split``; the state names the task it got."""
+async def resets(url: str, split: str, indices: list[int], spec: dict, closed: str | None) -> dict:
+    """Reset 0.10's generic client to each index of ``split``, then to the task ``spec`` (as the
+    Task API gave it); the state names the task each reset got."""
     seen, refused = [], None
     async with GenericEnvClient(base_url=url) as client:
         for index in indices:
             first = await client.reset(split=split, index=index)
             state = await client.state()
             seen.append({"index": index, "task_id": state.get("task_id"), "done": first.done})
+        await client.reset(task_spec=spec)
+        by_spec = (await client.state()).get("task_id")
         if closed is not None:
             try:
                 await client.reset(split=closed, index=0)
             except Exception as exc:  # what 0.10's client raises for the server's refusal
                 refused = f"{type(exc).__name__}: {exc}"
-    return {"resets": seen, "refused": refused}
+    return {"resets": seen, "by_spec": by_spec, "refused": refused}
 
 
 def main(url: str, split: str, closed: str | None) -> dict:
@@ -55,7 +58,7 @@ def main(url: str, split: str, closed: str | None) -> dict:
         }
         if closed is not None:
             errors["closed_split"] = answered(http.post(f"/{name}/num_tasks", json={"split": closed}))
-    played = asyncio.run(resets(url, split, [0, count - 1], closed))
+    played = asyncio.run(resets(url, split, [0, count - 1], listed["tasks"][1], closed))
     return {
         "environments": environments,
         "splits": splits,
