@@ -75,6 +75,7 @@ class AsyncRemoteEnv:
     ) -> None:
         self._client = client
         self._core = core
+        client.kind.task_resets = core.task_resets  # the session's resets pick tasks as its server takes them
         self.env_id = core.env_id
         self.max_episode_steps = core.max_episode_steps
         self.spec = spec
@@ -260,6 +261,7 @@ async def open_core(
     env_id: str | None = None,
     max_episode_steps: int | None = None,
     render_mode: str | None = None,
+    split: str | None = None,
 ) -> EnvCore:
     """Read what the server at ``base_url`` serves (:func:`~openenv_gym.served.read_core`, in a worker thread),
     connect ``client`` (its env made in ``render_mode``), and have its session list the tools a tool face still needs."""
@@ -273,6 +275,7 @@ async def open_core(
         env_id=env_id,
         max_episode_steps=max_episode_steps,
         render_mode=render_mode,
+        split=split,
     )
     if core.renders and core.render_mode is not None:
         client.ask_render_mode(core.render_mode)
@@ -293,6 +296,9 @@ async def make_async(env_id: str, **kwargs: Any) -> AsyncRemoteEnv:
     options, max_episode_steps = spec_options(env_id, kwargs)
     make_kwargs = dict(options)
     render_mode = make_kwargs.pop("render_mode", None)  # the session's, as RemoteEnv's
+    from .task_catalog import attached_split  # loaded when an env is made: importing stays light
+
+    split = attached_split(make_kwargs)  # for a running server: its resets' default split
     make = MakeOptions.parse(**make_kwargs)  # a spec's sessions_per_server is for pools and vector envs
     fleet = make.fleet()
     (url,) = await asyncio.to_thread(fleet.start)
@@ -309,6 +315,7 @@ async def make_async(env_id: str, **kwargs: Any) -> AsyncRemoteEnv:
             env_id=env_id,
             max_episode_steps=max_episode_steps,
             render_mode=render_mode,
+            split=split,
         )
     except BaseException:
         await client.close()

@@ -121,6 +121,9 @@ class RemoteEnv(gym.Env[Any, Any]):
         transport: str = "auto",
         **options: Any,
     ) -> None:
+        from .task_catalog import attached_split  # loaded when an env is made: importing stays light
+
+        split = attached_split(options)  # for a running server: its resets' default split
         # The other options are declared once, by MakeOptions.parse (a spec's sessions_per_server is make_vec's).
         make = MakeOptions.parse(server=server, **options)
         fleet = make.fleet()
@@ -128,7 +131,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         token = make.token or fleet.token
         attached = isinstance(fleet.providers[0], URLProvider)  # started by someone else: is it this env?
         try:
-            core = read_core(url, make, token, attached=attached, agent=agent, render_mode=render_mode)
+            core = read_core(url, make, token, attached=attached, agent=agent, render_mode=render_mode, split=split)
         except BaseException:
             fleet.close()
             raise
@@ -153,6 +156,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         self.metadata = core.render or type(self).metadata
         self.action_space, self.observation_space = core.face.action_space, core.face.observation_space
         client = EnvClient(self.base_url, **timeouts.session(), env_id=self.server, token=token, transport=transport)
+        client.kind.task_resets = core.task_resets
         self._client, self._closer = client, weakref.finalize(self, _shutdown, client, fleet)
         try:
             client.kind.take_seat(seat or {})

@@ -30,6 +30,7 @@ from .snapshot import Snapshot, check_support, falls_back, portable_bytes
 from .urls import ws_url
 
 if TYPE_CHECKING:
+    from .client.task_resets import TaskResets
     from .errors import SnapshotError
     from .protocol import ObservationFrame
     from .protocol.snapshot import SnapshotFrame
@@ -96,7 +97,13 @@ class EnvCore:
             ``gym.make``'s ``TimeLimit`` are the only ones).
         render_mode: the env's ``render_mode``, as asked.
         render: the server's render metadata for it (``None``: the server renders nothing).
+
+    Attributes:
+        task_resets: how its sessions' resets send their task options to a server with OpenEnv
+            0.10's Task API (:func:`~openenv_gym.task_catalog.task_resets_of`); ``None``: as given.
     """
+
+    task_resets: TaskResets | None = None
 
     def __init__(
         self,

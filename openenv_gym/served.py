@@ -60,22 +60,25 @@ def read_core(
     render_mode: str | None = None,
     env_id: str | None = None,
     max_episode_steps: int | None = None,
+    split: str | None = None,
 ) -> EnvCore:
     """The core of an env made with ``make``'s options on the server at ``base_url``: what it serves
     (:func:`read_server_info`), its face (:func:`~openenv_gym.face.face_of_schema`: a tool face may
-    still need its tools listed by a session) and its render mode
-    (:func:`~openenv_gym.rendering.render_metadata`).
+    still need its tools listed by a session), its render mode
+    (:func:`~openenv_gym.rendering.render_metadata`) and, on an OpenEnv server with a Task API, how
+    its resets pick tasks there, ``split`` the default (:func:`~openenv_gym.task_catalog.task_resets_of`).
 
     Raises:
         ServerConnectError, EnvMismatchError: as :func:`read_server_info`.
-        ValueError: the server cannot give what the options ask (spaces, tools, a render mode, a seat).
+        ValueError: the server cannot give what the options ask (spaces, tools, a render mode, a
+            seat, a split).
     """
     info = read_server_info(base_url, make.timeouts, token, serves=make.server, attached=attached, agent=agent)
     face = face_of_schema(
         info.schema, base_url, json_schema_fallback=make.json_schema_fallback, tool_calls=make.tool_calls
     )
     render = render_metadata(info.schema, render_mode, base_url) if render_mode is not None else None
-    return EnvCore(
+    core = EnvCore(
         info,
         face,
         env_id=env_id,
@@ -83,6 +86,11 @@ def read_core(
         render_mode=render_mode,
         render=render,
     )
+    if agent is None:  # a seat in a game has no task set
+        from .task_catalog import task_resets_of  # loaded when an env is made: importing stays light
+
+        core.task_resets = task_resets_of(base_url, info.schema, make.timeouts.open, token, split)
+    return core
 
 
 def check_served(base_url: str, expected: str | None, timeout: float, token: str | None = None) -> None:

@@ -11,15 +11,25 @@ their splits and difficulties, the fields a task has, and each task's id, diffic
     env.reset(options={"split": "test", "index": 0})         # the same task, by its place
 
 The ids feed a sampler of :mod:`openenv_gym.task_sampling`.
+
+A task env written with OpenEnv 0.10 publishes no ``/schema["tasks"]``: its server answers 0.10's
+Task API instead (``/list_environments``, ``/{env}/splits``, ``/{env}/task_range``...), and
+:func:`tasks` reads that (:meth:`TaskCatalog.from_task_api`). Each task's id is its spec's
+``task_id`` or ``id`` (``split/index`` when the specs name none), and the env's sessions take the
+same ``reset(options=...)`` as ours (:func:`task_resets_of` says how they travel).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["TaskCatalog", "TaskInfo", "tasks"]
+if TYPE_CHECKING:
+    from .client.task_api import TaskEntry
+    from .client.task_resets import TaskResets
+
+__all__ = ["TaskCatalog", "TaskInfo", "attached_split", "task_resets_of", "tasks"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,23 @@ class TaskCatalog:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"{where} publishes a malformed task set: {type(exc).__name__}: {exc}") from None
 
+    @classmethod
+    def from_task_api(cls, entries: Sequence[TaskEntry]) -> TaskCatalog:
+        """The catalog of an OpenEnv 0.10 server's tasks (read by its Task API): split by split, in
+        the server's order, so that ``ids(split)[i]`` is what ``reset(split=, index=i)`` plays."""
+        splits: dict[str, int] = {}
+        difficulties: dict[str, int] = {}
+        for entry in entries:
+            splits[entry.split] = splits.get(entry.split, 0) + 1
+            difficulties[entry.difficulty] = difficulties.get(entry.difficulty, 0) + 1
+        return cls(
+            entries=tuple(TaskInfo(entry.task_id, entry.difficulty, entry.split) for entry in entries),
+            splits=splits,
+            difficulties=difficulties,
+            split_source="tasks",
+            reset_options=("task_id", "split", "index", "task_spec"),
+        )
+
     def __len__(self) -> int:
         return len(self.entries)
 
@@ -119,7 +146,8 @@ def tasks(env: Any, **make_kwargs: Any) -> TaskCatalog:
             env made already (a :class:`~openenv_gym.RemoteEnv`, wrapped or not).
 
     Raises:
-        ValueError: the env is not a task env, or ``make_kwargs`` beside an env made already.
+        ValueError: the env is not a task env (its server publishes no task set in ``/schema``
+            and serves no Task API), or ``make_kwargs`` beside an env made already.
         TypeError: ``env`` is neither an id nor a remote env.
     """
     import gymnasium as gym
@@ -139,5 +167,52 @@ def tasks(env: Any, **make_kwargs: Any) -> TaskCatalog:
     if not isinstance(remote, RemoteEnv):
         raise TypeError(f"tasks() takes an env id or a remote env, got {type(env).__name__}")
     client = remote._client
+    task_resets = client.kind.task_resets
+    if task_resets is not None:  # an OpenEnv 0.10 server's Task API
+        return TaskCatalog.from_task_api(task_resets.entries())
     schema = http_get_json(remote.base_url, "/schema", timeout=client.open_timeout, token=client.token)
     return TaskCatalog.from_schema(schema, where=repr(remote))
+
+
+def attached_split(options: dict[str, Any]) -> str | None:
+    """Take ``split`` out of ``gym.make``'s keyword arguments ``options`` when they attach to a running
+    server (``base_url=``, ``base_urls=``): it is then the default split of the env's resets on an
+    OpenEnv Task API server (:func:`task_resets_of`). A server that is started takes it as an
+    argument of its env, as a local ``gym.make`` would (``None`` is returned, ``options`` kept)."""
+    attached = options.get("base_url") is not None or bool(options.get("base_urls"))
+    return options.pop("split", None) if attached else None
+
+
+def task_resets_of(
+    base_url: str, schema: Mapping[str, Any], timeout: float, token: str | None, split: str | None = None
+) -> TaskResets | None:
+    """How the resets of sessions on the server at ``base_url`` (whose ``/schema`` is ``schema``)
+    send their task options, with ``split`` as the default split (``gym.make(..., base_url=...,
+    split=...)``); ``None``: as they are given (a server of ours takes them itself).
+
+    A server that publishes neither our spaces nor our tasks in ``/schema`` (one of OpenEnv's) is
+    asked for OpenEnv 0.10's Task API (``GET /list_environments``, then its env's splits); its
+    tasks are read when a reset first names one.
+
+    Raises:
+        ValueError: ``split`` for a server of ours (its env's split is set where it is started), one
+            without a task set, or a split the server does not have.
+        ServerConnectError: the server does not answer.
+    """
+    from .client.task_api import task_api_of
+    from .client.task_resets import TaskResets
+
+    ours = "tasks" in schema or "spaces" in schema
+    api = None if ours else task_api_of(base_url, timeout, token)
+    if api is not None:
+        return TaskResets(api.splits(), split, api.entries)
+    if split is not None:
+        raise ValueError(
+            f"split={split!r} is for a server with OpenEnv's Task API; {base_url} "
+            + (
+                "is openenv-gym's: set its env's split where it is started (--env-kwargs), or reset with options={'split': ...}"
+                if ours
+                else "has no task set (none in /schema, no Task API)"
+            )
+        )
+    return None

@@ -9,18 +9,20 @@ must pass. No I/O here, as in websockets' ``ClientProtocol``.
 
 from __future__ import annotations
 
+import dataclasses
 import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from websockets.typing import Subprotocol
 
-from ..protocol import ClientSession, ErrorFrame, MessageType
+from ..protocol import ClientSession, ErrorFrame, MessageType, ObservationFrame
 from ..protocol.arrays import BINARY_SUBPROTOCOL
 from ..protocol.shm import ShmOffer, ShmOpenFrame, parse_plain_server_frame
 
 if TYPE_CHECKING:
     from ..protocol.batch import BatchCallFrame
+    from .task_resets import TaskResets
 
 __all__ = ["PlainKind", "SessionKind", "with_query"]
 
@@ -111,6 +113,9 @@ class PlainKind:
         self.render_mode: str | None = None
         #: What the session asks of a PettingZoo server's ``/ws``: its seat (agent, game, ...).
         self.seat: dict[str, str] = {}
+        #: How resets send their task options (a Task API server's, a default split); ``None``: as given.
+        self.task_resets: TaskResets | None = None
+        self._reset_task: str | None = None  # the task the reset in flight plays, for its reply's info
 
     def restart(self, subprotocol: str | None) -> None:
         self.session = ClientSession(parse_plain_server_frame, _PLAIN_REPLIES)
@@ -135,6 +140,9 @@ class PlainKind:
         pass  # the state is the seat's: that it came is the check
 
     def check(self, reply: Any) -> Any:
+        task, self._reset_task = self._reset_task, None
+        if task is not None and isinstance(reply, ObservationFrame):
+            return dataclasses.replace(reply, info={**reply.info, "task_id": task})
         return reply
 
     def close(self) -> str:
@@ -146,6 +154,12 @@ class PlainKind:
         self.subprotocols = [Subprotocol(BINARY_SUBPROTOCOL)]
 
     def reset(self, kwargs: dict[str, Any]) -> str:
+        self._reset_task = None
+        if self.task_resets is not None:
+            kwargs, task = self.task_resets.wire_kwargs(kwargs)
+            text = self.session.send_reset(kwargs)
+            self._reset_task = task
+            return text
         return self.session.send_reset(kwargs)
 
     def check_can_step(self) -> None:
@@ -157,6 +171,7 @@ class PlainKind:
         self.session.end_episode()
 
     def step(self, action: dict[str, Any]) -> str:
+        self._reset_task = None
         return self.session.send_step(action)
 
     def state(self) -> str:
