@@ -24,6 +24,7 @@ from ..protocol.vector import VECTOR_BACKENDS
 from ..redaction import RedactingLogger
 from ..startup import SNAPSHOT_KEY_ENV_VAR
 from ..urls import unix_url
+from .attached_session import attached_handler
 from .batch_session import BatchHandler
 from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment
@@ -363,6 +364,9 @@ class EnvServer:
         """The session a handshake asked for; raises ProtocolError for a bad batch query."""
         assert connection.request is not None
         path, _, query = connection.request.path.partition("?")
+        attached = attached_handler(self._mcp, path, query, self.factory)  # OpenEnv 0.10's /ws?session_id=
+        if attached is not None:
+            return Session(connection, attached, send_tracebacks=self.send_tracebacks)
         handler: SessionHandler
         if path == AGENTS_PATH:
             handler, render_mode = self._agents_handler(query)

@@ -50,6 +50,10 @@ class _McpSession:
     last_active: float
     lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
     ended: bool = False
+    #: A ``/ws?session_id=`` connection plays this session's episodes (attached_session.py), and
+    #: whether a close asked meanwhile waits for it to go.
+    attached: bool = False
+    closing: bool = False
 
 
 class HttpMcp:
@@ -164,8 +168,33 @@ class HttpMcp:
             )
         if not isinstance(session_id, str) or session_id not in self._sessions:
             return jsonrpc.error_response(request_id, JsonRpcCode.INVALID_PARAMS, f"Unknown session_id: {session_id}")
+        if self._sessions[session_id].attached:  # as OpenEnv's: closed once its WebSocket goes
+            self._sessions[session_id].closing = True
+            return jsonrpc.result_response(request_id, {"session_id": session_id, "closed": False, "closing": True})
         await self._close(session_id)
         return jsonrpc.result_response(request_id, {"session_id": session_id, "closed": True})
+
+    def attach(self, session_id: str) -> _McpSession:
+        """The session a ``/ws?session_id=`` connection plays, marked attached until :meth:`detach`.
+
+        Raises:
+            ValueError: no such session, or another connection plays it.
+        """
+        session = self._sessions.get(session_id)
+        if session is None or session.closing:
+            raise ValueError(f"Unknown session_id: {session_id}")
+        if session.attached:
+            raise ValueError(f"Session {session_id} already has an attached WebSocket")
+        session.attached = True
+        return session
+
+    async def detach(self, session: _McpSession) -> None:
+        """Its WebSocket went: the session lives on (its idle time counted anew), or closes if asked to."""
+        session.attached = False
+        session.last_active = asyncio.get_running_loop().time()
+        session_id = next((key for key, value in self._sessions.items() if value is session), None)
+        if session_id is not None and session.closing:
+            await self._close(session_id)
 
     async def _in_session(self, session: _McpSession, data: dict[str, Any]) -> dict[str, Any]:
         request_id, request = jsonrpc.parse_request(data)
@@ -221,7 +250,7 @@ class HttpMcp:
                 await asyncio.sleep(min(idle / 4, 5.0))
                 now = loop.time()
                 for session_id, session in list(self._sessions.items()):
-                    if not session.lock.locked() and now - session.last_active > idle:
+                    if not session.lock.locked() and not session.attached and now - session.last_active > idle:
                         logger.info("closing MCP session %s: idle for over %g s", session_id, idle)
                         await self._close(session_id)
         finally:
