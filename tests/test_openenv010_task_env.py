@@ -17,11 +17,12 @@ import pytest
 
 import openenv_gym
 from openenv_gym import AsyncEnvPool
+from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.task_groups import TaskGroup
 from openenv_gym.task_sampling import PassRateCurriculum, SequentialSampler
 from openenv_gym.trajectories import read_trajectories
 from tests.openenv010 import peer_server
-from tests.utils import REPO_ROOT, UNIT, run_async
+from tests.utils import REPO_ROOT, UNIT, run_async, running_server
 
 #: The server's tasks (tests/openenv010/task_server.py), split by split in its order.
 TRAIN = {
@@ -84,6 +85,35 @@ def test_make_with_a_split_and_resets_by_split_index_and_task_id(task_url):
         env.close()
     with pytest.raises(ValueError, match=r"unknown split 'validation'; the server has \['train', 'test'\]"):
         gym.make("openenv/Remote-v0", base_url=task_url, split="validation")
+
+
+def test_a_task_spec_reaches_the_env_as_its_reset_argument(task_url):
+    env = gym.make("openenv/Remote-v0", base_url=task_url)
+    try:
+        spec = {"id": "own-1", "question": "What is 1 + 1?", "answer": "2"}  # this env plays any spec given
+        observation, info = env.reset(options={"task_spec": spec})
+        assert observation == {"prompt": "What is 1 + 1?"} and "task_id" not in info
+        assert env.step({"answer": "2"})[1] == 1.0
+        with pytest.raises(ValueError, match="pick a task once"):
+            env.reset(options={"task_id": "add-1", "split": "train"})
+    finally:
+        env.close()
+
+
+def test_servers_without_the_task_api_take_no_split():
+    with peer_server("task_server.py", "--no-task-api") as url:
+        env = gym.make("openenv/Remote-v0", base_url=url)
+        try:
+            assert env.reset(seed=0)[0]["prompt"] in TRAIN.values()  # it plays as before
+            with pytest.raises(ValueError, match="publishes no task set"):
+                openenv_gym.tasks(env)
+        finally:
+            env.close()
+        with pytest.raises(ValueError, match="has no task set"):
+            gym.make("openenv/Remote-v0", base_url=url, split="test")
+    with running_server(EchoEnvironment) as server:  # ours: its env's split is set where it starts
+        with pytest.raises(ValueError, match="is openenv-gym's"):
+            gym.make("openenv/Remote-v0", base_url=server.url, split="test")
 
 
 def test_make_vec_over_the_task_env(task_url):

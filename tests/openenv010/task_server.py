@@ -9,6 +9,9 @@ implements 0.10's ``TaskProvider`` methods (``list_splits``, ``list_tasks``, ``n
 draws one of the split by the seed, ``reset(task_spec={...})`` plays the spec given. The
 observation carries the prompt; a step whose ``answer`` is right pays 1.0 and ends the episode, a
 wrong one pays 0.0 and ends it too. The observation's metadata names the task played.
+
+``argv[2] == "--no-task-api"`` serves the same env without the ``TaskProvider`` methods (0.10's
+Task API routes then answer 501), still taking ``split`` and ``index`` in ``reset``.
 """
 
 from __future__ import annotations
@@ -51,6 +54,12 @@ class ArithmeticObservation(Observation):
     prompt: str = ""
 
 
+def split_tasks(split: str) -> list[dict[str, Any]]:
+    if split not in TASKS:
+        raise IndexError(f"unknown split {split!r}")
+    return TASKS[split]
+
+
 class ArithmeticEnv(Environment[ArithmeticAction, ArithmeticObservation, State]):
     SUPPORTS_CONCURRENT_SESSIONS = True
 
@@ -58,33 +67,6 @@ class ArithmeticEnv(Environment[ArithmeticAction, ArithmeticObservation, State])
         super().__init__()
         self._state = State()
         self._task: dict[str, Any] = {}
-
-    # The Task API (0.10's TaskProvider, implemented structurally).
-
-    def list_splits(self) -> list[str]:
-        return list(TASKS)
-
-    def list_tasks(self, split: str) -> list[dict[str, Any]]:
-        return [public(task) for task in self._split(split)]
-
-    def num_tasks(self, split: str) -> int:
-        return len(self._split(split))
-
-    def get_task(self, split: str, index: int) -> dict[str, Any]:
-        tasks = self._split(split)
-        if not 0 <= index < len(tasks):
-            raise IndexError(index)
-        return public(tasks[index])
-
-    def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[dict[str, Any]]:
-        return [public(task) for task in self._split(split)[start:stop]]
-
-    def _split(self, split: str) -> list[dict[str, Any]]:
-        if split not in TASKS:
-            raise IndexError(f"unknown split {split!r}")
-        return TASKS[split]
-
-    # The episode.
 
     def reset(
         self,
@@ -98,7 +80,7 @@ class ArithmeticEnv(Environment[ArithmeticAction, ArithmeticObservation, State])
         if task_spec is not None:
             task = dict(task_spec)
         else:
-            tasks = self._split(split or "train")
+            tasks = split_tasks(split or "train")
             if index is None:
                 index = random.Random(seed).randrange(len(tasks))
             task = tasks[index]
@@ -121,7 +103,29 @@ class ArithmeticEnv(Environment[ArithmeticAction, ArithmeticObservation, State])
         return self._state
 
 
-app = create_app(ArithmeticEnv, ArithmeticAction, ArithmeticObservation, env_name="arithmetic", max_concurrent_envs=8)
+class ArithmeticTaskEnv(ArithmeticEnv):
+    """The env with 0.10's Task API (its ``TaskProvider`` methods, implemented structurally)."""
+
+    def list_splits(self) -> list[str]:
+        return list(TASKS)
+
+    def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        return [public(task) for task in split_tasks(split)]
+
+    def num_tasks(self, split: str) -> int:
+        return len(split_tasks(split))
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        tasks = split_tasks(split)
+        if not 0 <= index < len(tasks):
+            raise IndexError(index)
+        return public(tasks[index])
+
+    def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[dict[str, Any]]:
+        return [public(task) for task in split_tasks(split)[start:stop]]
+
 
 if __name__ == "__main__":
+    env = ArithmeticEnv if sys.argv[2:] == ["--no-task-api"] else ArithmeticTaskEnv
+    app = create_app(env, ArithmeticAction, ArithmeticObservation, env_name="arithmetic", max_concurrent_envs=8)
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
