@@ -3,7 +3,8 @@
 An env that scores in parts returns them in ``info["reward_components"]`` (``{"tests": 0.5}``)
 and declares in ``/schema["reward"]`` how the scalar reward is made of them
 (:class:`Composition`: each part's weight, and gates: parts that multiply the rest). Each task
-env of openenv-gym documents its own (``docs/tasks.md``).
+env of openenv-gym documents its own (``docs/tasks.md``). Its server also sends them in the
+observation's ``metadata`` (:func:`metadata_with_parts`), where OpenEnv's clients read them.
 
 On the client, a :class:`RewardFunction` adds a part of the user's: a function of each step
 (``per="step"``, called with the step's :class:`StepView`) or of the whole episode (``per="episode"``,
@@ -12,7 +13,8 @@ called with its :class:`~openenv_gym.trajectories.Trajectory` at its last step).
 :class:`~openenv_gym.wrappers.RecordEpisodes` applies them to a single env, a vector env or the
 pool's async envs, and the TRL integration's ``rollout_func(rewards=[...])`` returns them for
 TRL to log beside the env's parts. ``openenv-gym rescore`` recomputes them from recorded
-episodes, without the env or the model.
+episodes, without the env or the model. An OpenEnv rubric is one through
+:func:`openenv_gym.rubrics.rubric_reward`.
 """
 
 from __future__ import annotations
@@ -33,12 +35,30 @@ __all__ = [
     "RewardPart",
     "StepView",
     "load_reward_function",
+    "metadata_with_parts",
     "rescored",
     "reward_functions",
 ]
 
-#: Where a step's reward components travel: ``info["reward_components"]``.
+#: Where a step's reward components travel: ``info["reward_components"]``, and under the same key
+#: in the observation's ``metadata``, where OpenEnv's clients read what an env says beside it.
 COMPONENTS_KEY = "reward_components"
+
+
+def metadata_with_parts(metadata: Mapping[str, Any] | None, info: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An observation's ``metadata`` as a server sends it: with the step's reward parts
+    (``info["reward_components"]``) under the same key, ``{name: value}``, the shape of an OpenEnv
+    rubric tree's scores (``{name: r.last_score for name, r in rubric.named_rubrics()}``), so an
+    OpenEnv client reads them in ``StepResult.metadata`` (``None``: nothing to send).
+
+    Example:
+        >>> metadata_with_parts({}, {"reward_components": {"tests": 0.5}})
+        {'reward_components': {'tests': 0.5}}
+    """
+    parts = info.get(COMPONENTS_KEY)
+    if not parts or (metadata and COMPONENTS_KEY in metadata):  # an env that sends its own keeps them
+        return dict(metadata) if metadata else None
+    return {**(metadata or {}), COMPONENTS_KEY: dict(parts)}
 
 
 @dataclass(frozen=True)

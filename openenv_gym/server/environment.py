@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..protocol import ObservationFrame
 from ..protocol.frames import observation_fields
 from ..protocol.tools import call_tool_observation, list_tools_observation
-from ..rewards import Composition
+from ..rewards import Composition, metadata_with_parts
 from .tools import DEFAULT_TOOL_TIMEOUT, MAX_TOOL_RESULT_BYTES, Tool, ToolOutcome, collect_tools
 
 if TYPE_CHECKING:
@@ -226,17 +226,18 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
     def observation_frame(self, observation: ObsT) -> ObservationFrame:
         """Turn what :meth:`reset` or :meth:`step` returned into an observation frame."""
         data = observation.model_dump(exclude=_FRAME_FIELDS)
-        if self.tools and observation.metadata:
+        metadata = metadata_with_parts(observation.metadata, observation.info)
+        if self.tools and metadata:
             # OpenEnv's tool clients read metadata inside the observation (its servers drop it
             # there: OpenEnv #616); ours send it in both places, as OpenEnv 0.10 does.
-            data["metadata"] = observation.metadata
+            data["metadata"] = metadata
         return ObservationFrame(
             observation=data,
             reward=observation.reward,
             done=observation.done,
             truncated=observation.truncated,
             info=observation.info,
-            metadata=observation.metadata or None,
+            metadata=metadata,
         )
 
     def reset_frame(self, observation: ObsT) -> ObservationFrame:
@@ -266,15 +267,16 @@ class Environment(abc.ABC, Generic[ActT, ObsT, StateT]):
     def tool_frame(self, outcome: ToolOutcome) -> ObservationFrame:
         """The observation that answers one ``call_tool``."""
         data = call_tool_observation(outcome.name, outcome.result, outcome.error)
-        if outcome.metadata:
-            data["metadata"] = outcome.metadata
+        metadata = metadata_with_parts(outcome.metadata, outcome.info)
+        if metadata:
+            data["metadata"] = metadata
         return ObservationFrame(
             data,
             reward=outcome.reward,
             done=outcome.done,
             truncated=outcome.truncated,
             info=outcome.info,
-            metadata=outcome.metadata or None,
+            metadata=metadata,
         )
 
     def state_data(self) -> dict[str, Any]:

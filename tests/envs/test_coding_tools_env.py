@@ -133,7 +133,8 @@ def test_a_scripted_agent_runs_code_then_the_examples_then_submits_a_solution(cl
     assert (report["tests_passed"], report["tests_total"], report["solved"]) == (7, 7, True)
     assert report["feedback"] == "All 7 tests passed."
     assert (submitted.reward, submitted.done, submitted.truncated) == (1.0, True, False)
-    assert submitted.metadata == {"task_id": TASK}  # how many passed, never which
+    # how many passed, never which; the reward part also where OpenEnv clients read it
+    assert submitted.metadata == {"task_id": TASK, "reward_components": {"tests": 1.0}}
     assert client.state()["step_count"] == 3 and client.state()["best_fraction"] == 1.0
 
 

@@ -150,7 +150,7 @@ def test_the_solution_scores_1_an_empty_submit_0_and_the_near_miss_less(served, 
     solved = play(client, task_id, "solution")
     env = served[1].envs[-1]
     assert solved.reward == 1.0 and value(solved) == {"checks_passed": 3, "checks_total": 3}, env.last_verdict
-    assert solved.metadata == {"task_id": task_id}
+    assert solved.metadata == {"task_id": task_id, "reward_components": {"checks": 1.0}}
     assert env.last_verdict.names == tuple(check["name"] for check in TASKS_BY_ID[task_id]["checks"])
     assert env.last_verdict.task_id == task_id and env.last_verdict.passed == (True,) * 3
     client.reset(options={"task_id": task_id})
