@@ -21,6 +21,7 @@ from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.task_groups import TaskGroup
 from openenv_gym.task_sampling import PassRateCurriculum, SequentialSampler
 from openenv_gym.trajectories import read_trajectories
+from openenv_gym.wrappers import SampleTasks
 from tests.openenv010 import peer_server
 from tests.utils import REPO_ROOT, UNIT, run_async, running_server
 
@@ -127,6 +128,23 @@ def test_make_vec_over_the_task_env(task_url):
         assert list(rewards) == [1.0, 0.0] and list(terminated) == [True, True]
     finally:
         envs.close()
+
+
+def test_sample_tasks_over_make_vec_of_the_task_env(task_url):
+    disabled = {"autoreset_mode": gym.vector.AutoresetMode.DISABLED}
+    envs = gym.make_vec("openenv/Remote-v0", 2, vectorization_mode="sync", vector_kwargs=disabled, base_url=task_url)
+    envs = SampleTasks(envs, SequentialSampler(list(TEST)), group_size=2)
+    try:
+        observations, infos = envs.reset(seed=0)
+        played = [(list(infos["task_id"]), list(observations["prompt"]))]
+        for _ in range(len(TEST) - 1):  # each step ends both episodes: the next group's task follows
+            answers = [solve({"prompt": prompt}, {})["answer"] for prompt in observations["prompt"]]
+            observations, _, terminated, _, infos = envs.step({"answer": answers})
+            assert list(terminated) == [True, True]
+            played.append((list(infos["task_id"]), list(observations["prompt"])))
+    finally:
+        envs.close()
+    assert played == [([task_id] * 2, [prompt] * 2) for task_id, prompt in TEST.items()]
 
 
 def test_a_curriculum_samples_the_servers_tasks(task_url):
