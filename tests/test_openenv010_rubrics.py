@@ -1,7 +1,7 @@
 """Rubrics both ways with OpenEnv 0.10 (PyPI ``openenv``), run from its own venv (``tests/openenv010``).
 
-- 0.10's ``GenericEnvClient`` reads our task envs' reward parts in each step's ``metadata``
-  (``{"reward_components": {name: value}}``), beside the reward they make.
+- 0.10's ``GenericEnvClient`` and ``MCPToolClient`` read our task envs' reward parts in each step's
+  ``metadata`` (``{"reward_components": {name: value}}``), beside the reward they make.
 - One rubric source (``tests/openenv010/rubric_defs.py``: ``Sequential``, ``Gate``, ``WeightedSum``,
   a ``TrajectoryRubric``) pays the reward of a stock 0.10 env on its server, and pays the same
   numbers on our client as a reward part (``openenv_gym.rubrics.rubric_reward``), imported there
@@ -49,6 +49,22 @@ def test_reasoning_gym_parts_reach_an_openenv_010_client():
     ) as url:
         (step,) = run_peer("step_metadata.py", url, json.dumps([{"answer": "1"}]), json.dumps({"seed": 0}))
     assert step["metadata"]["reward_components"] == {"verifier": step["reward"]} and step["done"] is True
+
+
+def test_openenv_010_tool_client_reads_a_scoring_calls_parts():
+    """CodingTools-v0's ``submit`` through 0.10's MCPToolClient: the part in the step's metadata
+    and in its observation's."""
+    with ProcessProvider("openenv_gym.envs.coding_tools:CodingToolsEnvironment") as url:
+        arguments = {"code": SOLUTIONS["digit-square-sum"]}
+        seen = run_peer(
+            "tool_metadata.py",
+            url,
+            json.dumps({"options": {"task_id": "digit-square-sum"}}),
+            "submit",
+            json.dumps(arguments),
+        )
+    assert (seen["reward"], seen["done"]) == (1.0, True)
+    assert seen["metadata"]["reward_components"] == seen["observation_metadata"]["reward_components"] == {"tests": 1.0}
 
 
 def play(url: str, words: list[str], rewards: list) -> list[tuple[float, dict[str, float]]]:
