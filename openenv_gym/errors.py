@@ -24,6 +24,7 @@
     │   ├── RequestTimeoutError (TimeoutError)     no reply within the timeout
     │   ├── WaitTimeoutError (TimeoutError, multiprocessing.TimeoutError) a vector env's *_wait(timeout=) ran out
     │   ├── EnvMismatchError (ValueError)          the server runs another env than the one asked for
+    │   ├── SeedNotHonouredError (ValueError)      a seeded reset refused: the server's env did not keep the seed
     │   └── RemoteError                            the server answered with an error frame
     │       ├── CapacityReachedError               ... because every session slot is taken
     │       ├── EnvCreationError                   ... because it could not create the environment
@@ -75,6 +76,7 @@ __all__ = [
     "RequestTimeoutError",
     "SandboxUnavailableError",
     "SeatError",
+    "SeedNotHonouredError",
     "ServerClosedError",
     "ServerConnectError",
     "ServerStartError",
@@ -339,6 +341,28 @@ class EnvMismatchError(ClientError, ValueError):
         return (
             f"the server at {self.url} serves {self.served!r}, not {self.expected!r}; use the id of what it "
             f"serves, or gym.make('openenv/Remote-v0', base_url=...) to attach to any server"
+        )
+
+
+class SeedNotHonouredError(ClientError, ValueError):
+    """A seeded reset refused because the server's env did not keep the seed: the same seed gave two
+    different first observations. OpenEnv's server drops a seed its env's reset does not take, and an
+    env may take one and drop it (OpenEnv #1102); a reset that looked seeded would not be.
+
+    Attributes:
+        url: the session's server.
+        seed: the seed asked for.
+    """
+
+    def __init__(self, url: str, seed: Any) -> None:
+        super().__init__(url, seed)
+        self.url = url
+        self.seed = seed
+
+    def __str__(self) -> str:
+        return (
+            f"reset(seed={self.seed!r}) refused: the env at {self.url} does not honour seeds (the same seed gave "
+            "two different first observations), so a seeded episode would not be reproducible; reset without a seed"
         )
 
 

@@ -42,6 +42,7 @@ PUBLIC = {
         "RequestTimeoutError",
         "SandboxUnavailableError",
         "SeatError",
+        "SeedNotHonouredError",
         "ServerClosedError",
         "ServerConnectError",
         "ServerStartError",

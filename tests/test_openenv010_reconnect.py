@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,11 +25,11 @@ import pytest
 
 import openenv_gym  # noqa: F401  (registers openenv/Remote-v0)
 from openenv_gym._lost_server import EPISODE_LOST
-from openenv_gym.client import http_get_json
-from openenv_gym.errors import ConnectionLostError, ServerConnectError
+from openenv_gym.client import AsyncEnvClient, http_get_json
+from openenv_gym.errors import ConnectionLostError, SeedNotHonouredError, ServerConnectError
 from tests.ledger_env import ledger_lines
 from tests.openenv010 import HERE, _peer_env, peer_python, run_peer
-from tests.utils import REPO_ROOT, UNIT, free_port, stop_process, wait_until
+from tests.utils import REPO_ROOT, UNIT, free_port, run_async, stop_process, wait_until
 
 LEDGER_ENV = "tests.ledger_env:LedgerEnvironment"
 
@@ -208,3 +209,44 @@ def test_010_client_seed_refused_by_our_server_when_the_env_cannot_take_one(tmp_
     for call in ("seed_3", "seed_3_again", "seed_4"):
         assert seen[call] == {"error": "RuntimeError", "message": refusal}
     assert seen["unseeded"]["observation"]["paid"] == 0
+
+
+def test_our_client_seeds_on_010_servers(tmp_path):
+    """Our env's ``reset(seed=)`` on stock 0.10 servers, which cannot say whether a seed is kept: on
+    an env that keeps it, the same seed gives the same first observation; on one whose reset takes
+    no seed (0.10's server drops it without a word), the seeded reset is refused with
+    ``SeedNotHonouredError``, then and at every later seeded reset, and a reset without a seed goes on;
+    our async client refuses it alike."""
+    seeded_port, unseeded_port = free_port(), free_port()
+    with theirs(seeded_port, tmp_path / "seeded"), theirs(unseeded_port, tmp_path / "unseeded", "unseeded"):
+        env = gym.make("openenv/Remote-v0", base_url=f"http://127.0.0.1:{seeded_port}")
+        try:
+            first = int(env.reset(seed=3)[0]["draw"])
+            assert int(env.reset(seed=3)[0]["draw"]) == first != int(env.reset(seed=4)[0]["draw"])
+        finally:
+            env.close()
+        env = gym.make("openenv/Remote-v0", base_url=f"http://127.0.0.1:{unseeded_port}")
+        try:
+            with pytest.raises(SeedNotHonouredError, match=re.escape("reset(seed=3) refused: the env at ws://")):
+                env.reset(seed=3)
+            assert int(env.reset()[0]["paid"]) == 0
+            with pytest.raises(SeedNotHonouredError, match=re.escape("reset(seed=4) refused")):
+                env.reset(seed=4)
+        finally:
+            env.close()
+        assert run_async(_async_seeded_resets(f"http://127.0.0.1:{unseeded_port}"), 60 * UNIT) == [
+            "SeedNotHonouredError",
+            "reset",
+        ]
+
+
+async def _async_seeded_resets(url: str) -> list[str]:
+    """What our async client's ``reset(seed=3)``, then ``reset()``, give on the server at ``url``."""
+    async with AsyncEnvClient(url) as client:
+        try:
+            await client.reset(seed=3)
+            seen = ["reset"]
+        except SeedNotHonouredError:
+            seen = ["SeedNotHonouredError"]
+        await client.reset()
+        return [*seen, "reset"]

@@ -9,6 +9,7 @@ raise :class:`~openenv_gym.errors.ConnectionLostError`.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Self
 
 from ..protocol import ObservationFrame, RenderFrame, StateFrame
@@ -16,6 +17,7 @@ from ..protocol.snapshot import SnapshotFrame
 from . import _holding as holding
 from ._session import Delegated
 from .async_connection import AsyncConnection
+from .seed_check import SeedCheck, schema_of
 from .session_kind import PlainKind
 
 __all__ = ["AsyncEnvClient"]
@@ -41,6 +43,8 @@ class AsyncEnvClient:
     def __init__(self, base_url: str, **settings: Any) -> None:
         self.kind = PlainKind()
         self.connection: AsyncConnection[Any] = AsyncConnection(self.kind, base_url, **settings)
+        #: Whether the server keeps a seeded reset's seed (checked where nothing says so: see SeedCheck).
+        self.seeds = SeedCheck()
         self.close = self.connection.close
 
     async def connect(self) -> Self:
@@ -59,12 +63,24 @@ class AsyncEnvClient:
 
         Connects first if needed.
 
+        A seeded reset on a server that is not openenv-gym's is checked the first time
+        (:class:`~openenv_gym.client.seed_check.SeedCheck`), as :meth:`EnvClient.reset` does.
+
         Raises:
             RemoteError: the server answered with an error frame; the session stays usable.
+            SeedNotHonouredError: the server's env does not keep seeds; reset without one.
             RequestTimeoutError, ConnectionLostError: see the module docstring.
         """
         await self.connect()
+        check = self.seeds.pending(self.url, kwargs) and self.seeds.read(
+            await asyncio.to_thread(schema_of, self.address, self.open_timeout, self.token)
+        )
         frame = await self.connection.request("reset", self.kind.reset, kwargs)
+        if check:
+            again = await self.connection.request("reset", self.kind.reset, kwargs)
+            assert isinstance(frame, ObservationFrame) and isinstance(again, ObservationFrame)
+            self.seeds.judge(self.url, kwargs["seed"], frame, again)
+            frame = again
         assert isinstance(frame, ObservationFrame)
         return frame
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import ObservationFrame, RenderFrame, StateFrame
 from ..protocol.snapshot import SnapshotFrame
 from . import _holding as holding
+from .seed_check import SeedCheck, schema_of
 from .session_kind import PlainKind
 from .step_transport import StepTransport
 from .sync_connection import SyncConnection, replies_waiting
@@ -47,6 +48,8 @@ class EnvClient:
         self.kind = kind = PlainKind()
         steps = StepTransport(transport, offer_request=kind.shm_open)
         self.connection: SyncConnection[Any] = SyncConnection(kind, base_url, steps=steps, **settings)
+        #: Whether the server keeps a seeded reset's seed (checked where nothing says so: see SeedCheck).
+        self.seeds = SeedCheck()
         self.begin, self.complete, self.close = holding.calls(self.connection)
 
     def keep_to_websocket(self, reason: str) -> None:
@@ -83,14 +86,25 @@ class EnvClient:
     def reset(self, **kwargs: Any) -> ObservationFrame:
         """Start an episode; ``kwargs`` (``seed``, ``options``, ...) go to the environment's reset.
 
-        Connects first if needed.
+        Connects first if needed. A seeded reset on a server that is not openenv-gym's is checked
+        the first time (:class:`~openenv_gym.client.seed_check.SeedCheck`: reset twice, the same
+        first observation).
 
         Raises:
             RemoteError: the server answered with an error frame; the session stays usable.
+            SeedNotHonouredError: the server's env does not keep seeds; reset without one.
             RequestTimeoutError, ConnectionLostError: see the class docstring.
         """
         self.connect()
+        check = self.seeds.pending(self.url, kwargs) and self.seeds.read(
+            schema_of(self.address, self.open_timeout, self.token)
+        )
         frame = self.connection.request("reset", self.kind.reset, kwargs)
+        if check:
+            again = self.connection.request("reset", self.kind.reset, kwargs)
+            assert isinstance(frame, ObservationFrame) and isinstance(again, ObservationFrame)
+            self.seeds.judge(self.url, kwargs["seed"], frame, again)
+            frame = again
         assert isinstance(frame, ObservationFrame)
         return frame
 
