@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,24 @@ def test_our_client_on_010_server_killed_mid_step_pays_nothing_twice(tmp_path):
         finally:
             env.close()
     assert [entry["pay"] for entry in ledger_lines(str(ledger))] == [1, 5, 1]
+
+
+def test_our_client_answers_010_server_pings_while_idle(tmp_path):
+    """uvicorn (under 0.10's server) pings every 0.5 s here and drops a client whose pong is 8 s late
+    (20 s and 20 s by default): our idle env answers from its keepalive thread (every 5 s), so a
+    step after 10 s of silence goes on in the same episode."""
+    port, ledger = free_port(), tmp_path / "ledger"
+    with theirs(port, ledger, "seeded", "0.5", "8"):
+        env = gym.make("openenv/Remote-v0", base_url=f"http://127.0.0.1:{port}")
+        try:
+            env.reset()
+            env.step({"pay": 1, "hold": 0.0})
+            time.sleep(10)
+            observation, reward, *_ = env.step({"pay": 2, "hold": 0.0})
+        finally:
+            env.close()
+    assert reward == pytest.approx(2.0) and int(observation["paid"]) == 3
+    assert len({entry["episode"] for entry in ledger_lines(str(ledger))}) == 1
 
 
 # Seeds: honoured or refused, never dropped (OpenEnv #1102) ---------------------------------------
