@@ -17,7 +17,9 @@ import pytest
 
 import openenv_gym
 from openenv_gym import AsyncEnvPool
+from openenv_gym.client.task_api import task_api_of
 from openenv_gym.envs.echo import EchoEnvironment
+from openenv_gym.errors import ServerConnectError
 from openenv_gym.task_groups import TaskGroup
 from openenv_gym.task_sampling import PassRateCurriculum, SequentialSampler
 from openenv_gym.trajectories import read_trajectories
@@ -50,6 +52,18 @@ def solve(observation: Any, info: dict[str, Any]) -> dict[str, str]:
     left, operator, right = int(match[1]), match[2], int(match[3])
     answer = {"+": left + right, "-": left - right, "*": left * right}.get(operator, 0)
     return {"answer": str(answer)}
+
+
+def test_the_task_api_client_reads_every_route(task_url):
+    api = task_api_of(task_url)
+    assert api is not None and api.env_name == "arithmetic"
+    assert api.splits() == ["train", "test"] and api.num_tasks("test") == 3
+    assert [task["id"] for task in api.tasks("train")] == list(TRAIN)
+    assert api.task("test", 2) == {"id": "pow-9", "question": TEST["pow-9"], "difficulty": "hard"}  # no answer
+    assert [task["id"] for task in api.task_range("train", 1, 3)] == ["add-2", "mul-1"]
+    with pytest.raises(ServerConnectError, match="HTTP 400"):
+        api.task("test", 3)
+    assert [entry.task_id for entry in api.entries()] == [*TRAIN, *TEST]
 
 
 def test_tasks_reads_the_task_api_of_an_openenv_server(task_url):
@@ -103,6 +117,7 @@ def test_a_task_spec_reaches_the_env_as_its_reset_argument(task_url):
 
 def test_servers_without_the_task_api_take_no_split():
     with peer_server("task_server.py", "--no-task-api") as url:
+        assert task_api_of(url) is None  # its routes answer 501
         env = gym.make("openenv/Remote-v0", base_url=url)
         try:
             assert env.reset(seed=0)[0]["prompt"] in TRAIN.values()  # it plays as before
