@@ -48,6 +48,11 @@ def rubric_reward(
     is ``done``), a plain rubric's score of the last step. ``openenv-gym rescore`` and
     :func:`~openenv_gym.rewards.rescored` replay it from a record the same way.
 
+    One rubric object serves every env the part is given to. A rubric that keeps state between
+    steps (a trajectory rubric) scores ``per="step"`` on one env at a time only; on a vector env
+    or the pool's async envs, whose episodes interleave, give it ``per="episode"`` (each episode
+    replayed whole) or a part of its own per env.
+
     Args:
         rubric: an object with OpenEnv's rubric protocol (see the module's text).
         name: the component's name (default: the rubric's class name).
