@@ -19,7 +19,7 @@ _fields = Fields(Dialect.ANTHROPIC_MESSAGES)
 _PARAMS = {"temperature": "temperature", "top_p": "top_p", "max_tokens": "max_tokens", "stop_sequences": "stop"}
 
 # The model's own reasoning, handed back by the agent: no turn of the conversation in chat form.
-_SKIPPED_BLOCKS = {"thinking", "redacted_thinking"}
+_SKIPPED_BLOCKS = ("thinking", "redacted_thinking")  # a tuple: a kind that is a list is compared, never hashed
 
 # Anthropic's tool_choice -> chat completions'.
 _TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
@@ -49,7 +49,7 @@ def read_request(body: Mapping[str, Any]) -> dict[str, Any]:
                 "type": "function",
                 "function": {"name": _fields.name(choice.get("name"), "tool_choice.name")},
             }
-        elif kind in _TOOL_CHOICES:
+        elif isinstance(kind, str) and kind in _TOOL_CHOICES:
             params["tool_choice"] = _TOOL_CHOICES[kind]
         else:
             raise _fields.error("tool_choice.type", f"expected auto, any, tool or none, got {kind!r:.40}")

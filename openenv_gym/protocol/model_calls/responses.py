@@ -25,7 +25,7 @@ _PARAMS = {
 }
 
 # Items that carry no turn of the conversation in chat form: the model's reasoning, kept by the agent.
-_SKIPPED_ITEMS = {"reasoning"}
+_SKIPPED_ITEMS = ("reasoning",)  # a tuple: a kind that is a list or an object is compared, never hashed
 
 
 def read_request(body: Mapping[str, Any]) -> dict[str, Any]:

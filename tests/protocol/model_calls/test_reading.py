@@ -298,6 +298,13 @@ USER = [{"role": "user", "content": "hi"}]
             "expected text, image or tool_result",
         ),
         (MESSAGES, {"model": "m", "messages": USER, "tool_choice": {"type": "maybe"}}, "tool_choice.type"),
+        (MESSAGES, {"model": "m", "messages": USER, "tool_choice": {"type": ["any"]}}, "tool_choice.type"),
+        (
+            MESSAGES,
+            {"model": "m", "messages": [{"role": "user", "content": [{"type": {}}]}]},
+            "messages[0].content[0].type",
+        ),
+        (RESPONSES, {"model": "m", "input": [{"type": ["message"]}]}, "input[0].type: expected message"),
         (
             MESSAGES,
             {"model": "m", "messages": USER, "tools": [{"name": "t", "input_schema": "object"}]},
