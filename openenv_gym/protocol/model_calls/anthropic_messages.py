@@ -158,6 +158,8 @@ def content_blocks(reply: Reply) -> list[dict[str, Any]]:
 
 
 def _stop_reason(reply: Reply) -> str:
+    if reply.truncated:
+        return "max_tokens"
     return "tool_use" if reply.tool_calls else "end_turn"
 
 

@@ -116,6 +116,8 @@ def _tool(tool: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _finish_reason(reply: Reply) -> str:
+    if reply.truncated:
+        return "length"
     return "tool_calls" if reply.tool_calls else "stop"
 
 

@@ -16,7 +16,8 @@ Observation ``{"messages": [...], "tools": [...], "params": {...}}``:
 
 Action: ``{"content": str | None, "tool_calls": [{"id", "type": "function", "function": {"name",
 "arguments"}}]}`` (``arguments`` JSON text or an object; ``id`` optional, made when absent; ``usage``
-``{"prompt_tokens", "completion_tokens"}`` optional), or plain text.
+``{"prompt_tokens", "completion_tokens"}`` optional; ``finish_reason: "length"`` for a generation cut
+at its token limit, which each dialect reports as its own), or plain text.
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ class Reply:
     content: str | None
     tool_calls: tuple[ReplyToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
+    #: The generation stopped at its token limit, not by itself.
+    truncated: bool = False
 
     @property
     def text(self) -> str:
@@ -147,7 +150,8 @@ class Stamp:
         return cls(new_id(prefix), int(time.time()))
 
 
-_REPLY_KEYS = {"role", "content", "tool_calls", "usage"}
+_REPLY_KEYS = {"role", "content", "tool_calls", "usage", "finish_reason"}
+_FINISH_REASONS = (None, "stop", "tool_calls", "length")
 
 
 def parse_reply(action: str | Mapping[str, Any]) -> Reply:
@@ -181,9 +185,12 @@ def parse_reply(action: str | Mapping[str, Any]) -> Reply:
     tool_calls = tuple(_reply_tool_call(call, f"tool_calls[{index}]") for index, call in enumerate(calls))
     if len({call.id for call in tool_calls}) < len(tool_calls):
         raise ModelCallError("two tool calls of the reply share an id")
+    finish_reason = action.get("finish_reason")
+    if finish_reason not in _FINISH_REASONS:
+        raise ModelCallError(f"a reply's finish_reason is 'stop', 'tool_calls' or 'length', got {finish_reason!r:.40}")
     # One spelling of "no text": None beside calls, "" alone (every dialect writes both back so).
     content = (content or None) if tool_calls else (content or "")
-    return Reply(content, tool_calls, _usage(action.get("usage")))
+    return Reply(content, tool_calls, _usage(action.get("usage")), finish_reason == "length")
 
 
 def _reply_tool_call(call: Any, where: str) -> ReplyToolCall:

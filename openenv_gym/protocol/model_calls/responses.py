@@ -123,11 +123,13 @@ def output_items(reply: Reply, stamp: Stamp) -> list[dict[str, Any]]:
         items.append(_message_item(f"msg_{suffix}", reply.text, "completed"))
     for index, call in enumerate(reply.tool_calls):
         items.append(_call_item(f"fc_{suffix}_{index}", call, call.arguments, "completed"))
+    if reply.truncated:  # the generation stopped in its last item
+        items[-1]["status"] = "incomplete"
     return items
 
 
-def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
-    content = [_text_part(text)] if status == "completed" else []
+def _message_item(item_id: str, text: str | None, status: str) -> dict[str, Any]:
+    content = [] if text is None else [_text_part(text)]
     return {"id": item_id, "type": "message", "role": "assistant", "status": status, "content": content}
 
 
@@ -156,7 +158,7 @@ def _response(call: ModelCall, stamp: Stamp, status: str, output: list[dict[str,
         "created_at": stamp.created,
         "status": status,
         "error": None,
-        "incomplete_details": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
         "instructions": request.get("instructions"),
         "max_output_tokens": request.get("max_output_tokens"),
         "metadata": request.get("metadata") or {},
@@ -171,7 +173,7 @@ def _response(call: ModelCall, stamp: Stamp, status: str, output: list[dict[str,
         "top_p": request.get("top_p", 1.0),
         "truncation": "disabled",
         "usage": None
-        if status != "completed"
+        if status == "in_progress"
         else {
             "input_tokens": usage.prompt_tokens,
             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
@@ -184,7 +186,11 @@ def _response(call: ModelCall, stamp: Stamp, status: str, output: list[dict[str,
 
 def reply_body(call: ModelCall, reply: Reply, stamp: Stamp) -> dict[str, Any]:
     """The ``response`` that answers ``call`` with ``reply``."""
-    return _response(call, stamp, "completed", output_items(reply, stamp), reply)
+    return _response(call, stamp, _status(reply), output_items(reply, stamp), reply)
+
+
+def _status(reply: Reply) -> str:
+    return "incomplete" if reply.truncated else "completed"
 
 
 def reply_events(call: ModelCall, reply: Reply, stamp: Stamp) -> list[bytes]:
@@ -192,7 +198,7 @@ def reply_events(call: ModelCall, reply: Reply, stamp: Stamp) -> list[bytes]:
     item ``response.output_item.added``, its text (``response.content_part.added``,
     ``response.output_text.delta`` and ``.done``, ``response.content_part.done``) or its arguments
     (``response.function_call_arguments.delta`` and ``.done``), ``response.output_item.done``; then
-    ``response.completed`` with the whole response."""
+    ``response.completed`` (``response.incomplete`` when it was cut) with the whole response."""
     events: list[bytes] = []
 
     def send(kind: str, **fields: Any) -> None:
@@ -205,7 +211,7 @@ def reply_events(call: ModelCall, reply: Reply, stamp: Stamp) -> list[bytes]:
         at = {"item_id": item["id"], "output_index": index}
         if item["type"] == "message":
             text = item["content"][0]["text"]
-            send("response.output_item.added", output_index=index, item=_message_item(item["id"], "", "in_progress"))
+            send("response.output_item.added", output_index=index, item=_message_item(item["id"], None, "in_progress"))
             send("response.content_part.added", **at, content_index=0, part=_text_part(""))
             if text:
                 send("response.output_text.delta", **at, content_index=0, delta=text, logprobs=[])
@@ -217,5 +223,6 @@ def reply_events(call: ModelCall, reply: Reply, stamp: Stamp) -> list[bytes]:
             send("response.function_call_arguments.delta", **at, delta=item["arguments"])
             send("response.function_call_arguments.done", **at, name=item["name"], arguments=item["arguments"])
         send("response.output_item.done", output_index=index, item=item)
-    send("response.completed", response=_response(call, stamp, "completed", items, reply))
+    status = _status(reply)
+    send(f"response.{status}", response=_response(call, stamp, status, items, reply))
     return events

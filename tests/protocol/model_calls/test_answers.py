@@ -179,6 +179,34 @@ def test_the_stop_reason_says_whether_the_model_called_tools(dialect, text_only,
     assert reasons(REPLIES["calls"]) == [with_calls, with_calls]
 
 
+@pytest.mark.parametrize("kind", ["text", "calls"])
+def test_a_reply_cut_at_its_token_limit_says_so_in_each_dialect(kind):
+    """``finish_reason: "length"``: chat's finish_reason "length", Anthropic's stop_reason "max_tokens",
+    a Responses response "incomplete" (max_output_tokens) whose stream ends with ``response.incomplete``;
+    each validated by the SDK's types, and read by its stream."""
+    reply = {
+        **(REPLIES[kind] if isinstance(REPLIES[kind], dict) else {"content": REPLIES[kind]}),
+        "finish_reason": "length",
+    }
+    chat, messages = call_of(Dialect.CHAT_COMPLETIONS), call_of(Dialect.ANTHROPIC_MESSAGES)
+    assert ChatCompletion.model_validate(answer_body(chat, reply)).choices[0].finish_reason == "length"
+    assert data_of(answer_events(chat, reply)[-2])[1]["choices"][0]["finish_reason"] == "length"
+    assert Message.model_validate(answer_body(messages, reply)).stop_reason == "max_tokens"
+    assert data_of(answer_events(messages, reply)[-2])[1]["delta"]["stop_reason"] == "max_tokens"
+    response = Response.model_validate(answer_body(call_of(Dialect.RESPONSES), reply))
+    assert (response.status, response.incomplete_details and response.incomplete_details.reason) == (
+        "incomplete",
+        "max_output_tokens",
+    )
+    assert response.output[-1].status == "incomplete" and all(
+        item.status == "completed" for item in response.output[:-1]
+    )
+    server = ModelServer([reply])
+    events = list(server.openai().responses.create(model="policy", input="hi", stream=True))
+    assert events[-1].type == "response.incomplete" and events[-1].response.status == "incomplete"
+    assert [event.type for event in events].count("response.output_item.done") == len(response.output)
+
+
 def test_chat_streams_the_usage_when_the_request_asks_for_it():
     """``stream_options.include_usage``: a last chunk with no choices and the usage, before ``[DONE]``;
     read by the SDK's own stream (``create(stream=True)``), chunk by chunk."""
@@ -282,6 +310,7 @@ def test_an_error_body_is_read_by_each_sdk_as_its_error():
         ({"tool_calls": [LS, LS]}, "share an id"),
         ({"content": "x", "usage": {"prompt_tokens": -1}}, "non-negative integers"),
         ({"content": "x", "usage": 5}, "a reply's usage is"),
+        ({"content": "x", "finish_reason": "content_filter"}, "finish_reason is 'stop', 'tool_calls' or 'length'"),
     ],
 )
 def test_a_malformed_reply_is_refused(action, says):
