@@ -9,12 +9,14 @@ the answer to that session's next request.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from openenv_gym.errors import ConnectionLostError, RequestTimeoutError, ServerConnectError
+from openenv_gym.errors import ConnectionLostError, RemoteError, RequestTimeoutError, ServerConnectError
+from openenv_gym.protocol.raised import rebuilt
 
 if TYPE_CHECKING:
     from openenv_gym.providers.fleet import Fleet
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FAILURE_INFO_KEY",
     "RECOVERABLE",
+    "complete",
     "complete_all",
     "finish_resets",
     "read_reply",
@@ -81,14 +84,36 @@ def complete_all(completions: list[Callable[[], Any]]) -> list[Any]:
 
 
 def read_reply(block: Block[Any], failure: Exception | None, deadline: float | None = None) -> Any:
-    """One block's reply, or the failure that costs it a restart (a lost or silent server)."""
+    """One block's reply, or the failure that costs it a restart (a lost or silent server).
+
+    Raises:
+        Exception: a sub-env's own exception, as :func:`complete` raises it.
+    """
     if failure is not None:
         return failure
     try:
         timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-        return block.client.complete(timeout)  # the session's own: one call less per block and step
+        return complete(block, timeout)
     except RECOVERABLE as exc:
         return exc
+
+
+def complete(block: Block[Any], timeout: float | None = None) -> Any:
+    """The block's reply to the request in flight. An exception a sub-env raised is raised as its own
+    type, as AsyncVectorEnv re-raises a worker's (:mod:`~openenv_gym.protocol.raised`: from its pickle
+    on a session of the caller's own envs, else a builtin by name), from the server's ``RemoteError``,
+    which holds its traceback; any other error as the session raises it."""
+    try:
+        return block.client.complete(timeout)  # the session's own: one call less per block and step
+    except RemoteError as error:
+        trusts_pickles = getattr(block.connection.kind, "callers_own_envs", False)  # from_env_fns' sessions
+        own = rebuilt(error.details, trusts_pickles)
+        if own is None:
+            raise
+        index = error.details.get("sub_env", block.start if block.size == 1 else None)
+        who = f"sub-env {index}" if index is not None else f"one of sub-envs {block.start}-{block.stop - 1}"
+        own.add_note(f"raised by {who} on its server (the RemoteError above holds its traceback)")
+        raise own from error
 
 
 def restart(block: Block[Any], exc: Exception, fleet: Fleet, env: str) -> str:
@@ -114,7 +139,7 @@ def finish_resets(
         if isinstance(outcome, Exception):  # its server is gone: reset it on a healthy one
             restart(block, outcome, fleet, env)
             reset(block)
-            outcomes[index] = outcome = block.complete()
+            outcomes[index] = outcome = complete(block)
         block.remember(outcome)
         block.reset_next = False
     return outcomes
@@ -152,7 +177,7 @@ def ask_all(blocks: list[Block[Any]], send: Callable[[Block[Any]], None]) -> lis
     """
     failures = send_all(blocks, send)
     sent = [block for block, failure in zip(blocks, failures) if failure is None]
-    results = complete_all([block.complete for block in sent])
+    results = complete_all([functools.partial(complete, block) for block in sent])
     lost = next((failure for failure in failures if failure is not None), None)
     if lost is not None:
         raise lost

@@ -5,9 +5,7 @@ of the connection it holds."""
 
 from __future__ import annotations
 
-import base64
 import operator
-import pickle
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, overload
 
 from ..errors import (
@@ -33,7 +31,6 @@ __all__ = [
     "Delegated",
     "SessionTerms",
     "connection_lost",
-    "own_exception",
     "remote_error",
 ]
 
@@ -49,25 +46,6 @@ def remote_error(frame: ErrorFrame, env_id: str | None) -> RemoteError:
     ``EnvCreationError`` for ``FACTORY_ERROR``)."""
     cls = _REMOTE_ERRORS.get(frame.code, RemoteError)
     return cls(frame.code, frame.message, frame.details, env_id)
-
-
-def own_exception(frame: ErrorFrame, error: RemoteError) -> BaseException:
-    """The exception a sub-env of the caller's own raised, as AsyncVectorEnv re-raises it (its type
-    and arguments, pickled in the frame by a server that trusts pickles); ``error`` if the frame
-    carries none, or it cannot be read here. Raise it ``from error``: the remote traceback stays its cause."""
-    pickled = frame.details.get("exception")
-    if not isinstance(pickled, str):
-        return error
-    try:
-        cls, args = pickle.loads(base64.b64decode(pickled))  # the caller's own servers: they trust each other
-        own = cls(*args)
-    except Exception:
-        return error
-    if not isinstance(own, BaseException):
-        return error
-    index = frame.details.get("sub_env")
-    own.add_note(f"raised by sub-env {index} on its server (the RemoteError above holds its traceback)")
-    return own
 
 
 def connection_lost(url: str, call: str | None, code: int | None, reason: str) -> ConnectionLostError:
@@ -150,15 +128,11 @@ class SessionTerms(Generic[ReplyT]):
 
     def finish(self, reply: str | bytes) -> ReplyT:
         """Match ``reply`` to the call in flight: its result, or the :class:`RemoteError` it stands for
-        (for a session of the caller's own envs, the exception its sub-env raised: see :func:`own_exception`)."""
+        (a vector env raises a sub-env's as its own type: ``vector/faults.py``)."""
         kind = self.kind
         frame = kind.session.receive(reply)
         if isinstance(frame, ErrorFrame):
-            error = remote_error(frame, self.env_id)
-            own = own_exception(frame, error) if getattr(kind, "callers_own_envs", False) else error
-            if own is error:
-                raise error
-            raise own from error
+            raise remote_error(frame, self.env_id)
         return kind.check(frame)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import copy
 from collections.abc import Callable
 from itertools import islice
@@ -31,6 +30,7 @@ from ..protocol.batch import (
     BatchValuesFrame,
     parse_batch_client_frame,
 )
+from ..protocol.raised import pickled_exception
 from ..protocol.snapshot import (
     BatchRestoreRequest,
     BatchSnapshotFrame,
@@ -234,9 +234,10 @@ class BatchHandler:
         return failures
 
     def _execution_error(self, call: str, failures: list[Exception], with_traceback: bool) -> ErrorFrame:
-        """The error frame of a failed call, for its last exception: it names the sub-env that raised
-        (and, for the caller's own envs, carries the exception's type and arguments, pickled, and
-        under ``"failures"`` each failed sub-env's details when more than one raised)."""
+        """The error frame of a failed call, for its last exception (its type named, as every
+        session's: :mod:`~openenv_gym.protocol.raised`); for the caller's own envs, it also names the
+        sub-env that raised, carries the exception pickled, and under ``"failures"`` each failed
+        sub-env's details when more than one raised."""
         *earlier, exc = failures
         frame = self._failure_frame(call, exc, with_traceback)
         if not earlier:
@@ -247,16 +248,9 @@ class BatchHandler:
     def _failure_frame(self, call: str, exc: Exception, with_traceback: bool) -> ErrorFrame:
         frame = _execution_error(call, exc, with_traceback)
         index = _failed_sub_env(exc)
-        if index is None:
+        if index is None or not self.callers_own_envs:  # only there is its index the vector env's
             return frame
-        details = {**frame.details, "sub_env": self.first_index + index}
-        if self.callers_own_envs:
-            try:
-                import cloudpickle  # a session that trusts pickles has it
-
-                details["exception"] = base64.b64encode(cloudpickle.dumps((type(exc), exc.args))).decode()
-            except Exception:  # arguments that do not pickle: the client raises a RemoteError
-                pass
+        details = {**frame.details, "sub_env": self.first_index + index, **pickled_exception(exc)}
         return ErrorFrame(frame.code, frame.message, details)
 
     def _encode(self, session: Session, result: BatchResultFrame) -> str | bytes:

@@ -26,6 +26,7 @@ from websockets.exceptions import ConnectionClosed
 from ..protocol import ErrorCode, ErrorFrame, ObservationFrame, RenderFrame
 from ..protocol._json import utf8
 from ..protocol.batch import BINARY_SUBPROTOCOL, AutoresetMode
+from ..protocol.raised import exception_details
 from .worker import CLOSE_TIMEOUT, Worker
 
 if TYPE_CHECKING:
@@ -62,7 +63,8 @@ def _accepted_kwargs(method: Callable[..., Any], kwargs: dict[str, Any]) -> dict
 
 
 def _execution_error(call: str, exc: BaseException, with_traceback: bool) -> ErrorFrame:
-    details = {"traceback": "".join(traceback.format_exception(exc))} if with_traceback else {}
+    details: dict[str, Any] = {"traceback": "".join(traceback.format_exception(exc))} if with_traceback else {}
+    details |= exception_details(exc)  # so a vector env raises it as its own type (protocol/raised.py)
     return ErrorFrame(ErrorCode.EXECUTION_ERROR, f"{call} failed: {type(exc).__name__}: {exc}", details)
 
 
