@@ -142,6 +142,7 @@ class BatchCodec:
         self.name = name
         self._add = _InfoCollector(num_envs).add
         self._batch_space = batch_space(self.single_observation_space, num_envs)
+        self._scalars = _holds_discrete(self.single_observation_space)
         empty = create_empty_array(self.single_observation_space, num_envs)
         # None for a space of your own, whose batch is a tuple of its items (concatenate takes no buffer for it).
         self.observations: Any = () if empty is None else empty
@@ -188,6 +189,11 @@ class BatchCodec:
                 return list(stacked)
         return [self.face.observation_from_wire(item) for item in wire]
 
+    def _final(self, wire: Any) -> Any:
+        """A SameStep final observation from its wire form, as the env returned it (as far as JSON tells)."""
+        observation = self.decode([wire])[0]
+        return as_env_returns(self.single_observation_space, observation) if self._scalars else observation
+
     def _copy(self) -> Any:
         if not self.copy:
             return self.observations
@@ -207,7 +213,7 @@ class BatchCodec:
             final = result.final.get(offset)
             if final is not None:  # as the env returned it (a packed session's), else its wire form
                 final_obs = (
-                    final["raw_observation"] if "raw_observation" in final else self.decode([final["observation"]])[0]
+                    final["raw_observation"] if "raw_observation" in final else self._final(final["observation"])
                 )
                 infos = add(infos, {"final_obs": final_obs, "final_info": final["info"]}, first + offset)
             if info:  # adding an empty info changes nothing
@@ -279,3 +285,33 @@ class BatchCodec:
 
     def join_frames(self, frames: list[Any]) -> Any:
         return tuple(frame for block_frames in frames for frame in block_frames)
+
+
+def as_env_returns(space: gym.Space[Any], value: Any) -> Any:
+    """A decoded final observation as the env returned it, as far as JSON tells: its Discrete values
+    (and a OneOf's index) the Python ints JSON holds, as Gymnasium's envs return them and
+    SyncVectorEnv's ``final_obs`` holds them (JSON cannot tell an ``int`` from an ``np.int64``; a
+    packed session sends the value itself, types and all). Arrays stay arrays."""
+    if isinstance(space, spaces.Discrete):
+        return int(value)
+    if isinstance(space, spaces.Dict):
+        return {key: as_env_returns(sub, value[key]) for key, sub in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(as_env_returns(sub, item) for sub, item in zip(space.spaces, value))
+    if isinstance(space, spaces.OneOf):
+        index, item = value
+        return int(index), as_env_returns(space.spaces[int(index)], item)
+    if isinstance(space, spaces.Sequence) and not space.stack:
+        return tuple(as_env_returns(space.feature_space, item) for item in value)
+    return value
+
+
+def _holds_discrete(space: gym.Space[Any]) -> bool:
+    """Whether :func:`as_env_returns` changes any value of ``space``."""
+    if isinstance(space, (spaces.Discrete, spaces.OneOf)):
+        return True
+    if isinstance(space, spaces.Dict):
+        return any(_holds_discrete(sub) for sub in space.spaces.values())
+    if isinstance(space, spaces.Tuple):
+        return any(_holds_discrete(sub) for sub in space.spaces)
+    return isinstance(space, spaces.Sequence) and not space.stack and _holds_discrete(space.feature_space)
