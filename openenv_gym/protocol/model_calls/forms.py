@@ -197,7 +197,7 @@ def _reply_tool_call(call: Any, where: str) -> ReplyToolCall:
     if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
         raise ModelCallError(f'{where} is {{"id", "type": "function", "function": {{"name", "arguments"}}}}')
     if call.get("type", "function") != "function":
-        raise ModelCallError(f"{where}.type is 'function', got {call['type']!r}")
+        raise ModelCallError(f"{where}.type is 'function', got {call['type']!r:.40}")
     function = call["function"]
     name = function.get("name")
     if not isinstance(name, str) or not name:
@@ -207,23 +207,31 @@ def _reply_tool_call(call: Any, where: str) -> ReplyToolCall:
         call_id = new_id("call_")
     elif not isinstance(call_id, str) or not call_id:
         raise ModelCallError(f"{where}.id must be a non-empty string")
-    return ReplyToolCall(call_id, name, arguments_text(function.get("arguments", {}), f"{where}.function.arguments"))
+    return ReplyToolCall(call_id, name, _arguments_text(function.get("arguments", {}), f"{where}.function.arguments"))
 
 
-def arguments_text(arguments: Any, where: str) -> str:
+def _arguments_text(arguments: Any, where: str) -> str:
     """A call's arguments as JSON text of an object, as chat completions and Responses carry them
-    (each API's ``arguments`` is text, Anthropic's ``input`` an object: only an object fits all three)."""
+    (each API's ``arguments`` is text, Anthropic's ``input`` an object: only an object fits all three).
+    Strict JSON: no NaN or Infinity, which a client's parser refuses."""
     if isinstance(arguments, str):
         try:
-            value = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as exc:
+            value = json.loads(arguments, parse_constant=_refuse_constant) if arguments.strip() else {}
+        except (ValueError, RecursionError) as exc:
             raise ModelCallError(f"{where} is not valid JSON ({exc})") from None
         if not isinstance(value, dict):
             raise ModelCallError(f"{where} must be a JSON object, got {type(value).__name__}")
         return arguments if arguments.strip() else "{}"
     if not isinstance(arguments, Mapping):
         raise ModelCallError(f"{where} must be a JSON object or its text, got {type(arguments).__name__}")
-    return json.dumps(dict(arguments), ensure_ascii=False)
+    try:
+        return json.dumps(dict(arguments), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ModelCallError(f"{where} is not JSON data ({exc})") from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _usage(usage: Any) -> Usage:
