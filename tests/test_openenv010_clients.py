@@ -199,7 +199,7 @@ def test_mcp_over_the_websocket_answers_as_openenv_010s_server_does(coding_tools
     assert ran["result"]["data"]["stdout"] == "42\n"
 
 
-def test_a_stateless_step_an_env_refuses_before_reset_is_the_clients_409(coding_url, coding_tools_url, reasoning):
+def test_a_stateless_step_an_env_refuses_before_reset_is_the_clients_409(coding_url, coding_tools_url):
     """0.10's server answers such a step 500 (text/plain, nothing said); ours 409 with what to do."""
     headers = {"Content-Type": "application/json"}
     with peer_server("reset_first_server.py") as stock:
@@ -207,7 +207,6 @@ def test_a_stateless_step_an_env_refuses_before_reset_is_the_clients_409(coding_
     assert (status, found["content-type"], body) == (500, "text/plain; charset=utf-8", "Internal Server Error")
     for url, action in [
         (coding_url, {"code": "print(1)"}),
-        (reasoning[0], {"answer": "1"}),
         (coding_tools_url, submit_code("print(1)")),
     ]:
         status, _, body = request(url, "POST", "/step", json.dumps({"action": action}), headers)
