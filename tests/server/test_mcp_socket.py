@@ -114,3 +114,34 @@ def test_an_idle_socket_is_closed_and_its_env_released():
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
         assert closed.value.rcvd.reason == f"session idle for more than {1.0 * UNIT:g} s"
         assert wait_until(lambda: server.active_sessions == 0, 10 * UNIT)
+
+
+def test_a_socket_answers_as_openenv_cores_does():
+    """The same frames to openenv-core 0.3's /mcp WebSocket (a stock MCPEnvironment with the echo
+    tools) and to our Echo's: the same ids, error codes and results (0.10's: test_openenv010_clients.py)."""
+    from openenv_gym.providers import ProcessProvider
+    from tests.utils import openenv_core_servers
+
+    frames = [
+        '{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "echo_with_length", "arguments": {"message": "Test"}}, "id": 1}',
+        '{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "nope", "arguments": {}}, "id": "two"}',
+        '{"jsonrpc": "2.0", "method": "foo/bar", "id": 3}',
+        "not json",
+    ]
+
+    def answers(url: str) -> list[dict]:
+        found = []
+        with connect(socket_url(url)) as socket:
+            for frame in frames:
+                socket.send(frame)
+                found.append(json.loads(socket.recv(timeout=60 * UNIT)))
+        return found
+
+    with ProcessProvider("openenv/Echo-v0") as echo, openenv_core_servers(("mcp",)) as theirs:
+        ours, stock = answers(echo), answers(theirs["mcp"])
+    assert [answer["id"] for answer in ours] == [answer["id"] for answer in stock] == [1, "two", 3, None]
+    assert [answer.get("error", {}).get("code") for answer in ours] == [
+        answer.get("error", {}).get("code") for answer in stock
+    ]
+    for key in ("content", "structured_content", "data", "is_error"):
+        assert ours[0]["result"][key] == stock[0]["result"][key], key
