@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from .dialects import answer_body, answer_events, dialect_of, error_body, read_model_call
+from .dialects import answer, answer_body, answer_events, dialect_of, error_body, read_model_call
 from .forms import Dialect, ModelCall, Reply, ReplyToolCall, Stamp, Usage, parse_reply
 from .sse import CONTENT_TYPE
 
@@ -35,6 +35,7 @@ __all__ = [
     "ReplyToolCall",
     "Stamp",
     "Usage",
+    "answer",
     "answer_body",
     "answer_events",
     "dialect_of",

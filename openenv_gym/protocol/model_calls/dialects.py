@@ -11,8 +11,9 @@ from typing import Any
 from ...errors import ModelCallError
 from . import anthropic_messages, chat_completions, responses
 from .forms import Dialect, ModelCall, Reply, Stamp, parse_reply
+from .sse import CONTENT_TYPE
 
-__all__ = ["answer_body", "answer_events", "dialect_of", "error_body", "read_model_call"]
+__all__ = ["answer", "answer_body", "answer_events", "dialect_of", "error_body", "read_model_call"]
 
 _MODULES: dict[Dialect, ModuleType] = {
     Dialect.CHAT_COMPLETIONS: chat_completions,
@@ -91,6 +92,21 @@ def answer_events(call: ModelCall, reply: Reply | str | Mapping[str, Any], stamp
         call, reply, stamp or Stamp.new(_ID_PREFIXES[call.dialect])
     )
     return events
+
+
+def answer(
+    call: ModelCall, reply: Reply | str | Mapping[str, Any], stamp: Stamp | None = None
+) -> tuple[str, list[bytes]]:
+    """The answer to ``call`` as the agent asked for it: its media type and its bytes, the events one by
+    one when the request asked to stream, else the JSON body in one piece.
+
+    Raises:
+        ModelCallError: the reply cannot be read.
+    """
+    if call.stream:
+        return CONTENT_TYPE, answer_events(call, reply, stamp)
+    body = json.dumps(answer_body(call, reply, stamp), ensure_ascii=False, separators=(",", ":"))
+    return "application/json", [body.encode("utf-8", "backslashreplace")]
 
 
 def error_body(dialect: Dialect, message: str, kind: str = "invalid_request_error") -> dict[str, Any]:

@@ -4,7 +4,7 @@ streamed when the request asked for it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import anthropic
@@ -12,7 +12,7 @@ import httpx
 import httpx2
 import openai
 
-from openenv_gym.protocol.model_calls import CONTENT_TYPE, ModelCall, answer_body, answer_events, read_model_call
+from openenv_gym.protocol.model_calls import ModelCall, answer, read_model_call
 
 Action = str | Mapping[str, Any]
 
@@ -24,25 +24,19 @@ class ModelServer:
         self.replies = list(replies)
         self.calls: list[ModelCall] = []
 
-    def answer(self, path: str, body: bytes) -> tuple[dict[str, str], Any]:
-        """The headers and the content (a JSON body, or an iterator of events) of one call's answer."""
+    def answer(self, path: str, body: bytes) -> tuple[dict[str, str], Iterator[bytes]]:
+        """The headers and the content (the body in one piece, or the events one by one) of one call's answer."""
         call = read_model_call(path, body)
         self.calls.append(call)
-        reply = self.replies.pop(0)
-        if call.stream:
-            return {"content-type": CONTENT_TYPE}, iter(answer_events(call, reply))
-        return {"content-type": "application/json"}, answer_body(call, reply)
+        media, chunks = answer(call, self.replies.pop(0))
+        return {"content-type": media}, iter(chunks)
 
     def _httpx(self, request: httpx.Request) -> httpx.Response:
         headers, content = self.answer(request.url.path, request.read())
-        if isinstance(content, dict):
-            return httpx.Response(200, json=content)
         return httpx.Response(200, headers=headers, content=content)
 
     def _httpx2(self, request: httpx2.Request) -> httpx2.Response:
         headers, content = self.answer(request.url.path, request.read())
-        if isinstance(content, dict):
-            return httpx2.Response(200, json=content)
         return httpx2.Response(200, headers=headers, content=content)
 
     def openai(self) -> openai.OpenAI:

@@ -21,6 +21,7 @@ from openenv_gym import ModelCallError
 from openenv_gym.protocol.model_calls import (
     Dialect,
     Stamp,
+    answer,
     answer_body,
     answer_events,
     error_body,
@@ -254,6 +255,16 @@ def test_the_usage_reaches_each_sdk(stream):
     assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (11, 7)
     assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.total_tokens) == (11, 7, 18)
     assert (message.usage.input_tokens, message.usage.output_tokens) == (11, 7)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=[d.value for d in DIALECTS])
+def test_the_answer_is_streamed_when_the_request_asks(dialect):
+    """``answer``: the JSON body in one piece, or the events one by one as ``text/event-stream``."""
+    stamp = Stamp("resp_1", 1700000000)
+    media, (body,) = answer(call_of(dialect), "hi", stamp)
+    assert (media, json.loads(body)) == ("application/json", answer_body(call_of(dialect), "hi", stamp))
+    streamed = call_of(dialect, stream=True)
+    assert answer(streamed, "hi", stamp) == ("text/event-stream", answer_events(streamed, "hi", stamp))
 
 
 def test_a_stamp_sets_the_answers_id_and_time():
