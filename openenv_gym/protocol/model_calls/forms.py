@@ -12,7 +12,8 @@ Observation ``{"messages": [...], "tools": [...], "params": {...}}``:
   "parameters"}}``; a dialect's built-in tools (web search...) are left out (the raw request has them).
 * ``params``: ``model`` and ``stream`` always; ``temperature``, ``top_p``, ``max_tokens``, ``stop`` (a
   list), ``tool_choice`` (``"auto"``, ``"none"``, ``"required"`` or ``{"type": "function", "function":
-  {"name"}}``) and ``parallel_tool_calls`` when the request set them.
+  {"name"}}``), ``parallel_tool_calls`` and (Responses) ``previous_response_id`` when the request set
+  them; the rest of the request (``stream_options``, ``reasoning``, ``metadata``...) is in the raw request.
 
 Action: ``{"content": str | None, "tool_calls": [{"id", "type": "function", "function": {"name",
 "arguments"}}]}`` (``arguments`` JSON text or an object; ``id`` optional, made when absent; ``usage``
