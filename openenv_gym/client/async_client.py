@@ -17,7 +17,7 @@ from ..protocol.snapshot import SnapshotFrame
 from . import _holding as holding
 from ._session import Delegated
 from .async_connection import AsyncConnection
-from .seed_check import SeedCheck, schema_of
+from .seed_check import SeedCheck, metadata_of
 from .session_kind import PlainKind
 
 __all__ = ["AsyncEnvClient"]
@@ -73,7 +73,7 @@ class AsyncEnvClient:
         """
         await self.connect()
         check = self.seeds.pending(self.url, kwargs) and self.seeds.read(
-            await asyncio.to_thread(schema_of, self.address, self.open_timeout, self.token)
+            await asyncio.to_thread(metadata_of, self.address, self.open_timeout, self.token)
         )
         frame = await self.connection.request("reset", self.kind.reset, kwargs)
         if check:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import ObservationFrame, RenderFrame, StateFrame
 from ..protocol.snapshot import SnapshotFrame
 from . import _holding as holding
-from .seed_check import SeedCheck, schema_of
+from .seed_check import SeedCheck, metadata_of
 from .session_kind import PlainKind
 from .step_transport import StepTransport
 from .sync_connection import SyncConnection, replies_waiting
@@ -97,7 +97,7 @@ class EnvClient:
         """
         self.connect()
         check = self.seeds.pending(self.url, kwargs) and self.seeds.read(
-            schema_of(self.address, self.open_timeout, self.token)
+            metadata_of(self.address, self.open_timeout, self.token)
         )
         frame = self.connection.request("reset", self.kind.reset, kwargs)
         if check:
