@@ -235,7 +235,7 @@ def test_our_client_seeds_on_010_servers(tmp_path):
     an env that keeps it, the same seed gives the same first observation; on one whose reset takes
     no seed (0.10's server drops it without a word), the seeded reset is refused with
     ``SeedNotHonouredError``, then and at every later seeded reset, and a reset without a seed goes on;
-    our async client refuses it alike."""
+    ``make_vec``'s sub-envs and our async client refuse it alike."""
     seeded_port, unseeded_port = free_port(), free_port()
     with theirs(seeded_port, tmp_path / "seeded"), theirs(unseeded_port, tmp_path / "unseeded", "unseeded"):
         env = gym.make("openenv/Remote-v0", base_url=f"http://127.0.0.1:{seeded_port}")
@@ -253,6 +253,13 @@ def test_our_client_seeds_on_010_servers(tmp_path):
                 env.reset(seed=4)
         finally:
             env.close()
+        vector = gym.make_vec("openenv/Remote-v0", num_envs=2, base_url=f"http://127.0.0.1:{unseeded_port}")
+        try:
+            with pytest.raises(SeedNotHonouredError, match=re.escape("reset(seed=5) refused")):
+                vector.reset(seed=5)
+            assert list(vector.reset()[0]["paid"]) == [0, 0]
+        finally:
+            vector.close()
         assert run_async(_async_seeded_resets(f"http://127.0.0.1:{unseeded_port}"), 60 * UNIT) == [
             "SeedNotHonouredError",
             "reset",

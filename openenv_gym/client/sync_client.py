@@ -75,8 +75,15 @@ class EnvClient:
         return result
 
     def begin_reset(self, **kwargs: Any) -> None:
-        """Send a reset (connecting first if needed); :meth:`complete` reads its observation."""
+        """Send a reset (connecting first if needed); :meth:`complete` reads its observation. A
+        seeded reset that must be checked (see :meth:`reset`) is checked first, on two resets of its own.
+
+        Raises:
+            SeedNotHonouredError: the server's env does not keep seeds; nothing more is sent.
+        """
         self.connect()
+        if self._seed_check_due(kwargs):
+            self._checked_reset(kwargs)
         self.begin("reset", self.kind.reset, kwargs)
 
     def begin_step(self, action: dict[str, Any]) -> None:
@@ -96,17 +103,24 @@ class EnvClient:
             RequestTimeoutError, ConnectionLostError: see the class docstring.
         """
         self.connect()
-        check = self.seeds.pending(self.url, kwargs) and self.seeds.read(
-            metadata_of(self.address, self.open_timeout, self.token)
-        )
+        if self._seed_check_due(kwargs):
+            return self._checked_reset(kwargs)
         frame = self.connection.request("reset", self.kind.reset, kwargs)
-        if check:
-            again = self.connection.request("reset", self.kind.reset, kwargs)
-            assert isinstance(frame, ObservationFrame) and isinstance(again, ObservationFrame)
-            self.seeds.judge(self.url, kwargs["seed"], frame, again)
-            frame = again
         assert isinstance(frame, ObservationFrame)
         return frame
+
+    def _seed_check_due(self, kwargs: dict[str, Any]) -> bool:
+        return self.seeds.pending(self.url, kwargs) and self.seeds.read(
+            metadata_of(self.address, self.open_timeout, self.token)
+        )
+
+    def _checked_reset(self, kwargs: dict[str, Any]) -> ObservationFrame:
+        """Reset twice with the same seed; the second's observation, if the seed held (see SeedCheck)."""
+        first = self.connection.request("reset", self.kind.reset, kwargs)
+        again = self.connection.request("reset", self.kind.reset, kwargs)
+        assert isinstance(first, ObservationFrame) and isinstance(again, ObservationFrame)
+        self.seeds.judge(self.url, kwargs["seed"], first, again)
+        return again
 
     def step(self, action: dict[str, Any]) -> ObservationFrame:
         """Apply one action, given as its wire form (a JSON object of its fields)."""
