@@ -95,15 +95,12 @@ class AsyncEnvPool:
         self.acquire_timeout = acquire_timeout
         options, self.max_episode_steps = spec_options(env_id, make_kwargs)
         self._options = MakeOptions.parse(**options)  # a spec's sessions_per_server is make_vec's, not this pool's
-        if self._options.base_urls and servers is not None:
-            raise ValueError("servers= is the number of servers to start; with base_urls= none is started")
         self.open_timeout = self._options.timeouts.open
         self.call_timeout = self._options.timeouts.call
-        layout = None
-        if not self._options.base_urls:
-            layout = self._options.layout(size, servers=servers, sessions_per_server=sessions_per_server)
         self._fleet = self._options.fleet(
-            layout,
+            size,
+            servers=servers,
+            sessions_per_server=sessions_per_server,
             max_episode_steps=None,  # each episode's time limit is the client's
             needs=f"{env_id!r} runs on a server you give: pass base_url= or base_urls=",
         )

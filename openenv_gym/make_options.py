@@ -4,7 +4,8 @@
 arguments (``server=``, ``base_url=``, ``provider=``, ``token=``, the timeouts, the env's own...).
 :meth:`MakeOptions.parse` sorts them: ours become fields, the provider's options go to the
 provider and the rest to the environment (:func:`~openenv_gym.providers.start_options`), and
-:meth:`MakeOptions.fleet` gives the :class:`~openenv_gym.providers.fleet.Fleet` of their servers.
+:meth:`MakeOptions.fleet` gives the :class:`~openenv_gym.providers.fleet.Fleet` of their servers,
+laid out once (:meth:`MakeOptions.layout`: how many, which sessions each serves).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import warnings
 from typing import Any
 
 from .client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
-from .providers import Provider, start_options
+from .providers import Provider, provider_class, start_options
 from .providers.base import DEFAULT_STARTUP_TIMEOUT
-from .providers.fleet import Fleet, Layout, build_providers, plan_layout
+from .providers.fleet import Fleet, build_providers
+from .providers.layout import Layout, even_layout, plan_layout, server_layout
 
 __all__ = ["MakeOptions", "Timeouts", "build_provider"]
 
@@ -162,15 +164,30 @@ class MakeOptions:
         servers: int | None = None,
         sessions_per_server: int | None = None,
         one_server: bool = False,
+        batch_size: int | None = None,
     ) -> Layout:
-        """The servers to start for ``sessions`` sessions (see :func:`~openenv_gym.providers.fleet.plan_layout`)."""
+        """How ``sessions`` sessions are laid out over these servers: spread evenly over the running
+        ``base_urls``; all on the provider the caller built; else on the servers
+        :func:`~openenv_gym.providers.layout.plan_layout` says to start.
+
+        Raises:
+            ValueError: ``servers`` with ``base_urls`` (none is started), or a layout that cannot be.
+        """
+        if self.base_urls:
+            if servers is not None:
+                raise ValueError("servers= is the number of servers to start; with base_urls= none is started")
+            return even_layout(sessions, len(self.base_urls))
+        name = self.provider
+        if not isinstance(name, str):  # a provider the caller built is one server
+            server_layout(sessions, sessions_per_server, servers)  # the counts asked for are still checked
+            return even_layout(sessions, 1)
         return plan_layout(
             sessions,
-            provider=self.provider,
-            provider_options=self.provider_options,
             servers=servers,
             sessions_per_server=sessions_per_server,
             one_server=one_server,
+            batch_size=batch_size,
+            preferred_count=lambda: provider_class(name).preferred_count(**self.provider_options),
         )
 
     def providers(
@@ -182,35 +199,27 @@ class MakeOptions:
         **server_options: Any,
     ) -> list[Provider]:
         """The providers of these servers, none started (see :meth:`fleet`)."""
-        if self.starts and self.server is None and self.provider != "url":
-            raise ValueError(needs.format(provider=self.provider))
-        return build_providers(
-            self.server,
-            urls=self.base_urls,
-            provider=self.provider,
-            provider_options=self.provider_options,
-            layout=layout,
-            token=self.token,
-            open_timeout=self.timeouts.open,
-            env_kwargs=self.env_kwargs,
-            max_episode_steps=max_episode_steps,
-            startup_timeout=self.timeouts.startup,
-            **server_options,
-        )
+        return build_providers(self.server, layout=layout, **self._sources(max_episode_steps, needs, server_options))
 
     def fleet(
         self,
-        layout: Layout | None = None,
+        sessions: int | None = None,
         *,
+        servers: int | None = None,
+        sessions_per_server: int | None = None,
+        one_server: bool = False,
+        batch_size: int | None = None,
         max_episode_steps: int | None = None,
         health_timeout: float | None = None,
         needs: str = ONE_ENV_NEEDS,
         **server_options: Any,
     ) -> Fleet:
-        """The fleet of these servers, none started yet.
+        """The fleet of these servers, laid out for ``sessions`` sessions, none started yet.
 
         Args:
-            layout: how many servers to start (default: one env's server).
+            sessions: how many sessions the servers are to hold, laid out as :meth:`layout` says
+                with ``servers``, ``sessions_per_server``, ``one_server`` and ``batch_size``
+                (``None``: one env's server).
             max_episode_steps: the time limit of the servers started (``None``: none, the client's
                 ``TimeLimit`` being the only one).
             health_timeout: for the fleet's health checks (default: the open timeout).
@@ -219,10 +228,41 @@ class MakeOptions:
             server_options: further options of every server started (``accept_pickled_factories``).
 
         Raises:
-            ValueError: no server to start nor to attach to.
+            ValueError: no server to start nor to attach to; a layout that cannot be (see :meth:`layout`).
         """
-        providers = self.providers(layout, max_episode_steps=max_episode_steps, needs=needs, **server_options)
-        return Fleet(providers, name=self.server, health_timeout=health_timeout or self.timeouts.open)
+        sources = self._sources(max_episode_steps, needs, server_options)
+        layout = Layout()  # one env's server, as the provider makes it
+        if sessions is not None:
+            layout = self.layout(
+                sessions,
+                servers=servers,
+                sessions_per_server=sessions_per_server,
+                one_server=one_server,
+                batch_size=batch_size,
+            )
+        providers = build_providers(self.server, layout=layout, **sources)
+        return Fleet(providers, name=self.server, health_timeout=health_timeout or self.timeouts.open, layout=layout)
+
+    def _sources(self, max_episode_steps: int | None, needs: str, server_options: dict[str, Any]) -> dict[str, Any]:
+        """Where the servers come from: :func:`~openenv_gym.providers.fleet.build_providers`'
+        arguments but the target and the layout.
+
+        Raises:
+            ValueError: no server to start nor to attach to (``needs`` says so).
+        """
+        if self.starts and self.server is None and self.provider != "url":
+            raise ValueError(needs.format(provider=self.provider))
+        return {
+            "urls": self.base_urls,
+            "provider": self.provider,
+            "provider_options": self.provider_options,
+            "token": self.token,
+            "open_timeout": self.timeouts.open,
+            "env_kwargs": self.env_kwargs,
+            "max_episode_steps": max_episode_steps,
+            "startup_timeout": self.timeouts.startup,
+            **server_options,
+        }
 
 
 #: ``build_provider``'s parameters, in the order it took them positionally.

@@ -250,6 +250,7 @@ PLAIN_ENV_MODULES = {
     "openenv_gym.providers": "the providers package",
     "openenv_gym.providers.base": "Provider",
     "openenv_gym.providers.fleet": "the fleet every env starts its servers through",
+    "openenv_gym.providers.layout": "how the fleet lays sessions out over its servers",
     "openenv_gym.providers.url": "base_url= (a running server)",
     # shared by the layers
     "openenv_gym.urls": "URL forms (ws://, http+unix://)",

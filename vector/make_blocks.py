@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import gymnasium as gym
 
     from openenv_gym.providers import Provider
+    from openenv_gym.providers.fleet import Fleet
     from openenv_gym.tool_face import ToolFace
 
     from .block import Block, BlockCodec
@@ -91,18 +92,20 @@ def make_blocks(
 
 def open_blocks(
     serving: Serving,
-    placed: Placed,
+    fleet: Fleet,
     batch_client: Callable[[int, int], Callable[..., Any]],
     name: Callable[[], str | None],
     action_space: gym.Space[Any],
     **options: Any,
 ) -> tuple[BlockCodec, list[Block[Any]]]:
-    """The blocks :func:`make_blocks` makes (same arguments), connected: their servers make their envs.
+    """The blocks :func:`make_blocks` makes (same arguments) on the started ``fleet``'s servers, each
+    serving the sub-envs its layout gave it, connected: their servers make their envs.
 
     A tool env's sub-envs get the tools :func:`list_tools` finds, and so do its ``action_space``
     (the vector env's) and that space's own. If a block cannot connect, every block is closed
     before the error propagates.
     """
+    placed = list(zip(fleet.urls, fleet.providers, fleet.layout.sub_envs))
     codec, blocks = make_blocks(serving, placed, batch_client, name, **options)
     try:
         for block in blocks:

@@ -27,17 +27,17 @@ from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 from openenv_gym.protocol.batch import BatchCallFrame
 from openenv_gym.providers.base import DEFAULT_STARTUP_TIMEOUT
-from openenv_gym.providers.fleet import Fleet, split
+from openenv_gym.providers.fleet import Fleet
 from openenv_gym.redaction import hide_token_kwarg
 from openenv_gym.served import read_server_info
 
-from .batching import attr_values, check_batch, reset_mask, seed_list
+from .batching import attr_values, check_batch, likely_one_vector_env, reset_mask, seed_list
 from .block import Block, StepTuple
 from .faults import FAILURE_INFO_KEY, ask_all, finish_resets, read_reply, read_step, recover_all
 from .make_blocks import open_blocks, transport_of
 from .pending import Call, PendingCall
 from .send_recv import SendRecv
-from .serving import Serving, check_attached, vector_fleet
+from .serving import Serving, check_attached
 from .sub_env_calls import raised_locally
 
 if TYPE_CHECKING:
@@ -199,6 +199,9 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         }
         if base_url is not None and base_urls:
             raise ValueError("pass base_url= (one server) or base_urls= (several), not both")
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        # Started servers: one for all sub-envs if one vector env will likely step them (a guess).
+        one_server = likely_one_vector_env(server, vector_backend, self.autoreset_mode.value)
         options = MakeOptions.parse(
             server=server,
             base_url=base_url,
@@ -212,26 +215,24 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             startup_timeout=startup_timeout,
             **kwargs,
         )
-        if servers is not None and options.base_urls:
-            raise ValueError("servers= is the number of servers to start; with base_urls= none is started")
         self.server = server
         self.num_envs = num_envs
-        self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {"autoreset_mode": self.autoreset_mode}
         self.call_timeout = call_timeout
         self.batch_size = num_envs if batch_size is None else batch_size
         if not 1 <= self.batch_size <= num_envs:
             raise ValueError(f"batch_size must be between 1 and num_envs={num_envs}, got {batch_size}")
         self._pending = PendingCall()  # the asynchronous call in flight (reset_async, step_async, ...)
-        self._fleet = vector_fleet(
-            options,
+        # The layout is decided once, here: the fleet holds it, and its servers' blocks follow it.
+        self._fleet = options.fleet(
             num_envs,
-            vector_backend=vector_backend,
-            autoreset_mode=self.autoreset_mode.value,
             servers=servers,
             sessions_per_server=sessions_per_server,
+            one_server=one_server,
             batch_size=self.batch_size,
-            max_episode_steps=max_episode_steps,
+            max_episode_steps=max_episode_steps,  # servers given by URL keep their own
+            health_timeout=call_timeout,
+            needs="RemoteVectorEnv needs server= (what to run) or base_urls= (where it runs)",
         )
         self._providers = self._fleet.providers
         self._blocks: list[Block[Any]] = []
@@ -243,8 +244,8 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             if options.base_urls:  # started by someone else: are they servers of this env?
                 check_attached(urls, self._providers, server, open_timeout)
             serving = Serving.read(
-                self._server_schema(urls[0], open_timeout),
                 urls[0],
+                self._server_schema,
                 tool_calls=tool_calls,
                 batched=batched,
                 vector_backend=vector_backend,
@@ -263,7 +264,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
             self.observation_space = batch_space(self.single_observation_space, num_envs)
             self._codec, blocks = open_blocks(
                 serving,
-                list(zip(urls, self._providers, split(num_envs, len(urls)))),  # each server's sub-envs
+                self._fleet,
                 self._batch_client,
                 self._name,
                 self.action_space,
@@ -271,8 +272,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 check_actions=self._check_actions,
                 wire_codec=codec,
                 transport=transport,
-                open_timeout=open_timeout,
-                call_timeout=call_timeout,
+                **options.timeouts.session(),
                 env_id=server,
                 autoreset_mode=WireAutoresetMode(self.autoreset_mode.value),
             )

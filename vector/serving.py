@@ -1,66 +1,24 @@
-"""The servers of a vector env: how many it starts (:func:`vector_fleet`), and :class:`Serving`, what they
-serve, read from the first one's ``/schema``: the face of their spaces, the server-side vector env if
-any, and so the kind of block its sub-envs run in, and the render mode their envs are made in."""
+"""What the servers of a vector env serve, once they run: :class:`Serving`, read from the first one's
+``/schema``: the face of their spaces, the server-side vector env if any, and so the kind of block its
+sub-envs run in, and the render mode their envs are made in; :func:`check_attached` for running servers."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from openenv_gym.env import check_served, render_metadata, resolve_spaces
 from openenv_gym.face import SpacesFace, wants_tool_face
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
 
-from .batching import likely_one_vector_env
 from .make_blocks import tool_faces
 from .vector_block import choose_backend
 
 if TYPE_CHECKING:
-    from openenv_gym.make_options import MakeOptions
     from openenv_gym.providers import Provider
-    from openenv_gym.providers.fleet import Fleet
 
-__all__ = ["Serving", "check_attached", "vector_fleet"]
-
-
-def vector_fleet(
-    options: MakeOptions,
-    num_envs: int,
-    *,
-    vector_backend: str,
-    autoreset_mode: str,
-    servers: int | None,
-    sessions_per_server: int | None,
-    batch_size: int,
-    max_episode_steps: int | None,
-) -> Fleet:
-    """The servers of a vector env of ``num_envs`` sub-envs, none started yet.
-
-    Those of ``options.base_urls``, which keep their own time limits (gym.make_vec passes the
-    spec's ``max_episode_steps`` for every id, so saying so would be noise); else as many as
-    :func:`~openenv_gym.providers.fleet.plan_layout` says, one for a server-side vector env unless
-    told. EnvPool's mode (``batch_size < num_envs``) with neither ``servers`` nor
-    ``sessions_per_server`` starts ``ceil(num_envs / batch_size)``, so that blocks fill a batch.
-    Their health checks wait the call timeout.
-
-    Raises:
-        ValueError: neither a server to start nor one to attach to.
-    """
-    layout = None
-    if not options.base_urls:
-        if batch_size < num_envs and servers is None and sessions_per_server is None:
-            servers = math.ceil(num_envs / batch_size)
-        one_server = likely_one_vector_env(options.server, vector_backend, autoreset_mode)
-        layout = options.layout(
-            num_envs, servers=servers, sessions_per_server=sessions_per_server, one_server=one_server
-        )
-    return options.fleet(
-        layout,
-        max_episode_steps=max_episode_steps,
-        health_timeout=options.timeouts.call,
-        needs="RemoteVectorEnv needs server= (what to run) or base_urls= (where it runs)",
-    )
+__all__ = ["Serving", "check_attached"]
 
 
 def check_attached(urls: list[str], providers: list[Provider], server: str | None, timeout: float) -> None:
@@ -97,8 +55,8 @@ class Serving:
     @classmethod
     def read(
         cls,
-        schema: dict[str, Any],
         url: str,
+        schema_of: Callable[[str, float], dict[str, Any]],
         *,
         tool_calls: bool | None,
         batched: bool | None,
@@ -111,10 +69,14 @@ class Serving:
     ) -> Serving:
         """Decide from the first server's ``/schema``, as the arguments of ``RemoteVectorEnv`` ask.
 
+        ``schema_of(url, timeout)`` reads it (``RemoteVectorEnv._server_schema``: from_env_fns gives
+        its local env's spaces instead).
+
         Raises:
             ValueError: the arguments ask for what the servers cannot do (the message says which),
                 ``render_mode="human"`` among them.
         """
+        schema = schema_of(url, timeout)
         render = render_metadata(schema, render_mode, url)  # "human" and unknown modes raise here
         served = render_mode if render is not None else None
         metadata = render or {"render_modes": []}

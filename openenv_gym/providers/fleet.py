@@ -4,7 +4,7 @@ Every entry point that needs servers (``gym.make``, ``gym.make_vec``, ``AsyncEnv
 ``make_async``, the TRL integration and the MCP bridge) builds one ``Fleet`` and asks it for
 URLs; nothing else starts or stops a provider::
 
-    fleet = Fleet.of("CartPole-v1", layout=plan_layout(8, provider="process"))
+    fleet = Fleet.of("CartPole-v1", layout=plan_layout(8))
     urls = fleet.start()                    # in parallel; all stopped again if one fails
     url, server = fleet.recover(0)  # after server 0 was lost: it again, or another
     fleet.close()                           # idempotent; also when the fleet is collected
@@ -12,10 +12,7 @@ URLs; nothing else starts or stops a provider::
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import math
-import os
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -25,6 +22,7 @@ from typing import Any, NamedTuple
 from ..client import DEFAULT_OPEN_TIMEOUT, http_get_json
 from ..errors import OpenEnvGymError
 from .base import Provider
+from .layout import Layout, plan_layout, server_layout, split  # the layout's names, where the fleet's users find them
 from .url import URLProvider
 
 __all__ = [
@@ -42,78 +40,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """How many servers to start, and how many sessions each takes.
-
-    Attributes:
-        servers: the number of servers.
-        sessions_per_server: each server's ``max_sessions``; ``None`` leaves the provider's
-            default (one env's server).
-    """
-
-    servers: int = 1
-    sessions_per_server: int | None = None
-
-
 class Served(NamedTuple):
     """Which server serves again after :meth:`Fleet.recover`: its URL and its index in the fleet."""
 
     url: str
     server: int
-
-
-def server_layout(num_envs: int, sessions_per_server: int | None, servers: int | None) -> tuple[int, int]:
-    """How many servers to start, and how many sessions each takes (its ``max_sessions``).
-
-    ``servers=`` fixes the count (the sub-envs spread evenly over them), and then
-    ``sessions_per_server`` is what one server may take (room for a failed server's sub-envs);
-    otherwise ``sessions_per_server`` (default: enough for one server per CPU) fixes both.
-    """
-    if sessions_per_server is not None and sessions_per_server < 1:
-        raise ValueError(f"sessions_per_server must be at least 1, got {sessions_per_server}")
-    if servers is not None:
-        if servers < 1:
-            raise ValueError(f"servers must be at least 1, got {servers}")
-        count = min(servers, num_envs)
-        per_server = math.ceil(num_envs / count)
-        if sessions_per_server is None:
-            return count, per_server
-        if per_server > sessions_per_server:
-            raise ValueError(
-                f"servers={servers} puts {per_server} sub-envs on a server, more than sessions_per_server="
-                f"{sessions_per_server}; ask for at least {math.ceil(num_envs / sessions_per_server)} servers"
-            )
-        return count, sessions_per_server
-    if sessions_per_server is None:
-        sessions_per_server = math.ceil(num_envs / min(num_envs, os.cpu_count() or 1))
-    return math.ceil(num_envs / sessions_per_server), sessions_per_server
-
-
-def plan_layout(
-    sessions: int,
-    *,
-    provider: str | Provider = "process",
-    provider_options: Mapping[str, Any] | None = None,
-    servers: int | None = None,
-    sessions_per_server: int | None = None,
-    one_server: bool = False,
-) -> Layout:
-    """The servers for ``sessions`` sessions: as told (``servers``, ``sessions_per_server``; see
-    :func:`server_layout`), else as many as the provider spreads over (Ray's
-    ``placement="spread"``: one per node), else one when ``one_server`` (a server-side vector env
-    steps them all: a second server would only add a round trip), else one per CPU.
-    """
-    if servers is None and sessions_per_server is None:
-        if isinstance(provider, str):
-            from . import provider_class
-
-            preferred = provider_class(provider).preferred_count(**(provider_options or {}))
-            if preferred is not None:
-                return Layout(*server_layout(sessions, None, preferred))
-        if one_server:
-            return Layout(1, sessions)
-    return Layout(*server_layout(sessions, sessions_per_server, servers))
 
 
 def build_providers(
@@ -210,12 +141,6 @@ def stop_all(providers: list[Provider], *, parallel: bool = True) -> None:
             logger.exception("stopping a server failed")
 
 
-def split(num_envs: int, parts: int) -> list[tuple[int, int]]:
-    """Contiguous [start, stop) ranges of near-equal size covering ``range(num_envs)``."""
-    bounds = [round(i * num_envs / parts) for i in range(parts + 1)]
-    return [(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i + 1] > bounds[i]]
-
-
 class Fleet:
     """The servers of one run: started together, each restarted on its own, all released together.
 
@@ -223,18 +148,27 @@ class Fleet:
         providers: one per server, none started yet (see :meth:`of`).
         name: what the servers run, for the progress bar and logs.
         health_timeout: seconds a server has to answer ``GET /health`` in :meth:`recover`.
+        layout: the layout the providers were built for (default: one server per provider, its
+            sessions not laid out).
 
     Attributes:
         providers: one per server, in the order of :attr:`urls`.
+        layout: which sessions each server serves (``layout.sub_envs``), decided before they start.
         urls: each server's base URL, once :meth:`start` returned (a restarted server's new one).
     """
 
     def __init__(
-        self, providers: Sequence[Provider], *, name: str | None = None, health_timeout: float = DEFAULT_OPEN_TIMEOUT
+        self,
+        providers: Sequence[Provider],
+        *,
+        name: str | None = None,
+        health_timeout: float = DEFAULT_OPEN_TIMEOUT,
+        layout: Layout | None = None,
     ) -> None:
         if not providers:
             raise ValueError("a fleet needs at least one server")
         self.providers = list(providers)
+        self.layout = layout or Layout(len(self.providers))
         self.name = name or "env"
         self.health_timeout = health_timeout
         self.urls: list[str] = []
@@ -252,7 +186,8 @@ class Fleet:
         **options: Any,
     ) -> Fleet:
         """The fleet of ``target``'s servers: see :func:`build_providers` for ``options``."""
-        return cls(build_providers(target, **options), name=name or target, health_timeout=health_timeout)
+        providers = build_providers(target, **options)
+        return cls(providers, name=name or target, health_timeout=health_timeout, layout=options.get("layout"))
 
     def __repr__(self) -> str:
         return f"Fleet({self.name}, servers={len(self.providers)})"

@@ -10,9 +10,11 @@ import threading
 import pytest
 
 from openenv_gym.errors import ServerConnectError
+from openenv_gym.make_options import MakeOptions
 from openenv_gym.providers import ProcessProvider, Provider, URLProvider
 from openenv_gym.providers import fleet as fleet_module
-from openenv_gym.providers.fleet import Fleet, Layout, Served, build_providers, plan_layout
+from openenv_gym.providers.fleet import Fleet, Served, build_providers
+from openenv_gym.providers.layout import Layout, even_layout, plan_layout
 
 
 class FakeProvider(Provider):
@@ -74,20 +76,53 @@ def fakes(health, *names: str, fails: int = 0) -> list[FakeProvider]:
 @pytest.mark.parametrize(
     ("arguments", "layout"),
     [
-        ({"sessions": 8, "servers": 2}, Layout(2, 4)),
-        ({"sessions": 8, "sessions_per_server": 3}, Layout(3, 3)),
-        ({"sessions": 8, "one_server": True}, Layout(1, 8)),
-        ({"sessions": 8, "one_server": True, "servers": 4}, Layout(4, 2)),
+        ({"sessions": 8, "servers": 2}, Layout(2, 4, ((0, 4), (4, 8)))),
+        ({"sessions": 8, "sessions_per_server": 3}, Layout(3, 3, ((0, 3), (3, 5), (5, 8)))),
+        ({"sessions": 8, "one_server": True}, Layout(1, 8, ((0, 8),))),
+        ({"sessions": 8, "one_server": True, "servers": 4}, Layout(4, 2, ((0, 2), (2, 4), (4, 6), (6, 8)))),
+        ({"sessions": 8, "batch_size": 2}, Layout(4, 2, ((0, 2), (2, 4), (4, 6), (6, 8)))),
+        ({"sessions": 8, "batch_size": 8, "one_server": True}, Layout(1, 8, ((0, 8),))),  # lockstep
+        ({"sessions": 8, "batch_size": 2, "servers": 1}, Layout(1, 8, ((0, 8),))),  # told
     ],
 )
 def test_plan_layout(arguments, layout):
+    """The layout says which sub-envs each server serves, and EnvPool's batches fill whole servers."""
     assert plan_layout(**arguments) == layout
 
 
-def test_plan_layout_asks_the_provider_when_not_told(monkeypatch):
+def test_plan_layout_asks_the_provider_only_when_not_told():
+    def not_asked():
+        raise AssertionError("the provider was asked, though told")
+
+    assert plan_layout(9, preferred_count=lambda: 3, one_server=True) == Layout(3, 3, ((0, 3), (3, 6), (6, 9)))
+    assert plan_layout(9, preferred_count=lambda: None, one_server=True) == Layout(1, 9, ((0, 9),))
+    assert plan_layout(9, preferred_count=not_asked, servers=1) == Layout(1, 9, ((0, 9),))
+    assert plan_layout(9, preferred_count=not_asked, batch_size=3) == Layout(3, 3, ((0, 3), (3, 6), (6, 9)))
+
+
+def test_make_options_lays_out_the_fleet_once(monkeypatch):
+    """MakeOptions.fleet decides the layout (the provider named asked for its count when not told) and
+    the fleet holds it: how many servers, and which sub-envs each serves."""
     monkeypatch.setattr(ProcessProvider, "preferred_count", classmethod(lambda cls, **options: 3))
-    assert plan_layout(9, provider="process", one_server=True) == Layout(3, 3)
-    assert plan_layout(9, provider="process", servers=1) == Layout(1, 9)  # told: not asked
+    fleet = MakeOptions.parse(server="CartPole-v1").fleet(9, one_server=True)
+    assert fleet.layout == Layout(3, 3, ((0, 3), (3, 6), (6, 9)))
+    assert [provider.max_sessions for provider in fleet.providers] == [3, 3, 3]
+    told = MakeOptions.parse(server="CartPole-v1").fleet(9, servers=1)
+    assert told.layout == Layout(1, 9, ((0, 9),)) and len(told) == 1
+    single = MakeOptions.parse(server="CartPole-v1").fleet()  # one env's server, as the provider makes it
+    assert single.layout == Layout() and single.providers[0].max_sessions is None
+
+
+def test_running_servers_and_a_given_provider_are_laid_out_as_they_are():
+    urls = ("http://127.0.0.1:1", "http://127.0.0.1:2")
+    attached = MakeOptions.parse(base_urls=urls).fleet(5)
+    assert attached.layout == even_layout(5, 2) == Layout(2, None, ((0, 2), (2, 5)))
+    given = FakeProvider("given")
+    assert MakeOptions.parse(provider=given).fleet(4).layout == Layout(1, None, ((0, 4),))
+    with pytest.raises(ValueError, match="servers= is the number of servers to start"):
+        MakeOptions.parse(base_urls=urls).fleet(4, servers=2)
+    with pytest.raises(ValueError, match="servers must be at least 1"):
+        MakeOptions.parse(provider=given).fleet(4, servers=0)
 
 
 def test_build_providers():
