@@ -4,8 +4,7 @@ gets from a stock openenv-core MCPEnvironment (FastMCP tools) offering the same 
 from __future__ import annotations
 
 import pytest
-from openenv.core.generic_client import GenericEnvClient  # test dependencies: openenv-gym[test]
-from openenv.core.mcp_client import MCPToolClient
+from openenv.core.mcp_client import MCPToolClient  # a test dependency: openenv-gym[test]
 
 from openenv_gym.providers import ProcessProvider
 from tests.utils import openenv_core_servers, run_async
@@ -73,12 +72,3 @@ def _call(name: str, **arguments):
     from openenv.core.env_server.mcp_types import CallToolAction
 
     return CallToolAction(tool_name=name, arguments=arguments)
-
-
-def test_generic_client_still_drives_echo_by_message(urls):
-    """Echo keeps its message form beside the tools."""
-    with GenericEnvClient(base_url=urls["ours"]).sync() as client:
-        client.reset()
-        result = client.step({"message": "hello"})
-    assert result.observation == {"echoed_message": "hello", "message_length": 5}
-    assert result.reward == pytest.approx(0.5)
