@@ -231,6 +231,7 @@ PLAIN_ENV_MODULES = {
     "openenv_gym.client._session": "what the sync and async connections share",
     "openenv_gym.client.session_kind": "the plain session's kind",
     "openenv_gym.client.sync_connection": "the blocking connection",
+    "openenv_gym.client.seed_check": "a seeded reset checked where the server cannot say it keeps seeds",
     "openenv_gym.client.sync_client": "EnvClient",
     "openenv_gym.client._holding": "what every client does with the connection it holds",
     "openenv_gym.client.step_transport": "how a session's steps travel (the shared-memory link loads when taken)",
