@@ -4,6 +4,7 @@ answers them, the server's token and session limit, the idle timeout."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -145,3 +146,16 @@ def test_a_socket_answers_as_openenv_cores_does():
     ]
     for key in ("content", "structured_content", "data", "is_error"):
         assert ours[0]["result"][key] == stock[0]["result"][key], key
+
+
+def test_stopping_the_server_closes_an_open_sockets_env():
+    with contextlib.ExitStack() as sockets:  # the socket outlives the server
+        with running_server(ToolboxEnvironment) as server:
+            socket = sockets.enter_context(connect(socket_url(server.url)))
+            session_id = call(socket, "openenv/session/create")["result"]["session_id"]
+            env = server._mcp._sessions[session_id].env
+        # The server stopped with the socket open: it said why, and closed the socket's env.
+        with pytest.raises(ConnectionClosed) as closed:
+            socket.recv(timeout=30 * UNIT)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+        assert env.release.is_set() and server._mcp.open_sessions == server.active_sessions == 0
