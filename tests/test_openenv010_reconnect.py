@@ -27,6 +27,7 @@ import pytest
 import openenv_gym  # noqa: F401  (registers openenv/Remote-v0)
 from openenv_gym._lost_server import EPISODE_LOST
 from openenv_gym.client import AsyncEnvClient, http_get_json
+from openenv_gym.client._http import http_post_json
 from openenv_gym.errors import ConnectionLostError, SeedNotHonouredError, ServerConnectError
 from tests.ledger_env import ledger_lines
 from tests.openenv010 import HERE, _peer_env, peer_python, run_peer
@@ -216,11 +217,16 @@ def test_010_client_seeds_are_honoured_by_our_server(tmp_path):
 
 def test_010_client_seed_refused_by_our_server_when_the_env_cannot_take_one(tmp_path):
     """An env of ours whose ``reset`` takes no seed: a seeded reset from 0.10's client is refused
-    with the reason (0.10's own server drops the seed and the reset looks seeded); one without a
-    seed goes on."""
+    with the reason (0.10's own server drops the seed and the reset looks seeded), on ``/ws`` and on
+    the stateless ``POST /reset`` (400); one without a seed goes on."""
     port = free_port()
+    url = f"http://127.0.0.1:{port}"
     with ours(port, tmp_path / "ledger", target="tests.ledger_env:UnseededLedgerEnvironment"):
-        seen = run_peer("reconnect_client.py", "seeds", f"http://127.0.0.1:{port}")
+        seen = run_peer("reconnect_client.py", "seeds", url)
+        with pytest.raises(ServerConnectError, match=re.escape("HTTP 400: ")) as http:
+            http_post_json(url, "/reset", {"seed": 3})
+        assert http_post_json(url, "/reset", {})["observation"]["paid"] == 0
+    assert "reset refused: UnseededLedgerEnvironment.reset() takes no seed" in str(http.value)
     refusal = (
         "Server error: reset failed: ValueError: UnseededLedgerEnvironment.reset() takes no seed, so a seeded "
         "reset cannot be honoured: reset without a seed (code: EXECUTION_ERROR)"

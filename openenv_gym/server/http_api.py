@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 
 from ..protocol.http_api import ResetRequest, StepRequest, openapi_document, parse_body, response_body
+from .seeding import refuse_unseedable
 from .session import _accepted_kwargs, factory_error
 from .task_api import task_reset_kwargs
 from .worker import Worker
@@ -99,6 +100,7 @@ class StatelessRoutes:
 
     async def _reset(self, env: Environment[Any, Any, Any], worker: Worker, kwargs: dict[str, Any]) -> Answer:
         try:  # OpenEnv 0.10's split, index and task_spec: a task the env does not serve is the client's error
+            refuse_unseedable(env.reset, kwargs)  # a seed it cannot take is not dropped (server/seeding.py)
             kwargs = task_reset_kwargs(env, kwargs)
         except ValueError as exc:
             return 400, {"detail": "Bad Request", "message": f"reset refused: {exc}"}
