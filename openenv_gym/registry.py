@@ -219,6 +219,15 @@ def builtin_entries() -> list[CatalogEntry]:
             description="Tasks in a git repository through tools: run a command, read_file, write_file, submit",
         ),
         CatalogEntry(
+            id="openenv/Harness-v0",
+            server="openenv_gym.envs.harness:HarnessEnvironment",
+            # No TimeLimit: each model call is a step, and the server truncates at max_calls.
+            max_episode_steps=None,
+            reward_threshold=1.0,
+            description="The Coding tasks solved by a real coding agent (mini-swe-agent); each of its model calls is a step",
+            nondeterministic=True,  # the agent's own ids, times and process scheduling
+        ),
+        CatalogEntry(
             id="openenv/ReasoningGym-v0",
             server="openenv_gym.envs.reasoning:ReasoningGymEnvironment",
             # No TimeLimit: an answer terminates the episode (a limit of 1 would truncate it too).

@@ -23,6 +23,7 @@ EXPECTED_IDS = {
     "openenv/Coding-v0",
     "openenv/CodingTools-v0",
     "openenv/Git-v0",
+    "openenv/Harness-v0",
     "openenv/ReasoningGym-v0",
     "openenv/Remote-v0",
     # Gymnasium's own ids, every family installed (the test dependencies add Box2D and MuJoCo).

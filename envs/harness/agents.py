@@ -1,0 +1,97 @@
+"""The coding agents a harness env runs, and how each is started: its command line for a task, and the
+variables that point it at the env's model endpoint (every harness reads its own).
+
+An agent is started in the task's workspace (its working directory) with a home of its own beside it
+(``agent_home``: its config, its trajectory file, never graded). To add one, write its
+:class:`AgentLaunch` and put it in :data:`AGENTS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["AGENTS", "AgentLaunch", "agent_launch", "model_variables"]
+
+#: The key an agent sends: the endpoint takes any, and no real one is ever handed to an agent.
+DUMMY_KEY = "openenv-gym"
+#: The model name an agent asks for (a trainer's policy answers whatever the name).
+POLICY_MODEL = "policy"
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentLaunch:
+    """How to start one agent.
+
+    Attributes:
+        name: the name ``agent=`` takes.
+        argv: the command line for a task's prompt, given the agent's home.
+        variables: the agent's own variables, given its home (beside :func:`model_variables`).
+    """
+
+    name: str
+    argv: Callable[[str, Path], list[str]]
+    variables: Callable[[Path], dict[str, str]] = lambda home: {}
+
+
+def model_variables(base_url: str, root_url: str) -> dict[str, str]:
+    """The variables that point OpenAI's and Anthropic's SDKs (and litellm, which reads the older
+    ``OPENAI_API_BASE``) at the endpoint: ``base_url`` ends in ``/v1``, Anthropic's SDK adds it itself."""
+    return {
+        "OPENAI_BASE_URL": base_url,
+        "OPENAI_API_BASE": base_url,
+        "OPENAI_API_KEY": DUMMY_KEY,
+        "ANTHROPIC_BASE_URL": root_url,
+        "ANTHROPIC_API_KEY": DUMMY_KEY,
+    }
+
+
+def _mini_swe_agent_argv(prompt: str, home: Path) -> list[str]:
+    # -y: no confirmation of each command; --exit-immediately: no prompt once it submits. The
+    # model is litellm's "openai/..." (chat completions at OPENAI_API_BASE); no cost limit, as the
+    # endpoint reports none.
+    return [
+        sys.executable,
+        "-m",
+        "minisweagent.run.mini",
+        "-y",
+        "--exit-immediately",
+        "--model",
+        f"openai/{POLICY_MODEL}",
+        "--cost-limit",
+        "0",
+        "--task",
+        prompt,
+        "--output",
+        str(home / "trajectory.json"),
+    ]
+
+
+def _mini_swe_agent_variables(home: Path) -> dict[str, str]:
+    return {
+        "MSWEA_CONFIGURED": "true",  # no first-run set-up questions
+        "MSWEA_GLOBAL_CONFIG_DIR": str(home),
+        "MSWEA_COST_TRACKING": "ignore_errors",  # the policy has no price
+        "MSWEA_SILENT_STARTUP": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # litellm would fetch its price list at import
+    }
+
+
+#: The agents ``agent=`` names.
+AGENTS: dict[str, AgentLaunch] = {
+    "mini-swe-agent": AgentLaunch("mini-swe-agent", _mini_swe_agent_argv, _mini_swe_agent_variables),
+}
+
+
+def agent_launch(name: str) -> AgentLaunch:
+    """The launch of agent ``name``.
+
+    Raises:
+        ValueError: no such agent; the message lists them.
+    """
+    try:
+        return AGENTS[name]
+    except KeyError:
+        raise ValueError(f"no agent {name!r}: the harness env runs {sorted(AGENTS)}") from None

@@ -1,0 +1,147 @@
+"""openenv/Harness-v0 driven end to end with mini-swe-agent, the real agent, as the harness: a scripted
+policy answers each of its model calls with the shell commands it runs (through its own bash tool),
+and the episode is paid by Coding's grader on the file the agent left.
+
+A policy that writes the reference solution and submits earns 1.0; a wrong solution, no file, or a
+process left running earns 0. The call limit truncates the episode; the agent and everything it
+started are killed and its workspace removed at the end, at reset and at close.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+import openenv_gym  # noqa: F401  (registers the envs)
+from openenv_gym.envs.harness import SOLUTION_FILE, HarnessEnvironment, ReplyAction
+from tests.envs.coding_reference import SOLUTIONS
+from tests.utils import UNIT, running_server
+
+pytest.importorskip("minisweagent", reason="mini-swe-agent is the test extra's harness")
+
+pytestmark = pytest.mark.slow
+
+TASK = "clamp-values"
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's own way to finish
+WRONG = "def clamp_values(values, low, high):\n    return list(values)\n"
+# Generous for a loaded machine: the agent starts in seconds, and each call waits on the test.
+LIMITS: dict[str, Any] = {"time_limit_s": 600 * UNIT, "reply_timeout_s": 300 * UNIT}
+
+
+def bash(command: str) -> dict[str, Any]:
+    """mini-swe-agent's action: reasoning text and one call of its bash tool."""
+    return {"content": "Next step.", "tool_calls": [{"function": {"name": "bash", "arguments": {"command": command}}}]}
+
+
+def write(code: str) -> dict[str, Any]:
+    return bash(f"printf %s {shlex.quote(code)} > {SOLUTION_FILE} && cat {SOLUTION_FILE}")
+
+
+def play(env: gym.Env[Any, Any], replies: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float, dict[str, Any]]:
+    """Reset on the task and answer each call with the next reply until the episode ends: every call
+    seen (as the observation's JSON), the reward and the last info."""
+    text, info = env.reset(options={"task_id": TASK})
+    calls = [json.loads(text)]
+    assert info["dialect"] == "chat_completions" and info["task_id"] == TASK
+    for reply in replies:
+        text, reward, terminated, truncated, info = env.step(json.dumps(reply))
+        if terminated or truncated:
+            assert text == ""
+            return calls, reward, info
+        assert reward == 0.0
+        calls.append(json.loads(text))
+    raise AssertionError(f"the episode did not end after {len(replies)} replies")
+
+
+@pytest.fixture(scope="module")
+def env():
+    with running_server(lambda: HarnessEnvironment(**LIMITS), max_sessions=2) as server:
+        made = gym.make("openenv/Harness-v0", base_url=server.url)
+        yield made
+        made.close()
+
+
+def test_a_scripted_policy_solves_a_task_through_mini_swe_agent_and_earns_1(env):
+    """The agent's calls are the observations (its prompt naming the file, its bash tool, then each
+    command's output as the tool's result); the agent runs the policy's commands, and the file it
+    leaves passes every hidden test."""
+    calls, reward, info = play(env, [write(SOLUTIONS[TASK]), bash(SUBMIT)])
+    first, second = calls
+    prompt = first["messages"][-1]["content"]
+    assert first["messages"][-1]["role"] == "user" and "clamp_values" in prompt and SOLUTION_FILE in prompt
+    assert [tool["function"]["name"] for tool in first["tools"]] == ["bash"]
+    assert first["params"]["stream"] is False
+    # The second call holds the first reply and the command's output, as the agent sent them.
+    assert second["messages"][-2]["tool_calls"][0]["function"]["name"] == "bash"
+    result = second["messages"][-1]
+    assert result["role"] == "tool" and "def clamp_values" in result["content"]
+    assert reward == 1.0
+    assert info["end"] == "agent_exited" and info["agent_exit_code"] == 0
+    assert info["tests_passed"] == info["tests_total"] > 0
+
+
+@pytest.mark.parametrize(
+    "replies", [[write(WRONG), bash(SUBMIT)], [bash("ls"), bash(SUBMIT)]], ids=["wrong solution", "no file"]
+)
+def test_a_policy_that_fails_earns_0(env, replies):
+    _, reward, info = play(env, replies)
+    assert reward == 0.0
+    assert info["end"] == "agent_exited"
+    assert info["tests_passed"] < info["tests_total"]
+
+
+def test_the_call_limit_truncates_the_episode_and_stops_the_agent():
+    """max_calls=1: the agent's second call is not answered; the episode is truncated, unpaid, the
+    agent killed; close removes the workspace."""
+    env = HarnessEnvironment(max_calls=1, **LIMITS)
+    try:
+        env.reset(options={"task_id": TASK})
+        run = env.agent_run
+        assert run is not None
+        end = env.step(ReplyAction.model_validate(write(SOLUTIONS[TASK])))
+        assert (end.truncated, end.done, end.reward, end.info["end"]) == (True, False, 0.0, "call_limit")
+        assert run.process.poll() is not None and run.leftover_pids() == []
+        with pytest.raises(RuntimeError, match="ended"):
+            env.step(ReplyAction(content="more"))
+    finally:
+        env.close()
+    assert not run.root.exists()
+
+
+def test_a_process_left_running_earns_nothing_and_is_killed():
+    """A right solution, but a process started in a session of its own and left running: reward 0,
+    and the process is killed with the episode."""
+    env = HarnessEnvironment(**LIMITS)
+    try:
+        env.reset(options={"task_id": TASK})
+        run = env.agent_run
+        assert run is not None
+        env.step(ReplyAction.model_validate(write(SOLUTIONS[TASK])))
+        env.step(ReplyAction.model_validate(bash("setsid nohup sleep 600 > /dev/null 2>&1 &")))
+        end = env.step(ReplyAction.model_validate(bash(SUBMIT)))
+        assert end.done and end.info["left_processes_running"] is True
+        assert end.info["tests_passed"] == end.info["tests_total"]
+        assert end.reward == 0.0
+        assert run.leftover_pids() == []
+    finally:
+        env.close()
+
+
+def test_reset_stops_the_running_agent_and_removes_its_workspace():
+    env = HarnessEnvironment(**LIMITS)
+    try:
+        env.reset(options={"task_id": TASK})
+        first = env.agent_run
+        assert first is not None and first.process.poll() is None
+        env.reset(options={"task_id": TASK})
+        assert first.process.poll() is not None and first.leftover_pids() == []
+        assert not first.root.exists()
+        second = env.agent_run
+        assert second is not None and second.workspace.is_dir()
+    finally:
+        env.close()
+    assert not second.root.exists() and second.process.poll() is not None
