@@ -163,6 +163,10 @@ class ModelEndpoint:
             await _Connection(self, reader, writer).run()
         except (ConnectionError, asyncio.IncompleteReadError, h11.ProtocolError) as exc:
             logger.debug("model endpoint: connection dropped (%s)", exc)
+        except asyncio.CancelledError:
+            # Closed: the connection ends here. Left cancelled, the task would have asyncio's stream
+            # callback log a traceback for it.
+            pass
         finally:
             self._connections.discard(task)
             writer.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -161,12 +162,14 @@ def test_a_reply_that_is_no_reply_leaves_the_call_waiting(endpoint, agent_thread
     assert agent.result(WAIT) == ("done", [])
 
 
-def test_a_closed_endpoint_drops_its_agents_calls(agent_thread):
-    """Closing (the episode ends) fails the agent's waiting call and refuses new ones."""
+def test_a_closed_endpoint_drops_its_agents_calls(agent_thread, caplog):
+    """Closing (the episode ends) fails the agent's waiting call, quietly, and refuses new ones."""
     endpoint = ModelEndpoint(reply_timeout=WAIT)
     agent = agent_thread.submit(_chat, endpoint, False)
     assert endpoint.next_call(timeout=WAIT) is not None
-    endpoint.close()
+    with caplog.at_level(logging.ERROR):
+        endpoint.close()
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
     with pytest.raises(openai.APIConnectionError):
         agent.result(WAIT)
     with pytest.raises(openai.APIConnectionError):
