@@ -132,6 +132,23 @@ def test_servers_without_the_task_api_take_no_split():
             gym.make("openenv/Remote-v0", base_url=server.url, split="test")
 
 
+def test_the_default_vector_env_over_the_task_env(task_url):
+    envs = gym.make_vec("openenv/Remote-v0", num_envs=2, base_url=task_url, split="test")
+    try:
+        observations, infos = envs.reset(seed=[0, 1])
+        assert set(observations["prompt"]) <= set(TEST.values())
+        observations, infos = envs.reset(options={"task_id": "mul-1"})
+        assert list(observations["prompt"]) == [TRAIN["mul-1"]] * 2 and list(infos["task_id"]) == ["mul-1"] * 2
+        _, rewards, terminated, _, _ = envs.step({"answer": ["42", "41"]})
+        assert list(rewards) == [1.0, 0.0] and list(terminated) == [True, True]
+        observations, *_ = envs.step({"answer": ["", ""]})  # NextStep: the autoresets draw from the default split
+        assert set(observations["prompt"]) <= set(TEST.values())
+        observations, infos = envs.reset(options={"split": "train", "index": 4})
+        assert list(infos["task_id"]) == ["pow-1"] * 2
+    finally:
+        envs.close()
+
+
 def test_make_vec_over_the_task_env(task_url):
     envs = gym.make_vec("openenv/Remote-v0", num_envs=2, vectorization_mode="sync", base_url=task_url, split="train")
     try:
@@ -145,10 +162,16 @@ def test_make_vec_over_the_task_env(task_url):
         envs.close()
 
 
-def test_sample_tasks_over_make_vec_of_the_task_env(task_url):
-    disabled = {"autoreset_mode": gym.vector.AutoresetMode.DISABLED}
-    envs = gym.make_vec("openenv/Remote-v0", 2, vectorization_mode="sync", vector_kwargs=disabled, base_url=task_url)
-    envs = SampleTasks(envs, SequentialSampler(list(TEST)), group_size=2)
+@pytest.mark.parametrize("vectorization", ["default", "sync"])
+def test_sample_tasks_over_make_vec_of_the_task_env(task_url, vectorization):
+    disabled = gym.vector.AutoresetMode.DISABLED
+    if vectorization == "sync":  # Gymnasium's SyncVectorEnv of RemoteEnvs
+        options: dict[str, Any] = {"vectorization_mode": "sync", "vector_kwargs": {"autoreset_mode": disabled}}
+    else:  # our RemoteVectorEnv: a plain session per sub-env
+        options = {"autoreset_mode": disabled}
+    envs = SampleTasks(
+        gym.make_vec("openenv/Remote-v0", 2, base_url=task_url, **options), SequentialSampler(list(TEST)), group_size=2
+    )
     try:
         observations, infos = envs.reset(seed=0)
         played = [(list(infos["task_id"]), list(observations["prompt"]))]

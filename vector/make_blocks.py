@@ -87,7 +87,7 @@ def make_blocks(
     codec = BatchCodec(face, num_envs, name, copy=copy, check_actions=check_actions)
     if serving.batched:
         return codec, batch_blocks(placed, batch_client, codec=wire_codec, **options)
-    return codec, plain_blocks(placed, serving.tool_schema, **options)
+    return codec, plain_blocks(placed, serving.tool_schema, task_resets=serving.task_resets, **options)
 
 
 def open_blocks(

@@ -5,13 +5,15 @@ with Gymnasium's autoreset applied on the client by the same rule the batch serv
 :class:`~openenv_gym.face.Face` converts actions and frames: :class:`~openenv_gym.face.WireFace`
 passes wire objects through (the vector env decodes them with the spaces, a batch at a time),
 :class:`~openenv_gym.tool_face.ToolFace` makes tool calls of text. (``Face`` and ``WireFace`` are
-re-exported here, where they were defined before.)
+re-exported here, where they were defined before.) On a server with OpenEnv 0.10's Task API, its
+client's resets (the caller's and the autoresets) pick tasks as that server takes them
+(:class:`~openenv_gym.client.task_resets.TaskResets`).
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openenv_gym.client.sync_client import EnvClient
 from openenv_gym.errors import RemoteError
@@ -26,6 +28,9 @@ from openenv_gym.protocol.batch import (
     Mask,
     Seeds,
 )
+
+if TYPE_CHECKING:
+    from openenv_gym.client.task_resets import TaskResets
 
 __all__ = ["Face", "PlainSessionBatch", "WireFace"]
 
@@ -54,9 +59,11 @@ class PlainSessionBatch:
         face: Face | None = None,
         *,
         render_mode: str | None = None,
+        task_resets: TaskResets | None = None,
         **kwargs: Any,
     ) -> None:
         self.client = EnvClient(base_url, **kwargs)
+        self.client.kind.task_resets = task_resets
         if render_mode is not None:
             self.client.ask_render_mode(render_mode)
         self.rule = AutoresetRule(autoreset_mode)

@@ -199,6 +199,8 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         }
         if base_url is not None and base_urls:
             raise ValueError("pass base_url= (one server) or base_urls= (several), not both")
+        # For running servers, split= is their resets' default split (a Task API server's), not an env argument.
+        split = kwargs.pop("split", None) if base_url is not None or base_urls else None
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         # Started servers: one for all sub-envs if one vector env will likely step them (a guess).
         one_server = likely_one_vector_env(server, vector_backend, self.autoreset_mode.value)
@@ -254,6 +256,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
                 timeout=open_timeout,
                 token=self._fleet.token,
                 render_mode=render_mode,
+                split=split,
             )
             self.render_mode = render_mode
             self._renders = serving.render_mode is not None
