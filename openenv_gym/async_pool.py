@@ -94,6 +94,9 @@ class AsyncEnvPool:
         self.size = size
         self.acquire_timeout = acquire_timeout
         options, self.max_episode_steps = spec_options(env_id, make_kwargs)
+        from .task_catalog import attached_split  # loaded when a pool is made: importing stays light
+
+        self._split = attached_split(options)  # for running servers: their resets' default split
         self._options = MakeOptions.parse(**options)  # a spec's sessions_per_server is make_vec's, not this pool's
         self.open_timeout = self._options.timeouts.open
         self.call_timeout = self._options.timeouts.call
@@ -161,6 +164,7 @@ class AsyncEnvPool:
                 self._token_of(first.provider),
                 env_id=self.env_id,
                 max_episode_steps=self.max_episode_steps,
+                split=self._split,
             )
             ranges = split(self.size, len(self._servers))
             targets = [server for server, (start, stop) in zip(self._servers, ranges) for _ in range(stop - start)]

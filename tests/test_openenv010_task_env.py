@@ -16,7 +16,7 @@ import gymnasium as gym
 import pytest
 
 import openenv_gym
-from openenv_gym import AsyncEnvPool
+from openenv_gym import AsyncEnvPool, make_async
 from openenv_gym.client.task_api import task_api_of
 from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.errors import ServerConnectError
@@ -209,7 +209,14 @@ def test_a_curriculum_samples_the_servers_tasks(task_url):
 def test_task_groups_of_a_pool_on_the_task_env(task_url):
     async def play() -> list[tuple[str, list[str], list[float]]]:
         played = []
-        async with AsyncEnvPool("openenv/Remote-v0", size=2, base_url=task_url) as pool:
+        single = await make_async("openenv/Remote-v0", base_url=task_url, split="test")
+        drawn = {(await single.reset(seed=seed))[0]["prompt"] for seed in range(6)}  # from the default split
+        await single.aclose()
+        async with AsyncEnvPool("openenv/Remote-v0", size=2, base_url=task_url, split="test") as pool:
+            env = await pool.acquire()
+            drawn |= {(await env.reset(seed=seed))[0]["prompt"] for seed in range(6)}
+            await env.aclose()
+            assert drawn <= set(TEST.values())
             sampler = SequentialSampler(list(TEST))
             for _ in TEST:
                 group = await TaskGroup.start(pool, sampler, size=2)
