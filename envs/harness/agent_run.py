@@ -1,8 +1,9 @@
 """`AgentRun`: one episode's agent process, its workspace and the model endpoint it calls.
 
 The run owns a directory with two parts: ``workspace`` (the agent's working directory, which the
-grader reads once the agent is done) and ``agent`` (the agent's home: its config, its trajectory and
-its log, never graded). :meth:`AgentRun.close` kills the agent and every process it started, closes
+grader reads once the agent is done) and ``agent`` (the agent's home: its config and its trajectory,
+never graded); beside them the agent's log and, when the agent is confined (:mod:`.agent_sandbox`),
+the endpoint's Unix socket. :meth:`AgentRun.close` kills the agent and every process it started, closes
 the endpoint and removes the directory.
 
 Agents start each command in a session of its own (mini-swe-agent does), so the agent's process group
@@ -14,16 +15,19 @@ escapes the mark: only the sandbox holds those.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from openenv_gym.server.model_endpoint import ModelEndpoint, PendingCall
 
+from .agent_sandbox import AGENT_HOME, AGENT_PORT, sandboxed_argv
 from .agents import AgentLaunch, model_variables
 
 __all__ = ["RUN_MARK", "AgentRun"]
@@ -33,6 +37,8 @@ RUN_MARK = "OPENENV_GYM_HARNESS_RUN"
 
 #: How often a wait for the agent's next call looks whether the agent has exited meanwhile.
 _EXIT_POLL_S = 0.05
+#: Seconds to wait for the agent's processes to go once killed.
+_STOP_TIMEOUT_S = 10.0
 #: The end of the agent's log kept for ``info`` (its own errors, a crash's traceback).
 _LOG_TAIL = 2000
 
@@ -45,38 +51,75 @@ class AgentRun:
         prompt: the task as the agent is given it.
         reply_timeout: seconds each of the agent's calls waits for the env's reply (see
             :class:`~openenv_gym.server.model_endpoint.ModelEndpoint`).
+        bwrap: the bubblewrap executable to confine the agent with (:mod:`.agent_sandbox`);
+            ``None``: the agent runs on the host, as the server's user, its network unrestricted.
+        hidden: paths the confined agent must not read (the task files).
     """
 
-    def __init__(self, launch: AgentLaunch, prompt: str, reply_timeout: float) -> None:
+    def __init__(
+        self, launch: AgentLaunch, prompt: str, reply_timeout: float, bwrap: str | None, hidden: Sequence[str] = ()
+    ) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="openenv-harness-"))
         self.workspace = self.root / "workspace"
         self.home = self.root / "agent"
         self.workspace.mkdir()
         self.home.mkdir()
-        self.log_path = self.home / "agent.log"
-        self.endpoint = ModelEndpoint(reply_timeout=reply_timeout)
-        self.started = time.monotonic()
-        variables = {
-            **os.environ,
-            **launch.variables(self.home),
-            **model_variables(self.endpoint.base_url, self.endpoint.root_url),
-            "HOME": str(self.home),
-            RUN_MARK: self.root.name,
-        }
+        self.log_path = self.root / "agent.log"  # outside the agent's reach: what it printed, as it printed it
+        self.sandboxed = bwrap is not None
+        self._status: int | None = None
+        self._left_running: bool | None = None
+        mark = {RUN_MARK: self.root.name}
+        pass_fds: list[int]
         try:
+            if bwrap is None:
+                self.endpoint = ModelEndpoint(reply_timeout=reply_timeout)
+                variables = {
+                    **os.environ,
+                    **launch.variables(self.home),
+                    **model_variables(self.endpoint.base_url, self.endpoint.root_url),
+                    "HOME": str(self.home),
+                    **mark,
+                }
+                argv, pass_fds = launch.argv(prompt, self.home), []
+            else:
+                socket_path = self.root / "endpoint.sock"
+                self.endpoint = ModelEndpoint(reply_timeout=reply_timeout, unix_socket=str(socket_path))
+                inside = {
+                    "PATH": "/usr/local/bin:/usr/bin:/bin",
+                    "LANG": "C.UTF-8",
+                    **launch.variables(Path(AGENT_HOME)),
+                    **model_variables(f"http://127.0.0.1:{AGENT_PORT}/v1", f"http://127.0.0.1:{AGENT_PORT}"),
+                    "HOME": AGENT_HOME,
+                    **mark,
+                }
+                self._status, status_write = os.pipe()
+                argv = sandboxed_argv(
+                    bwrap,
+                    launch.argv(prompt, Path(AGENT_HOME)),
+                    workspace=self.workspace,
+                    home=self.home,
+                    socket_path=socket_path,
+                    variables=inside,
+                    status_fd=status_write,
+                    hidden=hidden,
+                )
+                variables, pass_fds = {**os.environ, **mark}, [status_write]
+            self.started = time.monotonic()
             with self.log_path.open("wb") as log:
                 self.process = subprocess.Popen(
-                    launch.argv(prompt, self.home),
+                    argv,
                     cwd=self.workspace,
                     env=variables,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
+                    pass_fds=pass_fds,
                     start_new_session=True,  # its own process group: close kills whatever it started
                 )
+            for descriptor in pass_fds:
+                os.close(descriptor)
         except BaseException:
-            self.endpoint.close()
-            shutil.rmtree(self.root, ignore_errors=True)
+            self.close()
             raise
 
     def next_call(self, deadline: float) -> PendingCall | None:
@@ -107,6 +150,21 @@ class AgentRun:
             return ""
         return data[-_LOG_TAIL:].decode("utf-8", "replace")
 
+    def left_running(self) -> bool:
+        """Whether the agent, once it exited, left a process of its own running. Confined, its relay
+        says (the sandbox's processes die with it); else any process of the run still alive."""
+        if not self.sandboxed:
+            return bool(self.leftover_pids())
+        if self._left_running is None and self._status is not None:
+            with os.fdopen(self._status, "rb") as status:
+                self._status = None
+                report = status.read(4096)
+            try:
+                self._left_running = bool(json.loads(report)["left_running"])
+            except (ValueError, KeyError, TypeError):
+                self._left_running = False  # the relay was killed: nothing of the sandbox is left
+        return bool(self._left_running)
+
     def leftover_pids(self) -> list[int]:
         """The processes of the run still alive (the agent's own included, if it runs)."""
         mark = f"{RUN_MARK}={self.root.name}".encode()
@@ -126,18 +184,24 @@ class AgentRun:
         """Kill the agent and every process of the run, and reap the agent."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        for _ in range(3):  # a process may fork while the others are killed
-            pids = self.leftover_pids()
-            if not pids:
-                break
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=_STOP_TIMEOUT_S)
+        # Until none is left: a process may fork while the others are killed, and a sandbox's die
+        # with its namespace a moment after bubblewrap.
+        deadline = time.monotonic() + _STOP_TIMEOUT_S
+        while (pids := self.leftover_pids()) and time.monotonic() < deadline:
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=10)
+            time.sleep(_EXIT_POLL_S / 5)
 
     def close(self) -> None:
         """Kill the agent, close its endpoint and remove its directory; idempotent."""
-        self.stop_agent()
-        self.endpoint.close()
+        if hasattr(self, "process"):
+            self.stop_agent()
+        if hasattr(self, "endpoint"):
+            self.endpoint.close()
+        if self._status is not None:
+            os.close(self._status)
+            self._status = None
         shutil.rmtree(self.root, ignore_errors=True)

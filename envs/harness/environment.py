@@ -28,10 +28,10 @@ import uuid
 from typing import Any, Literal
 
 from openenv_gym.errors import ModelCallError
-from openenv_gym.sandbox import Limits
+from openenv_gym.sandbox import Limits, SandboxUnavailableError, find_bwrap
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 from openenv_gym.server.model_endpoint import PendingCall
-from openenv_gym.server.task_sets import TaskSet, TaskSource
+from openenv_gym.server.task_sets import TaskSet, TaskSource, choice_error
 
 from ..coding.environment import MAX_CODE_LENGTH
 from ..coding.harness import grade, task_sandbox
@@ -100,6 +100,9 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
         reply_timeout_s: seconds each of the agent's calls waits for a step before the agent is
             answered with a 504.
         sandbox: the grader's sandbox: ``"bubblewrap"`` (the default) or ``"none"``.
+        agent_sandbox: ``"bubblewrap"`` (the default) confines the agent (:mod:`.agent_sandbox`: no
+            network but its model endpoint, the task files hidden), ``"none"`` runs it on the
+            host as the server's user: only for a trusted agent and policy.
         limits: :class:`~openenv_gym.sandbox.Limits` fields of the grader's runs.
 
     Raises:
@@ -123,6 +126,7 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
         time_limit_s: float = DEFAULT_TIME_LIMIT_S,
         reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S,
         sandbox: Literal["bubblewrap", "none"] = "bubblewrap",
+        agent_sandbox: Literal["bubblewrap", "none"] = "bubblewrap",
         limits: dict[str, Any] | None = None,
         splits: dict[str, float] | None = None,
         split_seed: int = 0,
@@ -139,6 +143,13 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
         self.limits = Limits(**(limits or {}))
         self.task_set = TaskSet(select_tasks(tasks, difficulties), splits=splits, split_seed=split_seed, split=split)
         self._sandbox = task_sandbox(tasks, self.limits, sandbox)  # raises if no sandbox here
+        if agent_sandbox not in ("bubblewrap", "none"):
+            raise choice_error("agent_sandbox", agent_sandbox, ("bubblewrap", "none"))
+        self._bwrap = find_bwrap() if agent_sandbox == "bubblewrap" else None
+        if agent_sandbox == "bubblewrap" and self._bwrap is None:
+            raise SandboxUnavailableError(
+                "no bubblewrap here to confine the agent: install it, or pass agent_sandbox='none'"
+            )
         self._rng = random.Random()
         self._task: Task | None = None
         self._run: AgentRun | None = None
@@ -159,7 +170,9 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
             episode_id=episode_id or str(uuid.uuid4()), task_id=task.task_id, agent=self.launch.name
         )
         self._deadline = time.monotonic() + self.time_limit_s
-        self._run = AgentRun(self.launch, task_prompt(task), self.reply_timeout_s)
+        self._run = AgentRun(
+            self.launch, task_prompt(task), self.reply_timeout_s, self._bwrap, self._sandbox.hidden_paths
+        )
         return self._next_observation()
 
     def step(self, action: ReplyAction) -> ModelCallObservation:
@@ -225,7 +238,7 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
         assert self._run is not None and self._task is not None
         run = self._run
         exit_code = run.exit_code
-        left_running = exit_code is not None and bool(run.leftover_pids())
+        left_running = exit_code is not None and run.left_running()
         run.stop_agent()
         info: dict[str, Any] = {"task_id": self._task.task_id, "agent": self.launch.name, "end": end}
         info["agent_exit_code"] = exit_code

@@ -61,6 +61,8 @@ class ModelEndpoint:
 
     Args:
         reply_timeout: seconds a call waits for the env's reply before the agent is answered 504.
+        unix_socket: a path to serve on as well, a Unix socket (an agent in a sandbox without
+            network reaches it through a bind mount).
 
     Example:
         >>> endpoint = ModelEndpoint()
@@ -71,7 +73,7 @@ class ModelEndpoint:
         >>> endpoint.close()
     """
 
-    def __init__(self, reply_timeout: float = DEFAULT_REPLY_TIMEOUT) -> None:
+    def __init__(self, reply_timeout: float = DEFAULT_REPLY_TIMEOUT, unix_socket: str | None = None) -> None:
         if reply_timeout <= 0:
             raise ValueError(f"reply_timeout must be positive, got {reply_timeout}")
         self.reply_timeout = reply_timeout
@@ -79,12 +81,17 @@ class ModelEndpoint:
         self._loop = LoopThread(name="openenv-gym-model-endpoint")
         self._connections: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._servers: list[asyncio.Server] = []
         try:
-            self._server = self._loop.run(asyncio.start_server(self._serve, "127.0.0.1", 0), _START_TIMEOUT)
+            self._servers.append(self._loop.run(asyncio.start_server(self._serve, "127.0.0.1", 0), _START_TIMEOUT))
+            if unix_socket is not None:
+                self._servers.append(
+                    self._loop.run(asyncio.start_unix_server(self._serve, unix_socket), _START_TIMEOUT)
+                )
         except BaseException:
-            self._loop.stop()
+            self.close()
             raise
-        self.port: int = self._server.sockets[0].getsockname()[1]
+        self.port: int = self._servers[0].sockets[0].getsockname()[1]
 
     @property
     def base_url(self) -> str:
@@ -147,11 +154,13 @@ class ModelEndpoint:
         self.close()
 
     async def _shut(self) -> None:
-        self._server.close()
+        for server in self._servers:
+            server.close()
         for task in list(self._connections):
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
-        await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
 
     # --- the agent's side ----------------------------------------------------------------------
 

@@ -3,7 +3,8 @@ policy answers each of its model calls with the shell commands it runs (through 
 and the episode is paid by Coding's grader on the file the agent left.
 
 A policy that writes the reference solution and submits earns 1.0; a wrong solution, no file, or a
-process left running earns 0. The call limit truncates the episode; the agent and everything it
+process left running earns 0. The agent runs in its sandbox (no network but its model, the task file
+hidden) unless told otherwise. The call limit truncates the episode; the agent and everything it
 started are killed and its workspace removed at the end, at reset and at close.
 """
 
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 import json
 import shlex
+import socket
+import sys
 from typing import Any
 
 import gymnasium as gym
 import pytest
 
 import openenv_gym  # noqa: F401  (registers the envs)
+from openenv_gym.envs.coding.tasks import BUILTIN_TASKS
 from openenv_gym.envs.harness import SOLUTION_FILE, HarnessEnvironment, ReplyAction
 from tests.envs.coding_reference import SOLUTIONS
 from tests.utils import UNIT, running_server
@@ -94,10 +98,33 @@ def test_a_policy_that_fails_earns_0(env, replies):
     assert info["tests_passed"] < info["tests_total"]
 
 
-def test_the_call_limit_truncates_the_episode_and_stops_the_agent():
+def test_the_confined_agent_reaches_its_model_and_nothing_else():
+    """In its sandbox (the default), the agent's commands can neither read the task file (the hidden
+    tests' expected values) nor reach the host's loopback; its model calls still reach the env."""
+    with socket.create_server(("127.0.0.1", 0)) as host_service:
+        port = host_service.getsockname()[1]
+        reach = f"import socket; socket.create_connection(('127.0.0.1', {port}), 2)"
+        probe = (
+            f"cat {BUILTIN_TASKS} > /dev/null 2>&1 && echo READ-TASKS; "
+            f'{sys.executable} -c "{reach}" > /dev/null 2>&1 && echo REACHED-HOST; echo PROBED'
+        )
+        env = HarnessEnvironment(**LIMITS)
+        try:
+            env.reset(options={"task_id": TASK})
+            after = json.loads(env.step(ReplyAction.model_validate(bash(probe))).observation)
+            output = after["messages"][-1]["content"]
+            assert "PROBED" in output and "READ-TASKS" not in output and "REACHED-HOST" not in output
+            env.step(ReplyAction.model_validate(write(SOLUTIONS[TASK])))
+            assert env.step(ReplyAction.model_validate(bash(SUBMIT))).reward == 1.0
+        finally:
+            env.close()
+
+
+@pytest.mark.parametrize("agent_sandbox", ["bubblewrap", "none"])
+def test_the_call_limit_truncates_the_episode_and_stops_the_agent(agent_sandbox):
     """max_calls=1: the agent's second call is not answered; the episode is truncated, unpaid, the
     agent killed; close removes the workspace."""
-    env = HarnessEnvironment(max_calls=1, **LIMITS)
+    env = HarnessEnvironment(max_calls=1, agent_sandbox=agent_sandbox, **LIMITS)
     try:
         env.reset(options={"task_id": TASK})
         run = env.agent_run
@@ -112,10 +139,11 @@ def test_the_call_limit_truncates_the_episode_and_stops_the_agent():
     assert not run.root.exists()
 
 
-def test_a_process_left_running_earns_nothing_and_is_killed():
+@pytest.mark.parametrize("agent_sandbox", ["bubblewrap", "none"])
+def test_a_process_left_running_earns_nothing_and_is_killed(agent_sandbox):
     """A right solution, but a process started in a session of its own and left running: reward 0,
     and the process is killed with the episode."""
-    env = HarnessEnvironment(**LIMITS)
+    env = HarnessEnvironment(agent_sandbox=agent_sandbox, **LIMITS)
     try:
         env.reset(options={"task_id": TASK})
         run = env.agent_run
