@@ -66,6 +66,15 @@ def test_the_task_api_client_reads_every_route(task_url):
     assert [entry.task_id for entry in api.entries()] == [*TRAIN, *TEST]
 
 
+def test_the_tasks_of_an_env_without_task_ranges_are_listed_whole():
+    with peer_server("task_server.py", "--no-task-range") as url:
+        api = task_api_of(url)
+        assert api is not None
+        with pytest.raises(ServerConnectError, match="HTTP 501"):
+            api.task_range("test", 0, 2)
+        assert [entry.task_id for entry in api.entries()] == [*TRAIN, *TEST]  # from POST /tasks
+
+
 def test_tasks_reads_the_task_api_of_an_openenv_server(task_url):
     env = gym.make("openenv/Remote-v0", base_url=task_url)
     try:

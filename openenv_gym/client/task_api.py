@@ -61,8 +61,8 @@ class TaskApiClient:
     def _path(self, operation: str) -> str:
         return f"/{urllib.parse.quote(self.env_name, safe='')}/{operation}"
 
-    def _post(self, operation: str, body: Mapping[str, Any]) -> Any:
-        return http_post_json(self.base_url, self._path(operation), dict(body), self.timeout, self.token)
+    def _post(self, operation: str, body: Mapping[str, Any], absent: frozenset[int] = frozenset()) -> Any:
+        return http_post_json(self.base_url, self._path(operation), dict(body), self.timeout, self.token, absent=absent)
 
     def splits(self) -> list[str]:
         """The names of the splits, in the server's order.
@@ -93,8 +93,14 @@ class TaskApiClient:
         return list(self._post("task_range", body)["tasks"])
 
     def specs(self) -> dict[str, list[Any]]:
-        """Every split's every task spec: ``task_range`` over its ``num_tasks`` (``tasks`` may be a preview)."""
-        return {split: self.task_range(split, 0, self.num_tasks(split)) for split in self.splits()}
+        """Every split's every task spec: ``task_range`` over its ``num_tasks`` (``tasks`` may be a
+        preview), or ``tasks`` where the env has no ``get_task_range`` (a 501)."""
+        return {split: self._whole_split(split) for split in self.splits()}
+
+    def _whole_split(self, split: str) -> list[Any]:
+        body = GetTaskRangeRequest(split=split, start=0, stop=self.num_tasks(split)).model_dump()
+        answer = self._post("task_range", body, absent=_NOT_SERVED)
+        return self.tasks(split) if answer is None else list(answer["tasks"])
 
     def entries(self) -> list[TaskEntry]:
         """Every task, split by split in the server's order, named (see the module's doc)."""

@@ -11,7 +11,8 @@ observation carries the prompt; a step whose ``answer`` is right pays 1.0 and en
 wrong one pays 0.0 and ends it too. The observation's metadata names the task played.
 
 ``argv[2] == "--no-task-api"`` serves the same env without the ``TaskProvider`` methods (0.10's
-Task API routes then answer 501), still taking ``split`` and ``index`` in ``reset``.
+Task API routes then answer 501), still taking ``split`` and ``index`` in ``reset``;
+``"--no-task-range"`` one whose ``get_task_range`` raises ``NotImplementedError`` (a 501 there alone).
 """
 
 from __future__ import annotations
@@ -125,7 +126,14 @@ class ArithmeticTaskEnv(ArithmeticEnv):
         return [public(task) for task in split_tasks(split)[start:stop]]
 
 
+class ArithmeticTaskEnvWithoutRanges(ArithmeticTaskEnv):
+    def get_task_range(self, split: str, start: int | None = None, stop: int | None = None) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+
+ENVS = {"--no-task-api": ArithmeticEnv, "--no-task-range": ArithmeticTaskEnvWithoutRanges}
+
 if __name__ == "__main__":
-    env = ArithmeticEnv if sys.argv[2:] == ["--no-task-api"] else ArithmeticTaskEnv
+    env = ENVS.get(sys.argv[2] if len(sys.argv) > 2 else "", ArithmeticTaskEnv)
     app = create_app(env, ArithmeticAction, ArithmeticObservation, env_name="arithmetic", max_concurrent_envs=8)
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
