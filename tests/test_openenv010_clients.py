@@ -212,3 +212,16 @@ def test_a_stateless_step_an_env_refuses_before_reset_is_the_clients_409(coding_
         status, _, body = request(url, "POST", "/step", json.dumps({"action": action}), headers)
         assert (status, body["detail"]) == (409, "Conflict"), body
         assert "play an episode on a WebSocket session (/ws)" in body["message"]
+
+
+def test_a_stateless_reset_whose_arguments_the_env_refuses_is_the_clients_400(coding_url):
+    """An unknown task_id, options that are no object: 0.10's server answers 500 (its env raised);
+    ours 400 with the env's reason."""
+    headers = {"Content-Type": "application/json"}
+    unknown = json.dumps({"options": {"task_id": "nope"}})
+    with peer_server("reset_first_server.py") as stock:
+        assert request(stock, "POST", "/reset", unknown, headers)[0] == 500
+    for body, reason in [(unknown, "ValueError: unknown task_id 'nope'"), (json.dumps({"options": 5}), "TypeError")]:
+        status, _, answer = request(coding_url, "POST", "/reset", body, headers)
+        assert (status, answer["detail"]) == (400, "Bad Request"), answer
+        assert answer["message"].startswith(f"reset refused: {reason}")

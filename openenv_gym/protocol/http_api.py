@@ -197,7 +197,7 @@ def _hoisted(schema: dict[str, Any], name: str, schemas: dict[str, Any]) -> None
 
 def _responses(ok: dict[str, Any], *errors: int) -> dict[str, Any]:
     described = {
-        "400": "The request cannot be read",
+        "400": "The request cannot be read, or the env refuses its arguments (an unknown task, a closed split)",
         "401": "The server's token is missing or wrong",
         "409": "A fresh environment (one is made for each request) cannot take this step: it needs a reset first",
         "422": "The body, or the action in it, does not validate",
@@ -240,7 +240,9 @@ def openapi_document(env_schema: dict[str, Any], metadata: dict[str, Any], versi
                 "summary": "Reset a fresh environment and return its first observation",
                 "operationId": "reset",
                 "requestBody": {"required": False, "content": {_JSON: {"schema": _ref("ResetRequest")}}},
-                "responses": _responses(json_body(_ref("ObservationResponse"), "The first observation"), 422, 500, 503),
+                "responses": _responses(
+                    json_body(_ref("ObservationResponse"), "The first observation"), 400, 422, 500, 503
+                ),
             }
         },
         "/step": {

@@ -107,6 +107,12 @@ class StatelessRoutes:
         try:
             observation = await worker.call(True, env.reset, **_accepted_kwargs(env.reset, kwargs))
             frame = env.reset_frame(observation)
+        except (ValueError, TypeError) as exc:
+            if not kwargs:  # nothing of the client's to refuse: the env failed
+                return self._failed("reset", exc, "")
+            # The arguments the client gave, refused (an unknown task_id, options of the wrong type).
+            logger.info("HTTP reset refused its arguments: %s: %s", type(exc).__name__, exc)
+            return 400, {"detail": "Bad Request", "message": f"reset refused: {type(exc).__name__}: {exc}"}
         except Exception as exc:
             return self._failed("reset", exc, "")
         return 200, response_body(frame.observation, frame.reward, frame.done)

@@ -1,6 +1,7 @@
 """Run under OpenEnv 0.10: a stock server (``create_app``, uvicorn on port ``argv[1]``) of an env
 written only against ``openenv``'s base classes whose ``step`` refuses to run before ``reset``, as
-many envs' do; the tests ask it what a stateless ``POST /step`` answers then."""
+many envs' do, and whose ``reset`` refuses an unknown ``task_id``: the tests ask it what the
+stateless ``POST /step`` and ``POST /reset`` answer then."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ class ResetFirstEnvironment(Environment):
         super().__init__()
         self._total: int | None = None
 
-    def reset(self, seed=None, episode_id=None, **kwargs) -> CountObservation:
+    def reset(self, seed=None, episode_id=None, options=None, **kwargs) -> CountObservation:
+        if options is not None and options.get("task_id") not in (None, "count"):
+            raise ValueError(f"unknown task_id {options['task_id']!r}")
         self._total = 0
         return CountObservation(total=0)
 
