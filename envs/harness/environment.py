@@ -226,6 +226,8 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
             return self._end("agent_exited")
         if self._state.step_count >= self.max_calls:
             return self._end("call_limit")
+        if time.monotonic() >= self._deadline:  # the policy's own time ran it out
+            return self._end("time_limit")
         self._pending = pending
         return ModelCallObservation(
             observation=json.dumps(pending.call.observation, separators=(",", ":")),

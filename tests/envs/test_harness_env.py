@@ -14,6 +14,7 @@ import json
 import shlex
 import socket
 import sys
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -21,7 +22,7 @@ import pytest
 
 import openenv_gym  # noqa: F401  (registers the envs)
 from openenv_gym.envs.coding.tasks import BUILTIN_TASKS
-from openenv_gym.envs.harness import SOLUTION_FILE, HarnessEnvironment, ReplyAction
+from openenv_gym.envs.harness import AGENTS, SOLUTION_FILE, AgentLaunch, HarnessEnvironment, ReplyAction
 from tests.envs.coding_reference import SOLUTIONS
 from tests.utils import UNIT, running_server
 
@@ -173,3 +174,53 @@ def test_reset_stops_the_running_agent_and_removes_its_workspace():
     finally:
         env.close()
     assert not second.root.exists() and second.process.poll() is not None
+
+
+# A minimal agent (the standard library's HTTP client): it asks its model until the reply is "bye".
+CHATTY_AGENT = """
+import json, os, urllib.request
+while True:
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "next?"}]}).encode()
+    request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body, {"content-type": "application/json"})
+    if json.load(urllib.request.urlopen(request))["choices"][0]["message"]["content"] == "bye":
+        break
+"""
+
+
+@pytest.fixture
+def chatty_agent(monkeypatch):
+    monkeypatch.setitem(
+        AGENTS, "chatty", AgentLaunch("chatty", lambda prompt, home: [sys.executable, "-c", CHATTY_AGENT])
+    )
+    return "chatty"
+
+
+def test_the_time_limit_truncates_the_episode_the_policy_ran_out(chatty_agent):
+    """The policy's time counts: a call answered after the time limit ends the episode, truncated and
+    unpaid, and the agent is killed."""
+    limit = 5 * UNIT
+    env = HarnessEnvironment(agent=chatty_agent, agent_sandbox="none", time_limit_s=limit)
+    try:
+        first = env.reset(options={"task_id": TASK})  # the clock started inside
+        reset_returned = time.monotonic()
+        assert json.loads(first.observation)["messages"] == [{"role": "user", "content": "next?"}]
+        assert env.step(ReplyAction(content="go on")).info["dialect"] == "chat_completions"
+        time.sleep(max(0.0, reset_returned + limit - time.monotonic()) + 0.1)
+        end = env.step(ReplyAction(content="go on"))
+        assert (end.truncated, end.done, end.reward, end.info["end"]) == (True, False, 0.0, "time_limit")
+        run = env.agent_run
+        assert run is not None and run.process.poll() is not None
+    finally:
+        env.close()
+
+
+def test_an_agent_that_exits_on_its_own_ends_the_episode(chatty_agent):
+    """The agent's exit is the episode's end, graded (here: no file, so 0)."""
+    env = HarnessEnvironment(agent=chatty_agent, agent_sandbox="none", **LIMITS)
+    try:
+        env.reset(options={"task_id": TASK})
+        end = env.step(ReplyAction(content="bye"))
+        assert (end.done, end.truncated, end.reward) == (True, False, 0.0)
+        assert end.info["agent_exit_code"] == 0 and end.info["solution"] == "missing"
+    finally:
+        env.close()
