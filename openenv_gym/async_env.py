@@ -127,8 +127,7 @@ class AsyncRemoteEnv:
         same actions, results and errors (after the end of an episode, ``EpisodeEndedError``)."""
         self._check_open("step")
         core, client = self._core, self._client
-        client.kind.check_can_step()
-        wire = core.wire_action(action)
+        wire = core.wire_action(action, client.kind.check_can_step)  # else the step frame checks it
         if isinstance(wire, tuple):  # a malformed tool call, answered without a round trip
             result = wire
         else:

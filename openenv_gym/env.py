@@ -222,8 +222,7 @@ class RemoteEnv(gym.Env[Any, Any]):
             with said_if_the_server_died(self.provider):
                 result = core.shared_result(client.step_shared(value))
         else:
-            client.kind.check_can_step()
-            wire = core.wire_action(action)
+            wire = core.wire_action(action, client.kind.check_can_step)  # else the step frame checks it
             if isinstance(wire, tuple):  # a malformed tool call, answered without a round trip
                 return wire
             with said_if_the_server_died(self.provider):
@@ -252,8 +251,6 @@ class RemoteEnv(gym.Env[Any, Any]):
     def close(self) -> None:
         """Close the session and stop the server this env started; idempotent."""
         self._closer()
-
-    # Snapshots: the state is kept by the server (openenv_gym.snapshot says more), the rules by the core.
 
     def snapshot(self, *, portable: bool = False) -> Snapshot:
         """Have the server keep the env's current state (its whole env: random generators, time

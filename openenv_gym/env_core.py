@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
 from .errors import InvalidActionError, OpenEnvGymError
 from .face import Face, PublishedSpaces, StepResult, wire_action
+from .protocol.tools import LIST_TOOLS
 from .snapshot import Snapshot, check_support, falls_back, portable_bytes
 from .urls import ws_url
 
@@ -160,13 +161,26 @@ class EnvCore:
 
     # The episode.
 
-    def wire_action(self, action: Any) -> dict[str, Any] | StepResult:
+    def wire_action(self, action: Any, check_can_step: Callable[[], None]) -> dict[str, Any] | StepResult:
         """``action`` as the wire action to send, or the step result to return with nothing sent.
+
+        ``check_can_step`` is the session's episode-end rule. The session's step frame runs it as
+        it is built, so it is run here only where no such frame will be: an invalid action, a call
+        the face answers itself, and listing tools (no step to the session, a step of this env).
+        After the end each of them raises ``EpisodeEndedError``, as a valid step does.
 
         Raises:
             InvalidActionError: ``action`` is not in the action space; nothing may be sent.
+            EpisodeEndedError: the episode ended and nothing will be sent.
         """
-        return wire_action(self.face, action, self.env_id)
+        try:
+            wire = wire_action(self.face, action, self.env_id)
+        except InvalidActionError:
+            check_can_step()  # an ended episode is the error, whatever the action
+            raise
+        if isinstance(wire, tuple) or wire.get("type") == LIST_TOOLS["type"]:
+            check_can_step()
+        return wire
 
     def shared_value(self, action: Any) -> Any:
         """``action`` as a value of the action space, for a step through shared memory (only a face

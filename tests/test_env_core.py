@@ -13,7 +13,7 @@ from gymnasium import spaces
 
 import openenv_gym
 from openenv_gym.env_core import EnvCore, ServerInfo
-from openenv_gym.errors import SnapshotError, SnapshotUnsupportedError
+from openenv_gym.errors import EpisodeEndedError, InvalidActionError, SnapshotError, SnapshotUnsupportedError
 from openenv_gym.face import PublishedSpaces
 from openenv_gym.protocol import ObservationFrame
 from openenv_gym.protocol.snapshot import SnapshotFrame
@@ -47,6 +47,37 @@ def test_env_py_is_a_thin_layer():
     """env.py holds RemoteEnv's calls and no rules of its own: 350 lines at most."""
     source = Path(openenv_gym.__file__).with_name("env.py").read_text(encoding="utf-8")
     assert len(source.splitlines()) <= 350
+
+
+class _AnsweringFace(PublishedSpaces):
+    """A face that answers one action itself and turns another into the step that lists tools."""
+
+    def to_wire(self, action):
+        if action == "answer":
+            return "an error text", 0.0, False, False, {}
+        return {"type": "list_tools"} if action == "tools" else super().to_wire(action)
+
+
+def test_the_wire_action_checks_the_episode_end_only_where_no_step_frame_will():
+    """The session's step frame checks the episode end as it is built; the core runs the check only
+    where none will be (an invalid action, a call the face answers, listing tools), so a step walks
+    the session's rule once, and after the end each of them is the end's error."""
+    checked: list[str] = []
+    env = EnvCore(ServerInfo(HERE, "CartPole-v1", {}), _AnsweringFace(spaces.Discrete(2), spaces.Discrete(3)))
+    assert env.wire_action(1, lambda: checked.append("valid")) == {"action": 1}
+    assert checked == []
+    with pytest.raises(InvalidActionError):
+        env.wire_action(5, lambda: checked.append("invalid"))
+    assert env.wire_action("answer", lambda: checked.append("answered"))[0] == "an error text"
+    assert env.wire_action("tools", lambda: checked.append("tools")) == {"type": "list_tools"}
+    assert checked == ["invalid", "answered", "tools"]
+
+    def ended() -> None:
+        raise EpisodeEndedError("EPISODE_ENDED", "the episode ended")
+
+    for action in (5, "answer", "tools"):
+        with pytest.raises(EpisodeEndedError):
+            env.wire_action(action, ended)
 
 
 def test_a_handle_of_this_server_goes_by_id_and_falls_back_to_its_bytes_only_when_the_id_is_forgotten():

@@ -193,6 +193,40 @@ def test_remote_env_raises_until_reset(counter):
         env.close()
 
 
+@SCHEMAS_ONLY
+def test_a_step_walks_the_episode_end_rule_once_and_an_invalid_action_after_the_end_is_the_end(counter, monkeypatch):
+    """Over the WebSocket, the single and the async env check the episode end once per step (the
+    step frame does), and after the end an action outside the space still raises EpisodeEndedError."""
+    checks = []
+    check_can_step = ClientSession.check_can_step
+    monkeypatch.setattr(ClientSession, "check_can_step", lambda self: checks.append(1) or check_can_step(self))
+    env = gym.make("openenv/Remote-v0", base_url=counter.url)
+    try:
+        env.reset()
+        env.step({"amount": 1})
+        assert len(checks) == 1
+        env.step({"amount": 10})
+        with pytest.raises(EpisodeEndedError):
+            env.step({"amount": "not an amount"})
+    finally:
+        env.close()
+
+    async def episode():
+        env = await make_async("openenv/Remote-v0", base_url=counter.url)
+        try:
+            await env.reset()
+            checks.clear()
+            await env.step({"amount": 1})
+            assert len(checks) == 1
+            await env.step({"amount": 10})
+            with pytest.raises(EpisodeEndedError):
+                await env.step({"amount": "not an amount"})
+        finally:
+            await env.aclose()
+
+    run_async(episode(), timeout=60 * UNIT)
+
+
 def test_the_tool_face_refuses_every_call_after_the_end(toolbox):
     """Even a malformed call, which the face answers itself, is refused once the episode ended."""
     env = gym.make("openenv/Remote-v0", base_url=toolbox.url)
