@@ -99,6 +99,22 @@ def test_a_policy_that_fails_earns_0(env, replies):
     assert info["tests_passed"] < info["tests_total"]
 
 
+def test_make_vec_runs_four_agents_at_once():
+    """Four sessions of one server, each its own agent waiting on its call: the vector env steps them
+    together, and each solves its task."""
+    with running_server(lambda: HarnessEnvironment(**LIMITS), max_sessions=4) as server:
+        envs = gym.make_vec("openenv/Harness-v0", num_envs=4, base_url=server.url)
+        try:
+            calls, _ = envs.reset(options={"task_id": TASK})
+            assert [json.loads(call)["tools"][0]["function"]["name"] for call in calls] == ["bash"] * 4
+            _, rewards, terminated, _, _ = envs.step([json.dumps(write(SOLUTIONS[TASK]))] * 4)
+            assert rewards.tolist() == [0.0] * 4 and not terminated.any()
+            _, rewards, terminated, truncated, _ = envs.step([json.dumps(bash(SUBMIT))] * 4)
+            assert rewards.tolist() == [1.0] * 4 and terminated.all() and not truncated.any()
+        finally:
+            envs.close()
+
+
 def test_the_confined_agent_reaches_its_model_and_nothing_else():
     """In its sandbox (the default), the agent's commands can neither read the task file (the hidden
     tests' expected values) nor reach the host's loopback; its model calls still reach the env."""
