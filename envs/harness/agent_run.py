@@ -80,7 +80,7 @@ class AgentRun:
                     "HOME": str(self.home),
                     **mark,
                 }
-                argv, pass_fds = launch.argv(prompt, self.home), []
+                argv, pass_fds = launch.argv(prompt, self.home, self.endpoint.base_url), []
             else:
                 socket_path = self.root / "endpoint.sock"
                 self.endpoint = ModelEndpoint(reply_timeout=reply_timeout, unix_socket=str(socket_path))
@@ -95,13 +95,14 @@ class AgentRun:
                 self._status, status_write = os.pipe()
                 argv = sandboxed_argv(
                     bwrap,
-                    launch.argv(prompt, Path(AGENT_HOME)),
+                    launch.argv(prompt, Path(AGENT_HOME), f"http://127.0.0.1:{AGENT_PORT}/v1"),
                     workspace=self.workspace,
                     home=self.home,
                     socket_path=socket_path,
                     variables=inside,
                     status_fd=status_write,
                     hidden=hidden,
+                    install_dirs=launch.install_dirs(),
                 )
                 variables, pass_fds = {**os.environ, **mark}, [status_write]
             self.started = time.monotonic()

@@ -45,6 +45,7 @@ def sandboxed_argv(
     variables: Mapping[str, str],
     status_fd: int,
     hidden: Sequence[str] = (),
+    install_dirs: Sequence[str] = (),
 ) -> list[str]:
     """The argv that runs ``agent_argv`` (its paths the sandbox's: :data:`AGENT_WORKSPACE`,
     :data:`AGENT_HOME`) confined, behind the relay, with exactly ``variables`` set; the relay writes
@@ -64,16 +65,15 @@ def sandboxed_argv(
         if os.path.exists(f"/etc/{name}"):
             argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     for prefix in interpreter_prefixes():
-        # The directories above are made empty and traversable (bubblewrap would copy /root's 0700).
-        for parent in reversed(Path(prefix).parents[:-1]):
-            argv += ["--perms", "0755", "--dir", str(parent)]
-        argv += ["--ro-bind", prefix, prefix]
+        argv += _bound_read_only(prefix)
     for path in sorted({os.path.realpath(path) for path in hidden}):
         if os.path.isdir(path):
             argv += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.exists(path):
             argv += ["--ro-bind", "/dev/null", path]
     argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(_TMP_SIZE), "--tmpfs", "/tmp"]
+    for directory in install_dirs:  # after /tmp's tmpfs, which would hide one installed there
+        argv += _bound_read_only(directory)
     argv += ["--bind", str(workspace), AGENT_WORKSPACE, "--bind", str(home), AGENT_HOME]
     argv += ["--perms", "0755", "--dir", "/run", "--ro-bind", str(socket_path), ENDPOINT_SOCKET]
     argv += ["--clearenv"]
@@ -83,3 +83,12 @@ def sandboxed_argv(
     argv += ["--remount-ro", "/", "--chdir", AGENT_WORKSPACE]
     argv += [sys.executable, "-c", relay, ENDPOINT_SOCKET, str(AGENT_PORT), str(status_fd), *agent_argv]
     return argv
+
+
+def _bound_read_only(directory: str) -> list[str]:
+    """Bind ``directory`` read-only, the directories above it made empty and traversable (bubblewrap
+    would copy their host modes, such as /root's 0700)."""
+    argv = []
+    for parent in reversed(Path(directory).parents[:-1]):
+        argv += ["--perms", "0755", "--dir", str(parent)]
+    return [*argv, "--ro-bind", directory, directory]

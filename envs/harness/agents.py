@@ -9,6 +9,7 @@ An agent is started in the task's workspace (its working directory) with a home 
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,13 +28,17 @@ class AgentLaunch:
 
     Attributes:
         name: the name ``agent=`` takes.
-        argv: the command line for a task's prompt, given the agent's home.
+        argv: the command line for a task's prompt, given the agent's home and its model's base URL
+            (``.../v1``, for an agent that reads it from its command line rather than a variable).
         variables: the agent's own variables, given its home (beside :func:`model_variables`).
+        install_dirs: the directories the agent is installed in beyond the interpreter's (bound
+            read-only into its sandbox).
     """
 
     name: str
-    argv: Callable[[str, Path], list[str]]
+    argv: Callable[[str, Path, str], list[str]]
     variables: Callable[[Path], dict[str, str]] = lambda home: {}
+    install_dirs: Callable[[], list[str]] = lambda: []
 
 
 def model_variables(base_url: str, root_url: str) -> dict[str, str]:
@@ -48,7 +53,7 @@ def model_variables(base_url: str, root_url: str) -> dict[str, str]:
     }
 
 
-def _mini_swe_agent_argv(prompt: str, home: Path) -> list[str]:
+def _mini_swe_agent_argv(prompt: str, home: Path, base_url: str) -> list[str]:
     # -y: no confirmation of each command; --exit-immediately: no prompt once it submits. The
     # model is litellm's "openai/..." (chat completions at OPENAI_API_BASE); no cost limit, as the
     # endpoint reports none.
@@ -79,9 +84,44 @@ def _mini_swe_agent_variables(home: Path) -> dict[str, str]:
     }
 
 
+def _codex() -> Path:
+    """The Codex CLI's script (npm's ``@openai/codex``, found on ``PATH``), links resolved."""
+    found = shutil.which("codex")
+    if found is None:
+        raise FileNotFoundError("the Codex CLI is not on PATH: npm install -g @openai/codex")
+    return Path(found).resolve()
+
+
+def _codex_argv(prompt: str, home: Path, base_url: str) -> list[str]:
+    # `exec`: one task, no terminal. Codex's own sandbox is off (the env's confines it), and its
+    # model comes from a provider of its own whose Responses API (SSE over HTTP: the built-in one
+    # also tries a WebSocket) is the endpoint.
+    provider = f'{{name = "openenv-gym", base_url = "{base_url}", env_key = "OPENAI_API_KEY", wire_api = "responses"}}'
+    return [
+        str(_codex()),
+        "exec",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "-c",
+        'model_provider="openenv-gym"',
+        "-c",
+        f"model_providers.openenv-gym={provider}",
+        "--model",
+        POLICY_MODEL,
+        prompt,
+    ]
+
+
+def _codex_install_dirs() -> list[str]:
+    # .../node_modules/@openai/codex/bin/codex.js: the whole node_modules (its platform binary is a
+    # package beside it).
+    return [str(_codex().parents[3])]
+
+
 #: The agents ``agent=`` names.
 AGENTS: dict[str, AgentLaunch] = {
     "mini-swe-agent": AgentLaunch("mini-swe-agent", _mini_swe_agent_argv, _mini_swe_agent_variables),
+    "codex": AgentLaunch("codex", _codex_argv, lambda home: {"CODEX_HOME": str(home)}, _codex_install_dirs),
 }
 
 

@@ -11,10 +11,14 @@ started are killed and its workspace removed at the end, at reset and at close.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import socket
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -206,7 +210,7 @@ while True:
 @pytest.fixture
 def chatty_agent(monkeypatch):
     monkeypatch.setitem(
-        AGENTS, "chatty", AgentLaunch("chatty", lambda prompt, home: [sys.executable, "-c", CHATTY_AGENT])
+        AGENTS, "chatty", AgentLaunch("chatty", lambda prompt, home, base_url: [sys.executable, "-c", CHATTY_AGENT])
     )
     return "chatty"
 
@@ -238,5 +242,64 @@ def test_an_agent_that_exits_on_its_own_ends_the_episode(chatty_agent):
         end = env.step(ReplyAction(content="bye"))
         assert (end.done, end.truncated, end.reward) == (True, False, 0.0)
         assert end.info["agent_exit_code"] == 0 and end.info["solution"] == "missing"
+    finally:
+        env.close()
+
+
+# The Codex CLI, from the npm registry, installed once per machine into the cache: its version pinned,
+# as the endpoint's Responses events are checked against what it reads.
+CODEX_PACKAGE = "@openai/codex@0.171.0"
+
+
+@pytest.fixture(scope="module")
+def codex_on_path():
+    prefix = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "openenv-gym" / "codex-0.171.0"
+    binary = prefix / "node_modules" / ".bin" / "codex"
+    if not binary.exists():
+        npm = shutil.which("npm")
+        result = (
+            subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), CODEX_PACKAGE],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            if npm
+            else None
+        )
+        if result is None or result.returncode != 0:
+            why = "no npm" if result is None else result.stderr[-500:]
+            if os.environ.get("CI"):
+                pytest.fail(f"could not install {CODEX_PACKAGE} from the npm registry: {why}")
+            pytest.skip(f"the npm registry cannot be reached here: {why}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", f"{binary.parent}{os.pathsep}{os.environ['PATH']}")
+        yield
+
+
+def exec_command(command: str) -> ReplyAction:
+    """The Codex CLI's action: a call of its exec_command tool."""
+    call = {"function": {"name": "exec_command", "arguments": {"cmd": command}}}
+    return ReplyAction.model_validate({"content": "Running it.", "tool_calls": [call]})
+
+
+@pytest.mark.parametrize("solves", [True, False], ids=["scripted policy", "wrong policy"])
+def test_the_codex_cli_is_driven_through_its_own_tools(codex_on_path, solves):
+    """Codex (Responses API, streamed) in its sandbox: the policy's exec_command writes the solution
+    and a final text ends the agent's turn, so it exits: 1.0; a policy that only says it is done: 0."""
+    env = HarnessEnvironment(agent="codex", **LIMITS)
+    try:
+        first = env.reset(options={"task_id": TASK})
+        call = json.loads(first.observation)
+        assert first.info["dialect"] == "responses" and call["params"]["stream"] is True
+        assert "exec_command" in [tool["function"]["name"] for tool in call["tools"]]
+        assert "clamp_values" in json.dumps(call["messages"])
+        if solves:
+            after = env.step(exec_command(f"printf %s {shlex.quote(SOLUTIONS[TASK])} > {SOLUTION_FILE} && ls"))
+            result = json.loads(after.observation)["messages"][-1]
+            assert result["role"] == "tool" and SOLUTION_FILE in result["content"]
+        end = env.step(ReplyAction(content="Done."))
+        assert (end.done, end.info["end"], end.info["agent_exit_code"]) == (True, "agent_exited", 0)
+        assert end.reward == (1.0 if solves else 0.0)
     finally:
         env.close()
