@@ -26,7 +26,6 @@ import gymnasium as gym
 
 from .errors import InvalidActionError, OpenEnvGymError
 from .face import Face, PublishedSpaces, StepResult, wire_action
-from .protocol.tools import LIST_TOOLS
 from .snapshot import Snapshot, check_support, falls_back, portable_bytes
 from .urls import ws_url
 
@@ -65,6 +64,15 @@ def reset_kwargs(seed: int | None, options: dict[str, Any] | None) -> dict[str, 
     if options is not None:
         kwargs["options"] = options
     return kwargs
+
+
+def _lists_tools(wire: dict[str, Any]) -> bool:
+    """Whether ``wire`` is OpenEnv's step that lists tools, which a session lets through after the end."""
+    if "type" not in wire:  # no tool env's: the tool calls' module stays unloaded
+        return False
+    from .protocol.tools import LIST_TOOLS
+
+    return bool(wire["type"] == LIST_TOOLS["type"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,7 +186,7 @@ class EnvCore:
         except InvalidActionError:
             check_can_step()  # an ended episode is the error, whatever the action
             raise
-        if isinstance(wire, tuple) or wire.get("type") == LIST_TOOLS["type"]:
+        if isinstance(wire, tuple) or _lists_tools(wire):
             check_can_step()
         return wire
 
