@@ -21,7 +21,6 @@ from openenv_gym.client import DEFAULT_CALL_TIMEOUT, DEFAULT_OPEN_TIMEOUT
 from openenv_gym.client.batch_client import BatchClient
 from openenv_gym.client.vector_client import TRANSPORTS
 from openenv_gym.env import ClosedEnvError, own_frame
-from openenv_gym.errors import RemoteError
 from openenv_gym.make_options import MakeOptions, Timeouts
 from openenv_gym.protocol import RenderFrame
 from openenv_gym.protocol.batch import AutoresetMode as WireAutoresetMode
@@ -38,7 +37,6 @@ from .make_blocks import open_blocks, transport_of
 from .pending import Call, PendingCall
 from .send_recv import SendRecv
 from .serving import Serving, check_attached
-from .sub_env_calls import raised_locally
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -481,7 +479,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
         flight, error = self._pending.wait(Call.CALL, timeout, read_reply)
         error = error or next((outcome for outcome in flight.outcomes if isinstance(outcome, Exception)), None)
         if error is not None:
-            raise raised_locally(error)
+            raise error
         return tuple(value for result in flight.outcomes for value in result.values)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
@@ -496,10 +494,7 @@ class RemoteVectorEnv(VectorEnv[Any, Any, Any]):
 
     def _call_blocks(self, frame: BatchCallFrame) -> tuple[Any, ...]:
         self._check_idle(frame.op)
-        try:
-            results = ask_all(self._blocks, lambda block: block.begin_call(frame))
-        except RemoteError as error:
-            raise raised_locally(error) from error
+        results = ask_all(self._blocks, lambda block: block.begin_call(frame))  # errors as faults.complete raises them
         return tuple(value for result in results for value in result.values)
 
     @property

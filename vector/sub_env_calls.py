@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from openenv_gym.errors import RemoteError
-from openenv_gym.protocol import ErrorCode
 from openenv_gym.protocol.batch import BatchCallFrame
 
 from .faults import ask_all
@@ -22,7 +20,7 @@ if TYPE_CHECKING:
     from .block import Block
     from .remote_vector_env import RemoteVectorEnv
 
-__all__ = ["call_sub_envs", "raised_locally"]
+__all__ = ["call_sub_envs"]
 
 
 def call_sub_envs(
@@ -39,8 +37,8 @@ def call_sub_envs(
     (each in ``0..num_envs-1``), one value each in that order; ``values``: a set's, one per index.
 
     Raises:
-        AttributeError: a sub-env has no attribute ``name`` (as a local env would raise it).
-        RemoteError: another exception on a server.
+        Exception: a sub-env's own, as its type (:func:`~.faults.complete`: ``AttributeError`` for
+            an attribute it lacks, as a local env would raise it), else the server's ``RemoteError``.
         NotImplementedError: the sub-envs are a server-side vector env, not separate envs (for
             ``"wrapped"``, their answer is ``False``: no Gymnasium wrapper wraps them).
     """
@@ -73,26 +71,8 @@ def call_sub_envs(
         )
         for block, positions in asked
     }
-    try:
-        replies = ask_all([block for block, _ in asked], lambda block: block.begin_call(frames[id(block)]))
-    except RemoteError as error:
-        raise raised_locally(error) from error
+    replies = ask_all([block for block, _ in asked], lambda block: block.begin_call(frames[id(block)]))
     for (block, positions), reply in zip(asked, replies):
         for position in positions:  # a reply holds one value per sub-env of the block, None if not asked
             ordered[position] = reply.values[indices[position] - block.start]
     return ordered
-
-
-def raised_locally(error: Exception) -> Exception:
-    """A server's error as the env would raise it in-process: a sub-env's (or a server-side vector
-    env's) ``AttributeError`` as an ``AttributeError``; any other error as it is."""
-    if isinstance(error, RemoteError) and _is_attribute_error(error):
-        local = AttributeError(error.headline())
-        local.__cause__ = error
-        return local
-    return error
-
-
-def _is_attribute_error(error: RemoteError) -> bool:
-    """Whether a server's error is a sub-env's ``AttributeError`` (its message names the exception's type)."""
-    return error.code == ErrorCode.EXECUTION_ERROR.value and ": AttributeError: " in error.message

@@ -37,6 +37,10 @@ VARYING_SHAPE = {SEQUENCE_ID, GRAPH_ID}  # no static shared memory holds their o
 NAP = 3.0  # seconds a Trouble env's action 1 sleeps: far longer than the timeouts the tests give it
 
 
+class Refused(Exception):
+    """An exception of the probe's own, whose text names another type (``Probe.refuse`` raises it)."""
+
+
 class Probe(gym.Env[Any, Any]):
     """Observes (step, running sum, a seeded offset); the reward is the action times ``scale``."""
 
@@ -65,6 +69,10 @@ class Probe(gym.Env[Any, Any]):
     def scaled(self, value: float) -> float:
         """A method for ``call``: ``value`` times the env's scale."""
         return value * self.scale
+
+    def refuse(self) -> None:
+        """A method for ``call`` that raises an exception whose text, not its type, says AttributeError."""
+        raise Refused("refused: AttributeError: in the text only")
 
     def nap(self, seconds: float) -> float:
         """A method for ``call`` that takes ``seconds``."""

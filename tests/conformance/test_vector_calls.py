@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from gymnasium.error import AlreadyPendingCallError, NoAsyncCallError
 
+from openenv_gym import RemoteError
 from tests.utils import UNIT
 
-from .envs import NAP
+from .envs import NAP, Refused
 
 SHORT = 0.2  # a timeout far shorter than NAP
 
@@ -51,3 +52,15 @@ def test_call_wait_times_out_with_multiprocessings_timeout_error(vector_path, se
         envs.call_wait(timeout=SHORT)
     with pytest.warns(UserWarning, match="pending call to `call`"):
         envs.close(terminate=True)
+
+
+def test_a_sub_envs_error_is_judged_by_its_type_not_its_text(vector_path, servers, closing):
+    """An exception whose text names AttributeError is no AttributeError: the error frame's type decides
+    (openenv_gym.protocol.raised: its own type where pickles are trusted, else a RemoteError naming it)."""
+    envs = closing(vector_path(servers))
+    for call in (envs.call, lambda name: (envs.call_async(name), envs.call_wait(timeout=60 * UNIT))):
+        with pytest.raises((Refused, RemoteError), match="in the text only") as raised:
+            call("refuse")
+        assert not isinstance(raised.value, AttributeError)
+    with pytest.raises(AttributeError, match="no_such_attribute"):  # a sub-env's own AttributeError is one
+        envs.get_attr("no_such_attribute")
