@@ -158,15 +158,12 @@ class AsyncRemoteEnv:
         self._check_open("restore")
         core = self._core
         core.check_snapshots(repr(self))
-        snapshot_id = core.restore_id(snapshot)
-        if snapshot_id is None:
-            portable = core.restore_bytes(snapshot)
-        else:
-            try:
-                return core.restored(snapshot, await self._call(self._client.restore(snapshot_id)))
-            except SnapshotError as exc:
-                portable = core.restore_bytes(snapshot, exc)
-        return core.restored(snapshot, await self._call(self._client.restore(portable=portable)))
+        request = core.restore_request(snapshot)
+        try:
+            frame = await self._call(self._client.restore(*request))
+        except SnapshotError as exc:  # by id: the handle's bytes may stand in (EnvCore.restore_request)
+            frame = await self._call(self._client.restore(*core.restore_request(snapshot, exc)))
+        return core.restored(snapshot, frame)
 
     async def release(self, *snapshots: Snapshot) -> None:
         """Have the server drop these snapshots' states (those this session took)."""

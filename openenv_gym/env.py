@@ -269,8 +269,8 @@ class RemoteEnv(gym.Env[Any, Any]):
 
     def restore(self, snapshot: Snapshot) -> tuple[Any, dict[str, Any]]:
         """Put the env back into ``snapshot``'s state; returns that state's observation and info
-        (an episode that had ended is ended again). :meth:`EnvCore.restore_id
-        <openenv_gym.env_core.EnvCore.restore_id>` says which handles go by id, which by their bytes.
+        (an episode that had ended is ended again). :meth:`EnvCore.restore_request
+        <openenv_gym.env_core.EnvCore.restore_request>` says which handles go by id, which by their bytes.
 
         Raises:
             SnapshotError: the state is not kept here and the handle holds no portable bytes (or
@@ -279,15 +279,12 @@ class RemoteEnv(gym.Env[Any, Any]):
         self._check_open("restore")
         core = self._core
         core.check_snapshots(repr(self))
-        snapshot_id = core.restore_id(snapshot)
-        if snapshot_id is None:
-            portable = core.restore_bytes(snapshot)
-        else:
-            try:
-                return core.restored(snapshot, self._client.restore(snapshot_id))
-            except SnapshotError as exc:
-                portable = core.restore_bytes(snapshot, exc)
-        return core.restored(snapshot, self._client.restore(portable=portable))
+        request = core.restore_request(snapshot)
+        try:
+            frame = self._client.restore(*request)
+        except SnapshotError as exc:  # by id: the handle's bytes may stand in (EnvCore.restore_request)
+            frame = self._client.restore(*core.restore_request(snapshot, exc))
+        return core.restored(snapshot, frame)
 
     def release(self, *snapshots: Snapshot) -> None:
         """Have the server drop these snapshots' states (those this session took; others are left)."""

@@ -237,21 +237,22 @@ class EnvCore:
         """The handle of the state the server kept, with the steps counted towards the time limit."""
         return Snapshot.of(frame, self.info.address, self.elapsed_steps)
 
-    def restore_id(self, handle: Snapshot) -> str | None:
-        """The id to restore ``handle`` by, when this env's server keeps it; ``None``: from its bytes."""
-        return handle.id if handle.server == self.info.address else None
-
-    def restore_bytes(self, handle: Snapshot, failed: SnapshotError | None = None) -> bytes:
-        """The bytes to restore ``handle`` from: where its id is not kept, or after the restore by id
-        failed with ``failed`` (which is raised again unless the bytes may stand in).
+    def restore_request(self, handle: Snapshot, failed: SnapshotError | None = None) -> tuple[str | None, bytes | None]:
+        """The restore to send for ``handle``, as ``(snapshot_id, portable)``: by id where this env's
+        server keeps it, else from its bytes. After ``failed`` (the restore sent was refused), its
+        bytes stand in only for an id the server has forgotten; else ``failed`` is raised again.
+        Both envs send the first and, on a ``SnapshotError``, the second: the rule is written here once.
 
         Raises:
-            SnapshotError: ``failed``, when it is not the server having forgotten the id; the
-                handle holds no bytes.
+            SnapshotError: ``failed``, when the bytes may not stand in; the handle holds no bytes
+                where they are needed.
         """
-        if failed is not None and not falls_back(handle, failed):
-            raise failed
-        return portable_bytes(handle, self.env_id)
+        snapshot_id = handle.id if handle.server == self.info.address else None
+        if failed is None and snapshot_id is not None:
+            return snapshot_id, None
+        if failed is not None and (snapshot_id is None or not falls_back(handle, failed)):
+            raise failed  # the bytes were refused, or the refusal was not a forgotten id
+        return None, portable_bytes(handle, self.env_id)
 
     def restored(self, handle: Snapshot, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]:
         """What ``restore`` returns for the server's frame; the time limit counts on from the handle's step."""

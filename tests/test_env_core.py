@@ -81,24 +81,26 @@ def test_the_wire_action_checks_the_episode_end_only_where_no_step_frame_will():
 
 
 def test_a_handle_of_this_server_goes_by_id_and_falls_back_to_its_bytes_only_when_the_id_is_forgotten():
-    """The restore rules: by id on the server that keeps it, else from the bytes; a forgotten id falls
-    back to the bytes, any other refusal is raised as it is, and a handle without bytes says how to get them."""
+    """The restore rules, in one place for both envs: by id on the server that keeps it, else from the
+    bytes; a forgotten id falls back to the bytes, any other refusal (and a refusal of the bytes) is
+    raised as it is, and a handle without bytes says how to get them."""
     env = core()
     here, portable = Snapshot("s1", "ws://127.0.0.1:8000/ws", 10), Snapshot("s2", "ws://127.0.0.1:8000/ws", 10, b"x")
     elsewhere = Snapshot("s3", "ws://127.0.0.1:9000/ws", 10, b"y")
-    assert [env.restore_id(handle) for handle in (here, portable, elsewhere)] == ["s1", "s2", None]
-    assert env.restore_bytes(elsewhere) == b"y"
+    assert [env.restore_request(handle) for handle in (here, portable, elsewhere)] == [
+        ("s1", None),
+        ("s2", None),
+        (None, b"y"),
+    ]
     forgotten = SnapshotError("SNAPSHOT_UNKNOWN", "no such snapshot")
-    assert env.restore_bytes(portable, forgotten) == b"x"
+    assert env.restore_request(portable, forgotten) == (None, b"x")
     refused = SnapshotError("SNAPSHOT_REFUSED", "sealed elsewhere")
-    with pytest.raises(SnapshotError) as raised:
-        env.restore_bytes(portable, refused)
-    assert raised.value is refused
-    with pytest.raises(SnapshotError) as raised:
-        env.restore_bytes(here, forgotten)  # no bytes to stand in: the server's own word
-    assert raised.value is forgotten
+    for handle, failed in ((portable, refused), (here, forgotten), (elsewhere, forgotten)):
+        with pytest.raises(SnapshotError) as raised:  # not the id forgotten, no bytes to stand in, the bytes refused
+            env.restore_request(handle, failed)
+        assert raised.value is failed
     with pytest.raises(SnapshotError, match=r"snapshot\(portable=True\)") as unknown:
-        env.restore_bytes(Snapshot("s4", "ws://127.0.0.1:9000/ws", 10))
+        env.restore_request(Snapshot("s4", "ws://127.0.0.1:9000/ws", 10))
     assert unknown.value.code == "SNAPSHOT_UNKNOWN"
     assert env.releasable((here, elsewhere, portable)) == ("s1", "s2")
 

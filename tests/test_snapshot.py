@@ -270,6 +270,13 @@ def test_the_async_env_snapshots_restores_and_forks():
             finally:
                 for child in children:
                     await child.aclose()
+            # The restore falls back as the single env's does (one rule, EnvCore.restore_request).
+            portable = await env.snapshot(portable=True)
+            await env.release(handle, portable)
+            with pytest.raises(SnapshotError, match="keeps no snapshot"):
+                await env.restore(handle)
+            await env.restore(portable)  # released on the server, restored from its bytes
+            assert_same([await env.step(a) for a in (0, 1, 0)], first)
         finally:
             await env.aclose()
 
