@@ -224,7 +224,7 @@ def builtin_entries() -> list[CatalogEntry]:
             # No TimeLimit: each model call is a step, and the server truncates at max_calls.
             max_episode_steps=None,
             reward_threshold=1.0,
-            description="The Coding tasks solved by a real coding agent (mini-swe-agent, the Codex CLI); each of its model calls is a step",
+            description="The Coding tasks solved by a real coding agent (mini-swe-agent, Codex CLI, Claude Code); each of its model calls is a step",
             nondeterministic=True,  # the agent's own ids, times and process scheduling
         ),
         CatalogEntry(

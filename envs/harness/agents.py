@@ -84,12 +84,22 @@ def _mini_swe_agent_variables(home: Path) -> dict[str, str]:
     }
 
 
-def _codex() -> Path:
-    """The Codex CLI's script (npm's ``@openai/codex``, found on ``PATH``), links resolved."""
-    found = shutil.which("codex")
+def _npm_command(name: str, package: str) -> Path:
+    """The command ``name`` of npm package ``package``, found on ``PATH``, links resolved."""
+    found = shutil.which(name)
     if found is None:
-        raise FileNotFoundError("the Codex CLI is not on PATH: npm install -g @openai/codex")
+        raise FileNotFoundError(f"{name} is not on PATH: npm install -g {package}")
     return Path(found).resolve()
+
+
+def _npm_install_dirs(name: str, package: str) -> list[str]:
+    # .../node_modules/<scope>/<package>/bin/<command>: the whole node_modules (the platform's
+    # binary is a package beside it).
+    return [str(_npm_command(name, package).parents[3])]
+
+
+_CODEX = ("codex", "@openai/codex")
+_CLAUDE = ("claude", "@anthropic-ai/claude-code")
 
 
 def _codex_argv(prompt: str, home: Path, base_url: str) -> list[str]:
@@ -98,7 +108,7 @@ def _codex_argv(prompt: str, home: Path, base_url: str) -> list[str]:
     # also tries a WebSocket) is the endpoint.
     provider = f'{{name = "openenv-gym", base_url = "{base_url}", env_key = "OPENAI_API_KEY", wire_api = "responses"}}'
     return [
-        str(_codex()),
+        str(_npm_command(*_CODEX)),
         "exec",
         "--skip-git-repo-check",
         "--dangerously-bypass-approvals-and-sandbox",
@@ -112,16 +122,33 @@ def _codex_argv(prompt: str, home: Path, base_url: str) -> list[str]:
     ]
 
 
-def _codex_install_dirs() -> list[str]:
-    # .../node_modules/@openai/codex/bin/codex.js: the whole node_modules (its platform binary is a
-    # package beside it).
-    return [str(_codex().parents[3])]
+def _claude_code_argv(prompt: str, home: Path, base_url: str) -> list[str]:
+    # -p: one task, printed; its permission prompts off (the env's sandbox confines it).
+    return [str(_npm_command(*_CLAUDE)), "-p", "--dangerously-skip-permissions", "--model", POLICY_MODEL, prompt]
+
+
+def _claude_code_variables(home: Path) -> dict[str, str]:
+    return {
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        # It refuses to skip permissions as root unless told it runs in a sandbox, which it does.
+        "IS_SANDBOX": "1",
+        # Only the model calls the task needs: no telemetry, no error reports, no update checks.
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
 
 
 #: The agents ``agent=`` names.
 AGENTS: dict[str, AgentLaunch] = {
     "mini-swe-agent": AgentLaunch("mini-swe-agent", _mini_swe_agent_argv, _mini_swe_agent_variables),
-    "codex": AgentLaunch("codex", _codex_argv, lambda home: {"CODEX_HOME": str(home)}, _codex_install_dirs),
+    "codex": AgentLaunch(
+        "codex", _codex_argv, lambda home: {"CODEX_HOME": str(home)}, lambda: _npm_install_dirs(*_CODEX)
+    ),
+    "claude-code": AgentLaunch(
+        "claude-code", _claude_code_argv, _claude_code_variables, lambda: _npm_install_dirs(*_CLAUDE)
+    ),
 }
 
 

@@ -246,20 +246,25 @@ def test_an_agent_that_exits_on_its_own_ends_the_episode(chatty_agent):
         env.close()
 
 
-# The Codex CLI, from the npm registry, installed once per machine into the cache: its version pinned,
-# as the endpoint's Responses events are checked against what it reads.
-CODEX_PACKAGE = "@openai/codex@0.171.0"
+# The agents from the npm registry, each installed once per machine into the cache, its version
+# pinned (the endpoint's answers are checked against what that version reads): the package, its tool
+# that runs a command and that tool's argument, and the dialect it calls its model in.
+NPM_AGENTS = {
+    "codex": ("@openai/codex@0.171.0", "exec_command", "cmd", "responses"),
+    "claude-code": ("@anthropic-ai/claude-code@2.1.197", "Bash", "command", "anthropic_messages"),
+}
 
 
-@pytest.fixture(scope="module")
-def codex_on_path():
-    prefix = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "openenv-gym" / "codex-0.171.0"
-    binary = prefix / "node_modules" / ".bin" / "codex"
-    if not binary.exists():
+@pytest.fixture(scope="module", params=sorted(NPM_AGENTS))
+def npm_agent(request):
+    """The agent's name, its package installed and its command on PATH."""
+    package = NPM_AGENTS[request.param][0]
+    prefix = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "openenv-gym" / "npm" / package
+    if not (prefix / "node_modules" / ".bin").is_dir():
         npm = shutil.which("npm")
         result = (
             subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), CODEX_PACKAGE],
+                [npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), package],
                 capture_output=True,
                 text=True,
                 timeout=600,
@@ -270,32 +275,30 @@ def codex_on_path():
         if result is None or result.returncode != 0:
             why = "no npm" if result is None else result.stderr[-500:]
             if os.environ.get("CI"):
-                pytest.fail(f"could not install {CODEX_PACKAGE} from the npm registry: {why}")
+                pytest.fail(f"could not install {package} from the npm registry: {why}")
             pytest.skip(f"the npm registry cannot be reached here: {why}")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PATH", f"{binary.parent}{os.pathsep}{os.environ['PATH']}")
-        yield
-
-
-def exec_command(command: str) -> ReplyAction:
-    """The Codex CLI's action: a call of its exec_command tool."""
-    call = {"function": {"name": "exec_command", "arguments": {"cmd": command}}}
-    return ReplyAction.model_validate({"content": "Running it.", "tool_calls": [call]})
+        patch.setenv("PATH", f"{prefix / 'node_modules' / '.bin'}{os.pathsep}{os.environ['PATH']}")
+        yield request.param
 
 
 @pytest.mark.parametrize("solves", [True, False], ids=["scripted policy", "wrong policy"])
-def test_the_codex_cli_is_driven_through_its_own_tools(codex_on_path, solves):
-    """Codex (Responses API, streamed) in its sandbox: the policy's exec_command writes the solution
-    and a final text ends the agent's turn, so it exits: 1.0; a policy that only says it is done: 0."""
-    env = HarnessEnvironment(agent="codex", **LIMITS)
+def test_an_npm_agent_is_driven_through_its_own_tools(npm_agent, solves):
+    """The Codex CLI (Responses, streamed) and Claude Code (Anthropic Messages, streamed), each in its
+    sandbox: the policy's call of the agent's own shell tool writes the solution and a final text ends
+    the agent's turn, so it exits: 1.0; a policy that only says it is done: 0."""
+    _, tool, argument, dialect = NPM_AGENTS[npm_agent]
+    env = HarnessEnvironment(agent=npm_agent, **LIMITS)
     try:
         first = env.reset(options={"task_id": TASK})
         call = json.loads(first.observation)
-        assert first.info["dialect"] == "responses" and call["params"]["stream"] is True
-        assert "exec_command" in [tool["function"]["name"] for tool in call["tools"]]
+        assert first.info["dialect"] == dialect and call["params"]["stream"] is True
+        assert tool in [each["function"]["name"] for each in call["tools"]]
         assert "clamp_values" in json.dumps(call["messages"])
         if solves:
-            after = env.step(exec_command(f"printf %s {shlex.quote(SOLUTIONS[TASK])} > {SOLUTION_FILE} && ls"))
+            command = f"printf %s {shlex.quote(SOLUTIONS[TASK])} > {SOLUTION_FILE} && ls"
+            shell = {"function": {"name": tool, "arguments": {argument: command}}}
+            after = env.step(ReplyAction.model_validate({"content": "Writing it.", "tool_calls": [shell]}))
             result = json.loads(after.observation)["messages"][-1]
             assert result["role"] == "tool" and SOLUTION_FILE in result["content"]
         end = env.step(ReplyAction(content="Done."))

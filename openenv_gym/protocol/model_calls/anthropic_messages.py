@@ -61,8 +61,11 @@ def read_request(body: Mapping[str, Any]) -> dict[str, Any]:
 def _read_message(message: Mapping[str, Any], where: str, messages: list[dict[str, Any]]) -> None:
     role = message.get("role")
     content = message.get("content")
+    if role == "system":  # Claude Code puts system reminders among the messages
+        messages.append({"role": "system", "content": _text(content, f"{where}.content")})
+        return
     if role not in ("user", "assistant"):
-        raise _fields.error(f"{where}.role", f"expected user or assistant, got {role!r:.40}")
+        raise _fields.error(f"{where}.role", f"expected user, assistant or system, got {role!r:.40}")
     if isinstance(content, str):
         messages.append({"role": role, "content": content})
         return

@@ -288,7 +288,7 @@ USER = [{"role": "user", "content": "hi"}]
         (RESPONSES, {"model": "m", "input": "hi", "instructions": ["x"]}, "instructions: expected a string"),
         (
             MESSAGES,
-            {"model": "m", "max_tokens": 5, "messages": [{"role": "system", "content": "x"}]},
+            {"model": "m", "max_tokens": 5, "messages": [{"role": "robot", "content": "x"}]},
             "messages[0].role",
         ),
         (MESSAGES, {"model": "m", "messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}, "tool_use_id"),
