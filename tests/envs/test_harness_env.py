@@ -121,20 +121,26 @@ def test_make_vec_runs_four_agents_at_once():
 
 def test_the_confined_agent_reaches_its_model_and_nothing_else():
     """In its sandbox (the default), the agent's commands can neither read the task file (the hidden
-    tests' expected values) nor reach the host's loopback; its model calls still reach the env."""
+    tests' expected values), reach the host's loopback nor write outside its workspace (its /tmp is
+    its own); its model calls still reach the env."""
     with socket.create_server(("127.0.0.1", 0)) as host_service:
         port = host_service.getsockname()[1]
         reach = f"import socket; socket.create_connection(('127.0.0.1', {port}), 2)"
+        outside = Path(sys.prefix) / f"harness-escape-{os.getpid()}"
+        host_tmp = Path("/tmp") / f"harness-escape-{os.getpid()}"
         probe = (
             f"cat {BUILTIN_TASKS} > /dev/null 2>&1 && echo READ-TASKS; "
-            f'{sys.executable} -c "{reach}" > /dev/null 2>&1 && echo REACHED-HOST; echo PROBED'
+            f'{sys.executable} -c "{reach}" > /dev/null 2>&1 && echo REACHED-HOST; '
+            f"touch {outside} 2> /dev/null && echo WROTE-OUTSIDE; touch {host_tmp}; echo PROBED"
         )
         env = HarnessEnvironment(**LIMITS)
         try:
             env.reset(options={"task_id": TASK})
             after = json.loads(env.step(ReplyAction.model_validate(bash(probe))).observation)
             output = after["messages"][-1]["content"]
-            assert "PROBED" in output and "READ-TASKS" not in output and "REACHED-HOST" not in output
+            assert "PROBED" in output
+            assert [word for word in ("READ-TASKS", "REACHED-HOST", "WROTE-OUTSIDE") if word in output] == []
+            assert not host_tmp.exists()  # its /tmp is its own
             env.step(ReplyAction.model_validate(write(SOLUTIONS[TASK])))
             assert env.step(ReplyAction.model_validate(bash(SUBMIT))).reward == 1.0
         finally:
