@@ -39,7 +39,9 @@ __all__ = [
     "SpacesFace",
     "StepResult",
     "WireFace",
+    "as_env_returns",
     "face_of_schema",
+    "holds_discrete",
     "offers_tools",
     "shm_refusal",
     "shm_refused",
@@ -69,6 +71,37 @@ def wire_action(face: Face, action: Any, env_id: str | None) -> dict[str, Any] |
     except InvalidActionError as exc:
         exc.env_id = env_id
         raise
+
+
+def as_env_returns(space: gym.Space[Any], value: Any) -> Any:
+    """A decoded observation as the env returned it, as far as JSON tells: its Discrete values (and a
+    OneOf's index) the Python ints JSON holds, as Gymnasium's envs return them (``gym.make``'s env,
+    SyncVectorEnv's ``final_obs``); JSON cannot tell an ``int`` from an ``np.int64``, and a packed
+    session sends the value itself, types and all. Arrays stay arrays. The single env's observations
+    and a vector env's final observations both go through it."""
+    if isinstance(space, gym.spaces.Discrete):
+        return int(value)
+    if isinstance(space, gym.spaces.Dict):
+        return {key: as_env_returns(sub, value[key]) for key, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(as_env_returns(sub, item) for sub, item in zip(space.spaces, value))
+    if isinstance(space, gym.spaces.OneOf):
+        index, item = value
+        return int(index), as_env_returns(space.spaces[int(index)], item)
+    if isinstance(space, gym.spaces.Sequence) and not space.stack:
+        return tuple(as_env_returns(space.feature_space, item) for item in value)
+    return value
+
+
+def holds_discrete(space: gym.Space[Any]) -> bool:
+    """Whether :func:`as_env_returns` changes any value of ``space`` (else it need not be called)."""
+    if isinstance(space, (gym.spaces.Discrete, gym.spaces.OneOf)):
+        return True
+    if isinstance(space, gym.spaces.Dict):
+        return any(holds_discrete(sub) for sub in space.spaces.values())
+    if isinstance(space, gym.spaces.Tuple):
+        return any(holds_discrete(sub) for sub in space.spaces)
+    return isinstance(space, gym.spaces.Sequence) and not space.stack and holds_discrete(space.feature_space)
 
 
 class Face(Protocol):
@@ -167,11 +200,15 @@ class SpacesFace:
     def to_wire(self, action: Any) -> dict[str, Any]:
         return self.action_to_wire(action)
 
+    def returned_observation(self, data: Any) -> Any:
+        """The observation ``reset`` and ``step`` return for a frame's wire observation."""
+        return self.observation_from_wire(data)
+
     def reset_result(self, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]:
-        return self.observation_from_wire(frame.observation), frame.info
+        return self.returned_observation(frame.observation), frame.info
 
     def step_result(self, frame: ObservationFrame) -> StepResult:
-        return step_result(frame, self.observation_from_wire(frame.observation))
+        return step_result(frame, self.returned_observation(frame.observation))
 
     def restored_result(self, frame: ObservationFrame) -> tuple[Any, dict[str, Any]]:
         return self.reset_result(frame)  # a reset's frame and a step's carry the observation alike
@@ -210,6 +247,7 @@ class PublishedSpaces(SpacesFace):
         # Only a model of its own, such as OpenEnv's CodeAction: the Gymnasium action's wire model
         # ({"action": ...}, nothing required) is checked against the space like any action.
         self._own_model = bool(self._required) and ACTION_FIELD not in self._fields
+        self._scalars = holds_discrete(observation_space)  # Discrete values: the Python ints the env returned
 
     @property
     def own_action_model(self) -> bool:
@@ -252,14 +290,18 @@ class PublishedSpaces(SpacesFace):
         """``step``'s return for a step's results through shared memory (a batch of one), as
         :meth:`step_result` returns them for its frame: the same types, the info as JSON."""
         observation = result.observations[0, ...]
-        if isinstance(self.observation_space, gym.spaces.Discrete):
-            observation = observation[()]  # a scalar, as the wire's decoding gives
+        if self._scalars:
+            observation = as_env_returns(self.observation_space, observation[()])  # as the wire's decoding gives
         rewards, terminated, truncated = result.rewards, result.terminated, result.truncated
         assert rewards is not None and terminated is not None and truncated is not None
         return observation, float(rewards[0]), bool(terminated[0]), bool(truncated[0]), result.infos
 
     def observation_from_wire(self, data: Any) -> Any:
         return from_wire(self.observation_space, data, OBSERVATION_FIELD)
+
+    def returned_observation(self, data: Any) -> Any:
+        observation = from_wire(self.observation_space, data, OBSERVATION_FIELD)
+        return as_env_returns(self.observation_space, observation) if self._scalars else observation
 
 
 class SchemaSpaces(SpacesFace):

@@ -21,6 +21,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from openenv_gym.client.batch_client import BatchClient
 from openenv_gym.client.sync_connection import SyncConnection
 from openenv_gym.errors import InvalidActionError
+from openenv_gym.face import as_env_returns, holds_discrete
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame, Mask, Seeds
 from openenv_gym.protocol.vector import VectorResultFrame
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, mismatch
@@ -142,7 +143,7 @@ class BatchCodec:
         self.name = name
         self._add = _InfoCollector(num_envs).add
         self._batch_space = batch_space(self.single_observation_space, num_envs)
-        self._scalars = _holds_discrete(self.single_observation_space)
+        self._scalars = holds_discrete(self.single_observation_space)
         empty = create_empty_array(self.single_observation_space, num_envs)
         # None for a space of your own, whose batch is a tuple of its items (concatenate takes no buffer for it).
         self.observations: Any = () if empty is None else empty
@@ -285,33 +286,3 @@ class BatchCodec:
 
     def join_frames(self, frames: list[Any]) -> Any:
         return tuple(frame for block_frames in frames for frame in block_frames)
-
-
-def as_env_returns(space: gym.Space[Any], value: Any) -> Any:
-    """A decoded final observation as the env returned it, as far as JSON tells: its Discrete values
-    (and a OneOf's index) the Python ints JSON holds, as Gymnasium's envs return them and
-    SyncVectorEnv's ``final_obs`` holds them (JSON cannot tell an ``int`` from an ``np.int64``; a
-    packed session sends the value itself, types and all). Arrays stay arrays."""
-    if isinstance(space, spaces.Discrete):
-        return int(value)
-    if isinstance(space, spaces.Dict):
-        return {key: as_env_returns(sub, value[key]) for key, sub in space.spaces.items()}
-    if isinstance(space, spaces.Tuple):
-        return tuple(as_env_returns(sub, item) for sub, item in zip(space.spaces, value))
-    if isinstance(space, spaces.OneOf):
-        index, item = value
-        return int(index), as_env_returns(space.spaces[int(index)], item)
-    if isinstance(space, spaces.Sequence) and not space.stack:
-        return tuple(as_env_returns(space.feature_space, item) for item in value)
-    return value
-
-
-def _holds_discrete(space: gym.Space[Any]) -> bool:
-    """Whether :func:`as_env_returns` changes any value of ``space``."""
-    if isinstance(space, (spaces.Discrete, spaces.OneOf)):
-        return True
-    if isinstance(space, spaces.Dict):
-        return any(_holds_discrete(sub) for sub in space.spaces.values())
-    if isinstance(space, spaces.Tuple):
-        return any(_holds_discrete(sub) for sub in space.spaces)
-    return isinstance(space, spaces.Sequence) and not space.stack and _holds_discrete(space.feature_space)
