@@ -23,6 +23,7 @@ from openenv_gym.client.sync_connection import SyncConnection
 from openenv_gym.errors import InvalidActionError
 from openenv_gym.face import as_env_returns, holds_discrete
 from openenv_gym.protocol.batch import BatchCallFrame, BatchResultFrame, Mask, Seeds
+from openenv_gym.protocol.frames import observation_fields
 from openenv_gym.protocol.vector import VectorResultFrame
 from openenv_gym.spaces import ACTION_FIELD, OBSERVATION_FIELD, mismatch
 
@@ -188,7 +189,11 @@ class BatchCodec:
                 stacked = None
             if stacked is not None and stacked.shape[1:] == space.shape:
                 return list(stacked)
-        return [self.face.observation_from_wire(item) for item in wire]
+        # A tool env's observation carries OpenEnv's metadata inside it (its clients read it there).
+        return [
+            self.face.observation_from_wire(observation_fields(item) if isinstance(item, dict) else item)
+            for item in wire
+        ]
 
     def _final(self, wire: Any) -> Any:
         """A SameStep final observation from its wire form, as the env returned it (as far as JSON tells)."""
