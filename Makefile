@@ -110,6 +110,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/multihost.py
 	$(BIN)/python benchmarks/ray_vector.py
 	$(BIN)/python benchmarks/web_page.py
+	$(BIN)/python benchmarks/harness.py
 	$(BIN)/python benchmarks/soak.py --duration 1800
 
 FUZZ_SECONDS ?= 600
