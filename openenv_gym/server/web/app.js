@@ -23,10 +23,12 @@
 //     episode-return, episode-length)
 //   #scrubber #scrub-label #scrub-live #history-list #download-log
 //   #sessions-panel #sessions-list [data-testid=watch-<session id>] #watch-banner
+//   #conversation-panel #conversation  (a model-call env's episode: see conversation.js)
 //   body[data-ready]                 "true" once /schema is read and the session is open
 // From the console: window.openenvGymPage holds the page's state.
 
 import { byId, el, fmt } from "./dom.js";
+import { Conversation, publishesModelCalls } from "./conversation.js";
 import { linePlot } from "./plots.js";
 import { toolArgumentsForm } from "./schema_form.js";
 import { actionToWire, describeSpace, observationFromWire, sampleSpace, spaceControl } from "./spaces.js";
@@ -98,6 +100,7 @@ const page = {
   cursor: null, // an index into history.records while scrubbing; null follows the live step
   nextId: 0,
   shownFrame: null, // the id of the record whose frame the canvas shows
+  conversation: null, // a Conversation when the env's observation is a model call
 };
 window.openenvGymPage = page;
 
@@ -171,6 +174,7 @@ function takeTransition({ event, action, data, frame, seed = null, options = nul
   };
   if (page.history.push(record) && page.cursor !== null) page.cursor = Math.max(0, page.cursor - 1); // same record
   appendLog(record, seed, options);
+  if (page.conversation) page.conversation.take(event, action, data, record.episode, skipped);
   attachFrame(record, frame);
   refresh();
 }
@@ -598,6 +602,9 @@ function describeEnvironment() {
   byId("frame-mode").textContent = page.renderMode ? `(${page.renderMode})` : "";
   byId("frame-panel").hidden = !page.renderMode;
   byId("run-fps").textContent = `run: ${page.fps} steps/s`;
+  const modelCalls = publishesModelCalls(schema);
+  byId("conversation-panel").hidden = !modelCalls;
+  page.conversation = modelCalls ? new Conversation(byId("conversation")) : null;
 }
 
 function buildActionForm() {
