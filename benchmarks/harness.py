@@ -153,19 +153,22 @@ class TimedEpisode:
         self.observed = returned - received if received is not None else 0.0
         return True
 
-    def rss(self) -> int:
-        """Resident bytes of the agent's processes, summed."""
+    def memory(self) -> tuple[int, int]:
+        """Resident and proportional (shared pages split among their users) bytes of the agent's
+        processes, each summed."""
         run = self.env.agent_run
-        total = 0
+        rss = pss = 0
         for pid in run.leftover_pids() if run else []:
             try:
-                status = Path(f"/proc/{pid}/status").read_text()
+                rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
             except OSError:
                 continue
-            for line in status.splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        return total
+            for line in rollup.splitlines():
+                if line.startswith("Rss:"):
+                    rss += int(line.split()[1]) * 1024
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1]) * 1024
+        return rss, pss
 
 
 @contextmanager
@@ -245,7 +248,7 @@ class Crowd:
     """What N concurrent episodes measured."""
 
     lat: Timings = field(default_factory=Timings)
-    rss: list[int] = field(default_factory=list)
+    memory: list[tuple[int, int]] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -256,9 +259,9 @@ class Crowd:
             episode.reset()
             for index in range(calls):
                 if index == calls // 2:
-                    rss = episode.rss()
+                    memory = episode.memory()
                     with self.lock:
-                        self.rss.append(rss)
+                        self.memory.append(memory)
                 if not episode.step(BASH_TRUE, mine):
                     raise RuntimeError("mini-swe-agent ended early")
             episode.step(SUBMIT)
@@ -291,15 +294,18 @@ def crowd(n: int, calls: int) -> tuple[Crowd, float, int]:
 def concurrency(max_agents: int, calls: int) -> None:
     """N mini-swe-agent episodes at once, doubling N until a limit says stop."""
     print(f"\nconcurrent mini-swe-agent episodes (agent sandbox {AGENT_SANDBOX}), {calls} calls each, a thread per env")
-    print(f"  {'N':>4}{'RSS/agent MiB':>15}{'per-call p50 ms':>17}{'p90 ms':>9}{'wall s':>8}{'MemAvailable MiB':>18}")
+    print(
+        f"  {'N':>4}{'RSS/agent MiB':>15}{'PSS/agent MiB':>15}{'per-call p50 ms':>17}{'p90 ms':>9}{'wall s':>8}{'MemAvailable MiB':>18}"
+    )
     base_p50 = 0.0
     n = 1
     while n <= max_agents:
         measured, wall, available = crowd(n, calls)
         lat = measured.lat
-        per_agent = sum(measured.rss) / max(1, len(measured.rss))
+        per_agent = sum(rss for rss, _ in measured.memory) / max(1, len(measured.memory))
+        pss = sum(pss for _, pss in measured.memory) / max(1, len(measured.memory))
         print(
-            f"  {n:>4}{per_agent / 2**20:>15.1f}{lat.ms(0.5):>17.2f}{lat.ms(0.9):>9.2f}{wall:>8.1f}"
+            f"  {n:>4}{per_agent / 2**20:>15.1f}{pss / 2**20:>15.1f}{lat.ms(0.5):>17.2f}{lat.ms(0.9):>9.2f}{wall:>8.1f}"
             f"{available / 2**20:>18.0f}"
         )
         base_p50 = base_p50 or lat.ms(0.5)

@@ -32,5 +32,5 @@ def test_the_quick_run_prints_every_figure():
     assert re.search(r"^ratio env \(none\) / echo, agent-seen: p50 [\d.]+x", out, re.M), out
     assert re.search(r"^target: .* p50 <= 5 ms -> [\d.]+ ms, (met|NOT met)$", out, re.M), out
     assert re.search(r"^  agent sandbox none\s+[\d.]+\s+[\d.]+\s+1$", out, re.M), out  # the start-up
-    rows = re.findall(r"^\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+\d+$", out, re.M)
+    rows = re.findall(r"^\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+\d+$", out, re.M)
     assert [n for n, *_ in rows][:1] == ["1"] and all(float(rss) > 0 for _, rss, _ in rows), out
