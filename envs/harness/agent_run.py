@@ -22,7 +22,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from openenv_gym.server.model_endpoint import ModelEndpoint, PendingCall
@@ -54,10 +54,20 @@ class AgentRun:
         bwrap: the bubblewrap executable to confine the agent with (:mod:`.agent_sandbox`);
             ``None``: the agent runs on the host, as the server's user, its network unrestricted.
         hidden: paths the confined agent must not read (the task files).
+        variables: set for the agent's processes besides its own (a task's, such as git's identity).
+        prepare: called with the empty workspace before the agent starts, to fill it for the task.
     """
 
     def __init__(
-        self, launch: AgentLaunch, prompt: str, reply_timeout: float, bwrap: str | None, hidden: Sequence[str] = ()
+        self,
+        launch: AgentLaunch,
+        prompt: str,
+        reply_timeout: float,
+        bwrap: str | None,
+        hidden: Sequence[str] = (),
+        *,
+        variables: Mapping[str, str] | None = None,
+        prepare: Callable[[Path], None] | None = None,
     ) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="openenv-harness-"))
         self.workspace = self.root / "workspace"
@@ -70,7 +80,10 @@ class AgentRun:
         self._left_running: bool | None = None
         mark = {RUN_MARK: self.root.name}
         pass_fds: list[int]
+        task_variables = dict(variables or {})
         try:
+            if prepare is not None:
+                prepare(self.workspace)
             if bwrap is None:
                 self.endpoint = ModelEndpoint(reply_timeout=reply_timeout)
                 variables = {
@@ -78,6 +91,7 @@ class AgentRun:
                     **launch.variables(self.home),
                     **model_variables(self.endpoint.base_url, self.endpoint.root_url),
                     "HOME": str(self.home),
+                    **task_variables,
                     **mark,
                 }
                 argv, pass_fds = launch.argv(prompt, self.home, self.endpoint.base_url), []
@@ -90,6 +104,7 @@ class AgentRun:
                     **launch.variables(Path(AGENT_HOME)),
                     **model_variables(f"http://127.0.0.1:{AGENT_PORT}/v1", f"http://127.0.0.1:{AGENT_PORT}"),
                     "HOME": AGENT_HOME,
+                    **task_variables,
                     **mark,
                 }
                 self._status, status_write = os.pipe()

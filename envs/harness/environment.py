@@ -1,16 +1,18 @@
 """`HarnessEnvironment`: a real coding agent (mini-swe-agent...) runs the episode; each model call it
 makes is one step, and the action is the model's reply.
 
-:meth:`~HarnessEnvironment.reset` picks a Coding task, prepares a workspace, starts the agent there
+:meth:`~HarnessEnvironment.reset` picks a task (Coding-v0's or Git-v0's: ``task_kind``, see
+:mod:`.task_kinds`), prepares a workspace, starts the agent there
 with its model API pointed at this env (:mod:`openenv_gym.server.model_endpoint`) and returns the
 agent's first model call: ``{"messages", "tools", "params"}`` in OpenAI chat form, the request as the
 agent sent it and its dialect in ``info`` (see :mod:`openenv_gym.protocol.model_calls`). Each
 :meth:`~HarnessEnvironment.step` answers that call with the action (an assistant message
 ``{"content", "tool_calls"}``, or text), in the agent's own dialect, and returns the agent's next call.
 
-The episode terminates when the agent exits: the reward is then Coding's grader on the file the
-prompt names (:data:`SOLUTION_FILE`), its hidden tests run in the sandbox and scored here, paid once
-(1 for a solution, else 0). It is truncated, unpaid, when the agent asks for more than ``max_calls``
+The episode terminates when the agent exits: the reward is then the task's grader on the workspace
+as the agent left it, run in the grader's sandbox, paid once: Coding's hidden tests on the file the
+prompt names (:data:`SOLUTION_FILE`: 1 for a solution, else 0), or Git's checks of the repository
+(the fraction that pass). It is truncated, unpaid, when the agent asks for more than ``max_calls``
 replies or the episode's ``time_limit_s`` runs out. An agent that leaves a process running behind it
 earns nothing. The agent's processes are killed and its workspace removed at the next reset and at close.
 """
@@ -19,13 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import random
-import stat
 import string
 import time
 import uuid
 from typing import Any, Literal
+
+from pydantic import Field, JsonValue
 
 from openenv_gym.errors import ModelCallError
 from openenv_gym.sandbox import Limits, SandboxUnavailableError, find_bwrap
@@ -33,16 +35,12 @@ from openenv_gym.server.environment import Action, Environment, EnvironmentMetad
 from openenv_gym.server.model_endpoint import PendingCall
 from openenv_gym.server.task_sets import TaskSet, TaskSource, choice_error
 
-from ..coding.environment import MAX_CODE_LENGTH
-from ..coding.harness import grade, task_sandbox
-from ..coding.tasks import Task, select_tasks
 from .agent_run import AgentRun
 from .agents import agent_launch
+from .task_kinds import SOLUTION_FILE, TASK_KINDS
 
 __all__ = ["SOLUTION_FILE", "HarnessEnvironment", "HarnessState", "ModelCallObservation", "ReplyAction"]
 
-#: The file the agent is asked to write the task's function in (in its working directory).
-SOLUTION_FILE = "solution.py"
 DEFAULT_MAX_CALLS = 30
 DEFAULT_TIME_LIMIT_S = 900.0
 DEFAULT_REPLY_TIMEOUT_S = 600.0
@@ -71,12 +69,17 @@ class ReplyAction(Action):
         return self.model_dump(exclude={"metadata"}, exclude_none=True)
 
 
+#: What the observation's JSON schema (``GET /schema``) says of its text: JSON holding a model call in
+#: OpenAI chat form. The web page shows such an env's episodes as the conversation.
+MODEL_CALL_CONTENT: dict[str, JsonValue] = {"contentMediaType": "application/json", "x-content": "model_call"}
+
+
 class ModelCallObservation(Observation):
     """The agent's pending model call, ``{"messages", "tools", "params"}`` as JSON text (``""`` once the
     episode has ended): text, as a tool env's observation is, since Gymnasium has no space for free-form
     JSON; its escapes keep it printable ASCII, so it fits a ``Text`` space."""
 
-    observation: str = ""
+    observation: str = Field(default="", json_schema_extra=MODEL_CALL_CONTENT)
 
 
 class HarnessState(State):
@@ -89,12 +92,14 @@ class HarnessState(State):
 
 
 class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessState]):
-    """The Coding tasks solved by a real agent whose model calls are the steps.
+    """Coding or Git tasks solved by a real agent whose model calls are the steps.
 
     Args:
         agent: the agent to run (see :data:`.agents.AGENTS`): ``"mini-swe-agent"``.
-        tasks, difficulties, splits, split_seed, split: the Coding task set (see
-            :class:`~envs.coding.CodingEnvironment`).
+        task_kind: whose tasks and grader (:data:`.task_kinds.TASK_KINDS`): ``"coding"`` (the
+            default, openenv/Coding-v0's) or ``"git"`` (openenv/Git-v0's).
+        tasks, difficulties, splits, split_seed, split: the task set of that kind (see
+            :class:`~envs.coding.CodingEnvironment`, :class:`~envs.git.GitEnvironment`).
         max_calls: replies an episode gives; the agent's next call truncates it.
         time_limit_s: seconds from reset after which the episode is truncated (the policy's time too).
         reply_timeout_s: seconds each of the agent's calls waits for a step before the agent is
@@ -106,7 +111,7 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
         limits: :class:`~openenv_gym.sandbox.Limits` fields of the grader's runs.
 
     Raises:
-        ValueError: an unknown agent, or a bad limit or task file.
+        ValueError: an unknown agent or task kind, or a bad limit or task file.
         SandboxUnavailableError: no sandbox mechanism here, and ``sandbox="none"`` not given.
     """
 
@@ -120,6 +125,7 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
     def __init__(
         self,
         agent: str = "mini-swe-agent",
+        task_kind: str = "coding",
         tasks: TaskSource = None,
         difficulties: list[str] | None = None,
         max_calls: int = DEFAULT_MAX_CALLS,
@@ -141,8 +147,8 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
         self.time_limit_s = float(time_limit_s)
         self.reply_timeout_s = float(reply_timeout_s)
         self.limits = Limits(**(limits or {}))
-        self.task_set = TaskSet(select_tasks(tasks, difficulties), splits=splits, split_seed=split_seed, split=split)
-        self._sandbox = task_sandbox(tasks, self.limits, sandbox)  # raises if no sandbox here
+        if task_kind not in TASK_KINDS:
+            raise choice_error("task_kind", task_kind, tuple(TASK_KINDS))
         if agent_sandbox not in ("bubblewrap", "none"):
             raise choice_error("agent_sandbox", agent_sandbox, ("bubblewrap", "none"))
         self._bwrap = find_bwrap() if agent_sandbox == "bubblewrap" else None
@@ -150,8 +156,13 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
             raise SandboxUnavailableError(
                 "no bubblewrap here to confine the agent: install it, or pass agent_sandbox='none'"
             )
+        # The grader's sandbox starts here: it raises if there is no sandbox mechanism.
+        self.kind = TASK_KINDS[task_kind](
+            tasks, difficulties, self.limits, sandbox, splits=splits, split_seed=split_seed, split=split
+        )
+        self.task_set: TaskSet[Any] = self.kind.task_set
         self._rng = random.Random()
-        self._task: Task | None = None
+        self._task: Any = None
         self._run: AgentRun | None = None
         self._pending: PendingCall | None = None
         self._deadline = 0.0
@@ -164,14 +175,19 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
         if seed is not None:
             self._rng = random.Random(seed)
         task = self.task_set.pick(kwargs.get("options"), self._rng)
-        self._sandbox.start()
         self._task = task
         self._state = HarnessState(
             episode_id=episode_id or str(uuid.uuid4()), task_id=task.task_id, agent=self.launch.name
         )
         self._deadline = time.monotonic() + self.time_limit_s
         self._run = AgentRun(
-            self.launch, task_prompt(task), self.reply_timeout_s, self._bwrap, self._sandbox.hidden_paths
+            self.launch,
+            self.kind.prompt(task),
+            self.reply_timeout_s,
+            self._bwrap,
+            self.kind.hidden_paths,
+            variables=self.kind.variables,
+            prepare=lambda workspace: self.kind.prepare(task, workspace),
         )
         return self._next_observation()
 
@@ -194,7 +210,7 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
 
     def close(self) -> None:
         self._stop_run()
-        self._sandbox.close()
+        self.kind.close()
 
     def parse_action(self, data: dict[str, Any]) -> ReplyAction:
         """Accept the reply's fields (an OpenEnv client's step), and the Gymnasium wire form
@@ -209,7 +225,7 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
             name="harness_env",
-            description=f"Coding tasks solved by {self.launch.name}; each of its model calls is a step",
+            description=f"Coding or Git tasks solved by {self.launch.name}; each of its model calls is a step",
             version="0.1.0",
         )
 
@@ -247,14 +263,9 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
         info["left_processes_running"] = left_running
         reward = 0.0
         if end == "agent_exited":
-            code = _solution(run)
-            if code is None:
-                info["tests_passed"], info["solution"] = 0, "missing"
-            else:
-                graded = grade(self._sandbox, self._task, code, self.limits.output_limit)
-                info["tests_passed"], info["solution"] = sum(graded.passed), "graded"
-                reward = 1.0 if graded.solved and not left_running else 0.0
-            info["tests_total"] = len(self._task.tests)
+            graded, facts = self.kind.grade(self._task, run.workspace)
+            info.update(facts)
+            reward = 0.0 if left_running else graded
         info["agent_log"] = run.log_tail()
         self._state.ended, self._state.end = True, end
         return ModelCallObservation(
@@ -277,29 +288,3 @@ def _message_of_text(text: Any) -> dict[str, Any]:
             if isinstance(message, dict) and message.keys() & {"content", "tool_calls"}:
                 return message
     return {"content": text}
-
-
-def task_prompt(task: Task) -> str:
-    """What the agent is told: the task, and the file to write its function in."""
-    return (
-        f"{task.statement}\n\nWrite the function in the file {SOLUTION_FILE} in the current directory "
-        f"(define it at the top level of the module: it is imported and called by hidden tests)."
-    )
-
-
-def _solution(run: AgentRun) -> str | None:
-    """The solution file's text as the agent left it (``None``: absent, not a plain file, too long or
-    not UTF-8); a link is not followed, so no file outside the workspace is ever read for it."""
-    try:
-        descriptor = os.open(run.workspace / SOLUTION_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(descriptor, "rb") as file:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # a FIFO would block the read
-            return None
-        data = file.read(MAX_CODE_LENGTH * 4 + 1)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return text if len(text) <= MAX_CODE_LENGTH else None

@@ -28,6 +28,8 @@ import openenv_gym  # noqa: F401  (registers the envs)
 from openenv_gym.envs.coding.tasks import BUILTIN_TASKS
 from openenv_gym.envs.harness import AGENTS, SOLUTION_FILE, AgentLaunch, HarnessEnvironment, ReplyAction
 from tests.envs.coding_reference import SOLUTIONS
+from tests.envs.harness_policy import LIMITS, SUBMIT, bash, write
+from tests.envs.harness_policy import play as play_task
 from tests.utils import UNIT, running_server
 
 pytest.importorskip("minisweagent", reason="mini-swe-agent is the test extra's harness")
@@ -35,35 +37,11 @@ pytest.importorskip("minisweagent", reason="mini-swe-agent is the test extra's h
 pytestmark = pytest.mark.slow
 
 TASK = "clamp-values"
-SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's own way to finish
 WRONG = "def clamp_values(values, low, high):\n    return list(values)\n"
-# Generous for a loaded machine: the agent starts in seconds, and each call waits on the test.
-LIMITS: dict[str, Any] = {"time_limit_s": 600 * UNIT, "reply_timeout_s": 300 * UNIT}
-
-
-def bash(command: str) -> dict[str, Any]:
-    """mini-swe-agent's action: reasoning text and one call of its bash tool."""
-    return {"content": "Next step.", "tool_calls": [{"function": {"name": "bash", "arguments": {"command": command}}}]}
-
-
-def write(code: str) -> dict[str, Any]:
-    return bash(f"printf %s {shlex.quote(code)} > {SOLUTION_FILE} && cat {SOLUTION_FILE}")
 
 
 def play(env: gym.Env[Any, Any], replies: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float, dict[str, Any]]:
-    """Reset on the task and answer each call with the next reply until the episode ends: every call
-    seen (as the observation's JSON), the reward and the last info."""
-    text, info = env.reset(options={"task_id": TASK})
-    calls = [json.loads(text)]
-    assert info["dialect"] == "chat_completions" and info["task_id"] == TASK
-    for reply in replies:
-        text, reward, terminated, truncated, info = env.step(json.dumps(reply))
-        if terminated or truncated:
-            assert text == ""
-            return calls, reward, info
-        assert reward == 0.0
-        calls.append(json.loads(text))
-    raise AssertionError(f"the episode did not end after {len(replies)} replies")
+    return play_task(env, replies, TASK)
 
 
 @pytest.fixture(scope="module")
