@@ -1,6 +1,6 @@
 """The reward-hacking catalogue: the known ways an agent games a grader, its sandbox or its server,
 each run against the envs that score agent work (Coding-v0, CodingTools-v0, Git-v0,
-ReasoningGym-v0, Chess-v0 and the served PettingZoo games), each scoring no more than an honest
+ReasoningGym-v0, Chess-v0, Harness-v0 and the served PettingZoo games), each scoring no more than an honest
 agent doing the same would (0 for most).
 
 The classes, and where each runs:
@@ -21,5 +21,8 @@ The classes, and where each runs:
   overrunning a turn, replaying a memorised line, taking the opponent's seat): ``test_games.py``,
   ``test_chess.py``;
 - the shared-memory segment used against the server (resizing, scribbling, a dying channel):
-  ``test_segment.py``.
+  ``test_segment.py``;
+- through a harness (Harness-v0's agent on Coding and Git tasks: editing the tests, reading the
+  grader's files, writing outside the workspace, a process left behind, a reward paid twice, the
+  task chosen by the model): ``test_harness_hacks.py``.
 """
