@@ -13,7 +13,8 @@ import pytest
 from openenv_gym import AsyncEnvPool
 from openenv_gym.envs.harness import HarnessEnvironment
 from tests.envs.coding_reference import SOLUTIONS
-from tests.envs.test_harness_env import LIMITS, SUBMIT, TASK, bash, write
+from tests.envs.harness_policy import LIMITS, SUBMIT, bash, write
+from tests.envs.test_harness_env import TASK
 from tests.utils import UNIT, run_async, running_server
 
 pytest.importorskip("minisweagent", reason="mini-swe-agent is the test extra's harness")
