@@ -125,7 +125,10 @@ class GitTasks:
         files = _archive(workspace, self._git.limits.workspace_size)
         if files is None:
             return 0.0, {**info, "checks_passed": 0, "workspace": "too large"}
-        self._git.restore(self._header + b"\n" + files)
+        try:
+            self._git.restore(self._header + b"\n" + files)
+        except RuntimeError:  # the sandbox could not unpack it: fail closed, as Git-v0's verifier does
+            return 0.0, {**info, "checks_passed": 0, "workspace": "not loaded"}
         result = self._git.submit()
         return float(result.reward or 0.0), {**info, "checks_passed": result.value["checks_passed"]}
 

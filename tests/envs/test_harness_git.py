@@ -15,7 +15,7 @@ import openenv_gym  # noqa: F401  (registers the envs)
 from openenv_gym.envs.git import GitEnvironment
 from openenv_gym.envs.git.tasks import task_ids
 from openenv_gym.envs.harness import HarnessEnvironment
-from tests.envs.harness_policy import LIMITS, SUBMIT, bash, play
+from tests.envs.harness_policy import LIMITS, SUBMIT, bash, finish, play
 from tests.utils import running_server
 
 pytest.importorskip("minisweagent", reason="mini-swe-agent is the test extra's harness")
@@ -68,3 +68,15 @@ def test_the_task_set_is_git_v0s_and_the_kind_is_checked():
         env.close()
     with pytest.raises(ValueError, match="task_kind"):
         HarnessEnvironment(task_kind="gti", **LIMITS)
+
+
+def test_a_workspace_larger_than_git_v0s_sandbox_holds_earns_nothing():
+    """The task solved, but files beside it past the workspace size: the copy would be short, so no
+    check runs (fail closed, as Git-v0's verifier does)."""
+    limits = {"workspace_size": 16 * 2**20}
+    env = HarnessEnvironment(task_kind="git", limits=limits, **LIMITS)
+    try:
+        _, end = finish(env, TASK, [SOLVE, "head -c 20000000 /dev/zero > padding"])
+        assert end.done and end.reward == 0.0 and end.info["workspace"] == "too large"
+    finally:
+        env.close()
