@@ -17,6 +17,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from openenv_gym.sandbox.bubblewrap import system_binds
+
 __all__ = ["AGENT_HOME", "AGENT_PORT", "AGENT_WORKSPACE", "ENDPOINT_SOCKET", "sandboxed_argv"]
 
 #: Where the agent's workspace and home are inside, and where the endpoint's socket is bound.
@@ -26,7 +28,6 @@ ENDPOINT_SOCKET = "/run/model-endpoint.sock"
 #: The loopback port the relay listens on (the sandbox's network is its own: any port is free).
 AGENT_PORT = 8000
 _ETC_FILES = ("ld.so.cache", "passwd", "group", "nsswitch.conf", "hosts", "localtime", "mime.types")
-_MERGED_USR_NAMES = ("bin", "lib", "lib32", "lib64", "libx32", "sbin")
 _TMP_SIZE = 256 * 2**20
 
 
@@ -53,13 +54,7 @@ def sandboxed_argv(
     argv = [bwrap, "--die-with-parent", "--new-session"]
     argv += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     argv += ["--cap-drop", "ALL"] if os.geteuid() == 0 else ["--unshare-user"]
-    argv += ["--ro-bind", "/usr", "/usr"]
-    for name in _MERGED_USR_NAMES:
-        path = "/" + name
-        if os.path.islink(path):
-            argv += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            argv += ["--ro-bind", path, path]
+    argv += system_binds()
     argv += ["--perms", "0755", "--dir", "/etc"]
     for name in _ETC_FILES:
         if os.path.exists(f"/etc/{name}"):

