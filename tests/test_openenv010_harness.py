@@ -1,5 +1,6 @@
 """Harness interop with OpenEnv 0.10 (PyPI ``openenv``): its capture proxy's traces read as the
-trajectories ``openenv/Harness-v0`` records (see ``tests/openenv010``)."""
+trajectories ``openenv/Harness-v0`` records, and its turn-based ``/harness`` frames spoken by our server
+(see ``tests/openenv010``)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ import pytest
 
 from envs.harness.environment import SPACES
 from openenv_gym.capture_traces import read_capture_trace
+from openenv_gym.envs.harness import AGENTS, HarnessEnvironment
 from openenv_gym.errors import ModelCallError
 from openenv_gym.trajectories import read_trajectories, write_trajectories
+from tests.envs.harness_policy import LIMITS, ScriptedModelApi, tool_agent
 from tests.openenv010 import run_peer
+from tests.utils import running_server
 
+WRITE = json.dumps({"command": "echo 42 > n.txt"})
+READ = json.dumps({"command": "cat n.txt"})
 TOOL_CALL = {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "cat f"}'}}
 
 
@@ -82,3 +88,41 @@ def test_a_trace_without_messages_or_with_a_bad_reply_is_refused(capture_trace, 
     document["turns"][1]["response_message"] = {"role": "user", "content": "?"}
     with pytest.raises(ModelCallError, match="response_message"):
         read_capture_trace(document)
+
+
+def test_openenv_010s_types_read_a_harness_turn_from_our_harness_socket(monkeypatch):
+    """OpenEnv 0.10's own frame types (``HarnessClientMessage`` sent, ``HarnessEvent`` and
+    ``HarnessProtocolError`` read back) on our ``/harness``: a frame that is no turn is refused and the
+    socket stays usable; a turn's events end in ``turn_complete``, the agent's last text its response;
+    the next turn works on the files the last one left."""
+    monkeypatch.setitem(AGENTS, "tool-agent", tool_agent())
+    model = ScriptedModelApi()
+    model.replies[:] = [
+        {"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": WRITE}}]},
+        {"content": "Saved."},
+        {"tool_calls": [{"id": "c2", "type": "function", "function": {"name": "bash", "arguments": READ}}]},
+        {"content": "It says 42."},
+    ]
+    factory = lambda: HarnessEnvironment(agent="tool-agent", agent_sandbox="none", **LIMITS)  # noqa: E731
+    try:
+        with running_server(factory, harness_model_url=model.url) as server:
+            url = server.url.replace("http", "ws") + "/harness"
+            told = run_peer("harness_turns.py", url, json.dumps(["save 42 to n.txt", "what does n.txt say?"]))
+    finally:
+        model.close()
+    assert told["started"]["type"] == "session_started" and told["started"]["data"]["harness"] == "tool-agent"
+    assert told["protocol_error"]["code"] == "VALIDATION_ERROR"
+    first, second = told["turns"]
+    expected = [
+        "llm_request",
+        "llm_response",
+        "tool_call",
+        "tool_result",
+        "llm_request",
+        "llm_response",
+        "turn_complete",
+    ]
+    assert first["types"] == expected and second["types"] == expected
+    assert (first["last"]["response"], first["last"]["done"]) == ("Saved.", True)
+    assert second["last"]["response"] == "It says 42."
+    assert model.requests[-1]["messages"][-1] == {"role": "tool", "tool_call_id": "c2", "content": "42\n"}

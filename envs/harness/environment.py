@@ -20,16 +20,21 @@ earns nothing. The agent's processes are killed and its workspace removed at the
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import random
+import shutil
 import string
 import time
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, JsonValue
 
 from openenv_gym.errors import ModelCallError
+from openenv_gym.protocol.harness_turns import Model
 from openenv_gym.sandbox import Limits, SandboxUnavailableError, find_bwrap
 from openenv_gym.server.environment import Action, Environment, EnvironmentMetadata, Observation, State
 from openenv_gym.server.model_endpoint import PendingCall
@@ -38,6 +43,7 @@ from openenv_gym.server.task_sets import TaskSet, TaskSource, choice_error
 from .agent_run import AgentRun
 from .agents import agent_launch
 from .task_kinds import SOLUTION_FILE, TASK_KINDS
+from .turns import turn_events
 
 __all__ = ["SOLUTION_FILE", "HarnessEnvironment", "HarnessState", "ModelCallObservation", "ReplyAction"]
 
@@ -203,6 +209,34 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
     def state(self) -> HarnessState:
         return self._state
 
+    # --- OpenEnv's turn-based harness (/harness) -----------------------------------------------
+
+    @property
+    def harness_name(self) -> str:
+        """The agent, as ``/harness``'s ``session_started`` names it."""
+        return self.launch.name
+
+    def run_turn(self, prompt: str, model: Model) -> Iterator[dict[str, Any]]:
+        """One turn of OpenEnv's ``/harness`` socket (:mod:`.turns`): the agent works on ``prompt`` in a
+        copy of the workspace the last turn left (an empty one at first), each of its calls answered by
+        ``model``; the turn's events as they happen, ``turn_complete`` last. Nothing is graded. It ends
+        the episode in progress, if any."""
+        previous = self._run
+        carry = None if previous is None else functools.partial(_carry_workspace, previous.workspace)
+        run = AgentRun(
+            self.launch,
+            prompt,
+            self.reply_timeout_s,
+            self._bwrap,
+            self.kind.hidden_paths,
+            variables=self.kind.variables,
+            prepare=carry,
+        )
+        self._stop_run()
+        self._run, self._task = run, None
+        self._state = HarnessState(episode_id=str(uuid.uuid4()), agent=self.launch.name)
+        return turn_events(run, model, time.monotonic() + self.time_limit_s, self.max_calls)
+
     @property
     def agent_run(self) -> AgentRun | None:
         """The episode's agent, its workspace and endpoint (``None`` before the first reset and after close)."""
@@ -276,6 +310,20 @@ class HarnessEnvironment(Environment[ReplyAction, ModelCallObservation, HarnessS
         if self._run is not None:
             self._run.close()
         self._run, self._pending = None, None
+
+
+def _carry_workspace(previous: Path, workspace: Path) -> None:
+    """Fill ``workspace`` with what the last turn's agent left in ``previous``: its files, directories
+    and symbolic links (as links); a pipe or device it made is left out (opening one would block)."""
+
+    def special(directory: str, names: list[str]) -> list[str]:
+        return [name for name in names if _is_special(Path(directory, name))]
+
+    shutil.copytree(previous, workspace, symlinks=True, dirs_exist_ok=True, ignore=special)
+
+
+def _is_special(path: Path) -> bool:
+    return not (path.is_symlink() or path.is_file() or path.is_dir())
 
 
 def _message_of_text(text: Any) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from ..errors import ProtocolError
 from ..protocol import ErrorCode, ErrorFrame
 from ..protocol.agents import AGENTS_PATH, parse_agents_query
 from ..protocol.batch import BATCH_PATH, BINARY_SUBPROTOCOL, parse_batch_query
+from ..protocol.harness_turns import HARNESS_PATH
 from ..protocol.pickled import check_pickles_allowed, wants_pickled_factories
 from ..protocol.vector import VECTOR_BACKENDS
 from ..redaction import RedactingLogger
@@ -29,6 +30,7 @@ from .batch_session import BatchHandler
 from .connections import ConnectionLimit, default_max_connections
 from .environment import Environment
 from .exposure import INSECURE_WARNING
+from .harness_route import TurnHarness, serve_harness_socket
 from .http_bodies import BodyReadingConnection
 from .http_mcp import HttpMcp
 from .http_routes import HttpRoutes
@@ -325,6 +327,8 @@ class EnvServer:
                     # (OpenEnv's servers say their max only in the CAPACITY_REACHED refusal).
                     metadata["max_sessions"] = self.max_sessions
                     metadata["idle_timeout"] = self.idle_timeout
+                    if isinstance(env, TurnHarness):  # ours: the agent OpenEnv's /harness would run
+                        metadata["harness"] = env.harness_name
                     schema = await asyncio.to_thread(env.schema)  # the snapshot probe steps the env
                 finally:
                     await asyncio.to_thread(env.close)
@@ -473,6 +477,9 @@ class EnvServer:
             return
         if connection.request.path.partition("?")[0] == MCP_SOCKET_PATH:
             await serve_mcp_socket(connection, self._mcp, self.idle_timeout)
+            return
+        if connection.request.path.partition("?")[0] == HARNESS_PATH:
+            await serve_harness_socket(connection, self)
             return
         try:
             session = self._new_session(connection)

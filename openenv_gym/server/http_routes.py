@@ -18,9 +18,11 @@ from websockets.http11 import Request, Response
 from ..errors import ProtocolError
 from ..protocol.agents import AGENTS_PATH
 from ..protocol.batch import BATCH_PATH
+from ..protocol.harness_turns import HARNESS_PATH
 from ..protocol.http_api import HTTP_ROUTES, WEBSOCKET_PATHS
 from ..protocol.pickled import names_factories
 from ..urls import is_loopback_host
+from .harness_route import harness_refusal
 from .http_api import DOCS_POLICY, StatelessRoutes, docs_page
 from .http_mcp import HttpMcp
 from .mcp_socket import is_mcp_socket
@@ -103,7 +105,7 @@ class HttpRoutes:
         """The methods ``path`` takes; ``None`` for a path that is no route."""
         if path in HTTP_ROUTES:
             return HTTP_ROUTES[path]
-        if path in (*WEBSOCKET_PATHS, BATCH_PATH, WATCH_PATH) or self._is_agents_path(path):
+        if path in (*WEBSOCKET_PATHS, BATCH_PATH, WATCH_PATH, HARNESS_PATH) or self._is_agents_path(path):
             return ("GET",)  # a WebSocket handshake
         if path == SESSIONS_PATH or is_web_path(path):
             return ("GET",)
@@ -136,6 +138,10 @@ class HttpRoutes:
             return json_response(404, {"message": "the web page is off on this server; serve --web turns it on"})
         if path in ("/ws", BATCH_PATH, WATCH_PATH) or self._is_agents_path(path):
             return None  # go on with the WebSocket handshake
+        if path == HARNESS_PATH:  # OpenEnv 0.10's turn-based harness socket (harness_route.py)
+            harness = (await server.describe())["metadata"].get("harness")
+            closed = harness_refusal(harness, server.options.harness_model_url)
+            return None if closed is None else json_response(404, {"detail": "Not Found", "message": closed})
         if path == SESSIONS_PATH:
             now = asyncio.get_running_loop().time()
             return json_response(200, {"sessions": [session_listing(s, now) for s in server.sessions]})

@@ -74,6 +74,13 @@ SECONDS_OR_NONE = dataclasses.replace(
     SECONDS, rule="must be positive or None", expected="a positive number of seconds or 'none'", none_ok=True
 )
 
+HTTP_URL = Check(
+    "must be an http:// or https:// URL",
+    "an http:// or https:// URL",
+    lambda value: value.startswith(("http://", "https://")),
+    str,
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class OptionSpec:
@@ -216,6 +223,21 @@ class ServerOptions:
         "task envs: the only splits a client may reset to, comma-separated (default: all); a reset "
         "to another is refused, and /schema names the others without their task ids",
         metavar="SPLIT[,...]",
+    )
+    # Harness envs (envs/harness): OpenEnv's turn-based /harness socket asks this model each agent call.
+    harness_model_url: str | None = option(
+        None,
+        "harness envs: serve OpenEnv's turn-based /harness socket, each of the agent's model calls "
+        "answered by this OpenAI-compatible API (its base URL, with /v1)",
+        HTTP_URL,
+        metavar="URL",
+    )
+    harness_model: str | None = option(
+        None, "harness envs: the model /harness's requests name (default: the one the agent names)", metavar="NAME"
+    )
+    # Read from OPENENV_GYM_HARNESS_MODEL_KEY when not given, never from the command line (which ps shows).
+    harness_model_key: str | None = option(
+        None, "the bearer token of --harness-model-url (default: $OPENENV_GYM_HARNESS_MODEL_KEY)", flag=False
     )
 
     @property

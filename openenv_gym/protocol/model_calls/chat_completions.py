@@ -1,16 +1,20 @@
 """OpenAI chat completions (``POST /v1/chat/completions``): a request read into the observation (already
-nearly its form), a reply written as a ``chat.completion`` or as ``chat.completion.chunk`` events."""
+nearly its form), a reply written as a ``chat.completion`` or as ``chat.completion.chunk`` events; and
+the other way, for a server that asks a model itself, an observation as the request that asks a model
+for it (:func:`completion_request`) and the ``chat.completion`` it answers read as a reply
+(:func:`completion_reply`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from .forms import Dialect, ModelCall, Reply, Stamp
+from ...errors import ModelCallError
+from .forms import Dialect, ModelCall, Reply, Stamp, parse_reply
 from .reading import Fields, chat_content, function_tool
 from .sse import CHAT_DONE, sse_event
 
-__all__ = ["read_request", "reply_body", "reply_events"]
+__all__ = ["completion_reply", "completion_request", "read_request", "reply_body", "reply_events"]
 
 _fields = Fields(Dialect.CHAT_COMPLETIONS)
 
@@ -173,3 +177,49 @@ def reply_events(call: ModelCall, reply: Reply, stamp: Stamp) -> list[bytes]:
         events.append(sse_event({**head, "choices": [], "usage": _usage(reply)}))
     events.append(CHAT_DONE)
     return events
+
+
+# Asking a model ------------------------------------------------------------------------------------
+
+
+def completion_request(observation: Mapping[str, Any], model: str | None = None) -> dict[str, Any]:
+    """The chat completions request that asks a model to answer ``observation``'s call: its messages,
+    tools and parameters, not streamed, and ``model`` in place of the model the agent named.
+
+    >>> completion_request({"messages": [{"role": "user", "content": "hi"}], "tools": [],
+    ...     "params": {"model": "agent-default", "stream": True, "temperature": 0.2}}, model="served")
+    {'model': 'served', 'messages': [{'role': 'user', 'content': 'hi'}], 'stream': False, 'temperature': 0.2}
+    """
+    params = {name: value for name, value in observation["params"].items() if name not in ("model", "stream")}
+    body: dict[str, Any] = {
+        "model": model or observation["params"].get("model") or "",
+        "messages": list(observation["messages"]),
+        "stream": False,
+    }
+    if observation.get("tools"):
+        body["tools"] = list(observation["tools"])
+    return {**body, **params}
+
+
+def completion_reply(completion: Any) -> Reply:
+    """The reply a ``chat.completion`` holds: its first choice's text and tool calls, its usage, and
+    whether it stopped at its token limit.
+
+    Raises:
+        ModelCallError: the answer is no ``chat.completion``, or its message no reply.
+    """
+    choices = completion.get("choices") if isinstance(completion, Mapping) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise ModelCallError(f"the model's answer has no choices: {str(completion)[:200]}")
+    message = choices[0].get("message")
+    if not isinstance(message, Mapping):
+        raise ModelCallError("the model's answer has no message in its first choice")
+    reason = choices[0].get("finish_reason")
+    return parse_reply(
+        {
+            "content": message.get("content"),
+            "tool_calls": message.get("tool_calls"),
+            "usage": completion.get("usage"),
+            "finish_reason": reason if reason in ("stop", "tool_calls", "length") else None,
+        }
+    )
