@@ -96,16 +96,18 @@ def tool_agent() -> AgentLaunch:
 class ScriptedModelApi:
     """A chat completions API on loopback (``url``: its ``/v1`` base) that answers each request with
     the next of :attr:`replies` (assistant messages), or a 500 once they run out; every request's body
-    is kept in :attr:`requests`."""
+    is kept in :attr:`requests`, its ``Authorization`` header in :attr:`authorizations`."""
 
     def __init__(self) -> None:
         self.replies: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []  # each request's Authorization header
         api = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 api.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                api.authorizations.append(self.headers.get("Authorization"))
                 if not api.replies:
                     self._send(500, {"error": {"message": "no reply scripted"}})
                     return
