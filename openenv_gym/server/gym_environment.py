@@ -232,6 +232,8 @@ class GymEnvironment(Environment[Any, Any, State]):
         def run() -> None:
             try:
                 outcome.append(probe(self.env))
+            except BaseException as exc:  # the env's own SystemExit: a thread would drop it without a word
+                outcome.append(f"the probe's steps raised {type(exc).__name__}: {exc}")
             finally:
                 with self._probe_lock:
                     self._probe_running, close = False, self._close_after_probe

@@ -266,9 +266,9 @@ def test_a_server_serves_only_the_splits_its_operator_names(coding_split):
         assert {entry.task_id for entry in openenv_gym.TaskCatalog.from_schema(schema)} == train_ids
 
         status, _, body = request(server.url, "POST", "/reset", json.dumps({"options": {"split": "test"}}))
-        assert status == 500 and "split 'test' is closed" in body["message"], body
+        assert status == 400 and "split 'test' is closed" in body["message"], body
         status, _, body = request(server.url, "POST", "/reset", json.dumps({"options": {"task_id": test_ids[1]}}))
-        assert status == 500 and "unknown task_id" in body["message"], body
+        assert status == 400 and "unknown task_id" in body["message"], body
         mcp = json.dumps(
             {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {"options": {"split": "test"}}}
         )
