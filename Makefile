@@ -95,6 +95,7 @@ images: $(VENV)/.installed
 	@command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
 	$(BIN)/openenv-gym build echo
 	$(BIN)/openenv-gym build coding
+	$(BIN)/openenv-gym build harness
 
 bench: $(VENV)/.installed
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[bench]"

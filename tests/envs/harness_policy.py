@@ -16,7 +16,18 @@ import gymnasium as gym
 from openenv_gym.envs.harness import SOLUTION_FILE, AgentLaunch, HarnessEnvironment, ReplyAction
 from tests.utils import UNIT
 
-__all__ = ["LIMITS", "SUBMIT", "TOOL_AGENT", "ScriptedModelApi", "bash", "finish", "play", "tool_agent", "write"]
+__all__ = [
+    "LIMITS",
+    "ONE_TOOL_TURN",
+    "SUBMIT",
+    "TOOL_AGENT",
+    "ScriptedModelApi",
+    "bash",
+    "finish",
+    "play",
+    "tool_agent",
+    "write",
+]
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's own way to finish
 # Generous for a loaded machine: the agent starts in seconds, and each call waits on the test.
@@ -86,6 +97,18 @@ while True:
         done = subprocess.run(command, shell=True, capture_output=True, text=True)
         messages.append({"role": "tool", "tool_call_id": call["id"], "content": done.stdout + done.stderr})
 """
+
+
+#: The events of a /harness turn whose agent calls one tool, then answers.
+ONE_TOOL_TURN = [
+    "llm_request",
+    "llm_response",
+    "tool_call",
+    "tool_result",
+    "llm_request",
+    "llm_response",
+    "turn_complete",
+]
 
 
 def tool_agent() -> AgentLaunch:

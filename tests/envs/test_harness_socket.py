@@ -24,7 +24,7 @@ from openenv_gym.client import http_get_json
 from openenv_gym.envs.echo import EchoEnvironment
 from openenv_gym.envs.harness import AGENTS, HarnessEnvironment
 from openenv_gym.envs.harness.agent_run import RUN_MARK
-from tests.envs.harness_policy import LIMITS, SUBMIT, ScriptedModelApi, bash, tool_agent
+from tests.envs.harness_policy import LIMITS, ONE_TOOL_TURN, SUBMIT, ScriptedModelApi, bash, tool_agent
 from tests.utils import UNIT, running_server, wait_until
 
 TIMEOUT = 120 * UNIT
@@ -93,15 +93,7 @@ def test_a_turn_streams_each_model_call_and_tool_and_ends_complete(socket, model
     ``turn_complete`` with the agent's last text, ``done`` since it exited by itself."""
     model.replies[:] = [call("echo hello > greeting.txt && cat greeting.txt"), {"content": "Wrote greeting.txt."}]
     events = turn(socket, "write a greeting")
-    assert [event["type"] for event in events] == [
-        "llm_request",
-        "llm_response",
-        "tool_call",
-        "tool_result",
-        "llm_request",
-        "llm_response",
-        "turn_complete",
-    ]
+    assert [event["type"] for event in events] == ONE_TOOL_TURN
     first, response, tool_call, result, second, _, complete = events
     assert first["data"]["messages"] == [{"role": "user", "content": "write a greeting"}]
     assert first["data"]["model"] == "agent-default"  # the agent's; the operator's model is asked

@@ -10,7 +10,10 @@ Three layers:
   dependencies for the base's Python version and platform, and a wheel of the installed
   openenv-gym, packed from its files: see :mod:`.distribution`), as an unprivileged user; every
   Gymnasium env is served from it;
-- one thin image per env in ``envs/`` (its ``Dockerfile``: ``FROM`` the runtime, its command).
+- one thin image per env in ``envs/`` (its ``Dockerfile``: ``FROM`` the runtime, its command); an
+  env whose server needs more packages (Harness-v0's agents) lists them in a
+  :data:`ENV_REQUIREMENTS` file beside it, and their wheels, downloaded on the host, are in the
+  build context's ``wheels/`` for its Dockerfile to install with ``--no-index``.
 
 Nothing is ever pulled: builds run with ``pull=False`` and a missing base is built or reported.
 """
@@ -53,6 +56,8 @@ RUNTIME_IMAGE = f"openenv-gym/runtime:{VERSION}"
 SERVER_UID = 10001  # the unprivileged user env servers run as in their containers
 SOURCE_LABEL = "openenv-gym.source"  # digest of the code an image was built from (source_digest)
 _ensure_lock = threading.Lock()
+#: The file beside an env's Dockerfile that lists the packages its image adds (pip's requirements).
+ENV_REQUIREMENTS = "requirements.txt"
 WHEELHOUSE_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "openenv-gym" / "wheelhouse"
 
 
@@ -117,7 +122,20 @@ def build_env_image(client: Any, name: str, *, base: str | None = None, progress
         build_runtime_image(client, base=base, progress=progress)
     tag = env_image(name)
     labels = {SOURCE_LABEL: source_digest()}
-    build(client, str(dockerfile.parent), tag, buildargs={"RUNTIME": RUNTIME_IMAGE}, labels=labels, progress=progress)
+    requirements = dockerfile.parent / ENV_REQUIREMENTS
+    with tempfile.TemporaryDirectory(prefix="openenv-gym-build-") as context:
+        if requirements.is_file():  # the env's folder and the wheels of what it adds
+            shutil.copytree(
+                dockerfile.parent, context, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__")
+            )
+            python_version, machine = _image_python(client, RUNTIME_IMAGE)
+            wanted = [line.strip() for line in requirements.read_text().splitlines()]
+            wanted = [line for line in wanted if line and not line.startswith("#")]
+            wheels = Path(context) / "wheels"  # pip's own too: the runtime image has none installed
+            download_wheels(wheels, ["pip", *wanted], python_version=python_version, machine=machine, progress=progress)
+        else:
+            context = str(dockerfile.parent)
+        build(client, context, tag, buildargs={"RUNTIME": RUNTIME_IMAGE}, labels=labels, progress=progress)
     return tag
 
 
@@ -202,21 +220,28 @@ def make_wheelhouse(dest: Path, *, python_version: str, machine: str, progress: 
     """Wheels of openenv-gym, its dependencies and pip, for ``python_version`` on Linux ``machine``:
     openenv-gym's is packed from its installed files (a clone's or a wheel install's alike), never
     asked of the package index."""
-    dest.mkdir(parents=True, exist_ok=True)
     requirements = [req for req in installed_distribution().requires or [] if "extra ==" not in req]
+    download_wheels(dest, ["pip", *requirements], python_version=python_version, machine=machine, progress=progress)
+    pack_wheel(dest)
+
+
+def download_wheels(
+    dest: Path, requirements: list[str], *, python_version: str, machine: str, progress: bool = True
+) -> None:
+    """Wheels of ``requirements`` and their dependencies, for ``python_version`` on Linux ``machine``,
+    into ``dest``; kept between builds in :data:`WHEELHOUSE_CACHE`, keyed by what they were for."""
+    dest.mkdir(parents=True, exist_ok=True)
     platforms = [f"manylinux_2_{minor}_{machine}" for minor in range(17, 40)] + [f"manylinux2014_{machine}"]
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    # The dependencies' wheels are kept between builds, keyed by what they were downloaded for.
     key = hashlib.sha256(json.dumps([python_version, machine, requirements]).encode()).hexdigest()[:16]
     cache = WHEELHOUSE_CACHE / key
     if not (cache / ".complete").is_file():
         target = ["--python-version", python_version, "--only-binary=:all:", "-d", str(cache)]
         target += [arg for platform in platforms for arg in ("--platform", platform)]
-        _run_with_progress([*pip, "download", *target, "pip", *requirements], "wheelhouse: dependencies", progress)
+        _run_with_progress([*pip, "download", *target, *requirements], "wheelhouse: dependencies", progress)
         (cache / ".complete").touch()
     for wheel in cache.glob("*.whl"):
         shutil.copy2(wheel, dest / wheel.name)
-    pack_wheel(dest)
 
 
 def debian_release_and_mirror() -> tuple[str, str]:
@@ -255,7 +280,8 @@ def _image_python(client: Any, image: str) -> tuple[str, str]:
     """The ``major.minor`` Python version and machine of ``image``'s python3."""
     output = client.containers.run(
         image,
-        ["python3", "-c", "import json, platform, sys; print(json.dumps([sys.version_info[:2], platform.machine()]))"],
+        ["-c", "import json, platform, sys; print(json.dumps([sys.version_info[:2], platform.machine()]))"],
+        entrypoint="python3",  # whatever the image's own is (the runtime's serves)
         remove=True,
         network_mode="none",
     )
