@@ -249,6 +249,8 @@ class Crowd:
 
     lat: Timings = field(default_factory=Timings)
     memory: list[tuple[int, int]] = field(default_factory=list)
+    #: The machine's MemAvailable, read with each agent's memory (halfway through its episode).
+    available: list[int] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -259,9 +261,10 @@ class Crowd:
             episode.reset()
             for index in range(calls):
                 if index == calls // 2:
-                    memory = episode.memory()
+                    memory, available = episode.memory(), mem_available()
                     with self.lock:
                         self.memory.append(memory)
+                        self.available.append(available)
                 if not episode.step(BASH_TRUE, mine):
                     raise RuntimeError("mini-swe-agent ended early")
             episode.step(SUBMIT)
@@ -272,8 +275,9 @@ class Crowd:
 
 
 def crowd(n: int, calls: int) -> tuple[Crowd, float, int]:
-    """N mini-swe-agent episodes, one thread each: what they measured, the wall time and the memory
-    available while they all ran (read at the end, before the envs close)."""
+    """N mini-swe-agent episodes, one thread each: what they measured, the wall time and the least
+    memory available while they ran (read halfway through each episode: at the end the agents have
+    exited)."""
     envs = [harness_env("mini-swe-agent", AGENT_SANDBOX, calls) for _ in range(n)]
     measured = Crowd()
     t = time.perf_counter()
@@ -283,7 +287,7 @@ def crowd(n: int, calls: int) -> tuple[Crowd, float, int]:
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - t
-    available = mem_available()
+    available = min(measured.available, default=mem_available())
     for env in envs:
         env.close()
     if measured.errors:
