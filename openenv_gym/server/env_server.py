@@ -351,6 +351,15 @@ class EnvServer:
         """Environments held by open sessions (a batch session holds several) and by stateless HTTP requests."""
         return self.slots.active
 
+    def capacity_refusal(self, requested: int = 1) -> ErrorFrame:
+        """The ``CAPACITY_REACHED`` refusal of a session needing ``requested`` slots, in OpenEnv's words."""
+        active = self.active_sessions
+        return ErrorFrame(
+            ErrorCode.CAPACITY_REACHED,
+            f"Server at capacity: {active}/{self.max_sessions} sessions active. Cannot accept new connections.",
+            {"active_sessions": active, "max_sessions": self.max_sessions, "requested": requested},
+        )
+
     def take_slot(self) -> bool:
         """Hold one session slot for the env of an HTTP request or of an HTTP MCP session; ``False``:
         all are taken. :meth:`release_slot` gives it back."""
@@ -487,13 +496,8 @@ class EnvServer:
             await self._refuse(connection, exc)
             return
         await self.slots.wait_for_closing(session.size)
-        active = self.active_sessions
-        if active + session.size > self.max_sessions:
-            refusal = ErrorFrame(
-                ErrorCode.CAPACITY_REACHED,
-                f"Server at capacity: {active}/{self.max_sessions} sessions active. Cannot accept new connections.",
-                {"active_sessions": active, "max_sessions": self.max_sessions, "requested": session.size},
-            )
+        if self.active_sessions + session.size > self.max_sessions:
+            refusal = self.capacity_refusal(session.size)
             await connection.send(refusal.serialize())
             await connection.close(CLOSE_AT_CAPACITY, "server at capacity")
             return

@@ -27,7 +27,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode
 
 from ..errors import ModelCallError, ProtocolError
-from ..protocol import ErrorCode, ErrorFrame
+from ..protocol import ErrorFrame
 from ..protocol.harness_turns import (
     Model,
     protocol_error,
@@ -79,12 +79,7 @@ async def serve_harness_socket(connection: ServerConnection, server: EnvServer) 
     options = server.options
     assert options.harness_model_url is not None  # the route is open only then
     if not server.take_slot():
-        refusal = ErrorFrame(
-            ErrorCode.CAPACITY_REACHED,
-            f"Server at capacity: {server.active_sessions}/{server.max_sessions} sessions active",
-            {"active_sessions": server.active_sessions, "max_sessions": server.max_sessions},
-        )
-        await _refuse(connection, refusal, CloseCode.TRY_AGAIN_LATER)
+        await _refuse(connection, server.capacity_refusal(), CloseCode.TRY_AGAIN_LATER)
         return
     try:
         env = await asyncio.to_thread(server.factory)

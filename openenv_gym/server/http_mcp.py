@@ -257,14 +257,9 @@ class HttpMcp:
             self._reaper = None
 
     def _at_capacity(self, request_id: Any) -> dict[str, Any]:
-        server = self._server
-        active, limit = server.active_sessions, server.max_sessions
-        return jsonrpc.error_response(
-            request_id,
-            JsonRpcCode.SERVER_ERROR,
-            f"Server at capacity: {active}/{limit} sessions active. Cannot accept new connections.",
-            {"active_sessions": active, "max_sessions": limit},
-        )
+        refusal = self._server.capacity_refusal()
+        data = {key: refusal.details[key] for key in ("active_sessions", "max_sessions")}
+        return jsonrpc.error_response(request_id, JsonRpcCode.SERVER_ERROR, refusal.message, data)
 
 
 def _invalid(data: dict[str, Any]) -> str | None:
